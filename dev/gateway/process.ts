@@ -1,0 +1,40 @@
+// Runs the gateway as a child process (as `npm start` and the Worker test suite do), so
+// it stays out of the caller's module graph and can be stopped like any other server.
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../redis-server.ts";
+
+export interface GatewayProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
+
+export async function spawnGateway(opts: { redisUrl: string; token: string; port?: number }): Promise<GatewayProcess> {
+  const port = opts.port ?? (await freePort());
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--import", "tsx", MAIN, "--port", String(port), "--redis", opts.redisUrl],
+    {
+      env: { ...process.env, UPSTASH_REDIS_REST_TOKEN: opts.token },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`gateway exited with code ${code} before it listened`)));
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("listening")) resolve();
+    });
+  });
+  child.stdout?.resume();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}

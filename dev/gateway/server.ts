@@ -1,0 +1,165 @@
+// A local Upstash-compatible REST gateway in front of a real redis-server, so
+// @upstash/redis and @upstash/ratelimit run unmodified, with default options, in dev,
+// tests and benchmarks. Protocol notes: /work/shared/UPSTASH-REST.md.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
+import { encodeOutcome, encodeOutcomes } from "./encoding.js";
+import { bearerAuth, createResponder, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
+import {
+  Batcher,
+  type Outcome,
+  RedisConnections,
+  RedisUnavailableError,
+  runTransaction,
+  TransactionAbortedError,
+} from "./redis.js";
+import { type PreparedCommand, ScriptShas } from "./scripts.js";
+import { serveSubscription } from "./subscribe.js";
+
+export interface GatewayOptions {
+  /** 0 or omitted: a free port. */
+  port?: number;
+  host?: string;
+  redisUrl: string;
+  token: string;
+  maxBodyBytes?: number;
+}
+
+export interface GatewayStats {
+  /** Authorized calls to the Upstash routes: one per client round trip. */
+  requests: number;
+  /** Commands sent to Redis on behalf of clients. */
+  commands: number;
+}
+
+export interface Gateway {
+  port: number;
+  url: string;
+  close(): Promise<void>;
+  stats(): GatewayStats;
+  resetStats(): void;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  if (!options.token) throw new Error("startGateway: a token is required");
+  const host = options.host ?? "127.0.0.1";
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const authorized = bearerAuth(options.token);
+  const respond = createResponder();
+  const redis = new RedisConnections(options.redisUrl);
+  const scripts = new ScriptShas();
+  const batcher = new Batcher(redis.shared);
+  const counters: GatewayStats = { requests: 0, commands: 0 };
+  const resetStats = () => Object.assign(counters, { requests: 0, commands: 0 });
+
+  /**
+   * Runs a request's commands in order on one connection: a shared one, or a connection of
+   * their own when one of them may block (dropped when done or when the client goes away).
+   */
+  async function execute(commands: string[][], res: ServerResponse): Promise<Outcome[]> {
+    const outcomes: (Outcome | undefined)[] = [];
+    const runnable: PreparedCommand[] = [];
+    for (const command of commands) {
+      const refused = refusal(command);
+      outcomes.push(refused === undefined ? undefined : { ok: false, error: refused });
+      if (refused === undefined) runnable.push(scripts.prepare(command));
+    }
+    counters.commands += runnable.length;
+    let results: Outcome[] = [];
+    if (runnable.length > 0 && commands.some(isBlocking)) {
+      const conn = await redis.openOneOff("gateway-blocking");
+      res.once("close", () => redis.drop(conn));
+      try {
+        results = await new Batcher(conn).run(runnable);
+      } finally {
+        redis.drop(conn);
+      }
+    } else if (runnable.length > 0) {
+      results = await batcher.run(runnable);
+    }
+    let next = 0;
+    return outcomes.map((outcome) => outcome ?? (results[next++] as Outcome));
+  }
+
+  async function transaction(commands: string[][]): Promise<Outcome[]> {
+    // Nothing runs when one command is refused, as Redis does with a command it rejects while queuing.
+    for (const command of commands) {
+      const refused = refusal(command);
+      if (refused !== undefined) throw new TransactionAbortedError(refused);
+    }
+    const prepared = commands.map((command) => scripts.prepare(command));
+    counters.commands += prepared.length;
+    return redis.withTransactionConnection((conn) => runTransaction(conn, prepared));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!authorized(req.headers.authorization)) {
+      return respond.error(res, 401, "Unauthorized: missing or invalid bearer token");
+    }
+    const route = parseRoute(req.method, req.url);
+    if (!route) return respond.error(res, 404, `No route for ${req.method} ${req.url}`);
+    if (route.kind === "stats" || route.kind === "stats-reset") {
+      if (route.kind === "stats-reset") resetStats();
+      return respond.json(res, 200, JSON.stringify(counters));
+    }
+    counters.requests++;
+    if (route.kind === "subscribe") {
+      counters.commands++;
+      return serveSubscription(req, res, {
+        ...route,
+        open: () => redis.openOneOff("gateway-subscriber"),
+        close: (conn) => redis.drop(conn),
+        headers: respond.headers,
+      });
+    }
+    const body = await readBody(req, maxBodyBytes);
+    const base64 = req.headers["upstash-encoding"]?.toString().toLowerCase() === "base64";
+    if (route.kind === "command") {
+      const [outcome] = (await execute([parseCommand(body)], res)) as [Outcome];
+      // A failing single command is a 400 with Redis' text verbatim (clients look for NOSCRIPT).
+      return respond.json(res, outcome.ok ? 200 : 400, encodeOutcome(outcome, base64));
+    }
+    const commands = parseCommandList(body);
+    const outcomes = route.kind === "pipeline" ? await execute(commands, res) : await transaction(commands);
+    respond.json(res, 200, encodeOutcomes(outcomes, base64));
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (error instanceof PayloadTooLargeError) return respond.error(res, 413, error.message);
+      if (error instanceof BadRequestError || error instanceof TransactionAbortedError) {
+        return respond.error(res, 400, error.message);
+      }
+      if (error instanceof RedisUnavailableError) return respond.error(res, error.status, error.message);
+      console.error("[gateway] unexpected error", error);
+      respond.error(res, 500, `Internal gateway error: ${(error as Error).message}`);
+    });
+  });
+
+  await redis.connect();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const urlHost = host.includes(":") ? `[${host}]` : host;
+
+  return {
+    port,
+    url: `http://${urlHost}:${port}`,
+    stats: () => ({ ...counters }),
+    resetStats: () => {
+      resetStats();
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // Keep-alive sockets and open event streams.
+      });
+      await redis.close();
+    },
+  };
+}

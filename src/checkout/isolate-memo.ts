@@ -1,0 +1,54 @@
+import { IsolateCache } from "../cache/isolate-cache";
+
+/**
+ * What this isolate has learnt from earlier script replies, so repeat losers are refused
+ * with no network at all. Every fact here is one Redis stated; none is guessed.
+ */
+
+/** Sold out may be undone by a released reservation, so it is trusted for about a second. */
+const SOLD_OUT_TTL_MS = 1_000;
+/** Buyers may be released after a dead-lettered order; remembered for a minute. */
+const BUYER_TTL_MS = 60_000;
+/** Sale windows never change, but this isolate's clock may differ from Redis' a little. */
+export const CLOCK_SKEW_MS = 1_000;
+
+const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
+const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
+const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_000, 1_000);
+
+const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
+
+export type LocalRefusal =
+  | { code: "SALE_ENDED" }
+  | { code: "SALE_NOT_STARTED"; startsAt: number }
+  | { code: "ALREADY_PURCHASED"; orderId: string }
+  | { code: "SOLD_OUT" };
+
+/** A refusal this isolate can give on its own, or undefined when Redis must decide. */
+export function localRefusal(saleId: string, userId: string, now = Date.now()): LocalRefusal | undefined {
+  const window = windows.get(saleId, now);
+  if (window?.endsAt !== undefined && now >= window.endsAt + CLOCK_SKEW_MS) return { code: "SALE_ENDED" };
+  if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
+    return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
+  }
+  const orderId = buyers.get(buyerKey(saleId, userId), now);
+  if (orderId) return { code: "ALREADY_PURCHASED", orderId };
+  if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
+  return undefined;
+}
+
+export const memo = {
+  soldOut(saleId: string) {
+    soldOut.set(saleId, true);
+  },
+  bought(saleId: string, userId: string, orderId: string) {
+    buyers.set(buyerKey(saleId, userId), orderId);
+  },
+  released(saleId: string, userId: string) {
+    buyers.delete(buyerKey(saleId, userId));
+    soldOut.delete(saleId);
+  },
+  window(saleId: string, bound: { startsAt?: number; endsAt?: number }) {
+    windows.set(saleId, { ...windows.get(saleId), ...bound });
+  },
+};

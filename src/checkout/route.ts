@@ -1,0 +1,86 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../app-env";
+import { requireUser } from "../http/auth";
+import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { redisFor } from "../redis/client";
+import { SALE_ID_PATTERN } from "../sales/sale";
+import { enqueueOrder } from "../settlement/enqueue";
+import { type LocalRefusal, localRefusal, memo } from "./isolate-memo";
+import { type Reservation, reserve } from "./reserve";
+
+type Refusal = LocalRefusal | { code: "SALE_NOT_FOUND" };
+
+function refusalError(refusal: Refusal): ApiError {
+  switch (refusal.code) {
+    case "SOLD_OUT":
+      return new ApiError(409, "SOLD_OUT", "the sale is sold out");
+    case "ALREADY_PURCHASED":
+      return new ApiError(409, "ALREADY_PURCHASED", `you already hold order ${refusal.orderId} in this sale`);
+    case "SALE_NOT_STARTED":
+      return new ApiError(409, "SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
+    case "SALE_ENDED":
+      return new ApiError(409, "SALE_ENDED", "the sale has ended");
+    case "SALE_NOT_FOUND":
+      return notFound("SALE_NOT_FOUND", "no such sale");
+  }
+}
+
+/** Remembers what a refusal from Redis teaches this isolate, and turns it into the API error. */
+function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { outcome: "OK" }>): ApiError {
+  switch (r.outcome) {
+    case "SOLD_OUT":
+      memo.soldOut(saleId);
+      return refusalError({ code: "SOLD_OUT" });
+    case "ALREADY_PURCHASED":
+      memo.bought(saleId, userId, r.orderId);
+      return refusalError({ code: "ALREADY_PURCHASED", orderId: r.orderId });
+    case "SALE_NOT_STARTED":
+      memo.window(saleId, { startsAt: r.startsAt });
+      return refusalError({ code: "SALE_NOT_STARTED", startsAt: r.startsAt });
+    case "SALE_ENDED":
+      memo.window(saleId, { endsAt: r.endsAt });
+      return refusalError({ code: "SALE_ENDED" });
+    case "SALE_NOT_FOUND":
+      return refusalError({ code: "SALE_NOT_FOUND" });
+  }
+}
+
+/** The body is optional; when present it must be a JSON object (room for future options). */
+async function assertWellFormedBody(text: string): Promise<void> {
+  if (text.trim() === "") return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest("the request body is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw badRequest("the request body must be a JSON object");
+  }
+}
+
+export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requireUser, async (c) => {
+  const saleId = c.req.param("saleId");
+  if (!SALE_ID_PATTERN.test(saleId)) throw badRequest("the sale id must be a positive integer");
+  await assertWellFormedBody(await c.req.text());
+  const userId = c.get("userId");
+
+  const refusal = localRefusal(saleId, userId);
+  if (refusal) throw refusalError(refusal);
+
+  let reservation: Reservation;
+  try {
+    reservation = await reserve(redisFor(c.env), saleId, userId);
+  } catch (err) {
+    // Fail closed: without an answer from Redis nothing was (or may be assumed) reserved.
+    console.warn("checkout: redis unavailable", err);
+    throw unavailable("the sale cannot be reached right now; try again shortly");
+  }
+  if (reservation.outcome !== "OK") throw learnFrom(saleId, userId, reservation);
+
+  const { orderId, remaining, reservedAt } = reservation;
+  memo.bought(saleId, userId, orderId);
+  if (remaining === 0) memo.soldOut(saleId);
+  c.executionCtx.waitUntil(enqueueOrder(c.env.ORDERS, { orderId, saleId, userId, reservedAt }));
+  return c.json({ orderId, status: "pending" as const }, 202);
+});

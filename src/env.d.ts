@@ -1,0 +1,9 @@
+// Secrets: set with `wrangler secret put` in production, `.dev.vars` locally.
+declare namespace Cloudflare {
+  interface Env {
+    ADMIN_TOKEN: string;
+    JWT_SECRET: string;
+    UPSTASH_REDIS_REST_URL: string;
+    UPSTASH_REDIS_REST_TOKEN: string;
+  }
+}

@@ -1,0 +1,43 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Every error the API returns has this one shape. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
+
+export const badRequest = (message: string) => new ApiError(400, "BAD_REQUEST", message);
+export const unauthorized = (message = "a valid bearer token is required") =>
+  new ApiError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
+export const notFound = (code: string, message: string) => new ApiError(404, code, message);
+export const unavailable = (message: string, retryAfterSeconds = 1) =>
+  new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
+
+/** Hono onError: known errors keep their status; anything else is a 500 without internals. */
+export function handleError(err: Error, c: Context): Response {
+  if (err instanceof ApiError) {
+    return c.json(errorBody(err.code, err.message), err.status, err.headers);
+  }
+  if (err instanceof HTTPException && err.status < 500) {
+    // hono's body limit and parsers throw these for malformed requests.
+    return c.json(errorBody("BAD_REQUEST", err.message || "malformed request"), err.status);
+  }
+  console.error("unhandled error", err);
+  return c.json(errorBody("INTERNAL", "internal error"), 500);
+}
+
+export const notFoundRoute = (c: Context) => c.json(errorBody("NOT_FOUND", "no such route"), 404);

@@ -1,0 +1,32 @@
+import { Redis } from "@upstash/redis/cloudflare";
+
+export type { Redis };
+
+const DEFAULT_TIMEOUT_MS = 1500;
+let cached: { key: string; redis: Redis } | undefined;
+
+/**
+ * One Upstash client per isolate. Every request is bounded by REDIS_TIMEOUT_MS and retried
+ * once on a network error, so an unreachable Redis turns into a quick 503 instead of a hang.
+ * Auto-pipelining (the client's default) folds the commands one request issues together
+ * into a single HTTP round trip.
+ */
+export function redisFor(env: Env): Redis {
+  const timeoutMs = Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+  const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutMs}`;
+  if (cached?.key !== key) {
+    cached = {
+      key,
+      redis: new Redis({
+        url: env.UPSTASH_REDIS_REST_URL,
+        token: env.UPSTASH_REDIS_REST_TOKEN,
+        // Order ids are 19-digit strings; never let the client turn replies into numbers.
+        automaticDeserialization: false,
+        enableTelemetry: false,
+        retry: { retries: 1, backoff: () => 25 },
+        signal: () => AbortSignal.timeout(timeoutMs),
+      }),
+    };
+  }
+  return cached.redis;
+}

@@ -1,0 +1,40 @@
+import type { Redis } from "../redis/client";
+import { saleKeys } from "../redis/keys";
+import { LUA, runScript } from "../redis/scripts";
+import type { Sale } from "./sale";
+
+/** Loads a sale into Redis; a no-op when it is already there, so creating a sale can be retried. */
+export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
+  await runScript(
+    redis,
+    LUA.saleInit,
+    [saleKeys(sale.id).meta],
+    [sale.stock, sale.startsAt, sale.endsAt, sale.idSlot, sale.admission.rate, sale.admission.burst, sale.name].map(String),
+  );
+}
+
+export interface LiveSale {
+  name: string;
+  stock: number;
+  remaining: number;
+  startsAt: number;
+  endsAt: number;
+  /** Order ids minted so far (accepted checkouts, including ones later released). */
+  minted: number;
+}
+
+/** The sale as Redis holds it now, or undefined when Redis does not know the sale. */
+export async function readLiveSale(redis: Redis, saleId: string): Promise<LiveSale | undefined> {
+  // With automatic deserialization off (see client.ts) HMGET replies with the raw array.
+  const reply = (await redis.hmget(saleKeys(saleId).meta, "name", "stock", "remaining", "starts", "ends", "seq")) as unknown;
+  const [name, stock, remaining, starts, ends, seq] = reply as (string | null)[];
+  if (remaining === null || remaining === undefined) return undefined;
+  return {
+    name: name ?? "",
+    stock: Number(stock),
+    remaining: Number(remaining),
+    startsAt: Number(starts),
+    endsAt: Number(ends),
+    minted: Number(seq),
+  };
+}

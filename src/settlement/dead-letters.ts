@@ -1,0 +1,33 @@
+import { redisFor } from "../redis/client";
+import { saleKeys } from "../redis/keys";
+import { LUA, runScript } from "../redis/scripts";
+import { recordFailures } from "./d1-orders";
+import { type DeadLetter, DeadLetterSchema } from "./order-message";
+import { clearOutbox } from "./outbox";
+
+/**
+ * Orders that could never settle: recorded in D1 as failed, then their reservations are
+ * released (lua/release.lua) so the unit goes back on sale and the buyer may try again.
+ * An order that did settle after all (a lost ack) is only cleared from the outbox.
+ * Any error retries the whole batch; every step is idempotent.
+ */
+export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const letters: DeadLetter[] = [];
+  for (const message of batch.messages) {
+    const parsed = DeadLetterSchema.safeParse(message.body);
+    if (parsed.success) letters.push(parsed.data);
+    else console.error("dead letters: dropping malformed message", message.id);
+  }
+  if (letters.length > 0) {
+    const failed = await recordFailures(env.DB, letters);
+    const redis = redisFor(env);
+    await Promise.all(
+      letters.map((l) => {
+        if (!failed.has(l.orderId)) return clearOutbox(redis, [l]);
+        const keys = saleKeys(l.saleId);
+        return runScript(redis, LUA.release, [keys.meta, keys.buyers, keys.outbox], [l.orderId, l.userId]);
+      }),
+    );
+  }
+  batch.ackAll();
+}

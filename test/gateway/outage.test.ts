@@ -1,0 +1,72 @@
+// Redis going away and coming back: prompt 5xx JSON, then recovery without a restart.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, raw, type Stack, startStack } from "./stack.js";
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(() => stack.stop());
+
+describe("Redis outage", () => {
+  it("answers 5xx JSON quickly while Redis is down and recovers when it is back", async () => {
+    expect(await stack.client.set("outage:k", "before")).toBe("OK");
+    await stack.redisServer.stop();
+
+    for (const [path, body] of [
+      ["/", ["GET", "outage:k"]],
+      ["/pipeline", [["GET", "outage:k"]]],
+      ["/multi-exec", [["GET", "outage:k"]]],
+      ["/subscribe/outage", []],
+      ["/", ["BLPOP", "outage:q", 1]],
+    ] as const) {
+      const started = Date.now();
+      const reply = await raw(stack.gateway, path, body);
+      expect(Date.now() - started, path).toBeLessThan(3000);
+      expect(reply.status, path).toBeGreaterThanOrEqual(500);
+      expect(reply.body).toEqual({ error: expect.stringMatching(/^Redis unavailable/) });
+    }
+    const started = Date.now();
+    await expect(stack.client.get("outage:k")).rejects.toThrow(/Redis unavailable/);
+    expect(Date.now() - started).toBeLessThan(3000);
+
+    await stack.redisServer.restart();
+    await eventually(async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
+    expect(await stack.client.set("outage:k", "after")).toBe("OK");
+    expect(await stack.client.get("outage:k")).toBe("after");
+    expect(await stack.client.multi().incr("outage:n").exec()).toEqual([1]);
+  });
+});
+
+describe("Redis hanging", () => {
+  it("answers 5xx JSON within the command timeout while Redis does not answer", async () => {
+    const pid = Number((await stack.direct.info("server")).match(/process_id:(\d+)/)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid, "SIGSTOP");
+    try {
+      const replies = await Promise.all(
+        (
+          [
+            ["/", ["GET", "hang:k"]],
+            ["/multi-exec", [["GET", "hang:k"]]],
+            ["/subscribe/hang", []],
+          ] as const
+        ).map(async ([path, body]) => {
+          const started = Date.now();
+          const reply = await raw(stack.gateway, path, body);
+          return { path, elapsed: Date.now() - started, status: reply.status, body: reply.body };
+        }),
+      );
+      for (const reply of replies) {
+        expect(reply.elapsed, reply.path).toBeLessThan(3000);
+        expect(reply.status, reply.path).toBeGreaterThanOrEqual(500);
+        expect(reply.body).toEqual({ error: expect.stringMatching(/^Redis unavailable/) });
+      }
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await eventually(async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
+    expect(await stack.client.incr("hang:n")).toBe(1);
+  });
+});

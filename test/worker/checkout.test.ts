@@ -1,0 +1,111 @@
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { saleKeys } from "../../src/redis/keys";
+import { BASE, bearer, checkout, createSale, expectSettledInvariants, redis, userToken } from "./helpers";
+
+const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+describe("checkout", () => {
+  it("accepts a buyer with 202 and a pending 64-bit order id, then confirms it", async () => {
+    const sale = await createSale({ stock: 3 });
+    const res = await checkout(sale.id, await userToken("alice"));
+    expect(res.status).toBe(202);
+    const body = (await res.json()) as { orderId: string; status: string };
+    expect(body.status).toBe("pending");
+    expect(body.orderId).toMatch(/^[1-9][0-9]{15,18}$/);
+    expect(BigInt(body.orderId) > 2n ** 53n).toBe(true);
+
+    await expectSettledInvariants(sale.id, 3, new Map([["alice", body.orderId]]));
+    const order = await SELF.fetch(`${BASE}/api/orders/${body.orderId}`, { headers: bearer(await userToken("alice")) });
+    expect(order.status).toBe(200);
+    expect(await order.json()).toEqual({ orderId: body.orderId, saleId: sale.id, userId: "alice", status: "confirmed" });
+  });
+
+  it("refuses a second purchase by the same user, with the first order's id", async () => {
+    const sale = await createSale({ stock: 5 });
+    const token = await userToken("bob");
+    const first = (await (await checkout(sale.id, token)).json()) as { orderId: string };
+    const second = await checkout(sale.id, token);
+    expect(second.status).toBe(409);
+    const body = (await second.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("ALREADY_PURCHASED");
+    expect(body.error.message).toContain(first.orderId);
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("4");
+  });
+
+  it("answers SOLD_OUT once stock is gone", async () => {
+    const sale = await createSale({ stock: 1 });
+    expect((await checkout(sale.id, await userToken("first"))).status).toBe(202);
+    const res = await checkout(sale.id, await userToken("second"));
+    expect(res.status).toBe(409);
+    expect(await errorCode(res)).toBe("SOLD_OUT");
+  });
+
+  it("refuses before the window opens and after it closes, reserving nothing", async () => {
+    const upcoming = await createSale({
+      startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+    });
+    const early = await checkout(upcoming.id, await userToken("early"));
+    expect(early.status).toBe(409);
+    expect(await errorCode(early)).toBe("SALE_NOT_STARTED");
+
+    const ended = await createSale({
+      startsAt: new Date(Date.now() - 7_200_000).toISOString(),
+      endsAt: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    const late = await checkout(ended.id, await userToken("late"));
+    expect(late.status).toBe(409);
+    expect(await errorCode(late)).toBe("SALE_ENDED");
+    for (const id of [upcoming.id, ended.id]) {
+      expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
+      expect(await redis.hlen(saleKeys(id).buyers)).toBe(0);
+    }
+  });
+
+  it("answers SALE_NOT_FOUND for an unknown sale and BAD_REQUEST for a malformed id", async () => {
+    const token = await userToken("carol");
+    const unknown = await checkout("999999999", token);
+    expect(unknown.status).toBe(404);
+    expect(await errorCode(unknown)).toBe("SALE_NOT_FOUND");
+    const malformed = await checkout("abc", token);
+    expect(malformed.status).toBe(400);
+    expect(await errorCode(malformed)).toBe("BAD_REQUEST");
+  });
+
+  it("refuses missing, forged, expired and subject-less tokens with 401, reserving nothing", async () => {
+    const sale = await createSale({ stock: 2 });
+    const now = Math.floor(Date.now() / 1000);
+    const { sign } = await import("hono/jwt");
+    const cases: Record<string, Record<string, string>> = {
+      missing: {},
+      garbage: bearer("not-a-jwt"),
+      forged: bearer(await userToken("mallory", { secret: "wrong-secret" })),
+      expired: bearer(await sign({ sub: "mallory", exp: now - 10 }, env.JWT_SECRET, "HS256")),
+      "no expiry": bearer(await sign({ sub: "mallory" }, env.JWT_SECRET, "HS256")),
+      "no subject": bearer(await sign({ exp: now + 60 }, env.JWT_SECRET, "HS256")),
+    };
+    for (const [name, headers] of Object.entries(cases)) {
+      const res = await SELF.fetch(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers });
+      expect(res.status, name).toBe(401);
+      expect(await res.json(), name).toEqual({ error: { code: "UNAUTHORIZED", message: expect.any(String) } });
+    }
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
+  });
+
+  it("refuses a malformed body with 400 and reserves nothing; identity never comes from the body", async () => {
+    const sale = await createSale({ stock: 2 });
+    const token = await userToken("dave");
+    const bad = await checkout(sale.id, token, { body: "{not json", headers: { "Content-Type": "application/json" } });
+    expect(bad.status).toBe(400);
+    expect(await errorCode(bad)).toBe("BAD_REQUEST");
+    const array = await checkout(sale.id, token, { body: "[1]", headers: { "Content-Type": "application/json" } });
+    expect(array.status).toBe(400);
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
+
+    const spoof = await checkout(sale.id, token, { body: JSON.stringify({ userId: "eve" }) });
+    expect(spoof.status).toBe(202);
+    expect(await redis.hget(saleKeys(sale.id).buyers, "dave")).toBeTruthy();
+    expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
+  });
+});

@@ -1,0 +1,46 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+import { TEST_SECRETS } from "./test/setup/secrets.ts";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        // Node-side tests: the gateway, Lua scripts and dev tooling against a real redis-server.
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["test/node/**/*.test.ts", "test/gateway/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        // The Worker inside workerd (Miniflare) with local D1 and Queues, talking to a real
+        // redis-server through the project's Upstash gateway.
+        plugins: [
+          cloudflareTest(async ({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                ...TEST_SECRETS,
+                UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
+                UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
+                TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          globalSetup: ["test/setup/stack.ts"],
+          setupFiles: ["test/setup/apply-migrations.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
