@@ -3,14 +3,21 @@ import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
 import type { Sale } from "./sale";
 
-/** Loads a sale into Redis; a no-op when it is already there, so creating a sale can be retried. */
+/**
+ * Loads a sale into Redis; a no-op when it is already there, so creating a sale can be retried.
+ * Also loads the hot-path script, so the crowd's first EVALSHA hits instead of thousands of
+ * simultaneous NOSCRIPT misses each re-sending the source with EVAL.
+ */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
-  await runScript(
-    redis,
-    LUA.saleInit,
-    [saleKeys(sale.id).meta],
-    [sale.stock, sale.startsAt, sale.endsAt, sale.idSlot, sale.admission.rate, sale.admission.burst, sale.name].map(String),
-  );
+  await Promise.all([
+    runScript(
+      redis,
+      LUA.saleInit,
+      [saleKeys(sale.id).meta],
+      [sale.stock, sale.startsAt, sale.endsAt, sale.idSlot, sale.admission.rate, sale.admission.burst, sale.name].map(String),
+    ),
+    redis.scriptLoad(LUA.checkout),
+  ]);
 }
 
 export interface LiveSale {
