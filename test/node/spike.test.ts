@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack, waitForDrain } from "./local-stack.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 
 const USERS = 1_000;
 let stack: Stack;

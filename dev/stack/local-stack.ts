@@ -1,11 +1,12 @@
-// A whole local stack for node-side tests: redis-server, the gateway, the Worker on Miniflare.
-import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
-import { type RedisServer, startRedisServer } from "../../dev/redis-server.ts";
-import { type LocalWorker, startLocalWorker } from "../../dev/stack/worker.ts";
-import { mintUserToken } from "../../dev/tokens.ts";
+// A whole local stack in one process tree: redis-server, the gateway, the Worker on
+// Miniflare. Node-side tests, the load runner and the benchmarks drive it.
+import { type Gateway, startGateway } from "../gateway/server.ts";
+import { type RedisServer, startRedisServer } from "../redis-server.ts";
+import { DEV_SECRETS, mintUserToken } from "../tokens.ts";
+import { type LocalWorker, startLocalWorker } from "./worker.ts";
 
-export const SECRETS = { ADMIN_TOKEN: "node-test-admin", JWT_SECRET: "node-test-jwt" } as const;
-const GATEWAY_TOKEN = "node-test-gateway";
+export const SECRETS = { ADMIN_TOKEN: DEV_SECRETS.ADMIN_TOKEN, JWT_SECRET: DEV_SECRETS.JWT_SECRET } as const;
+const GATEWAY_TOKEN = DEV_SECRETS.UPSTASH_REDIS_REST_TOKEN;
 
 export interface Stack {
   redis: RedisServer;
@@ -27,13 +28,16 @@ export interface Report {
   reconciled: boolean;
 }
 
-export async function startStack(opts: { vars?: Record<string, string> } = {}): Promise<Stack> {
-  const redis = await startRedisServer();
+export async function startStack(
+  opts: { vars?: Record<string, string>; redisDataDir?: string; stateDir?: string } = {},
+): Promise<Stack> {
+  const redis = await startRedisServer({ dataDir: opts.redisDataDir });
   const gateway = await startGateway({ redisUrl: redis.url, token: GATEWAY_TOKEN });
   const worker = await startLocalWorker({
     secrets: { ...SECRETS, UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN },
     // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
     vars: { REDIS_TIMEOUT_MS: "10000", ...opts.vars },
+    stateDir: opts.stateDir,
   });
   const admin = { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}`, "Content-Type": "application/json" };
   return {
