@@ -2,33 +2,37 @@
 checkout.lua: reserve one unit of a flash sale for one user, atomically.
 
 Everything that must not interleave happens here, in one EVALSHA: the sale window,
-one-order-per-user, stock > 0, the decrement, recording the buyer, minting the
-order id and writing the outbox record the settlement pipeline re-drives from.
+the sale's admission token bucket, one-order-per-user, stock > 0, the decrement,
+recording the buyer, minting the order id and writing the outbox record the
+settlement pipeline re-drives from.
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe)
-  1  sale meta hash  fields: remaining, starts, ends (epoch ms), slot, seq
+  1  sale meta hash  fields: remaining, starts, ends (epoch ms), slot, seq, rate, burst
   2  buyers hash     user id -> order id
   3  outbox zset     member "<orderId>:<userId>", score = reservation time (ms)
+  4  admission hash  token bucket: tokens, at (ms); expires when idle
 ARGV
   1  user id
 Replies (an array; the first element names the outcome)
   {"OK", orderId, remaining, nowMs}   reserved; orderId is a decimal string
   {"ALREADY_PURCHASED", orderId}      this user already holds an order
   {"SOLD_OUT", 0}
+  {"RATE_LIMITED", retryAfterMs, burst}   the admission bucket is empty
   {"SALE_NOT_STARTED", startsMs}
   {"SALE_ENDED", endsMs}
   {"SALE_NOT_FOUND"}
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
-local meta, buyers, outbox = KEYS[1], KEYS[2], KEYS[3]
+local meta, buyers, outbox, admission = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local user = ARGV[1]
 
-local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot')
+local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst')
 if not sale[1] then
   return { 'SALE_NOT_FOUND' }
 end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
+local rate, burst = tonumber(sale[5]), tonumber(sale[6])
 
 local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
@@ -40,6 +44,19 @@ end
 if nowMs >= ends then
   return { 'SALE_ENDED', ends }
 end
+
+-- Admission: a token bucket refilled at `rate` per second up to `burst`, so a stampede
+-- reaches the stock logic no faster than the sale was configured to take.
+local bucket = redis.call('HMGET', admission, 'tokens', 'at')
+local tokens = tonumber(bucket[1]) or burst
+local at = tonumber(bucket[2]) or nowMs
+tokens = math.min(burst, tokens + math.max(0, nowMs - at) * rate / 1000)
+if tokens < 1 then
+  return { 'RATE_LIMITED', math.ceil((1 - tokens) * 1000 / rate), burst }
+end
+redis.call('HSET', admission, 'tokens', tostring(tokens - 1), 'at', nowMs)
+-- Idle long enough to refill completely, the bucket is the same as no bucket.
+redis.call('PEXPIRE', admission, math.ceil(burst * 1000 / rate) + 1000)
 
 local held = redis.call('HGET', buyers, user)
 if held then

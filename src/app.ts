@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "./app-env";
 import { ApiError, handleError, notFoundRoute } from "./http/errors";
+import { limitPerIp } from "./limits/callers";
 import { orderRoutes } from "./orders/routes";
 import { adminRoutes } from "./sales/admin-routes";
 import { saleRoutes } from "./sales/public-routes";
@@ -18,6 +19,7 @@ export const app = new Hono<AppEnv>()
     }),
   )
   .get("/healthz", (c) => c.json({ ok: true }))
+  .use("/api/*", limitPerIp)
   .route("/api/sales", saleRoutes)
   .route("/api/orders", orderRoutes)
   .route("/admin", adminRoutes)

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_readConfig } from "wrangler";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const WRANGLER = path.join(ROOT, "node_modules", ".bin", "wrangler");
@@ -62,18 +63,18 @@ export async function startLocalWorker(opts: {
   const scriptPath = buildWorker(path.join(stateDir, "build"));
   migrateLocalD1(stateDir);
 
+  // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
+  const config = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") });
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
     modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
-    compatibilityDate: "2026-04-01",
-    compatibilityFlags: ["nodejs_compat"],
+    compatibilityDate: config.compatibility_date,
+    compatibilityFlags: config.compatibility_flags,
     bindings: {
-      OUTBOX_REDRIVE_AFTER_MS: "30000",
-      REDIS_TIMEOUT_MS: "1500",
-      LAB_ENABLED: "false",
+      ...(config.vars as Record<string, string>),
       ...opts.secrets,
       ...opts.vars,
     },

@@ -14,6 +14,7 @@ export const CLOCK_SKEW_MS = 1_000;
 
 const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
 const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
+const throttled = new IsolateCache<{ until: number; burst: number }>(1_000, 1_000);
 const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_000, 1_000);
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
@@ -22,7 +23,8 @@ export type LocalRefusal =
   | { code: "SALE_ENDED" }
   | { code: "SALE_NOT_STARTED"; startsAt: number }
   | { code: "ALREADY_PURCHASED"; orderId: string }
-  | { code: "SOLD_OUT" };
+  | { code: "SOLD_OUT" }
+  | { code: "RATE_LIMITED"; retryAfterMs: number; burst: number };
 
 /** A refusal this isolate can give on its own, or undefined when Redis must decide. */
 export function localRefusal(saleId: string, userId: string, now = Date.now()): LocalRefusal | undefined {
@@ -34,6 +36,9 @@ export function localRefusal(saleId: string, userId: string, now = Date.now()): 
   const orderId = buyers.get(buyerKey(saleId, userId), now);
   if (orderId) return { code: "ALREADY_PURCHASED", orderId };
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
+  const throttle = throttled.get(saleId, now);
+  if (throttle && now < throttle.until)
+    return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, burst: throttle.burst };
   return undefined;
 }
 
@@ -47,6 +52,10 @@ export const memo = {
   released(saleId: string, userId: string) {
     buyers.delete(buyerKey(saleId, userId));
     soldOut.delete(saleId);
+  },
+  /** The admission bucket is empty until about `retryAfterMs` from now: refuse locally till then. */
+  throttled(saleId: string, retryAfterMs: number, burst: number) {
+    throttled.set(saleId, { until: Date.now() + retryAfterMs, burst }, retryAfterMs);
   },
   window(saleId: string, bound: { startsAt?: number; endsAt?: number }) {
     windows.set(saleId, { ...windows.get(saleId), ...bound });

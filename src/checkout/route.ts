@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { requireUser } from "../http/auth";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, badRequest, notFound, rateLimited, unavailable } from "../http/errors";
+import { limitPerUser } from "../limits/callers";
 import { redisFor } from "../redis/client";
 import { SALE_ID_PATTERN } from "../sales/sale";
 import { enqueueOrder } from "../settlement/enqueue";
@@ -22,6 +23,11 @@ function refusalError(refusal: Refusal): ApiError {
       return new ApiError(409, "SALE_ENDED", "the sale has ended");
     case "SALE_NOT_FOUND":
       return notFound("SALE_NOT_FOUND", "no such sale");
+    case "RATE_LIMITED":
+      return rateLimited("the sale is admitting buyers at its configured rate; retry shortly", {
+        limit: refusal.burst,
+        retryAfterMs: refusal.retryAfterMs,
+      });
   }
 }
 
@@ -42,6 +48,9 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
       return refusalError({ code: "SALE_ENDED" });
     case "SALE_NOT_FOUND":
       return refusalError({ code: "SALE_NOT_FOUND" });
+    case "RATE_LIMITED":
+      memo.throttled(saleId, r.retryAfterMs, r.burst);
+      return refusalError({ code: "RATE_LIMITED", retryAfterMs: r.retryAfterMs, burst: r.burst });
   }
 }
 
@@ -59,7 +68,7 @@ async function assertWellFormedBody(text: string): Promise<void> {
   }
 }
 
-export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requireUser, async (c) => {
+export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requireUser, limitPerUser, async (c) => {
   const saleId = c.req.param("saleId");
   if (!SALE_ID_PATTERN.test(saleId)) throw badRequest("the sale id must be a positive integer");
   await assertWellFormedBody(await c.req.text());

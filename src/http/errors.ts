@@ -27,6 +27,20 @@ export const notFound = (code: string, message: string) => new ApiError(404, cod
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
 
+/**
+ * 429 with Retry-After and the IETF RateLimit-* headers (draft-ietf-httpapi-ratelimit-headers),
+ * the same shape for every limiter.
+ */
+export function rateLimited(message: string, bucket: { limit: number; retryAfterMs: number }): ApiError {
+  const seconds = String(Math.max(1, Math.ceil(bucket.retryAfterMs / 1000)));
+  return new ApiError(429, "RATE_LIMITED", message, {
+    "Retry-After": seconds,
+    "RateLimit-Limit": String(bucket.limit),
+    "RateLimit-Remaining": "0",
+    "RateLimit-Reset": seconds,
+  });
+}
+
 /** Hono onError: known errors keep their status; anything else is a 500 without internals. */
 export function handleError(err: Error, c: Context): Response {
   if (err instanceof ApiError) {

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../app-env";
 import { requireUser } from "../http/auth";
 import { badRequest, notFound, unavailable } from "../http/errors";
+import { limitPerUser } from "../limits/callers";
 import { redisFor } from "../redis/client";
 import { saleKeys } from "../redis/keys";
 import { findSaleBySlotAt } from "../sales/repository";
@@ -13,7 +14,7 @@ export type OrderStatus = "pending" | "confirmed" | "failed";
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
 const orderNotFound = () => notFound("ORDER_NOT_FOUND", "no such order");
 
-export const orderRoutes = new Hono<AppEnv>().get("/:orderId", requireUser, async (c) => {
+export const orderRoutes = new Hono<AppEnv>().get("/:orderId", requireUser, limitPerUser, async (c) => {
   const orderId = c.req.param("orderId");
   if (!isOrderId(orderId)) throw badRequest("the order id must be a decimal 64-bit integer");
   const userId = c.get("userId");

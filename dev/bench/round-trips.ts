@@ -1,0 +1,119 @@
+// Round trips to Upstash (HTTP requests counted at the gateway) and Redis commands
+// (INFO commandstats delta) per checkout outcome, on a warm isolate. The round-trip budget
+// test asserts these figures; `npm run bench` prints them.
+import { Redis as IORedis } from "ioredis";
+import { saleKeys } from "../../src/redis/keys.ts";
+import type { Stack } from "../stack/local-stack.ts";
+
+export interface OutcomeCost {
+  outcome: string;
+  roundTrips: number;
+  redisCommands: number;
+  /** Settlement's own round trips included in the figures (one outbox clear per batch). */
+  note?: string;
+}
+
+async function totalCommands(redis: IORedis): Promise<number> {
+  const info = await redis.info("commandstats");
+  let total = 0;
+  for (const match of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+    if (match[1] !== "info") total += Number(match[2]);
+  }
+  return total;
+}
+
+async function measure(
+  stack: Stack,
+  redis: IORedis,
+  action: () => Promise<unknown>,
+): Promise<{ roundTrips: number; redisCommands: number }> {
+  stack.gateway.resetStats();
+  const before = await totalCommands(redis);
+  await action();
+  const roundTrips = stack.gateway.stats().requests;
+  return { roundTrips, redisCommands: (await totalCommands(redis)) - before };
+}
+
+const expectStatus = async (p: Promise<{ status: number; body: unknown }>, status: number) => {
+  const res = await p;
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${JSON.stringify(res.body)}`);
+};
+
+export async function benchRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
+  const redis = new IORedis(stack.redis.url);
+  try {
+    const sale = await stack.createSale({ stock: 2, name: "round trips" });
+    const [a, b, c] = await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => stack.token(`${sale.id}-${u}`)));
+    const costs: OutcomeCost[] = [];
+
+    // Accepted: the checkout itself, then the drain (its settlement clears the outbox once).
+    const accepted = await measure(stack, redis, async () => {
+      await expectStatus(stack.checkout(sale.id, a as string), 202);
+      await waitForOutboxEmpty(redis, sale.id);
+    });
+    costs.push({ outcome: "accepted", ...accepted, note: "includes 1 round trip of its settlement (outbox clear)" });
+    costs.push({
+      outcome: "repeat buyer (warm)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(sale.id, a as string), 409))),
+    });
+
+    await expectStatus(stack.checkout(sale.id, b as string), 202);
+    await waitForOutboxEmpty(redis, sale.id); // keep its settlement out of the next figure
+    // The last unit's reply said remaining 0, so this isolate already knows it is sold out.
+    costs.push({
+      outcome: "sold out (warm)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(sale.id, c as string), 409))),
+    });
+
+    const ended = await stack.createSale({
+      name: "ended",
+      startsAt: new Date(Date.now() - 7_200_000).toISOString(),
+      endsAt: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    costs.push({
+      outcome: "ended (first)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(ended.id, a as string), 409))),
+    });
+    costs.push({
+      outcome: "ended (warm)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(ended.id, b as string), 409))),
+    });
+
+    // A bucket of one token refilled once a minute: the second buyer is throttled.
+    const throttled = await stack.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } });
+    await expectStatus(stack.checkout(throttled.id, a as string), 202);
+    await waitForOutboxEmpty(redis, throttled.id);
+    costs.push({
+      outcome: "rate limited (first)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(throttled.id, b as string), 429))),
+    });
+    costs.push({
+      outcome: "rate limited (warm)",
+      ...(await measure(stack, redis, () => expectStatus(stack.checkout(throttled.id, c as string), 429))),
+    });
+
+    // 200 clients polling the sale page at once, twice, 600 ms apart.
+    const poll = () =>
+      Promise.all(Array.from({ length: 200 }, () => stack.worker.fetch(`/api/sales/${sale.id}`).then((r) => r.arrayBuffer())));
+    costs.push({
+      outcome: "sale page, 200 polls x 2 (600 ms apart)",
+      ...(await measure(stack, redis, async () => {
+        await poll();
+        await new Promise((r) => setTimeout(r, 600));
+        await poll();
+      })),
+    });
+    return costs;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls Redis directly (not through the gateway, which is counting). */
+async function waitForOutboxEmpty(redis: IORedis, saleId: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await redis.zcard(saleKeys(saleId).outbox)) === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error("the order did not settle in time");
+}

@@ -1,0 +1,30 @@
+/**
+ * Token buckets kept in the isolate's memory: a caller over its rate is refused with no
+ * network at all. Each isolate limits on its own, so the effective global limit is this
+ * one times the isolates serving a caller; that is the point: it costs nothing and stops
+ * a single client hammering one edge location. Hand-written: no limiter library keeps
+ * its state in plain isolate memory without a store round trip.
+ */
+export class LocalTokenBuckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    readonly rate: number,
+    readonly burst: number,
+    private readonly maxKeys = 50_000,
+  ) {}
+
+  /** Takes one token for `key`; when none is left, says how long until one is. */
+  take(key: string, now = Date.now()): { ok: true } | { ok: false; retryAfterMs: number } {
+    const bucket = this.buckets.get(key);
+    const tokens = bucket ? Math.min(this.burst, bucket.tokens + ((now - bucket.at) * this.rate) / 1000) : this.burst;
+    if (tokens < 1) return { ok: false, retryAfterMs: Math.ceil(((1 - tokens) * 1000) / this.rate) };
+    this.buckets.delete(key); // re-insert: Map order doubles as least-recently-used order
+    if (this.buckets.size >= this.maxKeys) {
+      const oldest = this.buckets.keys().next();
+      if (!oldest.done) this.buckets.delete(oldest.value);
+    }
+    this.buckets.set(key, { tokens: tokens - 1, at: now });
+    return { ok: true };
+  }
+}

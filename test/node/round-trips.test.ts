@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { benchRoundTrips, type OutcomeCost } from "../../dev/bench/round-trips.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+
+let stack: Stack;
+let costs: Map<string, OutcomeCost>;
+
+beforeAll(async () => {
+  stack = await startStack();
+  costs = new Map((await benchRoundTrips(stack)).map((c) => [c.outcome, c]));
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const roundTrips = (outcome: string) => {
+  const cost = costs.get(outcome);
+  if (!cost) throw new Error(`no figure for ${outcome}`);
+  return cost.roundTrips;
+};
+
+it("an accepted checkout costs one Upstash round trip (plus one shared by its settlement batch)", () => {
+  expect(roundTrips("accepted")).toBe(2);
+});
+
+it("warm-isolate refusals cost no round trip at all", () => {
+  for (const outcome of ["repeat buyer (warm)", "sold out (warm)", "ended (warm)", "rate limited (warm)"]) {
+    expect(roundTrips(outcome), outcome).toBe(0);
+  }
+});
+
+it("a first refusal costs exactly the one script call that teaches the isolate", () => {
+  expect(roundTrips("ended (first)")).toBe(1);
+  expect(roundTrips("rate limited (first)")).toBe(1);
+});
+
+it("a polled sale page reads Redis at most once per isolate per 500 ms", () => {
+  expect(roundTrips("sale page, 200 polls x 2 (600 ms apart)")).toBeLessThanOrEqual(2);
+  expect(roundTrips("sale page, 200 polls x 2 (600 ms apart)")).toBeGreaterThanOrEqual(1);
+});
