@@ -14,10 +14,10 @@ KEYS (all share the sale's hash tag, so the script is cluster-safe)
 ARGV
   1  user id
 Replies (an array; the first element names the outcome)
-  {"OK", orderId, remaining, nowMs}   reserved; orderId is a decimal string
+  {"OK", orderId, remaining, nowMs, rate, burst}   reserved; orderId is a decimal string
   {"ALREADY_PURCHASED", orderId}      this user already holds an order
   {"SOLD_OUT", 0}
-  {"RATE_LIMITED", retryAfterMs, burst}   the admission bucket is empty
+  {"RATE_LIMITED", retryAfterMs, burst, rate}   the admission bucket is empty
   {"SALE_NOT_STARTED", startsMs}
   {"SALE_ENDED", endsMs}
   {"SALE_NOT_FOUND"}
@@ -52,7 +52,7 @@ local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or nowMs
 tokens = math.min(burst, tokens + math.max(0, nowMs - at) * rate / 1000)
 if tokens < 1 then
-  return { 'RATE_LIMITED', math.ceil((1 - tokens) * 1000 / rate), burst }
+  return { 'RATE_LIMITED', math.ceil((1 - tokens) * 1000 / rate), burst, rate }
 end
 redis.call('HSET', admission, 'tokens', tostring(tokens - 1), 'at', nowMs)
 -- Idle long enough to refill completely, the bucket is the same as no bucket.
@@ -85,4 +85,4 @@ end
 
 redis.call('HSET', buyers, user, orderId)
 redis.call('ZADD', outbox, nowMs, orderId .. ':' .. user)
-return { 'OK', orderId, remaining, nowMs }
+return { 'OK', orderId, remaining, nowMs, rate, burst }

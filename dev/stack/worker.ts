@@ -67,6 +67,7 @@ export async function startLocalWorker(opts: {
   const config = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") });
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
+    cf: false, // no network: never fetch the `Request.cf` placeholder
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),

@@ -1,4 +1,6 @@
 import { IsolateCache } from "../cache/isolate-cache";
+import { LocalTokenBuckets } from "../limits/local-token-buckets";
+import type { Admission } from "./reserve";
 
 /**
  * What this isolate has learnt from earlier script replies, so repeat losers are refused
@@ -15,6 +17,13 @@ export const CLOCK_SKEW_MS = 1_000;
 const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
 const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
 const throttled = new IsolateCache<{ until: number; burst: number }>(1_000, 1_000);
+/**
+ * A local copy of each sale's admission bucket. This isolate's own attempts alone can only
+ * drain it slower than everyone's drain the shared one in Redis, so when the local copy
+ * is empty the shared one certainly is: refusing here never turns away a buyer Redis
+ * would have admitted, and spares Redis the stampede.
+ */
+const admissionBuckets = new Map<string, LocalTokenBuckets>();
 const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_000, 1_000);
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
@@ -56,6 +65,12 @@ export const memo = {
   /** The admission bucket is empty until about `retryAfterMs` from now: refuse locally till then. */
   throttled(saleId: string, retryAfterMs: number, burst: number) {
     throttled.set(saleId, { until: Date.now() + retryAfterMs, burst }, retryAfterMs);
+  },
+  admission(saleId: string, { rate, burst }: Admission) {
+    const known = admissionBuckets.get(saleId);
+    if (known?.rate === rate && known.burst === burst) return;
+    if (admissionBuckets.size >= 1_000) admissionBuckets.clear();
+    admissionBuckets.set(saleId, new LocalTokenBuckets(rate, burst, 1));
   },
   window(saleId: string, bound: { startsAt?: number; endsAt?: number }) {
     windows.set(saleId, { ...windows.get(saleId), ...bound });

@@ -49,8 +49,9 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
     case "SALE_NOT_FOUND":
       return refusalError({ code: "SALE_NOT_FOUND" });
     case "RATE_LIMITED":
-      memo.throttled(saleId, r.retryAfterMs, r.burst);
-      return refusalError({ code: "RATE_LIMITED", retryAfterMs: r.retryAfterMs, burst: r.burst });
+      memo.admission(saleId, r.admission);
+      memo.throttled(saleId, r.retryAfterMs, r.admission.burst);
+      return refusalError({ code: "RATE_LIMITED", retryAfterMs: r.retryAfterMs, burst: r.admission.burst });
   }
 }
 
@@ -89,6 +90,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requi
 
   const { orderId, remaining, reservedAt } = reservation;
   memo.bought(saleId, userId, orderId);
+  memo.admission(saleId, reservation.admission);
   if (remaining === 0) memo.soldOut(saleId);
   c.executionCtx.waitUntil(enqueueOrder(c.env.ORDERS, { orderId, saleId, userId, reservedAt }));
   return c.json({ orderId, status: "pending" as const }, 202);
