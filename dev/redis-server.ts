@@ -14,6 +14,8 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and data dir (for outage tests). */
   restart(): Promise<void>;
+  /** Kills the server with SIGKILL, as a crash would (no shutdown save); resolves once it has exited. */
+  kill(): Promise<void>;
 }
 
 export interface RedisServerOptions {
@@ -93,14 +95,20 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     child = spawn("redis-server", args, { stdio: ["ignore", "ignore", "inherit"] });
     await waitFor(() => canConnect(port), `redis-server on port ${port}`);
   };
-  const stop = () =>
+  const stopWith = (signal: NodeJS.Signals) =>
     new Promise<void>((resolve) => {
       const proc = child;
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return resolve();
       proc.once("exit", () => resolve());
-      proc.kill("SIGTERM");
+      proc.kill(signal);
     });
 
   await launch();
-  return { port, url: `redis://127.0.0.1:${port}`, stop, restart: launch };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => stopWith("SIGTERM"),
+    restart: launch,
+    kill: () => stopWith("SIGKILL"),
+  };
 }

@@ -3,7 +3,7 @@
 import { type Gateway, startGateway } from "../gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../redis-server.ts";
 import { DEV_SECRETS, mintUserToken } from "../tokens.ts";
-import { type LocalWorker, startLocalWorker } from "./worker.ts";
+import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./worker.ts";
 
 export const SECRETS = { ADMIN_TOKEN: DEV_SECRETS.ADMIN_TOKEN, JWT_SECRET: DEV_SECRETS.JWT_SECRET } as const;
 const GATEWAY_TOKEN = DEV_SECRETS.UPSTASH_REDIS_REST_TOKEN;
@@ -29,7 +29,17 @@ export interface Report {
 }
 
 export async function startStack(
-  opts: { vars?: Record<string, string>; redisDataDir?: string; stateDir?: string } = {},
+  opts: {
+    vars?: Record<string, string>;
+    /** AOF persistence here: a stack started again on the same dir finds Redis' data. */
+    redisDataDir?: string;
+    /** Local D1 here, kept by stop(): a stack started again on the same dir finds it. */
+    stateDir?: string;
+    /** Overrides wrangler.toml's consumer settings for the orders queue. */
+    ordersConsumer?: QueueConsumerOptions;
+    /** Receives the Worker's console output instead of stdout/stderr. */
+    onWorkerLog?: (log: { level: string; message: string }) => void;
+  } = {},
 ): Promise<Stack> {
   const redis = await startRedisServer({ dataDir: opts.redisDataDir });
   const gateway = await startGateway({ redisUrl: redis.url, token: GATEWAY_TOKEN });
@@ -39,6 +49,8 @@ export async function startStack(
     // The whole crowd comes from one address here: no per-IP limit.
     vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", ...opts.vars },
     stateDir: opts.stateDir,
+    ordersConsumer: opts.ordersConsumer,
+    onLog: opts.onWorkerLog,
   });
   const admin = { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}`, "Content-Type": "application/json" };
   return {
@@ -82,10 +94,21 @@ export async function startStack(
   };
 }
 
-/** Polls the report until the queue has drained this sale (nothing pending, outbox empty). */
-export async function waitForDrain(stack: Stack, saleId: string, expectConfirmed: number, timeoutMs = 60_000): Promise<Report> {
+/**
+ * Polls the report until the queue has drained this sale (nothing pending, outbox empty).
+ * `redrive`, when given, runs before each poll: e.g. the Worker's scheduled handler, as the
+ * cron trigger would run it.
+ */
+export async function waitForDrain(
+  stack: Pick<Stack, "report">,
+  saleId: string,
+  expectConfirmed: number,
+  timeoutMs = 60_000,
+  { redrive }: { redrive?: () => Promise<void> } = {},
+): Promise<Report> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    await redrive?.();
     const r = await stack.report(saleId);
     if (r.d1.confirmed + r.d1.failed >= expectConfirmed && r.pending === 0 && r.redis.outbox === 0) return r;
     if (Date.now() > deadline) throw new Error(`queue did not drain: ${JSON.stringify(r)}`);

@@ -53,10 +53,20 @@ export function migrateLocalD1(stateDir: string): void {
   });
 }
 
+/** Settings of the orders queue's consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
+export interface QueueConsumerOptions {
+  maxBatchSize?: number;
+  maxBatchTimeout?: number;
+}
+
 export async function startLocalWorker(opts: {
   secrets: WorkerSecrets;
   vars?: Record<string, string>;
   stateDir?: string;
+  /** Overrides wrangler.toml's consumer settings for the orders queue. */
+  ordersConsumer?: QueueConsumerOptions;
+  /** Receives the Worker's console output instead of stdout/stderr (e.g. to count or quiet it). */
+  onLog?: (log: { level: string; message: string }) => void;
 }): Promise<LocalWorker> {
   const ownsState = !opts.stateDir;
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flash-sale-"));
@@ -68,6 +78,7 @@ export async function startLocalWorker(opts: {
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     cf: false, // no network: never fetch the `Request.cf` placeholder
+    ...(opts.onLog && { handleStructuredLogs: opts.onLog }),
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
@@ -83,7 +94,13 @@ export async function startLocalWorker(opts: {
     d1Persist: path.join(stateDir, "v3", "d1"),
     queueProducers: { ORDERS: { queueName: ORDERS_QUEUE }, ORDERS_DLQ: { queueName: DEAD_LETTER_QUEUE } },
     queueConsumers: {
-      [ORDERS_QUEUE]: { maxBatchSize: 100, maxBatchTimeout: 0, maxRetries: 5, deadLetterQueue: DEAD_LETTER_QUEUE },
+      [ORDERS_QUEUE]: {
+        maxBatchSize: 100,
+        maxBatchTimeout: 0,
+        maxRetries: 5,
+        deadLetterQueue: DEAD_LETTER_QUEUE,
+        ...opts.ordersConsumer,
+      },
       [DEAD_LETTER_QUEUE]: { maxBatchSize: 100, maxBatchTimeout: 0, maxRetries: 10 },
     },
   });

@@ -1,7 +1,7 @@
 import { redisFor } from "../redis/client";
 import { settleOrders } from "./d1-orders";
 import { type OrderMessage, OrderMessageSchema } from "./order-message";
-import { clearOutbox } from "./outbox";
+import { clearOutbox, releaseReservation } from "./outbox";
 
 /** Attempts before the consumer gives an order up to the dead-letter queue itself. */
 const MAX_ATTEMPTS = 5;
@@ -28,18 +28,21 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
   if (valid.length === 0) return;
 
   const settled: OrderMessage[] = [];
+  const failed = new Set<string>();
   try {
-    await settleOrders(
+    const known = await settleOrders(
       env.DB,
       valid.map((v) => v.order),
     );
     settled.push(...valid.map((v) => v.order));
+    for (const id of known) failed.add(id);
   } catch (batchError) {
     console.warn(`settlement: batch of ${valid.length} failed, settling one by one`, batchError);
     for (const { message, order } of valid) {
       try {
-        await settleOrders(env.DB, [order]);
+        const known = await settleOrders(env.DB, [order]);
         settled.push(order);
+        for (const id of known) failed.add(id);
       } catch (err) {
         await retryOrGiveUp(env, message, order, err);
       }
@@ -50,7 +53,17 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
   for (const { message, order } of valid) if (settledIds.has(order.orderId)) message.ack();
 
   try {
-    await clearOutbox(redisFor(env), settled);
+    const redis = redisFor(env);
+    // An order a dead letter failed may come back (a re-drive, a redelivery): its release
+    // may never have run (e.g. the dead letter was dropped while Redis was unreachable), so
+    // do it here; release.lua is idempotent and also clears the outbox record.
+    await Promise.all([
+      clearOutbox(
+        redis,
+        settled.filter((o) => !failed.has(o.orderId)),
+      ),
+      ...settled.filter((o) => failed.has(o.orderId)).map((o) => releaseReservation(redis, o)),
+    ]);
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
     console.warn("settlement: outbox clear failed; re-drive will repeat these", err);

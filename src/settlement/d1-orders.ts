@@ -13,10 +13,18 @@ const insertOrder = (db: D1Database, o: OrderMessage, now: number) =>
     )
     .bind(o.orderId, Number(o.saleId), o.userId, o.reservedAt, now);
 
-/** Writes all orders in one D1 batch (one transaction, one round trip). */
-export async function settleOrders(db: D1Database, orders: OrderMessage[], now = Date.now()): Promise<void> {
-  if (orders.length === 0) return;
-  await db.batch(orders.map((o) => insertOrder(db, o, now)));
+/**
+ * Writes all orders in one D1 batch (one transaction, one round trip). Returns the ids among
+ * them that are recorded as failed (trigger orders_skip_failed ignored their insert): a
+ * dead letter failed them, and their release must be (re)done.
+ */
+export async function settleOrders(db: D1Database, orders: OrderMessage[], now = Date.now()): Promise<Set<string>> {
+  if (orders.length === 0) return new Set();
+  const failed = db
+    .prepare("SELECT order_id FROM failed_orders WHERE order_id IN (SELECT value FROM json_each(?))")
+    .bind(JSON.stringify(orders.map((o) => o.orderId)));
+  const results = await db.batch<{ order_id: string }>([...orders.map((o) => insertOrder(db, o, now)), failed]);
+  return new Set(results.at(-1)?.results.map((r) => r.order_id));
 }
 
 /**

@@ -1,9 +1,7 @@
 import { redisFor } from "../redis/client";
-import { saleKeys } from "../redis/keys";
-import { LUA, runScript } from "../redis/scripts";
 import { recordFailures } from "./d1-orders";
 import { type DeadLetter, DeadLetterSchema } from "./order-message";
-import { clearOutbox } from "./outbox";
+import { clearOutbox, releaseReservation } from "./outbox";
 
 /**
  * Orders that could never settle: recorded in D1 as failed, then their reservations are
@@ -21,13 +19,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
   if (letters.length > 0) {
     const failed = await recordFailures(env.DB, letters);
     const redis = redisFor(env);
-    await Promise.all(
-      letters.map((l) => {
-        if (!failed.has(l.orderId)) return clearOutbox(redis, [l]);
-        const keys = saleKeys(l.saleId);
-        return runScript(redis, LUA.release, [keys.meta, keys.buyers, keys.outbox], [l.orderId, l.userId]);
-      }),
-    );
+    await Promise.all(letters.map((l) => (failed.has(l.orderId) ? releaseReservation(redis, l) : clearOutbox(redis, [l]))));
   }
   batch.ackAll();
 }

@@ -1,6 +1,8 @@
+import { memo } from "../checkout/isolate-memo";
 import { decodeOrderId } from "../orders/order-id";
 import type { Redis } from "../redis/client";
 import { outboxMember, parseOutboxMember, saleKeys } from "../redis/keys";
+import { LUA, runScript } from "../redis/scripts";
 import type { OrderMessage } from "./order-message";
 
 /**
@@ -9,6 +11,29 @@ import type { OrderMessage } from "./order-message";
  */
 export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId" | "userId">[]): Promise<void> {
   await Promise.all(orders.map((o) => redis.zrem(saleKeys(o.saleId).outbox, outboxMember(o.orderId, o.userId))));
+}
+
+/**
+ * Undoes the reservation of an order recorded as failed (lua/release.lua, idempotent): its
+ * unit goes back to stock, its buyer may buy again, its outbox record goes. Returns whether
+ * anything was released.
+ */
+export async function releaseReservation(
+  redis: Redis,
+  order: Pick<OrderMessage, "orderId" | "saleId" | "userId">,
+): Promise<boolean> {
+  const keys = saleKeys(order.saleId);
+  const released = await runScript<number>(
+    redis,
+    LUA.release,
+    [keys.meta, keys.buyers, keys.outbox],
+    [order.orderId, order.userId],
+  );
+  if (Number(released) !== 1) return false;
+  // This isolate remembered the buyer (and maybe sold out): forget both, or it would refuse
+  // the user's new attempt locally. Other isolates forget within the memo's buyer TTL.
+  memo.released(order.saleId, order.userId);
+  return true;
 }
 
 /** Outbox records reserved before `olderThanMs` (Redis time), oldest first. */

@@ -2,6 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
 import { sign } from "hono/jwt";
 import { expect } from "vitest";
+import { saleKeys } from "../../src/redis/keys";
 
 export const BASE = "https://flash.test";
 
@@ -95,16 +96,59 @@ export async function d1Orders(saleId: string): Promise<{ order_id: string; user
   return results;
 }
 
+/** D1's failed (dead-lettered) orders of a sale and their buyers. */
+export async function d1FailedOrders(saleId: string): Promise<{ order_id: string; user_id: string; reason: string }[]> {
+  const { results } = await env.DB.prepare("SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?")
+    .bind(Number(saleId))
+    .all<{ order_id: string; user_id: string; reason: string }>();
+  return results;
+}
+
+/** Units left in Redis for a sale. */
+export async function remaining(saleId: string): Promise<number> {
+  return Number(await redis.hget(saleKeys(saleId).meta, "remaining"));
+}
+
+/** GET /api/orders/:id as `userId`: the status its owner sees. */
+export async function orderStatus(orderId: string, userId: string): Promise<{ http: number; status?: string }> {
+  const res = await SELF.fetch(`${BASE}/api/orders/${orderId}`, { headers: bearer(await userToken(userId)) });
+  const body = (await res.json()) as { status?: string };
+  return { http: res.status, status: body.status };
+}
+
+/** Polls `check` until it returns a value other than undefined. */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /**
  * The invariants every concurrency test ends with: sold <= stock in Redis and D1, at most
- * one order per user, and every accepted order confirmed exactly once with nothing extra.
+ * one order per user, and every accepted order settled exactly once with nothing extra:
+ * confirmed (`accepted`, user -> order id) or, when dead-lettered, failed (`failed`) with
+ * its unit back in stock.
  */
-export async function expectSettledInvariants(saleId: string, stock: number, accepted: Map<string, string>): Promise<Report> {
+export async function expectSettledInvariants(
+  saleId: string,
+  stock: number,
+  accepted: Map<string, string>,
+  failed: Map<string, string> = new Map(),
+): Promise<Report> {
   await waitForConfirmed([...accepted.values()]);
   const rows = await d1Orders(saleId);
   expect(rows.length).toBeLessThanOrEqual(stock);
   expect(new Set(rows.map((r) => r.user_id)).size).toBe(rows.length);
   expect(new Map(rows.map((r) => [r.user_id, r.order_id]))).toEqual(accepted);
+  const failedRows = await d1FailedOrders(saleId);
+  expect(new Map(failedRows.map((r) => [r.user_id, r.order_id]))).toEqual(failed);
+  // Confirmed or failed, never both.
+  const confirmedIds = new Set(accepted.values());
+  for (const orderId of failed.values()) expect(confirmedIds.has(orderId)).toBe(false);
 
   // The consumer clears the outbox right after D1 commits; give it a moment.
   let r = await report(saleId);
@@ -116,6 +160,7 @@ export async function expectSettledInvariants(saleId: string, stock: number, acc
   expect(r.redis.reserved).toBeLessThanOrEqual(stock);
   expect(r.redis.remaining).toBe(stock - accepted.size);
   expect(r.d1.confirmed).toBe(accepted.size);
+  expect(r.d1.failed).toBe(failed.size);
   expect(r.d1.soldCounter).toBe(accepted.size);
   expect(r.pending).toBe(0);
   expect(r.reconciled).toBe(true);

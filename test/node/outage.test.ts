@@ -1,0 +1,183 @@
+// Redis really stopped in the middle of a spike (SIGTERM to redis-server), then started
+// again on the same port and data: the Worker on Miniflare, the gateway, local D1 and
+// Queues are all real; nothing is faked.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SECRETS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { saleKeys } from "../../src/redis/keys.ts";
+
+const STOCK = 250;
+const SPIKE = 500; // distinct users, one attempt each, launched in waves
+const WAVE = 25;
+const WAVE_EVERY_MS = 40;
+const STOP_AFTER_WAVES = 6; // ~150 attempts reach Redis before it goes: never sold out by then
+/** Each checkout while Redis is down must be answered within this (REDIS_TIMEOUT_MS is 2 s). */
+const BOUND_MS = 3_000;
+
+type Outcome = { user: string; status: number; code?: string; orderId?: string; retryAfter: string | null; ms: number };
+
+let stack: Stack;
+let dataDir: string;
+let redis: Redis;
+/** The Worker's console output, kept out of the test log (hundreds of 503 warnings). */
+const workerLogs: { level: string; message: string }[] = [];
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), "flash-outage-"));
+  stack = await startStack({
+    redisDataDir: dataDir, // AOF: a stopped Redis comes back with its data
+    vars: { REDIS_TIMEOUT_MS: "2000", OUTBOX_REDRIVE_AFTER_MS: "1000" },
+    onWorkerLog: (log) => {
+      workerLogs.push(log);
+      if (log.level === "error") console.error(log.message);
+    },
+  });
+  redis = new Redis(stack.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await stack?.stop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function attempt(saleId: string, user: string): Promise<Outcome> {
+  const token = await stack.token(user);
+  const started = performance.now();
+  const res = await stack.worker.fetch(`/api/sales/${saleId}/checkout`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const body = (await res.json()) as { orderId?: string; error?: { code: string } };
+  const ms = performance.now() - started;
+  return {
+    user,
+    status: res.status,
+    code: body.error?.code,
+    orderId: body.orderId,
+    retryAfter: res.headers.get("Retry-After"),
+    ms,
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function expectAllowed(o: Outcome) {
+  // Nothing but 202, 409 (sold out / already bought) and 503 UNAVAILABLE, ever.
+  if (o.status === 202) return expect(o.orderId).toMatch(/^[1-9][0-9]+$/);
+  if (o.status === 409) return expect(["SOLD_OUT", "ALREADY_PURCHASED"]).toContain(o.code);
+  expect({ status: o.status, code: o.code }).toEqual({ status: 503, code: "UNAVAILABLE" });
+  expect(o.retryAfter).toMatch(/^[1-9][0-9]*$/);
+}
+
+describe("Redis stopped mid-spike", () => {
+  it("fails closed with quick 503s while down, recovers by itself, and settles every reservation once", async () => {
+    const sale = await stack.createSale({ stock: STOCK, name: "outage" });
+    const users = Array.from({ length: SPIKE }, (_, i) => `outage-${sale.id}-${i}`);
+
+    // The spike: waves of fresh users; Redis is stopped after STOP_AFTER_WAVES waves and
+    // stays down until every attempt of the spike has been answered.
+    let downSince = Number.POSITIVE_INFINITY;
+    const inFlight: { launchedAt: number; outcome: Promise<Outcome> }[] = [];
+    let stopped: Promise<void> | undefined;
+    for (let w = 0; w * WAVE < SPIKE; w++) {
+      if (w === STOP_AFTER_WAVES) {
+        stopped = stack.redis.stop().then(() => {
+          downSince = performance.now();
+        });
+      }
+      for (const user of users.slice(w * WAVE, (w + 1) * WAVE)) {
+        inFlight.push({ launchedAt: performance.now(), outcome: attempt(sale.id, user) });
+      }
+      await sleep(WAVE_EVERY_MS);
+    }
+    await stopped;
+    const spike = await Promise.all(inFlight.map(async (f) => ({ launchedAt: f.launchedAt, ...(await f.outcome) })));
+
+    // While down (launched after the process had exited): every attempt is a quick 503.
+    const whileDown = spike.filter((o) => o.launchedAt > downSince);
+    const more = await Promise.all(Array.from({ length: 40 }, (_, i) => attempt(sale.id, `outage-${sale.id}-down-${i}`)));
+    whileDown.push(...more.map((o) => ({ ...o, launchedAt: performance.now() })));
+    expect(whileDown.length).toBeGreaterThan(100);
+    for (const o of whileDown) {
+      expect({ status: o.status, code: o.code }).toEqual({ status: 503, code: "UNAVAILABLE" });
+      expect(o.retryAfter).toBe("1");
+      expect(o.ms).toBeLessThan(BOUND_MS);
+    }
+    // Other routes fail closed too, never with a 500.
+    const reportWhileDown = await stack.worker.fetch(`/admin/sales/${sale.id}/report`, {
+      headers: { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}` },
+    });
+    expect(reportWhileDown.status).toBe(503);
+    await reportWhileDown.arrayBuffer();
+
+    const beforeStop = spike.filter((o) => o.launchedAt <= downSince);
+    expect(beforeStop.filter((o) => o.status === 202).length).toBeGreaterThan(0);
+    for (const o of spike) expectAllowed(o);
+
+    // Back up (same port, same AOF): service resumes without anyone touching the Worker.
+    const upAt = performance.now();
+    await stack.redis.restart();
+    const probes: Outcome[] = [];
+    for (let i = 0; ; i++) {
+      const probe = await attempt(sale.id, `outage-${sale.id}-probe-${i}`);
+      probes.push(probe);
+      if (probe.status !== 503) break;
+      expect(performance.now() - upAt, "service did not resume").toBeLessThan(15_000);
+      await sleep(100);
+    }
+    const resumedAfterMs = Math.round(performance.now() - upAt);
+    expect(probes.at(-1)?.status).toBe(202);
+
+    // Everyone turned away with a 503 tries again; the sale sells out.
+    const refusedUsers = [...spike, ...more].filter((o) => o.status === 503).map((o) => o.user);
+    const retries = await Promise.all(refusedUsers.map((u) => attempt(sale.id, u)));
+    const all = [...spike, ...more, ...probes, ...retries];
+    for (const o of all) expectAllowed(o);
+    expect(retries.filter((o) => o.status === 202).length).toBeGreaterThan(0);
+
+    // Every 202 is a reservation in Redis under its user, and each user got at most one.
+    const accepted = new Map<string, string>();
+    for (const o of all.filter((x) => x.status === 202)) {
+      expect(accepted.has(o.user), `${o.user} was accepted twice`).toBe(false);
+      accepted.set(o.user, o.orderId as string);
+    }
+    const buyers = new Map(Object.entries(await redis.hgetall(saleKeys(sale.id).buyers)));
+    for (const [user, orderId] of accepted) expect(buyers.get(user)).toBe(orderId);
+    // A reservation without a 202 can only hide behind a 503 (the script ran, its answer was
+    // lost with the connection): such a user is told ALREADY_PURCHASED when trying again.
+    const answered503 = new Set(all.filter((o) => o.status === 503).map((o) => o.user));
+    const ghosts = [...buyers.keys()].filter((u) => !accepted.has(u));
+    for (const user of ghosts) expect(answered503.has(user), `${user} holds an order nobody was told about`).toBe(true);
+    expect(buyers.size).toBe(STOCK);
+
+    // All of them settle exactly once: the consumer, and the re-drive for records whose
+    // outbox clear failed while Redis was down.
+    const report = await waitForDrain(stack, sale.id, buyers.size, 30_000, { redrive: () => stack.worker.scheduled() });
+    const db = await stack.worker.mf.getD1Database("DB");
+    const { results: rows } = await db
+      .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
+      .bind(Number(sale.id))
+      .all<{ order_id: string; user_id: string }>();
+    expect(rows.length).toBe(buyers.size);
+    expect(new Map(rows.map((r: { order_id: string; user_id: string }) => [r.user_id, r.order_id]))).toEqual(buyers);
+    expect(report.redis.remaining).toBe(0);
+    expect(report.redis.reserved).toBe(STOCK);
+    expect(report.d1).toEqual({ confirmed: STOCK, failed: 0, soldCounter: STOCK });
+    expect(report.oversold).toBe(0);
+    expect(report.reconciled).toBe(true);
+
+    // The Worker logged each fail-closed refusal, and never an unhandled error.
+    expect(workerLogs.filter((l) => l.message.includes("checkout: redis unavailable")).length).toBeGreaterThan(100);
+    expect(workerLogs.filter((l) => l.level === "error")).toEqual([]);
+
+    const count = (list: Outcome[], status: number) => list.filter((o) => o.status === status).length;
+    console.log(
+      `outage: ${whileDown.length} checkouts while down, all 503 in <= ${Math.round(Math.max(...whileDown.map((o) => o.ms)))} ms; ` +
+        `resumed ${resumedAfterMs} ms after restart; spike 202/409/503 = ${count(spike, 202)}/${count(spike, 409)}/${count(spike, 503)}; ` +
+        `retries 202/409/503 = ${count(retries, 202)}/${count(retries, 409)}/${count(retries, 503)}; reservations behind a 503: ${ghosts.length}`,
+    );
+  });
+});
