@@ -139,10 +139,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   });
 
+  // Clients keep connections open and reuse them; closing an idle one as a request arrives
+  // on it makes the client see a reset, so idle connections live longer than the clients'.
+  server.keepAliveTimeout = 65_000;
+
   await redis.connect();
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => resolve());
+    // A stampede opens thousands of connections at once: a deep accept queue keeps the
+    // kernel from resetting them (Node's default backlog is 511).
+    server.listen({ port: options.port ?? 0, host, backlog: 4096 }, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   const urlHost = host.includes(":") ? `[${host}]` : host;
