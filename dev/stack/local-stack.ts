@@ -1,5 +1,6 @@
 // A whole local stack in one process tree: redis-server, the gateway, the Worker on
 // Miniflare. Node-side tests, the load runner and the benchmarks drive it.
+import type { ReconciliationReport } from "../../src/settlement/report-shape.ts";
 import { type Gateway, startGateway } from "../gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../redis-server.ts";
 import { DEV_SECRETS, mintUserToken } from "../tokens.ts";
@@ -19,14 +20,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export interface Report {
-  stock: number;
-  redis: { loaded: boolean; remaining: number | null; reserved: number; minted: number; buyers: number; outbox: number };
-  d1: { confirmed: number; failed: number; soldCounter: number };
-  pending: number;
-  oversold: number;
-  reconciled: boolean;
-}
+/** The body of GET /admin/sales/:id/report. */
+export type Report = ReconciliationReport;
 
 export async function startStack(
   opts: {

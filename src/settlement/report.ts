@@ -4,13 +4,14 @@ import { readLiveSale } from "../sales/live-state";
 import type { Sale } from "../sales/sale";
 import { settlementCounts } from "./d1-orders";
 import { outboxOrderIds } from "./outbox";
+import type { ReconciliationReport } from "./report-shape";
 
 /**
  * Redis against D1 for one sale. Every minted order id is exactly one of: confirmed in D1,
  * failed in D1 (its unit released), or pending in the outbox. Outbox records already
  * settled but not yet cleared are counted once, as settled.
  */
-export async function reconciliationReport(env: Env, sale: Sale) {
+export async function reconciliationReport(env: Env, sale: Sale): Promise<ReconciliationReport> {
   const redis = redisFor(env);
   // Issued together, these three reads travel as one auto-pipelined round trip.
   const [live, outbox, buyers] = await Promise.all([

@@ -3,6 +3,8 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { sign } from "hono/jwt";
 import { expect } from "vitest";
 import { saleKeys } from "../../src/redis/keys";
+import type { SaleView } from "../../src/sales/sale";
+import type { ReconciliationReport } from "../../src/settlement/report-shape";
 
 export const BASE = "https://flash.test";
 
@@ -21,15 +23,7 @@ export const redis = new Redis({
   enableTelemetry: false,
 });
 
-export interface CreatedSale {
-  id: string;
-  name: string;
-  stock: number;
-  remaining: number;
-  startsAt: string;
-  endsAt: string;
-  status: string;
-}
+export type CreatedSale = SaleView;
 
 export async function createSale(
   overrides: Partial<{ name: string; stock: number; startsAt: string; endsAt: string; admission: object }> = {},
@@ -59,14 +53,7 @@ export function checkout(saleId: string, token: string, init: RequestInit = {}):
   });
 }
 
-export interface Report {
-  stock: number;
-  redis: { loaded: boolean; remaining: number | null; reserved: number; minted: number; buyers: number; outbox: number };
-  d1: { confirmed: number; failed: number; soldCounter: number };
-  pending: number;
-  oversold: number;
-  reconciled: boolean;
-}
+export type Report = ReconciliationReport;
 
 export async function report(saleId: string): Promise<Report> {
   const res = await SELF.fetch(`${BASE}/admin/sales/${saleId}/report`, { headers: bearer(env.ADMIN_TOKEN) });
