@@ -4,6 +4,7 @@ import { requireUser } from "../http/auth";
 import { ApiError, badRequest, notFound, rateLimited, unavailable } from "../http/errors";
 import { limitPerUser } from "../limits/callers";
 import { redisFor } from "../redis/client";
+import { findSale } from "../sales/repository";
 import { SALE_ID_PATTERN } from "../sales/sale";
 import { enqueueOrder } from "../settlement/enqueue";
 import { type LocalRefusal, localRefusal, memo } from "./isolate-memo";
@@ -82,9 +83,17 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requi
   try {
     reservation = await reserve(redisFor(c.env), saleId, userId);
   } catch (err) {
-    // Fail closed: without an answer from Redis nothing was (or may be assumed) reserved.
+    // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
+    // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
+    // with the order while the outbox makes sure it settles.
     console.warn("checkout: redis unavailable", err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
+  }
+  if (reservation.outcome === "SALE_NOT_FOUND" && (await findSale(c.env.DB, saleId))) {
+    // D1 has the sale but Redis lost its live state: selling from a fresh copy could
+    // oversell, so refuse until an operator restores it.
+    console.error(`checkout: sale ${saleId} exists in D1 but not in Redis`);
+    throw unavailable("the sale is temporarily unavailable", 30);
   }
   if (reservation.outcome !== "OK") throw learnFrom(saleId, userId, reservation);
 

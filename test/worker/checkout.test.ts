@@ -109,3 +109,15 @@ describe("checkout", () => {
     expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
   });
 });
+
+describe("checkout when Redis lost a sale", () => {
+  it("answers 503 instead of selling from nothing or pretending the sale does not exist", async () => {
+    const sale = await createSale({ stock: 2 });
+    await redis.del(saleKeys(sale.id).meta); // as if Redis lost its data
+    const res = await checkout(sale.id, await userToken("after-loss"));
+    expect(res.status).toBe(503);
+    expect(res.headers.get("Retry-After")).toBe("30");
+    expect(await errorCode(res)).toBe("UNAVAILABLE");
+    expect(await redis.exists(saleKeys(sale.id).meta, saleKeys(sale.id).buyers)).toBe(0);
+  });
+});
