@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "./app-env";
 import { ApiError, handleError, notFoundRoute } from "./http/errors";
+import { labRoutes } from "./lab/routes";
 import { limitPerIp } from "./limits/callers";
 import { orderRoutes } from "./orders/routes";
 import { adminRoutes } from "./sales/admin-routes";
@@ -23,5 +24,6 @@ export const app = new Hono<AppEnv>()
   .route("/api/sales", saleRoutes)
   .route("/api/orders", orderRoutes)
   .route("/admin", adminRoutes)
+  .route("/lab", labRoutes)
   .notFound(notFoundRoute)
   .onError(handleError);

@@ -1,0 +1,131 @@
+// npm run load -- [options]: a flash-sale crowd against the local stack (the Worker on
+// Miniflare with redis-server, the Upstash gateway, local D1 and Queues), or against a
+// running Worker with --base-url. Prints a summary table (or one JSON line with --json),
+// writes a JSON and an HTML report, checks the invariants after the settlement queue has
+// drained, and exits 1 on any violation.
+//
+//   --strategy checkout|naive|lock|optimistic|atomic|all   what to drive (default checkout, the
+//              real route; all = the lab's four strategies; a comma-separated list also works)
+//   --users 2000 --attempts 2 --stock 300                  the crowd: each user tries `attempts`
+//              times back to back; every strategy gets the same crowd
+//   --concurrency 500 | --rate <arrivals/s>                closed loop (default) or open loop
+//   --base-url <url> --admin-token <t> --jwt-secret <s>     a running Worker (tokens also from
+//              ADMIN_TOKEN / JWT_SECRET); the lab needs LAB_ENABLED=true there
+//   --out load/reports   --drain-timeout <s>   --json
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { SECRETS, type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { ROOT } from "../../dev/stack/worker.ts";
+import { LAB_STRATEGIES } from "./api.ts";
+import type { Pace } from "./crowd.ts";
+import { progressLine } from "./progress.ts";
+import { writeReports } from "./report-files.ts";
+import { type RunStrategy, runLoad, runSummary } from "./run.ts";
+import { fixed, formatTable, seconds } from "./table.ts";
+import { remoteTarget, stackTarget, type Target } from "./target.ts";
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+const { values } = (() => {
+  try {
+    return parseArgs({
+      options: {
+        strategy: { type: "string", default: "checkout" },
+        users: { type: "string", default: "2000" },
+        attempts: { type: "string", default: "2" },
+        stock: { type: "string", default: "300" },
+        concurrency: { type: "string", default: "500" },
+        rate: { type: "string" },
+        "base-url": { type: "string" },
+        "admin-token": { type: "string", default: process.env.ADMIN_TOKEN },
+        "jwt-secret": { type: "string", default: process.env.JWT_SECRET },
+        out: { type: "string", default: path.join(ROOT, "load", "reports") },
+        "drain-timeout": { type: "string", default: "60" },
+        json: { type: "boolean", default: false },
+      },
+    });
+  } catch (err) {
+    return fail((err as Error).message);
+  }
+})();
+
+function positive(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) fail(`--${name} must be a positive integer`);
+  return n;
+}
+
+function strategies(value: string): RunStrategy[] {
+  const known: RunStrategy[] = ["checkout", ...LAB_STRATEGIES];
+  const picked = value.split(",").flatMap((s) => (s === "all" ? [...LAB_STRATEGIES] : [s]));
+  for (const s of picked) if (!(known as string[]).includes(s)) fail(`unknown strategy ${s}; use ${known.join("|")}|all`);
+  return [...new Set(picked)] as RunStrategy[];
+}
+
+const pace: Pace = values.rate
+  ? { ratePerSec: positive("rate", values.rate) }
+  : { concurrency: positive("concurrency", values.concurrency) };
+const options = {
+  strategies: strategies(values.strategy),
+  users: positive("users", values.users),
+  attempts: positive("attempts", values.attempts),
+  stock: positive("stock", values.stock),
+  pace,
+  drainTimeoutMs: positive("drain-timeout", values["drain-timeout"]) * 1000,
+};
+
+let stack: Stack | undefined;
+let target: Target;
+if (values["base-url"]) {
+  const adminToken = values["admin-token"];
+  const jwtSecret = values["jwt-secret"];
+  if (!adminToken || !jwtSecret) fail("--base-url needs --admin-token and --jwt-secret (or ADMIN_TOKEN and JWT_SECRET)");
+  target = remoteTarget(values["base-url"], adminToken, jwtSecret);
+} else {
+  if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
+  stack = await startStack({ vars: { LAB_ENABLED: "true" } });
+  target = stackTarget(stack, SECRETS);
+}
+
+try {
+  const startedAt = new Date().toISOString();
+  const runs = await runLoad(target, { ...options, progress: values.json ? undefined : progressLine });
+  const files = writeReports(values.out, { startedAt, target: target.name, options, runs });
+  const summaries = runs.map(runSummary);
+  const violations = summaries.reduce((n, s) => n + s.violations.length, 0);
+  if (values.json) {
+    console.log(JSON.stringify({ startedAt, target: target.name, options, runs: summaries, violations, reports: files }));
+  } else {
+    const count = (outcomes: Record<string, number>, ...codes: string[]) =>
+      codes.reduce((n, code) => n + (outcomes[code] ?? 0), 0);
+    const rows = summaries.map((s) => ({
+      strategy: s.strategy,
+      requests: s.requests,
+      accepted: s.accepted,
+      "sold out": count(s.outcomes, "SOLD_OUT"),
+      "already bought": count(s.outcomes, "ALREADY_PURCHASED"),
+      "turned away": count(s.outcomes, "BUSY", "RATE_LIMITED"),
+      other: s.requests - count(s.outcomes, "ACCEPTED", "SOLD_OUT", "ALREADY_PURCHASED", "BUSY", "RATE_LIMITED"),
+      "sell-out s": seconds(s.sellOutMs),
+      "accepted/s": fixed(s.acceptedPerSec),
+      "resp/s": fixed(s.reqPerSec, 0),
+      "p50 ms": fixed(s.latencyMs.p50),
+      "p99 ms": fixed(s.latencyMs.p99),
+      oversold: s.oversold,
+      duplicates: s.duplicates,
+      violations: s.violations.length,
+    }));
+    console.log(
+      `\n${target.name}: ${options.users} users x ${options.attempts} attempts, stock ${options.stock}, ${"concurrency" in pace ? `concurrency ${pace.concurrency}` : `${pace.ratePerSec} arrivals/s`}\n`,
+    );
+    console.log(formatTable(rows));
+    for (const s of summaries) for (const v of s.violations) console.log(`VIOLATION ${s.strategy}: ${v}`);
+    console.log(`\nreport: ${files.html}\n        ${files.json}`);
+  }
+  process.exitCode = violations > 0 ? 1 : 0;
+} finally {
+  await stack?.stop();
+}

@@ -1,0 +1,38 @@
+// Where a load run sends its requests: the Worker on Miniflare in this process (the local
+// stack), or a deployed Worker (or `npm start`) at a base URL.
+import type { Stack } from "../../dev/stack/local-stack.ts";
+
+export interface Target {
+  /** Names the target in summaries and reports. */
+  name: string;
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  adminToken: string;
+  jwtSecret: string;
+  /**
+   * The orders D1 holds for a sale. Only the local stack can read D1 directly; a deployed
+   * Worker is checked through its reconciliation report alone.
+   */
+  settledOrders?(saleId: string): Promise<{ orderId: string; userId: string }[]>;
+}
+
+export function stackTarget(stack: Stack, secrets: { ADMIN_TOKEN: string; JWT_SECRET: string }): Target {
+  return {
+    name: "local stack (Miniflare)",
+    fetch: (path, init) => stack.worker.fetch(path, init),
+    adminToken: secrets.ADMIN_TOKEN,
+    jwtSecret: secrets.JWT_SECRET,
+    async settledOrders(saleId) {
+      const db = await stack.worker.mf.getD1Database("DB");
+      const { results } = await db
+        .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
+        .bind(Number(saleId))
+        .all<{ order_id: string; user_id: string }>();
+      return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
+    },
+  };
+}
+
+export function remoteTarget(baseUrl: string, adminToken: string, jwtSecret: string): Target {
+  const base = baseUrl.replace(/\/+$/, "");
+  return { name: base, fetch: (path, init) => fetch(`${base}${path}`, init), adminToken, jwtSecret };
+}

@@ -1,0 +1,31 @@
+import { saleKeys } from "../redis/keys";
+import { STRATEGIES, type StrategyName } from "./report-shape";
+
+export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as readonly string[]).includes(name);
+
+/** The copies the lab lays out itself; the atomic copy is a real sale (see atomicSaleId). */
+export type HandRolledStrategy = Exclude<StrategyName, "atomic">;
+
+export interface LabKeys {
+  /** Hash: stock, remaining, seq (the copy's exact count of accepted checkouts). */
+  meta: string;
+  /** Hash of the users who bought (see each strategy for what it stores). */
+  buyers: string;
+  /** The lock strategy's mutex. */
+  lock: string;
+}
+
+/** Keys of a hand-rolled copy: the lab's own prefix, one hash tag per copy. */
+export function labKeys(strategy: HandRolledStrategy, labSaleId: string): LabKeys {
+  const prefix = `lab:{${strategy}:${labSaleId}}`;
+  return { meta: `${prefix}:meta`, buyers: `${prefix}:buyers`, lock: `${prefix}:lock` };
+}
+
+/**
+ * The atomic copy runs the real reservation, so it is laid out as a real sale, under the
+ * real sale keys (src/redis/keys.ts). Real sale ids are digits only: this id cannot alias one.
+ */
+export const atomicSaleId = (labSaleId: string) => `lab:${labSaleId}`;
+
+/** The atomic copy's keys, for reading its buyers. */
+export const atomicKeys = (labSaleId: string) => saleKeys(atomicSaleId(labSaleId));

@@ -1,0 +1,74 @@
+import type { Redis } from "../redis/client";
+import { LUA } from "../redis/scripts";
+import { preloadSale, readLiveSale } from "../sales/live-state";
+import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
+import type { LabCopyReport, LabSaleReport } from "./report-shape";
+
+const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "optimistic"];
+/** Lab sales open at once and stay open this long: long enough for any run. */
+const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
+/** The most admission a real sale may be given (src/sales/admin-routes.ts): the lab never throttles. */
+const UNTHROTTLED = { rate: 100_000, burst: 1_000_000 };
+
+/**
+ * Creates a lab sale: one copy per strategy with the same stock. The atomic copy is a real
+ * sale loaded by preloadSale; the others are plain hashes. Also loads the scripts the
+ * strategies run, so the crowd's first EVALSHAs hit.
+ */
+export async function createLabSale(redis: Redis, stock: number): Promise<string> {
+  const id = crypto.randomUUID();
+  await Promise.all([
+    preloadSale(redis, {
+      id: atomicSaleId(id),
+      name: "lab: atomic",
+      stock,
+      startsAt: 0,
+      endsAt: Date.now() + LAB_SALE_OPEN_MS,
+      idSlot: 0,
+      admission: UNTHROTTLED,
+    }),
+    ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
+    ...[LUA.labCas, LUA.lockRelease].map((source) => redis.scriptLoad(source)),
+  ]);
+  return id;
+}
+
+function copyReport(stock: number, remaining: number, accepted: number, buyers: number): LabCopyReport {
+  return {
+    stock,
+    remaining,
+    accepted,
+    buyers,
+    oversold: Math.max(0, accepted - stock),
+    duplicates: accepted - buyers,
+    unsold: Math.max(0, stock - accepted),
+  };
+}
+
+async function handRolledReport(redis: Redis, strategy: HandRolledStrategy, labSaleId: string) {
+  const keys = labKeys(strategy, labSaleId);
+  const [meta, buyers] = await Promise.all([redis.hmget(keys.meta, "stock", "remaining", "seq"), redis.hlen(keys.buyers)]);
+  // With automatic deserialization off (src/redis/client.ts) HMGET replies with the raw array.
+  const [stock, remaining, seq] = meta as unknown as (string | null)[];
+  if (stock == null) return undefined;
+  return copyReport(Number(stock), Number(remaining), Number(seq), buyers);
+}
+
+async function atomicReport(redis: Redis, labSaleId: string) {
+  const [live, buyers] = await Promise.all([
+    readLiveSale(redis, atomicSaleId(labSaleId)),
+    redis.hlen(atomicKeys(labSaleId).buyers),
+  ]);
+  return live && copyReport(live.stock, live.remaining, live.minted, buyers);
+}
+
+/** Every copy of a lab sale, or undefined when the lab sale does not exist. */
+export async function labSaleReport(redis: Redis, labSaleId: string): Promise<LabSaleReport | undefined> {
+  // Issued in the same tick, all the reads travel as one auto-pipelined round trip.
+  const [naive, lock, optimistic, atomic] = await Promise.all([
+    ...HAND_ROLLED.map((strategy) => handRolledReport(redis, strategy, labSaleId)),
+    atomicReport(redis, labSaleId),
+  ]);
+  if (!naive || !lock || !optimistic || !atomic) return undefined;
+  return { id: labSaleId, strategies: { naive, lock, optimistic, atomic } };
+}

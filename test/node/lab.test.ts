@@ -1,0 +1,172 @@
+// The oversell lab on the whole local stack (LAB_ENABLED=true): every strategy sells from
+// its own copy of one lab sale to the same crowd (each user clicking twice, all at once),
+// and the lab's own exact counts are held against the 202s each strategy returned.
+import { readFileSync } from "node:fs";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SECRETS, type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { checkout, createLabSale, LAB_STRATEGIES, type LabStrategy, labCheckoutPath, labReport } from "../../load/runner/api.ts";
+import { drive, planCrowd, type Sample } from "../../load/runner/crowd.ts";
+import { stackTarget, type Target } from "../../load/runner/target.ts";
+import { backoffDelayMs } from "../../src/locks/backoff.ts";
+
+const USERS = 150;
+const STOCK = 30;
+const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
+
+let stack: Stack;
+let target: Target;
+let labSaleId: string;
+const answers = new Map<LabStrategy, Sample[]>();
+
+beforeAll(async () => {
+  stack = await startStack({ vars: { LAB_ENABLED: "true" } });
+  target = stackTarget(stack, SECRETS);
+  labSaleId = await createLabSale(target, STOCK);
+  const crowd = await planCrowd(USERS, 2, "lab-user-", SECRETS.JWT_SECRET);
+  for (const strategy of LAB_STRATEGIES) {
+    const { samples } = await drive(crowd, (shot) => checkout(target, labCheckoutPath(strategy, labSaleId), shot.token), {
+      concurrency: crowd.length,
+    });
+    answers.set(strategy, samples);
+  }
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const accepted = (strategy: LabStrategy) => (answers.get(strategy) ?? []).filter((s) => s.status === 202);
+const codes = (strategy: LabStrategy) => new Set((answers.get(strategy) ?? []).map((s) => s.code));
+
+describe("a concurrent spike per strategy", () => {
+  it("atomic sells exactly the stock, to distinct users, with nothing oversold or duplicated", async () => {
+    const copy = (await labReport(target, labSaleId)).atomic;
+    expect(accepted("atomic")).toHaveLength(STOCK);
+    expect(new Set(accepted("atomic").map((s) => s.userId)).size).toBe(STOCK);
+    expect(new Set(accepted("atomic").map((s) => s.orderId)).size).toBe(STOCK);
+    expect(copy).toMatchObject({
+      stock: STOCK,
+      remaining: 0,
+      accepted: STOCK,
+      buyers: STOCK,
+      oversold: 0,
+      duplicates: 0,
+      unsold: 0,
+    });
+    expect([...codes("atomic")].sort()).toEqual(["ACCEPTED", "ALREADY_PURCHASED", "SOLD_OUT"]);
+  });
+
+  it.each(["lock", "optimistic"] as const)("%s never oversells nor sells twice to one user", async (strategy) => {
+    const copy = (await labReport(target, labSaleId))[strategy];
+    expect(copy.accepted).toBe(accepted(strategy).length);
+    expect(copy.oversold).toBe(0);
+    expect(copy.duplicates).toBe(0);
+    expect(copy.accepted + copy.unsold).toBe(STOCK);
+    expect(new Set(accepted(strategy).map((s) => s.userId)).size).toBe(accepted(strategy).length);
+    for (const code of codes(strategy)) expect(["ACCEPTED", "ALREADY_PURCHASED", "SOLD_OUT", "BUSY"]).toContain(code);
+  });
+
+  it("naive's report counts exactly what it accepted, oversold and duplicates included", async () => {
+    const copy = (await labReport(target, labSaleId)).naive;
+    const sold = accepted("naive");
+    const users = new Set(sold.map((s) => s.userId)).size;
+    expect(copy.accepted).toBe(sold.length);
+    expect(copy.buyers).toBe(users);
+    expect(copy.duplicates).toBe(sold.length - users);
+    expect(copy.oversold).toBe(Math.max(0, sold.length - STOCK));
+  });
+
+  it("answers like the real checkout: 202 with a pending order, 409 with the API's error shape", async () => {
+    const token = await stack.token("lab-shape-user");
+    const res = await target.fetch(labCheckoutPath("atomic", labSaleId), {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({ error: { code: "SOLD_OUT", message: expect.any(String) } });
+    const fresh = await createLabSale(target, 1);
+    const ok = await target.fetch(labCheckoutPath("naive", fresh), {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(ok.status).toBe(202);
+    expect(await ok.json()).toEqual({ orderId: expect.stringMatching(/^[0-9]+$/), status: "pending" });
+  });
+
+  it("refuses unknown strategies, unknown lab sales, missing tokens and non-admins", async () => {
+    const token = await stack.token("lab-edge-user");
+    const auth = { Authorization: `Bearer ${token}` };
+    const post = (path: string, headers: Record<string, string> = auth) => target.fetch(path, { method: "POST", headers });
+    expect((await post(`/lab/bogus/sales/${labSaleId}/checkout`)).status).toBe(404);
+    expect((await post(labCheckoutPath("lock", crypto.randomUUID()))).status).toBe(404);
+    expect((await post(labCheckoutPath("lock", "not-a-uuid"))).status).toBe(400);
+    expect((await post(labCheckoutPath("lock", labSaleId), {})).status).toBe(401);
+    expect((await target.fetch(`/lab/sales/${labSaleId}/report`, { headers: auth })).status).toBe(401);
+    expect((await post("/lab/sales", { ...auth, "Content-Type": "application/json" })).status).toBe(401);
+  });
+});
+
+describe("the lab's Lua scripts", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(stack.redis.url);
+  });
+  afterAll(() => {
+    redis.disconnect();
+  });
+
+  it("lock-release deletes the lock only for the token that holds it", async () => {
+    await redis.set("t:{lock}", "owner-a", "PX", 10_000);
+    expect(await redis.eval(lua("lock-release"), 1, "t:{lock}", "owner-b")).toBe(0);
+    expect(await redis.get("t:{lock}")).toBe("owner-a");
+    expect(await redis.eval(lua("lock-release"), 1, "t:{lock}", "owner-a")).toBe(1);
+    expect(await redis.exists("t:{lock}")).toBe(0);
+    expect(await redis.eval(lua("lock-release"), 1, "t:{lock}", "owner-a")).toBe(0);
+  });
+
+  it("lab-cas writes only on the version read, and counts each write", async () => {
+    await redis.hset("t:{cas}", { remaining: 2, seq: 0 });
+    expect(await redis.eval(lua("lab-cas"), 1, "t:{cas}", "0", "1")).toBe(1);
+    expect(await redis.eval(lua("lab-cas"), 1, "t:{cas}", "0", "1")).toBe(0); // a stale read loses
+    expect(await redis.eval(lua("lab-cas"), 1, "t:{cas}", "1", "0")).toBe(2);
+    expect(await redis.hgetall("t:{cas}")).toEqual({ remaining: "0", seq: "2" });
+  });
+});
+
+describe("lock backoff", () => {
+  it("grows exponentially up to the cap, with jitter in the upper half", () => {
+    expect(backoffDelayMs(0, 10, 250, () => 0)).toBe(5);
+    expect(backoffDelayMs(0, 10, 250, () => 1)).toBe(10);
+    expect(backoffDelayMs(3, 10, 250, () => 0.5)).toBe(60);
+    expect(backoffDelayMs(10, 10, 250, () => 1)).toBe(250);
+    expect(backoffDelayMs(10, 10, 250, () => 0)).toBe(125);
+  });
+});
+
+describe("with LAB_ENABLED off", () => {
+  let plain: Stack;
+  beforeAll(async () => {
+    plain = await startStack();
+  });
+  afterAll(async () => {
+    await plain?.stop();
+  });
+
+  it("every lab route answers 404 like a route that does not exist", async () => {
+    const admin = { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}`, "Content-Type": "application/json" };
+    const token = await plain.token("lab-off-user");
+    const responses = await Promise.all([
+      plain.worker.fetch("/lab/sales", { method: "POST", headers: admin, body: JSON.stringify({ stock: 5 }) }),
+      plain.worker.fetch(`/lab/sales/${crypto.randomUUID()}/report`, { headers: admin }),
+      plain.worker.fetch(labCheckoutPath("atomic", crypto.randomUUID()), {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}` },
+      }),
+      plain.worker.fetch("/lab/anything"),
+    ]);
+    for (const res of responses) {
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ error: { code: "NOT_FOUND", message: "no such route" } });
+    }
+  });
+});
