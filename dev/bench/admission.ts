@@ -45,14 +45,14 @@ export async function benchAdmissionPlacement(stack: Stack, attempts = 2_000, co
     const sale = await stack.createSale({ stock: attempts, name: placement, admission: { rate: 100_000, burst: 1_000_000 } });
     const keys = saleKeys(sale.id);
     await script.exec([keys.meta, keys.buyers, keys.outbox, keys.admission], ["warm-up"]);
-    stack.gateway.resetStats();
+    await stack.gateway.resetStats();
     const started = performance.now();
     await pool(attempts, concurrency, (i) => attempt(sale.id, `${placement}-${i}`));
     const seconds = (performance.now() - started) / 1000;
     return {
       placement,
       attempts,
-      roundTripsPerAttempt: stack.gateway.stats().requests / attempts,
+      roundTripsPerAttempt: (await stack.gateway.stats()).requests / attempts,
       attemptsPerSecond: Math.round(attempts / seconds),
     };
   };
@@ -91,7 +91,7 @@ export async function benchAdmissionSpike(stack: Stack, users = 2_000): Promise<
     ["on (500/s, burst 100)", { rate: 500, burst: 100 }],
   ] as const) {
     const sale = await stack.createSale({ stock: 300, name: `admission ${label}`, admission });
-    stack.gateway.resetStats();
+    await stack.gateway.resetStats();
     const started = performance.now();
     const pending: Promise<number>[] = [];
     for (let i = 0; i < tokens.length; i += ARRIVALS_PER_TICK) {
@@ -104,7 +104,7 @@ export async function benchAdmissionSpike(stack: Stack, users = 2_000): Promise<
       requests: users,
       accepted: statuses.filter((s) => s === 202).length,
       rateLimited: statuses.filter((s) => s === 429).length,
-      roundTrips: stack.gateway.stats().requests,
+      roundTrips: (await stack.gateway.stats()).requests,
       seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
     });
   }

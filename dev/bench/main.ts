@@ -24,6 +24,7 @@ import { latencyFigures } from "../../load/runner/stats.ts";
 import { fixed, formatTable, seconds } from "../../load/runner/table.ts";
 import { stackTarget, type Target } from "../../load/runner/target.ts";
 import { SECRETS, type Stack, startStack } from "../stack/local-stack.ts";
+import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { benchRoundTrips } from "./round-trips.ts";
 
 const { values } = parseArgs({
@@ -173,6 +174,9 @@ try {
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
   progress("round trips per outcome");
   const roundTrips = await benchRoundTrips(stack);
+  progress("admission: bucket placement, and a spike with and without it");
+  const admissionPlacement = await benchAdmissionPlacement(stack);
+  const admissionSpike = await benchAdmissionSpike(stack);
   const strategies = await benchStrategies(target);
   const drain = await benchDrain(stack, target);
   const vsTrivial = await benchCheckoutVsTrivial(target);
@@ -185,6 +189,7 @@ try {
     checkoutVsTrivial: { concurrency: throughputConcurrency, ...vsTrivial },
     drain,
     roundTrips,
+    admission: { placement: admissionPlacement, spike: admissionSpike },
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -253,6 +258,30 @@ try {
           "round trips": r.roundTrips,
           "redis commands": r.redisCommands,
           note: r.note ?? "",
+        })),
+      ),
+    );
+
+    log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
+    log(
+      formatTable(
+        admissionPlacement.map((p) => ({
+          placement: p.placement,
+          "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
+          "attempts/s": p.attemptsPerSecond,
+        })),
+      ),
+    );
+    log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
+    log(
+      formatTable(
+        admissionSpike.map((f) => ({
+          admission: f.admission,
+          requests: f.requests,
+          accepted: f.accepted,
+          "429": f.rateLimited,
+          "round trips": f.roundTrips,
+          s: fixed(f.seconds),
         })),
       ),
     );

@@ -27,10 +27,10 @@ async function measure(
   redis: IORedis,
   action: () => Promise<unknown>,
 ): Promise<{ roundTrips: number; redisCommands: number }> {
-  stack.gateway.resetStats();
+  await stack.gateway.resetStats();
   const before = await totalCommands(redis);
   await action();
-  const roundTrips = stack.gateway.stats().requests;
+  const { requests: roundTrips } = await stack.gateway.stats();
   return { roundTrips, redisCommands: (await totalCommands(redis)) - before };
 }
 

@@ -4,8 +4,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../redis-server.ts";
 
+export interface GatewayStats {
+  /** HTTP requests served: Upstash round trips. */
+  requests: number;
+  commands: number;
+}
+
 export interface GatewayProcess {
   url: string;
+  stats(): Promise<GatewayStats>;
+  resetStats(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -28,8 +36,15 @@ export async function spawnGateway(opts: { redisUrl: string; token: string; port
     });
   });
   child.stdout?.resume();
+  const url = `http://127.0.0.1:${port}`;
+  const statsRequest = (path: string, method: string) =>
+    fetch(`${url}/__gateway/${path}`, { method, headers: { Authorization: `Bearer ${opts.token}` } });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    stats: async () => (await (await statsRequest("stats", "GET")).json()) as GatewayStats,
+    resetStats: async () => {
+      await (await statsRequest("stats/reset", "POST")).arrayBuffer();
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -1,7 +1,7 @@
 // A whole local stack in one process tree: redis-server, the gateway, the Worker on
 // Miniflare. Node-side tests, the load runner and the benchmarks drive it.
 import type { ReconciliationReport } from "../../src/settlement/report-shape.ts";
-import { type Gateway, startGateway } from "../gateway/server.ts";
+import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
 import { type RedisServer, startRedisServer } from "../redis-server.ts";
 import { DEV_SECRETS, mintUserToken } from "../tokens.ts";
 import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./worker.ts";
@@ -11,7 +11,8 @@ const GATEWAY_TOKEN = DEV_SECRETS.UPSTASH_REDIS_REST_TOKEN;
 
 export interface Stack {
   redis: RedisServer;
-  gateway: Gateway;
+  /** Its own process, as in production: the harness and the gateway do not share a thread. */
+  gateway: GatewayProcess;
   worker: LocalWorker;
   token(userId: string): Promise<string>;
   createSale(body?: Record<string, unknown>): Promise<{ id: string; stock: number }>;
@@ -37,7 +38,7 @@ export async function startStack(
   } = {},
 ): Promise<Stack> {
   const redis = await startRedisServer({ dataDir: opts.redisDataDir });
-  const gateway = await startGateway({ redisUrl: redis.url, token: GATEWAY_TOKEN });
+  const gateway = await spawnGateway({ redisUrl: redis.url, token: GATEWAY_TOKEN });
   const worker = await startLocalWorker({
     secrets: { ...SECRETS, UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN },
     // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
@@ -83,7 +84,7 @@ export async function startStack(
     },
     async stop() {
       await worker.stop();
-      await gateway.close();
+      await gateway.stop();
       await redis.stop();
     },
   };

@@ -8,6 +8,18 @@ export type UserVariables = { userId: string };
 const BEARER = /^Bearer\s+(\S+)$/i;
 const MAX_USER_ID_LENGTH = 128;
 
+// Importing the HMAC key is a good part of a verification's CPU; do it once per isolate.
+let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;
+function hmacKey(secret: string): Promise<CryptoKey> {
+  if (cachedKey?.secret !== secret) {
+    const key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+      "verify",
+    ]);
+    cachedKey = { secret, key };
+  }
+  return cachedKey.key;
+}
+
 /**
  * Verifies the caller's HS256 JWT (secret JWT_SECRET) and exposes its `sub` as the user id.
  * Identity never comes from the request body. `exp` is required, not merely checked when present.
@@ -17,7 +29,7 @@ export async function userIdFromAuthorization(header: string | undefined, secret
   if (!token) throw unauthorized();
   let payload: Awaited<ReturnType<typeof verify>>;
   try {
-    payload = await verify(token, secret, "HS256");
+    payload = await verify(token, await hmacKey(secret), "HS256");
   } catch {
     throw unauthorized("the token is invalid or expired");
   }

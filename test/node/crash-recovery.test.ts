@@ -56,7 +56,7 @@ describe("the whole stack killed mid-drain", () => {
     // Crash: no goodbye from Redis, and the Worker's queues vanish with Miniflare.
     await first.redis.kill();
     await first.worker.stop();
-    await first.gateway.close();
+    await first.gateway.stop();
     stacks.pop();
 
     const second = await startStack({ ...dirs, vars: VARS });
