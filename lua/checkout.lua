@@ -2,9 +2,10 @@
 checkout.lua: reserve one unit of a flash sale for one user, atomically.
 
 Everything that must not interleave happens here, in one EVALSHA: the sale window,
-the sale's admission token bucket, one-order-per-user, stock > 0, the decrement,
+one-order-per-user, stock > 0, the sale's admission token bucket, the decrement,
 recording the buyer, minting the order id and writing the outbox record the
-settlement pipeline re-drives from.
+settlement pipeline re-drives from. Refusals before the bucket write nothing, so a
+sold-out sale or a repeat buyer never spends a token nor hides behind a 429.
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe)
   1  sale meta hash  fields: remaining, starts, ends (epoch ms), slot, seq, rate, burst
@@ -45,8 +46,16 @@ if nowMs >= ends then
   return { 'SALE_ENDED', ends }
 end
 
--- Admission: a token bucket refilled at `rate` per second up to `burst`, so a stampede
--- reaches the stock logic no faster than the sale was configured to take.
+local held = redis.call('HGET', buyers, user)
+if held then
+  return { 'ALREADY_PURCHASED', held }
+end
+if remaining <= 0 then
+  return { 'SOLD_OUT', 0 }
+end
+
+-- Admission: a token bucket refilled at `rate` per second up to `burst`, so units are
+-- reserved (and reach the queue and D1) no faster than the sale was configured to take.
 local bucket = redis.call('HMGET', admission, 'tokens', 'at')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or nowMs
@@ -57,14 +66,6 @@ end
 redis.call('HSET', admission, 'tokens', tostring(tokens - 1), 'at', nowMs)
 -- Idle long enough to refill completely, the bucket is the same as no bucket.
 redis.call('PEXPIRE', admission, math.ceil(burst * 1000 / rate) + 1000)
-
-local held = redis.call('HGET', buyers, user)
-if held then
-  return { 'ALREADY_PURCHASED', held }
-end
-if remaining <= 0 then
-  return { 'SOLD_OUT', 0 }
-end
 
 remaining = redis.call('HINCRBY', meta, 'remaining', -1)
 local seq = redis.call('HINCRBY', meta, 'seq', 1)

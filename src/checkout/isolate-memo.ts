@@ -12,18 +12,22 @@ const SOLD_OUT_TTL_MS = 1_000;
 /** Buyers may be released after a dead-lettered order; remembered for a minute. */
 const BUYER_TTL_MS = 60_000;
 /** Sale windows never change, but this isolate's clock may differ from Redis' a little. */
-export const CLOCK_SKEW_MS = 1_000;
+const CLOCK_SKEW_MS = 1_000;
+/** Unknown sale ids: a probe for the same id reaches Redis and D1 at most once a second. */
+const NOT_FOUND_TTL_MS = 1_000;
 
 const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
 const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
 const throttled = new IsolateCache<{ until: number; burst: number }>(1_000, 1_000);
 /**
- * A local copy of each sale's admission bucket. This isolate's own attempts alone can only
- * drain it slower than everyone's drain the shared one in Redis, so when the local copy
- * is empty the shared one certainly is: refusing here never turns away a buyer Redis
- * would have admitted, and spares Redis the stampede.
+ * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
+ * no faster than everyone's drain the shared one in Redis, so when the local copy is empty
+ * the shared one is too: refusing here spares Redis the stampede without turning away a
+ * buyer Redis would admit. Attempts Redis refuses before its bucket (sold out, repeat
+ * buyer) get their local token back.
  */
 const admissionBuckets = new Map<string, LocalTokenBuckets>();
+const notFound = new IsolateCache<true>(NOT_FOUND_TTL_MS, 10_000);
 const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_000, 1_000);
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
@@ -33,10 +37,12 @@ export type LocalRefusal =
   | { code: "SALE_NOT_STARTED"; startsAt: number }
   | { code: "ALREADY_PURCHASED"; orderId: string }
   | { code: "SOLD_OUT" }
+  | { code: "SALE_NOT_FOUND" }
   | { code: "RATE_LIMITED"; retryAfterMs: number; burst: number };
 
 /** A refusal this isolate can give on its own, or undefined when Redis must decide. */
 export function localRefusal(saleId: string, userId: string, now = Date.now()): LocalRefusal | undefined {
+  if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
   const window = windows.get(saleId, now);
   if (window?.endsAt !== undefined && now >= window.endsAt + CLOCK_SKEW_MS) return { code: "SALE_ENDED" };
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
@@ -46,8 +52,12 @@ export function localRefusal(saleId: string, userId: string, now = Date.now()): 
   if (orderId) return { code: "ALREADY_PURCHASED", orderId };
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
   const throttle = throttled.get(saleId, now);
-  if (throttle && now < throttle.until)
+  if (throttle && now < throttle.until) {
     return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, burst: throttle.burst };
+  }
+  const bucket = admissionBuckets.get(saleId);
+  const taken = bucket?.take(saleId, now);
+  if (bucket && taken && !taken.ok) return { code: "RATE_LIMITED", retryAfterMs: taken.retryAfterMs, burst: bucket.burst };
   return undefined;
 }
 
@@ -57,6 +67,13 @@ export const memo = {
   },
   bought(saleId: string, userId: string, orderId: string) {
     buyers.set(buyerKey(saleId, userId), orderId);
+  },
+  /** Redis refused before its admission bucket: return the local token this attempt took. */
+  refusedBeforeAdmission(saleId: string) {
+    admissionBuckets.get(saleId)?.refund(saleId);
+  },
+  notFound(saleId: string) {
+    notFound.set(saleId, true);
   },
   released(saleId: string, userId: string) {
     buyers.delete(buyerKey(saleId, userId));

@@ -10,9 +10,7 @@ import { enqueueOrder } from "../settlement/enqueue";
 import { type LocalRefusal, localRefusal, memo } from "./isolate-memo";
 import { type Reservation, reserve } from "./reserve";
 
-type Refusal = LocalRefusal | { code: "SALE_NOT_FOUND" };
-
-function refusalError(refusal: Refusal): ApiError {
+function refusalError(refusal: LocalRefusal): ApiError {
   switch (refusal.code) {
     case "SOLD_OUT":
       return new ApiError(409, "SOLD_OUT", "the sale is sold out");
@@ -37,9 +35,11 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
   switch (r.outcome) {
     case "SOLD_OUT":
       memo.soldOut(saleId);
+      memo.refusedBeforeAdmission(saleId);
       return refusalError({ code: "SOLD_OUT" });
     case "ALREADY_PURCHASED":
       memo.bought(saleId, userId, r.orderId);
+      memo.refusedBeforeAdmission(saleId);
       return refusalError({ code: "ALREADY_PURCHASED", orderId: r.orderId });
     case "SALE_NOT_STARTED":
       memo.window(saleId, { startsAt: r.startsAt });
@@ -48,11 +48,22 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
       memo.window(saleId, { endsAt: r.endsAt });
       return refusalError({ code: "SALE_ENDED" });
     case "SALE_NOT_FOUND":
+      memo.notFound(saleId);
       return refusalError({ code: "SALE_NOT_FOUND" });
     case "RATE_LIMITED":
       memo.admission(saleId, r.admission);
       memo.throttled(saleId, r.retryAfterMs, r.admission.burst);
       return refusalError({ code: "RATE_LIMITED", retryAfterMs: r.retryAfterMs, burst: r.admission.burst });
+  }
+}
+
+/** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
+async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
+  try {
+    return (await findSale(db, saleId)) !== undefined;
+  } catch (err) {
+    console.warn("checkout: D1 unavailable", err);
+    throw unavailable("the sale cannot be reached right now; try again shortly");
   }
 }
 
@@ -89,7 +100,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requi
     console.warn("checkout: redis unavailable", err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
   }
-  if (reservation.outcome === "SALE_NOT_FOUND" && (await findSale(c.env.DB, saleId))) {
+  if (reservation.outcome === "SALE_NOT_FOUND" && (await saleRecorded(c.env.DB, saleId))) {
     // D1 has the sale but Redis lost its live state: selling from a fresh copy could
     // oversell, so refuse until an operator restores it.
     console.error(`checkout: sale ${saleId} exists in D1 but not in Redis`);

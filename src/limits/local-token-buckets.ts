@@ -27,4 +27,10 @@ export class LocalTokenBuckets {
     this.buckets.set(key, { tokens: tokens - 1, at: now });
     return { ok: true };
   }
+
+  /** Gives back a token taken for a request that turned out not to need one. */
+  refund(key: string): void {
+    const bucket = this.buckets.get(key);
+    if (bucket) bucket.tokens = Math.min(this.burst, bucket.tokens + 1);
+  }
 }

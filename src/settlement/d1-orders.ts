@@ -1,5 +1,11 @@
 import type { DeadLetter, OrderMessage } from "./order-message";
 
+/** Which of these orders are recorded as failed (the ids travel as one JSON array). */
+const selectFailed = (db: D1Database, orderIds: string[]) =>
+  db
+    .prepare("SELECT order_id FROM failed_orders WHERE order_id IN (SELECT value FROM json_each(?))")
+    .bind(JSON.stringify(orderIds));
+
 /**
  * Idempotent insert: a redelivered or re-driven order is a no-op (UNIQUE(order_id) and
  * UNIQUE(sale_id, user_id)). ON CONFLICT DO NOTHING covers only uniqueness, so the
@@ -20,9 +26,10 @@ const insertOrder = (db: D1Database, o: OrderMessage, now: number) =>
  */
 export async function settleOrders(db: D1Database, orders: OrderMessage[], now = Date.now()): Promise<Set<string>> {
   if (orders.length === 0) return new Set();
-  const failed = db
-    .prepare("SELECT order_id FROM failed_orders WHERE order_id IN (SELECT value FROM json_each(?))")
-    .bind(JSON.stringify(orders.map((o) => o.orderId)));
+  const failed = selectFailed(
+    db,
+    orders.map((o) => o.orderId),
+  );
   const results = await db.batch<{ order_id: string }>([...orders.map((o) => insertOrder(db, o, now)), failed]);
   return new Set(results.at(-1)?.results.map((r) => r.order_id));
 }
@@ -44,8 +51,10 @@ export async function recordFailures(db: D1Database, letters: DeadLetter[], now 
       )
       .bind(l.orderId, Number(l.saleId), l.userId, l.reason ?? "delivery attempts exhausted", l.reservedAt, now),
   );
-  const ids = JSON.stringify(letters.map((l) => l.orderId));
-  const failed = db.prepare("SELECT order_id FROM failed_orders WHERE order_id IN (SELECT value FROM json_each(?))").bind(ids);
+  const failed = selectFailed(
+    db,
+    letters.map((l) => l.orderId),
+  );
   const results = await db.batch<{ order_id: string }>([...inserts, failed]);
   return new Set(results.at(-1)?.results.map((r) => r.order_id));
 }
@@ -63,9 +72,9 @@ export async function findOrderRecord(db: D1Database, orderId: string): Promise<
   return row ? { status: row.status, orderId, saleId: String(row.sale_id), userId: row.user_id } : undefined;
 }
 
-/** Confirmed and failed counts, and which of `orderIds` are already confirmed. */
+/** Confirmed and failed counts, the sold counter, and how many of `orderIds` are settled: one snapshot. */
 export async function settlementCounts(db: D1Database, saleId: string, orderIds: string[]) {
-  const [confirmed, failed, settledOfThese] = await db.batch<{ n: number }>([
+  const [confirmed, failed, settledOfThese, sold] = await db.batch<{ n: number }>([
     db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?").bind(Number(saleId)),
     db.prepare("SELECT COUNT(*) AS n FROM failed_orders WHERE sale_id = ?").bind(Number(saleId)),
     db
@@ -74,12 +83,12 @@ export async function settlementCounts(db: D1Database, saleId: string, orderIds:
          WHERE order_id IN (SELECT value FROM json_each(?))`,
       )
       .bind(JSON.stringify(orderIds)),
+    db.prepare("SELECT sold AS n FROM sales WHERE id = ?").bind(Number(saleId)),
   ]);
-  const sold = await db.prepare("SELECT sold FROM sales WHERE id = ?").bind(Number(saleId)).first<number>("sold");
   return {
     confirmed: confirmed?.results[0]?.n ?? 0,
     failed: failed?.results[0]?.n ?? 0,
     settledStillInOutbox: settledOfThese?.results[0]?.n ?? 0,
-    soldCounter: sold ?? 0,
+    soldCounter: sold?.results[0]?.n ?? 0,
   };
 }

@@ -36,7 +36,7 @@ export async function releaseReservation(
   return true;
 }
 
-/** Outbox records reserved before `olderThanMs` (Redis time), oldest first. */
+/** Outbox records last sent before `olderThanMs` (epoch ms; scores are Redis time, so allow for skew), oldest first. */
 export async function staleOutboxOrders(
   redis: Redis,
   saleId: string,

@@ -104,6 +104,17 @@ describe("checkout.lua", () => {
   });
 });
 
+describe("checkout.lua refusals before admission", () => {
+  it("sold out and repeat buyers are answered as such, never 429, and spend no token", async () => {
+    const { keys } = await newSale({ stock: 1, rate: 1, burst: 1 });
+    expect((await checkout(keys, "only"))[0]).toBe("OK"); // takes the bucket's only token
+    expect(await checkout(keys, "only")).toEqual(["ALREADY_PURCHASED", await redis.hget(keys.buyers, "only")]);
+    expect(await checkout(keys, "late")).toEqual(["SOLD_OUT", 0]);
+    const tokens = Number(await redis.hget(keys.admission, "tokens"));
+    expect(tokens).toBeLessThan(1); // the refusals above took nothing from the bucket
+  });
+});
+
 describe("release.lua and sale-init.lua", () => {
   it("release returns the unit once, and frees the buyer to try again", async () => {
     const { keys } = await newSale({ stock: 1 });
