@@ -1,6 +1,6 @@
 // A local Upstash-compatible REST gateway in front of a real redis-server, so
 // @upstash/redis and @upstash/ratelimit run unmodified, with default options, in dev,
-// tests and benchmarks. Protocol notes: /work/shared/UPSTASH-REST.md.
+// tests and benchmarks. Why it exists and what it speaks: docs/architecture.md, "Local stack".
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
