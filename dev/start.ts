@@ -62,12 +62,21 @@ function startWranglerDev(devVarsFile: string): ChildProcess {
     ],
     { cwd: ROOT, env: wranglerEnv, stdio: ["ignore", "inherit", "inherit"], detached: true },
   );
+  const killGroup = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid && child.exitCode === null) process.kill(-child.pid, signal);
+    } catch {
+      // already gone
+    }
+  };
+  // Last resort when this process ends without a clean shutdown (e.g. its parent exits first).
+  process.once("exit", () => killGroup("SIGKILL"));
   stops.unshift(
     () =>
       new Promise((resolve) => {
         if (child.exitCode !== null) return resolve();
         child.once("exit", () => resolve());
-        if (child.pid) process.kill(-child.pid, "SIGTERM");
+        killGroup("SIGTERM");
       }),
   );
   return child;
@@ -158,8 +167,7 @@ async function shutdown(code: number) {
   for (const stop of stops) await stop().catch(() => undefined);
   process.exit(code);
 }
-process.once("SIGINT", () => void shutdown(0));
-process.once("SIGTERM", () => void shutdown(0));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void shutdown(0));
 
 main().catch(async (err) => {
   console.error(err instanceof Error ? err.message : err);
