@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-env";
 import { requireUser } from "../http/auth";
 import { ApiError, badRequest, notFound, rateLimited, unavailable } from "../http/errors";
@@ -81,9 +81,14 @@ async function assertWellFormedBody(text: string): Promise<void> {
   }
 }
 
-export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", requireUser, limitPerUser, async (c) => {
+/** Cheapest refusal first: a malformed sale id costs no token verification. */
+const validSaleId: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!SALE_ID_PATTERN.test(c.req.param("saleId") ?? "")) throw badRequest("the sale id must be a positive integer");
+  await next();
+};
+
+export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", validSaleId, requireUser, limitPerUser, async (c) => {
   const saleId = c.req.param("saleId");
-  if (!SALE_ID_PATTERN.test(saleId)) throw badRequest("the sale id must be a positive integer");
   await assertWellFormedBody(await c.req.text());
   const userId = c.get("userId");
 
