@@ -5,7 +5,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 
-export const REDIS_INSTALL_HINT = "sudo apt-get update && sudo apt-get install -y redis-server";
+const REDIS_INSTALL_HINT = "sudo apt-get update && sudo apt-get install -y redis-server";
 
 export interface RedisServer {
   port: number;

@@ -39,13 +39,13 @@ export interface LocalWorker {
 }
 
 /** Bundles the Worker exactly as `wrangler deploy` would, without uploading it. */
-export function buildWorker(outDir: string): string {
+function buildWorker(outDir: string): string {
   execFileSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outDir], { cwd: ROOT, env: QUIET_WRANGLER, stdio: "ignore" });
   return path.join(outDir, "index.js");
 }
 
 /** Applies migrations/ to the local D1 under `stateDir` with wrangler, as `npm start` does. */
-export function migrateLocalD1(stateDir: string): void {
+function migrateLocalD1(stateDir: string): void {
   execFileSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
     cwd: ROOT,
     env: { ...QUIET_WRANGLER, CI: "true" },

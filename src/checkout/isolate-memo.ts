@@ -23,8 +23,8 @@ const throttled = new IsolateCache<{ until: number; burst: number }>(1_000, 1_00
  * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
  * no faster than everyone's drain the shared one in Redis, so when the local copy is empty
  * the shared one is too: refusing here spares Redis the stampede without turning away a
- * buyer Redis would admit. Attempts Redis refuses before its bucket (sold out, repeat
- * buyer) get their local token back.
+ * buyer Redis would admit. Redis spends a token only on a reservation, so every other
+ * attempt gives its local token back.
  */
 const admissionBuckets = new Map<string, LocalTokenBuckets>();
 const notFound = new IsolateCache<true>(NOT_FOUND_TTL_MS, 10_000);
@@ -68,8 +68,8 @@ export const memo = {
   bought(saleId: string, userId: string, orderId: string) {
     buyers.set(buyerKey(saleId, userId), orderId);
   },
-  /** Redis refused before its admission bucket: return the local token this attempt took. */
-  refusedBeforeAdmission(saleId: string) {
+  /** Redis reserved nothing for this attempt: give back the local token it took. */
+  admissionTokenUnused(saleId: string) {
     admissionBuckets.get(saleId)?.refund(saleId);
   },
   notFound(saleId: string) {

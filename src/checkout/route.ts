@@ -35,11 +35,9 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
   switch (r.outcome) {
     case "SOLD_OUT":
       memo.soldOut(saleId);
-      memo.refusedBeforeAdmission(saleId);
       return refusalError({ code: "SOLD_OUT" });
     case "ALREADY_PURCHASED":
       memo.bought(saleId, userId, r.orderId);
-      memo.refusedBeforeAdmission(saleId);
       return refusalError({ code: "ALREADY_PURCHASED", orderId: r.orderId });
     case "SALE_NOT_STARTED":
       memo.window(saleId, { startsAt: r.startsAt });
@@ -99,12 +97,15 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
   try {
     reservation = await reserve(redisFor(c.env), saleId, userId);
   } catch (err) {
+    memo.admissionTokenUnused(saleId);
     // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
     // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
     // with the order while the outbox makes sure it settles.
     console.warn("checkout: redis unavailable", err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
   }
+  // Redis spends an admission token only on a reservation: mirror that locally.
+  if (reservation.outcome !== "OK") memo.admissionTokenUnused(saleId);
   if (reservation.outcome === "SALE_NOT_FOUND" && (await saleRecorded(c.env.DB, saleId))) {
     // D1 has the sale but Redis lost its live state: selling from a fresh copy could
     // oversell, so refuse until an operator restores it.

@@ -11,7 +11,7 @@ const MAX_PER_SALE_PER_RUN = 1_000;
 const DEFAULT_REDRIVE_AFTER_MS = 30_000;
 
 /** OUTBOX_REDRIVE_AFTER_MS as a number; "0" is a valid setting (re-drive every record). */
-export function redriveThresholdMs(configured: string | undefined): number {
+function redriveThresholdMs(configured: string | undefined): number {
   const ms = configured?.trim() ? Number(configured) : Number.NaN;
   return Number.isFinite(ms) && ms >= 0 ? ms : DEFAULT_REDRIVE_AFTER_MS;
 }
