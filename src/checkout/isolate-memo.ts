@@ -79,9 +79,12 @@ export const memo = {
     buyers.delete(buyerKey(saleId, userId));
     soldOut.delete(saleId);
   },
-  /** The admission bucket is empty until about `retryAfterMs` from now: refuse locally till then. */
-  throttled(saleId: string, retryAfterMs: number, burst: number) {
-    throttled.set(saleId, { until: Date.now() + retryAfterMs, burst }, retryAfterMs);
+  /**
+   * The admission bucket is empty until `until` (epoch ms, counted from when the script was
+   * called, not when its answer arrived): refuse locally till then.
+   */
+  throttled(saleId: string, until: number, burst: number) {
+    throttled.set(saleId, { until, burst }, Math.max(0, until - Date.now()));
   },
   admission(saleId: string, { rate, burst }: Admission) {
     const known = admissionBuckets.get(saleId);

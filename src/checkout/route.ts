@@ -31,7 +31,7 @@ function refusalError(refusal: LocalRefusal): ApiError {
 }
 
 /** Remembers what a refusal from Redis teaches this isolate, and turns it into the API error. */
-function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { outcome: "OK" }>): ApiError {
+function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { outcome: "OK" }>, askedAt: number): ApiError {
   switch (r.outcome) {
     case "SOLD_OUT":
       memo.soldOut(saleId);
@@ -50,7 +50,7 @@ function learnFrom(saleId: string, userId: string, r: Exclude<Reservation, { out
       return refusalError({ code: "SALE_NOT_FOUND" });
     case "RATE_LIMITED":
       memo.admission(saleId, r.admission);
-      memo.throttled(saleId, r.retryAfterMs, r.admission.burst);
+      memo.throttled(saleId, askedAt + r.retryAfterMs, r.admission.burst);
       return refusalError({ code: "RATE_LIMITED", retryAfterMs: r.retryAfterMs, burst: r.admission.burst });
   }
 }
@@ -94,6 +94,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
   if (refusal) throw refusalError(refusal);
 
   let reservation: Reservation;
+  const askedAt = Date.now();
   try {
     reservation = await reserve(redisFor(c.env), saleId, userId);
   } catch (err) {
@@ -112,7 +113,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
     console.error(`checkout: sale ${saleId} exists in D1 but not in Redis`);
     throw unavailable("the sale is temporarily unavailable", 30);
   }
-  if (reservation.outcome !== "OK") throw learnFrom(saleId, userId, reservation);
+  if (reservation.outcome !== "OK") throw learnFrom(saleId, userId, reservation, askedAt);
 
   const { orderId, remaining, reservedAt } = reservation;
   memo.bought(saleId, userId, orderId);
