@@ -96,7 +96,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
   let reservation: Reservation;
   const askedAt = Date.now();
   try {
-    reservation = await reserve(redisFor(c.env), saleId, userId);
+    reservation = await reserve(redisFor(c.env), saleId, userId, (work) => c.executionCtx.waitUntil(work));
   } catch (err) {
     memo.admissionTokenUnused(saleId);
     // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late

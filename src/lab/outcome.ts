@@ -1,3 +1,4 @@
+import type { KeepAlive } from "../checkout/merged-calls";
 import type { Redis } from "../redis/client";
 
 /**
@@ -11,4 +12,5 @@ export type LabOutcome =
   /** Gave up under contention (lock not taken, CAS retries spent): the buyer was turned away. */
   | { outcome: "BUSY" };
 
-export type Strategy = (redis: Redis, labSaleId: string, userId: string) => Promise<LabOutcome>;
+/** `keepAlive` is the request's waitUntil, for strategies whose calls other requests share. */
+export type Strategy = (redis: Redis, labSaleId: string, userId: string, keepAlive: KeepAlive) => Promise<LabOutcome>;

@@ -86,7 +86,8 @@ export const labRoutes = new Hono<AppEnv>()
     const id = labSaleId(c.req.param("labSaleId"));
     let result: LabOutcome;
     try {
-      result = await strategies[name](redisFor(c.env), id, c.get("userId"));
+      const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+      result = await strategies[name](redisFor(c.env), id, c.get("userId"), keepAlive);
     } catch (err) {
       // Fail closed, like the real checkout.
       console.warn(`lab ${name} checkout: redis unavailable`, err);

@@ -45,9 +45,15 @@ async function newSale(
   return { id, keys };
 }
 
+type Reply = (string | number)[];
 // Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it.
-const checkout = (keys: ReturnType<typeof saleKeys>, user: string) =>
-  redis.createScript<(string | number)[]>(lua("checkout")).exec([keys.meta, keys.buyers, keys.outbox, keys.admission], [user]);
+const checkoutAll = (keys: ReturnType<typeof saleKeys>, users: string[]) =>
+  redis.createScript<Reply[]>(lua("checkout")).exec([keys.meta, keys.buyers, keys.outbox, keys.admission], users);
+const checkout = async (keys: ReturnType<typeof saleKeys>, user: string) => {
+  const replies = await checkoutAll(keys, [user]);
+  expect(replies).toHaveLength(1);
+  return replies[0] as Reply;
+};
 
 describe("checkout.lua", () => {
   it("reserves, records the buyer and the outbox, and mints a decodable id", async () => {
@@ -101,6 +107,44 @@ describe("checkout.lua", () => {
     expect(Number(retryAfterMs)).toBeLessThanOrEqual(1000);
     expect([burst, rate]).toEqual([2, 1]);
     expect(await redis.hget(keys.buyers, "c")).toBeNull();
+  });
+});
+
+describe("checkout.lua with a batch of buyers", () => {
+  it("serves buyers in order, each seeing what the ones before took", async () => {
+    const { keys } = await newSale({ stock: 3 });
+    const held = (await checkout(keys, "early"))[1];
+    const replies = await checkoutAll(keys, ["a", "early", "b", "a", "c", "d"]);
+    expect(replies.map((r) => r[0])).toEqual(["OK", "ALREADY_PURCHASED", "OK", "ALREADY_PURCHASED", "SOLD_OUT", "SOLD_OUT"]);
+    const [a, early, b, again] = replies as [Reply, Reply, Reply, Reply];
+    expect(early[1]).toBe(held);
+    expect(again[1]).toBe(a[1]); // the double click in one batch gets the order of the first
+    expect([a[2], b[2]]).toEqual([1, 0]); // remaining after each reservation
+    expect(await redis.hget(keys.meta, "remaining")).toBe("0");
+    expect(await redis.hget(keys.meta, "seq")).toBe("3");
+    expect(await redis.hgetall(keys.buyers)).toEqual(["early", held, "a", a[1], "b", b[1]]);
+    expect((await redis.zrange(keys.outbox, 0, -1)).sort()).toEqual([`${held}:early`, `${a[1]}:a`, `${b[1]}:b`].sort());
+    expect(new Set([held, a[1], b[1]]).size).toBe(3);
+  });
+
+  it("stops admitting mid-batch when the bucket runs dry, and spends only what it reserved", async () => {
+    const { keys } = await newSale({ stock: 100, rate: 1, burst: 2 });
+    const replies = await checkoutAll(keys, ["a", "b", "c", "d"]);
+    expect(replies.map((r) => r[0])).toEqual(["OK", "OK", "RATE_LIMITED", "RATE_LIMITED"]);
+    expect(await redis.hget(keys.meta, "remaining")).toBe("98");
+    expect(await redis.hlen(keys.buyers)).toBe(2);
+    expect(Number(await redis.hget(keys.admission, "tokens"))).toBeLessThan(1);
+  });
+
+  it("gives every buyer the sale-wide refusal and writes nothing", async () => {
+    const now = Date.now();
+    const late = await newSale({ starts: now - 120_000, ends: now - 60_000 });
+    expect(await checkoutAll(late.keys, ["x", "y"])).toEqual([
+      ["SALE_ENDED", now - 60_000],
+      ["SALE_ENDED", now - 60_000],
+    ]);
+    expect(await checkoutAll(saleKeys("405"), ["x", "y"])).toEqual([["SALE_NOT_FOUND"], ["SALE_NOT_FOUND"]]);
+    expect(await redis.exists(late.keys.buyers, late.keys.outbox, late.keys.admission)).toBe(0);
   });
 });
 

@@ -5,10 +5,11 @@ import type { Strategy } from "../outcome";
 /**
  * The real reservation, reserve() and lua/checkout.lua unchanged, on the lab's atomic copy
  * (a real sale layout loaded by preloadSale). One EVALSHA does the check, the decrement
- * and the buyer record; the script's `seq` counts the order ids it minted.
+ * and the buyer record for every checkout this isolate holds for the copy at that moment;
+ * the script's `seq` counts the order ids it minted.
  */
-export const atomicCheckout: Strategy = async (redis, labSaleId, userId) => {
-  const reservation = await reserve(redis, atomicSaleId(labSaleId), userId);
+export const atomicCheckout: Strategy = async (redis, labSaleId, userId, keepAlive) => {
+  const reservation = await reserve(redis, atomicSaleId(labSaleId), userId, keepAlive);
   switch (reservation.outcome) {
     case "OK":
       return { outcome: "OK", orderId: reservation.orderId };
