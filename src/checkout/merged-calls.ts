@@ -111,7 +111,7 @@ export class MergedCalls<I, R> {
       if (answers.length !== batch.length) {
         throw new Error(`a merged call answered ${answers.length} of ${batch.length} items`);
       }
-      batch.forEach((w, i) => w.answer.resolve(answers[i] as R));
+      for (const [i, w] of batch.entries()) w.answer.resolve(answers[i] as R);
     } catch (err) {
       for (const w of batch) w.answer.reject(err);
     } finally {

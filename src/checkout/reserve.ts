@@ -39,7 +39,12 @@ export function reserve(redis: Redis, saleId: string, userId: string, keepAlive:
 
 async function reserveAll(redis: Redis, saleId: string, users: string[]): Promise<Reservation[]> {
   const keys = saleKeys(saleId);
-  const replies = await runScript<ScriptReply[]>(redis, LUA.checkout, [keys.meta, keys.buyers, keys.outbox, keys.admission], users);
+  const replies = await runScript<ScriptReply[]>(
+    redis,
+    LUA.checkout,
+    [keys.meta, keys.buyers, keys.outbox, keys.admission],
+    users,
+  );
   return replies.map(parseReply);
 }
 
