@@ -255,8 +255,8 @@ try {
       formatTable(
         roundTrips.map((r) => ({
           outcome: r.outcome,
-          "round trips": r.roundTrips,
-          "redis commands": r.redisCommands,
+          "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
+          "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
           note: r.note ?? "",
         })),
       ),

@@ -23,6 +23,12 @@ it("an accepted checkout costs one Upstash round trip (plus one shared by its se
   expect(roundTrips("accepted")).toBe(2);
 });
 
+it("a stampede on one sale shares script calls: far less than one round trip per buyer", () => {
+  const perBuyer = roundTrips("accepted, 200 buyers at once (per buyer)");
+  expect(perBuyer).toBeGreaterThan(0);
+  expect(perBuyer).toBeLessThan(0.25);
+});
+
 it("warm-isolate refusals cost no round trip at all", () => {
   for (const outcome of ["repeat buyer (warm)", "sold out (warm)", "ended (warm)", "rate limited (warm)"]) {
     expect(roundTrips(outcome), outcome).toBe(0);
