@@ -29,12 +29,36 @@ const MAX_BUYERS_PER_CALL = 100;
 const MAX_WAIT_MS = 8_000;
 const calls = new MergedCalls<string, Reservation>(MAX_BUYERS_PER_CALL, MAX_WAIT_MS);
 
+export interface ReserveOptions {
+  /** The request's waitUntil: keeps it alive while others may wait on its call. */
+  keepAlive: KeepAlive;
+  /**
+   * Runs once per merged call, in the request that sent it, with every order the call
+   * reserved (this buyer's and the others'), before any of them is answered.
+   */
+  onReserved?: (orders: ReservedOrder[]) => void;
+}
+
+export interface ReservedOrder {
+  userId: string;
+  orderId: string;
+  reservedAt: number;
+}
+
 /**
  * The whole atomic reservation (lua/checkout.lua). Checkouts this isolate holds for the
  * same sale at the same moment travel in one EVALSHA; a lone one goes out at once.
  */
-export function reserve(redis: Redis, saleId: string, userId: string, keepAlive: KeepAlive): Promise<Reservation> {
-  return calls.submit(saleId, userId, (users) => reserveAll(redis, saleId, users), keepAlive);
+export function reserve(redis: Redis, saleId: string, userId: string, options: ReserveOptions): Promise<Reservation> {
+  const call = async (users: string[]) => {
+    const reservations = await reserveAll(redis, saleId, users);
+    const orders = reservations.flatMap((r, i) =>
+      r.outcome === "OK" ? [{ userId: users[i] as string, orderId: r.orderId, reservedAt: r.reservedAt }] : [],
+    );
+    if (orders.length > 0) options.onReserved?.(orders);
+    return reservations;
+  };
+  return calls.submit(saleId, userId, call, options.keepAlive);
 }
 
 async function reserveAll(redis: Redis, saleId: string, users: string[]): Promise<Reservation[]> {

@@ -6,7 +6,7 @@ import { limitPerUser } from "../limits/callers";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import { SALE_ID_PATTERN } from "../sales/sale";
-import { enqueueOrder } from "../settlement/enqueue";
+import { enqueueOrders } from "../settlement/enqueue";
 import { type LocalRefusal, localRefusal, memo } from "./isolate-memo";
 import { type Reservation, reserve } from "./reserve";
 
@@ -96,7 +96,17 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
   let reservation: Reservation;
   const askedAt = Date.now();
   try {
-    reservation = await reserve(redisFor(c.env), saleId, userId, (work) => c.executionCtx.waitUntil(work));
+    reservation = await reserve(redisFor(c.env), saleId, userId, {
+      keepAlive: (work) => c.executionCtx.waitUntil(work),
+      // One queue send for every order the merged call reserved, from the request that sent it.
+      onReserved: (orders) =>
+        c.executionCtx.waitUntil(
+          enqueueOrders(
+            c.env.ORDERS,
+            orders.map((o) => ({ ...o, saleId })),
+          ),
+        ),
+    });
   } catch (err) {
     memo.admissionTokenUnused(saleId);
     // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
@@ -115,10 +125,9 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
   }
   if (reservation.outcome !== "OK") throw learnFrom(saleId, userId, reservation, askedAt);
 
-  const { orderId, remaining, reservedAt } = reservation;
+  const { orderId, remaining } = reservation;
   memo.bought(saleId, userId, orderId);
   memo.admission(saleId, reservation.admission);
   if (remaining === 0) memo.soldOut(saleId);
-  c.executionCtx.waitUntil(enqueueOrder(c.env.ORDERS, { orderId, saleId, userId, reservedAt }));
   return c.json({ orderId, status: "pending" as const }, 202);
 });

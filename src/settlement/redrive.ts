@@ -1,9 +1,9 @@
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSaleIds } from "../sales/repository";
+import { QUEUE_BATCH_LIMIT, sendOrderBatch } from "./enqueue";
 import type { OrderMessage } from "./order-message";
 import { staleOutboxOrders, touchOutbox } from "./outbox";
 
-const QUEUE_BATCH_LIMIT = 100;
 /** Outboxes of sales that ended longer ago than this are no longer scanned. */
 const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;
 const MAX_PER_SALE_PER_RUN = 1_000;
@@ -43,7 +43,7 @@ async function redriveSale(env: Env, redis: Redis, saleId: string, olderThanMs: 
   const stale = await staleOutboxOrders(redis, saleId, olderThanMs, MAX_PER_SALE_PER_RUN);
   for (let i = 0; i < stale.length; i += QUEUE_BATCH_LIMIT) {
     const chunk: OrderMessage[] = stale.slice(i, i + QUEUE_BATCH_LIMIT);
-    await env.ORDERS.sendBatch(chunk.map((body) => ({ body, contentType: "json" as const })));
+    await sendOrderBatch(env.ORDERS, chunk);
     await touchOutbox(redis, saleId, chunk, now);
   }
   return stale.length;

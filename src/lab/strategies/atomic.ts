@@ -9,7 +9,7 @@ import type { Strategy } from "../outcome";
  * the script's `seq` counts the order ids it minted.
  */
 export const atomicCheckout: Strategy = async (redis, labSaleId, userId, keepAlive) => {
-  const reservation = await reserve(redis, atomicSaleId(labSaleId), userId, keepAlive);
+  const reservation = await reserve(redis, atomicSaleId(labSaleId), userId, { keepAlive });
   switch (reservation.outcome) {
     case "OK":
       return { outcome: "OK", orderId: reservation.orderId };
