@@ -1,19 +1,26 @@
 /**
  * Request merging on a hot key: the checkouts one isolate holds for one sale share one
- * Redis call. While a call is in flight, new arrivals wait; when it lands, the first of
- * them sends everyone waiting as the next call (group commit). An idle sale adds no delay:
- * a lone checkout goes out at once, as a batch of one. Under a stampede an isolate makes
- * about one call per round trip instead of one per buyer.
+ * Redis call. While a call is in flight, new arrivals wait; when it lands, the same
+ * request sends everyone waiting as the next call (group commit), and so on until no one
+ * waits. An idle sale adds no delay: a lone checkout goes out at once, as a batch of one.
+ * Under a stampede an isolate makes about one call per round trip instead of one per buyer.
  *
  * Written by hand because it must follow workerd's rules, which no general batching
- * library knows. I/O belongs to the request that started it and an ended request's
- * pending work is cancelled, so a call is always sent from a waiting request's own
- * context (the hand-over promise's continuation runs there), never from the request that
- * just got its answer. A request waiting on nothing of its own is cancelled as hung, so
- * every waiter holds a timer of its own until its answer is in; the same timer bounds
- * the wait. And every waiter keeps its context alive (waitUntil) until then, so a buyer
- * who disconnects cannot cancel a call others wait on.
+ * library knows:
+ * - I/O belongs to the request that started it. Every call is sent by the lane's leader
+ *   from its own context, in its own chain of awaits; no request ever does I/O in a
+ *   continuation another request resumed. The leader keeps its context alive (waitUntil)
+ *   while it leads, so a buyer who disconnects cannot cancel a call others wait on.
+ * - A request waiting on nothing of its own is cancelled as hung. Every waiter holds a
+ *   timer of its own until its answer is in; the same timer bounds the wait and lets a
+ *   waiter take the lead of a lane whose leader stepped down or stalled.
  */
+
+/** Extends the calling request's life until the promise settles (ctx.waitUntil). */
+export type KeepAlive = (work: Promise<unknown>) => void;
+
+/** Sends one merged call: one answer per item, in the items' order. */
+export type MergedCall<I, R> = (items: I[]) => Promise<R[]>;
 
 /** The answer did not come within the wait limit. `sent`: the call may have run. */
 export class MergedCallTimeout extends Error {
@@ -22,25 +29,33 @@ export class MergedCallTimeout extends Error {
   }
 }
 
-/** Extends the calling request's life until the promise settles (ctx.waitUntil). */
-export type KeepAlive = (work: Promise<unknown>) => void;
-
-/** Sends one merged call: one answer per item, in the items' order. */
-export type MergedCall<I, R> = (items: I[]) => Promise<R[]>;
+export interface MergedCallsOptions {
+  /** The most items one call carries; the rest go in the next. */
+  maxItems: number;
+  /** How long an item waits for its answer, queued and in flight. */
+  maxWaitMs: number;
+  /** A leader whose call has not answered for this long is replaced by a waiter. */
+  stallMs: number;
+  /** How long one request leads before it steps down and a waiter takes over. */
+  leadMs: number;
+  /** How often a waiter checks that its lane has a leader. */
+  checkEveryMs: number;
+}
 
 interface Waiter<I, R> {
   item: I;
   answer: Deferred<R>;
-  /** Resolved when it is this waiter's turn to send the next call. */
-  turn: Deferred<void>;
+  /** In a call already; the answer will come from it. */
+  carried: boolean;
+  settled: boolean;
 }
 
 interface Lane<I, R> {
   waiting: Waiter<I, R>[];
-  /** A call is in flight or about to be sent. */
-  busy: boolean;
-  /** When the lane last sent a call or handed the turn over (epoch ms). */
-  movedAt: number;
+  /** The leader's token while some request leads; only its holder clears it. */
+  leader: object | undefined;
+  /** When the leader last sent a call (epoch ms). */
+  sentAt: number;
 }
 
 interface Deferred<T> {
@@ -62,67 +77,71 @@ function deferred<T>(): Deferred<T> {
 export class MergedCalls<I, R> {
   private readonly lanes = new Map<string, Lane<I, R>>();
 
-  /**
-   * @param maxItems the most items one call carries; the rest go in the next.
-   * @param maxWaitMs how long an item waits for its answer, queued and in flight. A lane
-   *   that has not moved for this long is taken over by the next arrival, so a hand-over
-   *   that never ran cannot strand the key in this isolate.
-   */
-  constructor(
-    private readonly maxItems: number,
-    private readonly maxWaitMs: number,
-  ) {}
+  constructor(private readonly options: MergedCallsOptions) {}
 
-  /** Queues `item` on `key`'s lane and answers with its share of the merged call. */
+  /** Queues `item` on `key`'s lane and answers with its share of a merged call. */
   submit(key: string, item: I, call: MergedCall<I, R>, keepAlive: KeepAlive): Promise<R> {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { waiting: [], busy: false, movedAt: 0 };
+      lane = { waiting: [], leader: undefined, sentAt: 0 };
       this.lanes.set(key, lane);
     }
-    const waiter: Waiter<I, R> = { item, answer: deferred(), turn: deferred() };
-    lane.waiting.push(waiter);
     const ownLane = lane;
-    const timer = setTimeout(() => {
-      const queued = ownLane.waiting.indexOf(waiter);
-      if (queued >= 0) ownLane.waiting.splice(queued, 1);
-      waiter.answer.reject(new MergedCallTimeout(queued < 0));
-    }, this.maxWaitMs);
-    const done = () => clearTimeout(timer);
+    const waiter: Waiter<I, R> = { item, answer: deferred(), carried: false, settled: false };
+    lane.waiting.push(waiter);
+
+    const since = Date.now();
+    let timer: ReturnType<typeof setTimeout>;
+    const check = () => {
+      if (waiter.settled) return;
+      if (Date.now() - since >= this.options.maxWaitMs) return this.giveUp(ownLane, waiter);
+      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
+      timer = setTimeout(check, this.options.checkEveryMs);
+    };
+    timer = setTimeout(check, this.options.checkEveryMs);
+    const done = () => {
+      waiter.settled = true;
+      clearTimeout(timer);
+    };
     keepAlive(waiter.answer.promise.then(done, done));
-    // Registered now, in this request's context, so the call is sent from here.
-    void waiter.turn.promise.then(() => this.send(key, ownLane, call));
-    const now = Date.now();
-    if (!lane.busy || now - lane.movedAt > this.maxWaitMs) {
-      lane.busy = true;
-      lane.movedAt = now;
-      waiter.turn.resolve();
-    }
+
+    if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
     return waiter.answer.promise;
   }
 
-  private async send(key: string, lane: Lane<I, R>, call: MergedCall<I, R>): Promise<void> {
-    const batch = lane.waiting.splice(0, this.maxItems);
-    lane.movedAt = Date.now();
+  private leaderless(lane: Lane<I, R>): boolean {
+    return lane.leader === undefined || Date.now() - lane.sentAt > this.options.stallMs;
+  }
+
+  /** The wait limit passed: a waiter not yet in a call leaves the lane. */
+  private giveUp(lane: Lane<I, R>, waiter: Waiter<I, R>): void {
+    if (!waiter.carried) lane.waiting.splice(lane.waiting.indexOf(waiter), 1);
+    waiter.answer.reject(new MergedCallTimeout(waiter.carried));
+  }
+
+  /** Sends call after call, from this request's context, while anyone waits. */
+  private async lead(key: string, lane: Lane<I, R>, call: MergedCall<I, R>): Promise<void> {
+    const token = {};
+    lane.leader = token;
+    const until = Date.now() + this.options.leadMs;
     try {
-      // Empty only when a taken-over turn runs late: its waiters were already served.
-      if (batch.length === 0) return;
-      const answers = await call(batch.map((w) => w.item));
-      if (answers.length !== batch.length) {
-        throw new Error(`a merged call answered ${answers.length} of ${batch.length} items`);
+      while (lane.leader === token && lane.waiting.length > 0 && Date.now() < until) {
+        const batch = lane.waiting.splice(0, this.options.maxItems);
+        for (const w of batch) w.carried = true;
+        lane.sentAt = Date.now();
+        try {
+          const answers = await call(batch.map((w) => w.item));
+          if (answers.length !== batch.length) {
+            throw new Error(`a merged call answered ${answers.length} of ${batch.length} items`);
+          }
+          for (const [i, w] of batch.entries()) w.answer.resolve(answers[i] as R);
+        } catch (err) {
+          for (const w of batch) w.answer.reject(err);
+        }
       }
-      for (const [i, w] of batch.entries()) w.answer.resolve(answers[i] as R);
-    } catch (err) {
-      for (const w of batch) w.answer.reject(err);
     } finally {
-      const next = lane.waiting[0];
-      if (next) {
-        lane.movedAt = Date.now();
-        next.turn.resolve();
-      } else {
-        lane.busy = false;
-        if (this.lanes.get(key) === lane) this.lanes.delete(key);
-      }
+      if (lane.leader === token) lane.leader = undefined;
+      if (lane.leader === undefined && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
     }
   }
 }
