@@ -18,6 +18,8 @@ export interface Stack {
   createSale(body?: Record<string, unknown>): Promise<{ id: string; stock: number }>;
   checkout(saleId: string, token: string): Promise<{ status: number; body: { orderId?: string; error?: { code: string } } }>;
   report(saleId: string): Promise<Report>;
+  /** The orders D1 confirmed for a sale. */
+  settledOrders(saleId: string): Promise<{ orderId: string; userId: string }[]>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +83,14 @@ export async function startStack(
       const res = await worker.fetch(`/admin/sales/${saleId}/report`, { headers: admin });
       if (res.status !== 200) throw new Error(`report: ${res.status} ${await res.text()}`);
       return (await res.json()) as Report;
+    },
+    async settledOrders(saleId) {
+      const db = await worker.mf.getD1Database("DB");
+      const { results } = await db
+        .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
+        .bind(Number(saleId))
+        .all<{ order_id: string; user_id: string }>();
+      return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
     },
     async stop() {
       await worker.stop();

@@ -21,14 +21,7 @@ export function stackTarget(stack: Stack, secrets: { ADMIN_TOKEN: string; JWT_SE
     fetch: (path, init) => stack.worker.fetch(path, init),
     adminToken: secrets.ADMIN_TOKEN,
     jwtSecret: secrets.JWT_SECRET,
-    async settledOrders(saleId) {
-      const db = await stack.worker.mf.getD1Database("DB");
-      const { results } = await db
-        .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-        .bind(Number(saleId))
-        .all<{ order_id: string; user_id: string }>();
-      return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
-    },
+    settledOrders: (saleId) => stack.settledOrders(saleId),
   };
 }
 

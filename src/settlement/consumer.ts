@@ -1,56 +1,57 @@
 import { redisFor } from "../redis/client";
 import { settleOrders } from "./d1-orders";
-import { type OrderMessage, OrderMessageSchema } from "./order-message";
+import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "./order-message";
 import { clearOutbox, releaseReservation } from "./outbox";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
 /** Attempts before the consumer gives an order up to the dead-letter queue itself. */
 const MAX_ATTEMPTS = 5;
 const backoffSeconds = (attempts: number) => Math.min(2 ** attempts, 60);
 
+interface Delivery {
+  message: Message<unknown>;
+  orders: OrderMessage[];
+}
+
+/** What settling found: orders written (or already there), and those among them D1 records as failed. */
+interface Settled {
+  orders: OrderMessage[];
+  failedIds: Set<string>;
+}
+
 /**
- * Settles a batch: all orders in one D1 batch when that works; otherwise order by order,
- * so one poison message cannot hold back the others. Each message is acked or retried on
- * its own; after MAX_ATTEMPTS it goes to the dead-letter queue with the last error.
- * Outbox records are cleared only after D1 has committed.
+ * Settles a batch of messages, each carrying up to QUEUE_MESSAGE_MAX_ORDERS orders: a D1
+ * batch per QUEUE_MESSAGE_MAX_ORDERS orders when that works; otherwise message by message,
+ * then order by order, so one poison order cannot hold back the others. A message is acked
+ * once all its orders settled, else retried; after MAX_ATTEMPTS its orders that still fail
+ * go to the dead-letter queue with the last error. Outbox records are cleared only after
+ * D1 has committed.
  */
 export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const valid: { message: Message<unknown>; order: OrderMessage }[] = [];
+  const deliveries: Delivery[] = [];
   for (const message of batch.messages) {
-    const parsed = OrderMessageSchema.safeParse(message.body);
+    const parsed = SettlementMessageSchema.safeParse(message.body);
     if (parsed.success) {
-      valid.push({ message, order: parsed.data });
+      deliveries.push({ message, orders: parsed.data.orders });
     } else {
-      // Not an order at all: nothing to settle or release, and retrying cannot help.
+      // Not orders at all: nothing to settle or release, and retrying cannot help.
       console.error("settlement: dropping malformed message", message.id, parsed.error.issues[0]?.message);
       message.ack();
     }
   }
-  if (valid.length === 0) return;
 
-  const settled: OrderMessage[] = [];
-  const failed = new Set<string>();
-  try {
-    const known = await settleOrders(
-      env.DB,
-      valid.map((v) => v.order),
-    );
-    settled.push(...valid.map((v) => v.order));
-    for (const id of known) failed.add(id);
-  } catch (batchError) {
-    console.warn(`settlement: batch of ${valid.length} failed, settling one by one`, batchError);
-    for (const { message, order } of valid) {
-      try {
-        const known = await settleOrders(env.DB, [order]);
-        settled.push(order);
-        for (const id of known) failed.add(id);
-      } catch (err) {
-        await retryOrGiveUp(env, message, order, err);
-      }
+  const settled: Settled = { orders: [], failedIds: new Set() };
+  for (const group of groupsOf(deliveries, QUEUE_MESSAGE_MAX_ORDERS)) {
+    const orders = group.flatMap((d) => d.orders);
+    try {
+      record(settled, orders, await settleOrders(env.DB, orders));
+      for (const d of group) d.message.ack();
+    } catch (err) {
+      console.warn(`settlement: batch of ${orders.length} orders failed, settling message by message`, err);
+      for (const delivery of group) await settleDelivery(env, delivery, settled);
     }
   }
-
-  const settledIds = new Set(settled.map((o) => o.orderId));
-  for (const { message, order } of valid) if (settledIds.has(order.orderId)) message.ack();
+  if (settled.orders.length === 0) return;
 
   try {
     const redis = redisFor(env);
@@ -60,9 +61,9 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     await Promise.all([
       clearOutbox(
         redis,
-        settled.filter((o) => !failed.has(o.orderId)),
+        settled.orders.filter((o) => !settled.failedIds.has(o.orderId)),
       ),
-      ...settled.filter((o) => failed.has(o.orderId)).map((o) => releaseReservation(redis, o)),
+      ...settled.orders.filter((o) => settled.failedIds.has(o.orderId)).map((o) => releaseReservation(redis, o)),
     ]);
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
@@ -70,17 +71,68 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
   }
 }
 
-async function retryOrGiveUp(env: Env, message: Message<unknown>, order: OrderMessage, err: unknown): Promise<void> {
+function record(settled: Settled, orders: OrderMessage[], failedIds: Set<string>): void {
+  settled.orders.push(...orders);
+  for (const id of failedIds) settled.failedIds.add(id);
+}
+
+/** Consecutive deliveries holding at most `maxOrders` orders in all. */
+function groupsOf(deliveries: Delivery[], maxOrders: number): Delivery[][] {
+  const groups: Delivery[][] = [];
+  let current: Delivery[] = [];
+  let size = 0;
+  for (const d of deliveries) {
+    if (current.length > 0 && size + d.orders.length > maxOrders) {
+      groups.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(d);
+    size += d.orders.length;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
+}
+
+/** One message: its orders in one D1 batch, else one by one. */
+async function settleDelivery(env: Env, { message, orders }: Delivery, settled: Settled): Promise<void> {
+  if (orders.length > 1) {
+    try {
+      record(settled, orders, await settleOrders(env.DB, orders));
+      message.ack();
+      return;
+    } catch {
+      // Below, order by order, to find the ones that fail.
+    }
+  }
+  const stuck: { order: OrderMessage; err: unknown }[] = [];
+  for (const order of orders) {
+    try {
+      record(settled, [order], await settleOrders(env.DB, [order]));
+    } catch (err) {
+      stuck.push({ order, err });
+    }
+  }
+  if (stuck.length === 0) message.ack();
+  else await retryOrGiveUp(env, message, stuck);
+}
+
+/** Retries the message (its settled orders are no-ops next time), or dead-letters what still fails. */
+async function retryOrGiveUp(env: Env, message: Message<unknown>, stuck: { order: OrderMessage; err: unknown }[]) {
   if (message.attempts < MAX_ATTEMPTS) {
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
   }
-  const reason = (err instanceof Error ? err.message : String(err)).slice(0, 500);
+  const lastError = stuck.at(-1)?.err;
+  const letter: SettlementMessage = {
+    orders: stuck.map((s) => s.order),
+    reason: (lastError instanceof Error ? lastError.message : String(lastError)).slice(0, 500),
+  };
   try {
-    await env.ORDERS_DLQ.send({ ...order, reason }, { contentType: "json" });
+    await env.ORDERS_DLQ.send(letter, { contentType: "json" });
     message.ack();
   } catch {
-    // The queue's own dead_letter_queue takes it once its retries run out.
+    // The queue's own dead_letter_queue takes the whole message once its retries run out.
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
   }
 }

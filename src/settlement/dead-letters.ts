@@ -1,19 +1,20 @@
 import { redisFor } from "../redis/client";
 import { recordFailures } from "./d1-orders";
-import { type DeadLetter, DeadLetterSchema } from "./order-message";
+import { type DeadLetter, SettlementMessageSchema } from "./order-message";
 import { clearOutbox, releaseReservation } from "./outbox";
 
 /**
  * Orders that could never settle: recorded in D1 as failed, then their reservations are
  * released (lua/release.lua) so the unit goes back on sale and the buyer may try again.
+ * A message the orders queue gave up on by itself carries no reason.
  * An order that did settle after all (a lost ack) is only cleared from the outbox.
  * Any error retries the whole batch; every step is idempotent.
  */
 export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const letters: DeadLetter[] = [];
   for (const message of batch.messages) {
-    const parsed = DeadLetterSchema.safeParse(message.body);
-    if (parsed.success) letters.push(parsed.data);
+    const parsed = SettlementMessageSchema.safeParse(message.body);
+    if (parsed.success) letters.push(...parsed.data.orders.map((o) => ({ ...o, reason: parsed.data.reason })));
     else console.error("dead letters: dropping malformed message", message.id);
   }
   if (letters.length > 0) {

@@ -1,27 +1,25 @@
-import type { OrderMessage } from "./order-message";
+import type { OrderMessage, SettlementMessage } from "./order-message";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
-/** The most messages one sendBatch may carry. */
-export const QUEUE_BATCH_LIMIT = 100;
-
-/** One sendBatch of at most QUEUE_BATCH_LIMIT orders. */
-export function sendOrderBatch(queue: Queue<OrderMessage>, orders: OrderMessage[]): Promise<unknown> {
-  return queue.sendBatch(orders.map((body) => ({ body, contentType: "json" as const })));
+/** One message carrying at most QUEUE_MESSAGE_MAX_ORDERS orders. */
+export function sendOrderMessage(queue: Queue<SettlementMessage>, orders: OrderMessage[]): Promise<unknown> {
+  return queue.send({ orders }, { contentType: "json" });
 }
 
 /**
- * Sends accepted orders to the settlement queue, a batch per QUEUE_BATCH_LIMIT, retrying a
- * batch once at once. A send that still fails is not an error for the buyers: the
- * reservations and their outbox records stand, and the scheduled re-drive sends them later.
+ * Sends accepted orders to the settlement queue, a message per QUEUE_MESSAGE_MAX_ORDERS,
+ * retrying a message once at once. A send that still fails is not an error for the buyers:
+ * the reservations and their outbox records stand, and the scheduled re-drive sends them later.
  */
-export async function enqueueOrders(queue: Queue<OrderMessage>, orders: OrderMessage[]): Promise<void> {
-  for (let i = 0; i < orders.length; i += QUEUE_BATCH_LIMIT) {
-    const batch = orders.slice(i, i + QUEUE_BATCH_LIMIT);
+export async function enqueueOrders(queue: Queue<SettlementMessage>, orders: OrderMessage[]): Promise<void> {
+  for (let i = 0; i < orders.length; i += QUEUE_MESSAGE_MAX_ORDERS) {
+    const chunk = orders.slice(i, i + QUEUE_MESSAGE_MAX_ORDERS);
     for (let attempt = 1; attempt <= 2; attempt++) {
       try {
-        await sendOrderBatch(queue, batch);
+        await sendOrderMessage(queue, chunk);
         break;
       } catch (err) {
-        if (attempt === 2) console.warn(`queue send failed twice for ${batch.length} order(s); left to the re-drive`, err);
+        if (attempt === 2) console.warn(`queue send failed twice for ${chunk.length} order(s); left to the re-drive`, err);
       }
     }
   }

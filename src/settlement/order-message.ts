@@ -1,6 +1,7 @@
 import { z } from "zod";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
-/** What checkout puts on the queue for each accepted order. */
+/** One accepted order, as settlement needs it. */
 export const OrderMessageSchema = z.object({
   orderId: z.string().regex(/^[1-9][0-9]{0,18}$/),
   saleId: z.string().regex(/^[1-9][0-9]{0,15}$/),
@@ -9,6 +10,17 @@ export const OrderMessageSchema = z.object({
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
 
-/** A dead letter carries the order and why it could not settle. */
-export const DeadLetterSchema = OrderMessageSchema.extend({ reason: z.string().max(500).optional() });
-export type DeadLetter = z.infer<typeof DeadLetterSchema>;
+/**
+ * What travels on both queues: the orders one merged checkout call reserved (or one re-drive
+ * chunk), as one message. A queue bills and limits per message (about 5k/s), so a stampede
+ * costs a message per call, not per buyer. On the dead-letter queue `reason` says why the
+ * orders could not settle.
+ */
+export const SettlementMessageSchema = z.object({
+  orders: z.array(OrderMessageSchema).min(1).max(QUEUE_MESSAGE_MAX_ORDERS),
+  reason: z.string().max(500).optional(),
+});
+export type SettlementMessage = z.infer<typeof SettlementMessageSchema>;
+
+/** A dead letter, one order and why it could not settle. */
+export type DeadLetter = OrderMessage & { reason?: string };

@@ -1,8 +1,9 @@
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSaleIds } from "../sales/repository";
-import { QUEUE_BATCH_LIMIT, sendOrderBatch } from "./enqueue";
+import { sendOrderMessage } from "./enqueue";
 import type { OrderMessage } from "./order-message";
 import { staleOutboxOrders, touchOutbox } from "./outbox";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
 /** Outboxes of sales that ended longer ago than this are no longer scanned. */
 const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;
@@ -41,9 +42,9 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
 
 async function redriveSale(env: Env, redis: Redis, saleId: string, olderThanMs: number, now: number): Promise<number> {
   const stale = await staleOutboxOrders(redis, saleId, olderThanMs, MAX_PER_SALE_PER_RUN);
-  for (let i = 0; i < stale.length; i += QUEUE_BATCH_LIMIT) {
-    const chunk: OrderMessage[] = stale.slice(i, i + QUEUE_BATCH_LIMIT);
-    await sendOrderBatch(env.ORDERS, chunk);
+  for (let i = 0; i < stale.length; i += QUEUE_MESSAGE_MAX_ORDERS) {
+    const chunk: OrderMessage[] = stale.slice(i, i + QUEUE_MESSAGE_MAX_ORDERS);
+    await sendOrderMessage(env.ORDERS, chunk);
     await touchOutbox(redis, saleId, chunk, now);
   }
   return stale.length;

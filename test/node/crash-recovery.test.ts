@@ -22,13 +22,8 @@ afterAll(async () => {
 });
 
 async function d1Orders(stack: Stack, saleId: string): Promise<Map<string, string>> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const { results } = await db
-    .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-    .bind(Number(saleId))
-    .all<{ order_id: string; user_id: string }>();
-  const rows = results as { order_id: string; user_id: string }[];
-  const byUser = new Map(rows.map((r) => [r.user_id, r.order_id]));
+  const rows = await stack.settledOrders(saleId);
+  const byUser = new Map(rows.map((r) => [r.userId, r.orderId]));
   expect(byUser.size, "a user holds two orders in D1").toBe(rows.length);
   return byUser;
 }

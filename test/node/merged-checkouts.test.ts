@@ -91,14 +91,10 @@ describe("checkouts merged while Redis is slow", () => {
     expect(report.reconciled).toBe(true);
     expect(report.redis.reserved).toBe(STOCK); // 300 buyers for 150 units: it sold out
     expect(report.d1.confirmed).toBe(STOCK);
-    const db = await stack.worker.mf.getD1Database("DB");
-    const { results: rows } = await db
-      .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-      .bind(Number(sale.id))
-      .all<{ order_id: string; user_id: string }>();
+    const rows = await stack.settledOrders(sale.id);
     expect(rows).toHaveLength(STOCK);
-    expect(new Set(rows.map((r) => r.user_id)).size).toBe(STOCK);
-    const settled = new Map(rows.map((r) => [r.user_id, r.order_id]));
+    expect(new Set(rows.map((r) => r.userId)).size).toBe(STOCK);
+    const settled = new Map(rows.map((r) => [r.userId, r.orderId]));
     for (const [user, orderId] of promised) expect(settled.get(user), user).toBe(orderId);
   });
 });

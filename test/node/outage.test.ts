@@ -156,13 +156,9 @@ describe("Redis stopped mid-spike", () => {
     // All of them settle exactly once: the consumer, and the re-drive for records whose
     // outbox clear failed while Redis was down.
     const report = await waitForDrain(stack, sale.id, buyers.size, 30_000, { redrive: () => stack.worker.scheduled() });
-    const db = await stack.worker.mf.getD1Database("DB");
-    const { results: rows } = await db
-      .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-      .bind(Number(sale.id))
-      .all<{ order_id: string; user_id: string }>();
+    const rows = await stack.settledOrders(sale.id);
     expect(rows.length).toBe(buyers.size);
-    expect(new Map(rows.map((r: { order_id: string; user_id: string }) => [r.user_id, r.order_id]))).toEqual(buyers);
+    expect(new Map(rows.map((r) => [r.userId, r.orderId]))).toEqual(buyers);
     expect(report.redis.remaining).toBe(0);
     expect(report.redis.reserved).toBe(STOCK);
     expect(report.d1).toEqual({ confirmed: STOCK, failed: 0, soldCounter: STOCK });

@@ -52,12 +52,8 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     expect(report.reconciled).toBe(true);
 
     // Exactly the accepted orders, each once, each to the user it was promised to.
-    const db = await stack.worker.mf.getD1Database("DB");
-    const { results: rows } = await db
-      .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-      .bind(Number(sale.id))
-      .all<{ order_id: string; user_id: string }>();
-    expect(new Map(rows.map((r: { order_id: string; user_id: string }) => [r.user_id, r.order_id]))).toEqual(accepted);
+    const rows = await stack.settledOrders(sale.id);
+    expect(new Map(rows.map((r) => [r.userId, r.orderId]))).toEqual(accepted);
     expect(rows.length).toBe(stock);
   });
 });

@@ -13,7 +13,7 @@ import {
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { saleKeys } from "../../src/redis/keys";
-import type { DeadLetter, OrderMessage } from "../../src/settlement/order-message";
+import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/settlement/order-message";
 import {
   BASE,
   bearer,
@@ -56,7 +56,7 @@ async function checkoutWith(testEnv: Env, saleId: string, user: string): Promise
 }
 
 /** Runs the scheduled handler once, as the cron trigger would, with every outbox record stale. */
-async function runRedrive(queue: Queue<OrderMessage> = env.ORDERS): Promise<void> {
+async function runRedrive(queue: Queue<SettlementMessage> = env.ORDERS): Promise<void> {
   const ctx = createExecutionContext();
   await worker.scheduled(createScheduledController(), { ...env, ORDERS: queue, OUTBOX_REDRIVE_AFTER_MS: "0" }, ctx);
   await waitOnExecutionContext(ctx);
@@ -68,30 +68,28 @@ async function outboxOrderIds(saleId: string): Promise<string[]> {
 }
 
 /**
- * FAULT INJECTION (a Queue send cannot be made to fail locally): a producer whose sendBatch()
- * throws when `fails` says so for the bodies it carries on that attempt (an order's attempt
- * counts the batches it was in), and otherwise passes through to the real queue. It notes
- * every body it was asked to send and every order it really sent.
+ * FAULT INJECTION (a Queue send cannot be made to fail locally): a producer whose send()
+ * throws when `fails` says so for the orders its message carries on that attempt (an
+ * order's attempt counts the messages it was in), and otherwise passes through to the real
+ * queue. It notes every order it was asked to send and every order it really sent.
  */
-function flakyQueue(fails: (bodies: OrderMessage[], attempt: number) => boolean) {
+function flakyQueue(fails: (orders: OrderMessage[], attempt: number) => boolean) {
   const attempts = new Map<string, number>();
   const asked: OrderMessage[] = [];
   const delivered = new Set<string>();
   const queue = {
-    async sendBatch(messages: Iterable<MessageSendRequest<OrderMessage>>, options?: QueueSendBatchOptions) {
-      const requests = [...messages];
-      const bodies = requests.map((m) => m.body);
-      asked.push(...bodies);
+    async send(body: SettlementMessage, options?: QueueSendOptions) {
+      asked.push(...body.orders);
       let attempt = 0;
-      for (const b of bodies) {
-        attempts.set(b.orderId, (attempts.get(b.orderId) ?? 0) + 1);
-        attempt = Math.max(attempt, attempts.get(b.orderId) ?? 0);
+      for (const o of body.orders) {
+        attempts.set(o.orderId, (attempts.get(o.orderId) ?? 0) + 1);
+        attempt = Math.max(attempt, attempts.get(o.orderId) ?? 0);
       }
-      if (fails(bodies, attempt)) throw new Error("Queue sendBatch failed (injected)");
-      await env.ORDERS.sendBatch(requests, options);
-      for (const b of bodies) delivered.add(b.orderId);
+      if (fails(body.orders, attempt)) throw new Error("Queue send failed (injected)");
+      await env.ORDERS.send(body, options);
+      for (const o of body.orders) delivered.add(o.orderId);
     },
-  } as unknown as Queue<OrderMessage>;
+  } as unknown as Queue<SettlementMessage>;
   return { queue, attempts, asked, delivered };
 }
 
@@ -167,7 +165,7 @@ function observeRetries(batch: MessageBatch<unknown>, requested: Map<string, num
 }
 
 /**
- * Plays the queue for `orders`: delivers them in one batch to the consumer with `testEnv`,
+ * Plays the queue for `orders`, one message each: delivers them in one batch to the consumer with `testEnv`,
  * then redelivers whatever was retried (or, when `crash` says the invocation died before its
  * acks reached the queue, everything) with attempts + 1, until nothing is left.
  * Returns each retry's requested delay per order, in order.
@@ -178,12 +176,12 @@ async function deliverUntilSettled(
   crash: (round: number) => boolean = () => false,
 ): Promise<Map<string, number[]>> {
   const delays = new Map<string, number[]>();
-  let pending = orders.map((body) => ({ id: `m-${body.orderId}`, body, attempts: 1 }));
+  let pending = orders.map((order) => ({ id: `m-${order.orderId}`, order, attempts: 1 }));
   for (let round = 1; pending.length > 0; round++) {
     expect(round, "deliveries never finished").toBeLessThan(20);
     const batch = createMessageBatch(
       ORDERS_QUEUE,
-      pending.map((m) => ({ ...m, timestamp: new Date() })),
+      pending.map((m) => ({ id: m.id, body: { orders: [m.order] }, attempts: m.attempts, timestamp: new Date() })),
     );
     const requested = new Map<string, number | undefined>();
     const ctx = createExecutionContext();
@@ -198,7 +196,7 @@ async function deliverUntilSettled(
       const retried = new Map(result.retryMessages.map((r) => [r.msgId, requested.get(r.msgId) ?? 0]));
       for (const m of pending) {
         const delay = retried.get(m.id);
-        if (delay !== undefined) delays.set(m.body.orderId, [...(delays.get(m.body.orderId) ?? []), delay]);
+        if (delay !== undefined) delays.set(m.order.orderId, [...(delays.get(m.order.orderId) ?? []), delay]);
       }
       again = pending.filter((m) => retried.has(m.id));
     }
@@ -209,7 +207,7 @@ async function deliverUntilSettled(
 
 async function deliverDeadLetter(letter: DeadLetter): Promise<void> {
   const batch = createMessageBatch(DEAD_LETTER_QUEUE, [
-    { id: `dl-${letter.orderId}`, body: letter, attempts: 1, timestamp: new Date() },
+    { id: `dl-${letter.orderId}`, body: { orders: [letter], reason: letter.reason }, attempts: 1, timestamp: new Date() },
   ]);
   const ctx = createExecutionContext();
   await worker.queue(batch, env);
@@ -273,11 +271,11 @@ describe("nothing lost when the queue send fails", () => {
     expect(before.reconciled).toBe(true);
 
     // A re-drive whose own send fails changes nothing: the records wait for the next run.
-    // FAULT INJECTION: sendBatch throws.
-    const failingBatch = {
-      sendBatch: () => Promise.reject(new Error("Queue sendBatch failed (injected)")),
-    } as unknown as Queue<OrderMessage>;
-    await runRedrive(failingBatch).catch(() => {});
+    // FAULT INJECTION: send throws.
+    const failingQueue = {
+      send: () => Promise.reject(new Error("Queue send failed (injected)")),
+    } as unknown as Queue<SettlementMessage>;
+    await runRedrive(failingQueue).catch(() => {});
     expect(await outboxOrderIds(sale.id)).toEqual([...lostIds].sort());
 
     // Two runs back to back: the second re-sends whatever the consumer has not cleared yet,
@@ -409,7 +407,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     // listens on that port). D1 records the failure; the release fails, and so does every
     // retry until the dead-letter queue gives the message up.
     const batch = createMessageBatch(DEAD_LETTER_QUEUE, [
-      { id: "dl", body: { ...order, reason: "poison" }, attempts: 10, timestamp: new Date() },
+      { id: "dl", body: { orders: [order], reason: "poison" }, attempts: 10, timestamp: new Date() },
     ]);
     const unreachable = { ...env, UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1" };
     await expect(worker.queue(batch, unreachable)).rejects.toThrow();
@@ -442,7 +440,9 @@ describe("nothing lost when the consumer or D1 fails", () => {
       DB: flakyD1(() => "before"),
       ORDERS_DLQ: { send: () => Promise.reject(new Error("DLQ send failed (injected)")) } as unknown as Queue,
     };
-    const batch = createMessageBatch(ORDERS_QUEUE, [{ id: "last", body: order, attempts: MAX_ATTEMPTS, timestamp: new Date() }]);
+    const batch = createMessageBatch(ORDERS_QUEUE, [
+      { id: "last", body: { orders: [order] }, attempts: MAX_ATTEMPTS, timestamp: new Date() },
+    ]);
     const ctx = createExecutionContext();
     await worker.queue(batch, testEnv);
     const result = (await getQueueResult(batch, ctx)) as QueueResult;
