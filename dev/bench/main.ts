@@ -1,10 +1,14 @@
 // npm run bench -- [--json] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500] [--requests 6000]
+//                   [--hop-ms 5] [--throughput-concurrency 50,200]
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true), four figures from one run:
 // 1. the lab's strategies side by side on the same crowd: time to sell out, accepted/s,
 //    latency, oversold, duplicates, buyers turned away while stock remained, stock unsold;
-// 2. checkout throughput against a trivial route (GET /healthz), same runtime and harness;
+//    then lock and atomic again with the gateway adding a --hop-ms round trip to every
+//    request (a Worker's hop to its Upstash region, which the local gateway does not have);
+// 2. checkout throughput against a trivial route (GET /healthz), same runtime and harness,
+//    at each --throughput-concurrency;
 // 3. settlement drain rate: orders/s into D1 after a spike;
 // 4. Upstash round trips and Redis commands per checkout outcome.
 // Local absolute numbers mean little (2 shared cores): read the ratios.
@@ -16,6 +20,7 @@ import {
   createLabSale,
   createSale,
   LAB_STRATEGIES,
+  type LabStrategy,
   labCheckoutPath,
 } from "../../load/runner/api.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../../load/runner/crowd.ts";
@@ -34,7 +39,8 @@ const { values } = parseArgs({
     stock: { type: "string", default: "300" },
     concurrency: { type: "string", default: "500" },
     requests: { type: "string", default: "6000" },
-    "throughput-concurrency": { type: "string", default: "50" },
+    "throughput-concurrency": { type: "string", default: "50,200" },
+    "hop-ms": { type: "string", default: "5" },
     json: { type: "boolean", default: false },
   },
 });
@@ -43,7 +49,8 @@ const attempts = Number(values.attempts);
 const stock = Number(values.stock);
 const concurrency = Number(values.concurrency);
 const requests = Number(values.requests);
-const throughputConcurrency = Number(values["throughput-concurrency"]);
+const throughputConcurrencies = values["throughput-concurrency"].split(",").map(Number);
+const hopMs = Number(values["hop-ms"]);
 const THROUGHPUT_ROUNDS = 3;
 const log = (text: string) => {
   if (!values.json) console.log(text);
@@ -52,16 +59,10 @@ const progress = (label: string) => {
   if (!values.json) process.stderr.write(`${label}...\n`);
 };
 
-/** 1. The lab: every strategy on the same crowd (by default users double-clicking, so duplicates can happen). */
-async function benchStrategies(target: Target) {
-  progress(`warm-up: ${users} checkouts on a throwaway lab sale, ${concurrency} in flight`);
-  // The first crowd pays for cold connections and JIT; no strategy should pay it alone.
-  const warmupSale = await createLabSale(target, users);
-  const warmupShots = await planCrowd(users, 1, `bench-warmup-${Date.now().toString(36)}-`, target.jwtSecret);
-  await drive(warmupShots, (shot) => checkout(target, labCheckoutPath("atomic", warmupSale), shot.token), { concurrency });
-  progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
+/** 1. The lab: strategies on the same crowd (by default users double-clicking, so duplicates can happen). */
+async function benchStrategies(target: Target, strategies: readonly LabStrategy[]) {
   const runs = await runLoad(target, {
-    strategies: [...LAB_STRATEGIES],
+    strategies: [...strategies],
     users,
     attempts,
     stock,
@@ -89,9 +90,17 @@ async function benchStrategies(target: Target) {
   });
 }
 
+/** The first crowd pays for cold connections and JIT; no strategy should pay it alone. */
+async function warmUp(target: Target) {
+  progress(`warm-up: ${users} checkouts on a throwaway lab sale, ${concurrency} in flight`);
+  const warmupSale = await createLabSale(target, users);
+  const warmupShots = await planCrowd(users, 1, `bench-warmup-${Date.now().toString(36)}-`, target.jwtSecret);
+  await drive(warmupShots, (shot) => checkout(target, labCheckoutPath("atomic", warmupSale), shot.token), { concurrency });
+}
+
 /** Closed-loop requests through the same dispatch as every other figure here. */
-async function throughput(shots: Shot[], send: (shot: Shot) => Promise<Answer>, expect: string) {
-  const { samples, durationMs } = await drive(shots, send, { concurrency: throughputConcurrency });
+async function throughput(shots: Shot[], send: (shot: Shot) => Promise<Answer>, expect: string, inFlight: number) {
+  const { samples, durationMs } = await drive(shots, send, { concurrency: inFlight });
   const unexpected = samples.filter((s) => s.code !== expect);
   if (unexpected.length > 0) throw new Error(`${unexpected.length} answers were not ${expect}: ${unexpected[0]?.code}`);
   return { samples, durationMs };
@@ -101,23 +110,21 @@ async function throughput(shots: Shot[], send: (shot: Shot) => Promise<Answer>, 
  * 2. Every checkout accepted (distinct users, ample stock) against GET /healthz. The two
  * alternate in rounds, so a neighbour's load on the shared cores weighs on both alike.
  */
-async function benchCheckoutVsTrivial(target: Target) {
+async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
   const perRound = Math.ceil(requests / THROUGHPUT_ROUNDS);
   const warmup = Math.min(1_000, perRound);
-  progress(
-    `checkout vs GET /healthz: ${THROUGHPUT_ROUNDS} alternating rounds of ${perRound} requests, ${throughputConcurrency} in flight`,
-  );
+  progress(`checkout vs GET /healthz: ${THROUGHPUT_ROUNDS} alternating rounds of ${perRound} requests, ${inFlight} in flight`);
   const total = warmup + perRound * THROUGHPUT_ROUNDS;
   const saleId = await createSale(target, total, "bench throughput");
-  const shots = await planCrowd(total, 1, `bench-tp-${Date.now().toString(36)}-`, target.jwtSecret);
+  const shots = await planCrowd(total, 1, `bench-tp-${inFlight}-${Date.now().toString(36)}-`, target.jwtSecret);
   const healthz = async (): Promise<Answer> => {
     const res = await target.fetch("/healthz");
     await res.arrayBuffer();
     return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
   };
   const buy = (shot: Shot) => checkout(target, checkoutPath(saleId), shot.token);
-  await throughput(shots.slice(0, warmup), healthz, "OK");
-  await throughput(shots.slice(0, warmup), buy, "ACCEPTED");
+  await throughput(shots.slice(0, warmup), healthz, "OK", inFlight);
+  await throughput(shots.slice(0, warmup), buy, "ACCEPTED", inFlight);
   const measured = { healthz: { samples: [] as Sample[], ms: 0 }, checkout: { samples: [] as Sample[], ms: 0 } };
   for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
     const slice = shots.slice(warmup + round * perRound, warmup + (round + 1) * perRound);
@@ -125,7 +132,7 @@ async function benchCheckoutVsTrivial(target: Target) {
       ["healthz", healthz, "OK"],
       ["checkout", buy, "ACCEPTED"],
     ] as const) {
-      const { samples, durationMs } = await throughput(slice, send, expect);
+      const { samples, durationMs } = await throughput(slice, send, expect, inFlight);
       measured[route].samples.push(...samples);
       measured[route].ms += durationMs;
     }
@@ -136,7 +143,7 @@ async function benchCheckoutVsTrivial(target: Target) {
     return { route, requests: samples.length, reqPerSec: (samples.length * 1000) / ms, p50Ms: latency.p50, p99Ms: latency.p99 };
   });
   const [trivial, checkoutFigures] = rows as [(typeof rows)[number], (typeof rows)[number]];
-  return { rows, ratio: checkoutFigures.reqPerSec / trivial.reqPerSec };
+  return { inFlight, rows, ratio: checkoutFigures.reqPerSec / trivial.reqPerSec };
 }
 
 /** 3. A spike of distinct buyers that sells out a sale, then the queue settling it into D1. */
@@ -177,16 +184,25 @@ try {
   progress("admission: bucket placement, and a spike with and without it");
   const admissionPlacement = await benchAdmissionPlacement(stack);
   const admissionSpike = await benchAdmissionSpike(stack);
-  const strategies = await benchStrategies(target);
+  await warmUp(target);
+  progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
+  const strategies = await benchStrategies(target, LAB_STRATEGIES);
+  progress(`lock and atomic again with a ${hopMs} ms round trip added at the gateway`);
+  await stack.gateway.setLatency(hopMs);
+  const overHop = await benchStrategies(target, ["lock", "atomic"]);
+  await stack.gateway.setLatency(0);
   const drain = await benchDrain(stack, target);
-  const vsTrivial = await benchCheckoutVsTrivial(target);
+  const vsTrivial = [];
+  for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
 
+  const speedups = (runs: typeof strategies) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
     crowd: { users, attemptsPerUser: attempts, stock, concurrency },
     strategies,
     /** How many times faster atomic sold out than each other strategy. */
-    sellOutSpeedup: Object.fromEntries(strategies.map((s) => [s.strategy, s.sellOutVsAtomic])),
-    checkoutVsTrivial: { concurrency: throughputConcurrency, ...vsTrivial },
+    sellOutSpeedup: speedups(strategies),
+    overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) },
+    checkoutVsTrivial: vsTrivial,
     drain,
     roundTrips,
     admission: { placement: admissionPlacement, spike: admissionSpike },
@@ -197,10 +213,9 @@ try {
     const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
     const crowd =
       attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
-    log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
-    log(
+    const strategyTable = (runs: typeof strategies) =>
       formatTable(
-        strategies.map((s) => ({
+        runs.map((s) => ({
           strategy: s.strategy,
           "sell-out s": seconds(s.sellOutMs),
           "vs atomic": s.sellOutVsAtomic === null ? "-" : `${fixed(s.sellOutVsAtomic)}x`,
@@ -213,29 +228,36 @@ try {
           "turned away in stock": s.turnedAwayWhileInStock,
           "unsold at end": s.unsold,
         })),
-      ),
-    );
+      );
+    log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
+    log(strategyTable(strategies));
     log(
       `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic`,
     );
+    log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
+    log(strategyTable(overHop));
+    log(`atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock`);
 
-    log(
-      `\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${throughputConcurrency} requests in flight, ${THROUGHPUT_ROUNDS} alternating rounds`,
-    );
+    log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
     log(
       formatTable(
-        vsTrivial.rows.map((r) => ({
-          route: r.route,
-          requests: r.requests,
-          "req/s": fixed(r.reqPerSec, 0),
-          "p50 ms": fixed(r.p50Ms),
-          "p99 ms": fixed(r.p99Ms),
-        })),
+        vsTrivial.flatMap((v) =>
+          v.rows.map((r) => ({
+            "in flight": v.inFlight,
+            route: r.route,
+            requests: r.requests,
+            "req/s": fixed(r.reqPerSec, 0),
+            "p50 ms": fixed(r.p50Ms),
+            "p99 ms": fixed(r.p99Ms),
+          })),
+        ),
       ),
     );
-    log(
-      `checkout throughput = ${fixed(vsTrivial.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
-    );
+    for (const v of vsTrivial) {
+      log(
+        `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+      );
+    }
 
     log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
     log(

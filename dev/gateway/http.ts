@@ -9,6 +9,7 @@ import { errorBody } from "./encoding.js";
 
 export type Route =
   | { kind: "command" | "pipeline" | "multi-exec" | "stats" | "stats-reset" }
+  | { kind: "latency"; ms: number }
   | { kind: "subscribe"; pattern: boolean; channels: string[] };
 
 function decodeSegment(segment: string): string {
@@ -34,6 +35,8 @@ export function parseRoute(method: string | undefined, url: string | undefined):
     const rest = segments.slice(gateway + 1).join("/");
     if (rest === "stats" && (method === "GET" || method === "POST")) return { kind: "stats" };
     if (rest === "stats/reset" && method === "POST") return { kind: "stats-reset" };
+    const ms = Number(new URLSearchParams((url ?? "").split("?")[1] ?? "").get("ms"));
+    if (rest === "latency" && method === "POST" && Number.isInteger(ms) && ms >= 0) return { kind: "latency", ms };
     return undefined;
   }
   if (method !== "POST") return undefined;

@@ -1,10 +1,10 @@
-// CLI: npm run gateway -- --port 8079 --redis redis://127.0.0.1:6379 --token <token> [--max-body-bytes N]
+// CLI: npm run gateway -- --port 8079 --redis redis://127.0.0.1:6379 --token <token> [--max-body-bytes N] [--latency-ms N]
 // Flags fall back to PORT, REDIS_URL and UPSTASH_REDIS_REST_TOKEN.
 import { parseArgs } from "node:util";
 import { DEFAULT_MAX_BODY_BYTES, startGateway } from "./server.js";
 
 const USAGE =
-  "usage: npm run gateway -- --token <token> [--port 8079] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379] [--max-body-bytes N]";
+  "usage: npm run gateway -- --token <token> [--port 8079] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379] [--max-body-bytes N] [--latency-ms N]";
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -27,6 +27,7 @@ try {
       redis: { type: "string" },
       token: { type: "string" },
       "max-body-bytes": { type: "string" },
+      "latency-ms": { type: "string" },
     },
     strict: true,
   }));
@@ -43,6 +44,7 @@ const gateway = await startGateway({
   redisUrl: values.redis ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
   token,
   maxBodyBytes: integer(values["max-body-bytes"], "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
+  latencyMs: integer(values["latency-ms"], "--latency-ms", 0),
 });
 console.log(`Upstash REST gateway listening on ${gateway.url}`);
 

@@ -14,6 +14,8 @@ export interface GatewayProcess {
   url: string;
   stats(): Promise<GatewayStats>;
   resetStats(): Promise<void>;
+  /** Sets the emulated round trip added to every request (see GatewayOptions.latencyMs). */
+  setLatency(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -44,6 +46,10 @@ export async function spawnGateway(opts: { redisUrl: string; token: string; port
     stats: async () => (await (await statsRequest("stats", "GET")).json()) as GatewayStats,
     resetStats: async () => {
       await (await statsRequest("stats/reset", "POST")).arrayBuffer();
+    },
+    setLatency: async (ms) => {
+      const res = await statsRequest(`latency?ms=${ms}`, "POST");
+      if (!res.ok) throw new Error(`gateway latency: ${res.status} ${await res.text()}`);
     },
     stop: () =>
       new Promise<void>((resolve) => {

@@ -24,6 +24,12 @@ export interface GatewayOptions {
   redisUrl: string;
   token: string;
   maxBodyBytes?: number;
+  /**
+   * An emulated network round trip added to every Upstash request, half before its commands
+   * run and half before the answer: the hop from a Worker to its Upstash region, which a
+   * gateway on the same machine does not have. 0 (the default) adds nothing.
+   */
+  latencyMs?: number;
 }
 
 export interface GatewayStats {
@@ -54,6 +60,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const batcher = new Batcher(redis.shared);
   const counters: GatewayStats = { requests: 0, commands: 0 };
   const resetStats = () => Object.assign(counters, { requests: 0, commands: 0 });
+  let latencyMs = options.latencyMs ?? 0;
+  const hop = () => (latencyMs > 0 ? new Promise((resolve) => setTimeout(resolve, latencyMs / 2)) : undefined);
 
   /**
    * Runs a request's commands in order on one connection: a shared one, or a connection of
@@ -101,6 +109,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     const route = parseRoute(req.method, req.url);
     if (!route) return respond.error(res, 404, `No route for ${req.method} ${req.url}`);
+    if (route.kind === "latency") {
+      latencyMs = route.ms;
+      return respond.json(res, 200, JSON.stringify({ latencyMs }));
+    }
     if (route.kind === "stats" || route.kind === "stats-reset") {
       if (route.kind === "stats-reset") resetStats();
       return respond.json(res, 200, JSON.stringify(counters));
@@ -117,13 +129,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     const body = await readBody(req, maxBodyBytes);
     const base64 = req.headers["upstash-encoding"]?.toString().toLowerCase() === "base64";
+    await hop();
     if (route.kind === "command") {
       const [outcome] = (await execute([parseCommand(body)], res)) as [Outcome];
+      await hop();
       // A failing single command is a 400 with Redis' text verbatim (clients look for NOSCRIPT).
       return respond.json(res, outcome.ok ? 200 : 400, encodeOutcome(outcome, base64));
     }
     const commands = parseCommandList(body);
     const outcomes = route.kind === "pipeline" ? await execute(commands, res) : await transaction(commands);
+    await hop();
     respond.json(res, 200, encodeOutcomes(outcomes, base64));
   }
 

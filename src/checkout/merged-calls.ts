@@ -8,12 +8,13 @@
  * Written by hand because it must follow workerd's rules, which no general batching
  * library knows:
  * - I/O belongs to the request that started it. Every call is sent by the lane's leader
- *   from its own context, in its own chain of awaits; no request ever does I/O in a
- *   continuation another request resumed. The leader keeps its context alive (waitUntil)
- *   while it leads, so a buyer who disconnects cannot cancel a call others wait on.
- * - A request waiting on nothing of its own is cancelled as hung. Every waiter holds a
- *   timer of its own until its answer is in; the same timer bounds the wait and lets a
- *   waiter take the lead of a lane whose leader stepped down or stalled.
+ *   from its own context, in its own chain of awaits, kept alive by its waitUntil while it
+ *   leads, so a buyer who disconnects cannot cancel a call others wait on.
+ * - A promise one request resolves for another may resume in the resolver's context, where
+ *   the waiter's response would be foreign I/O. So requests share plain data only: the
+ *   leader writes each answer into its waiter's slot, and every waiter picks its own up
+ *   from a timer of its own, which also keeps it from being cancelled as hung, bounds the
+ *   wait, and lets it take the lead of a lane whose leader stepped down or stalled.
  */
 
 /** Extends the calling request's life until the promise settles (ctx.waitUntil). */
@@ -38,16 +39,16 @@ export interface MergedCallsOptions {
   stallMs: number;
   /** How long one request leads before it steps down and a waiter takes over. */
   leadMs: number;
-  /** How often a waiter checks that its lane has a leader. */
-  checkEveryMs: number;
+  /** How often a waiter looks for its answer (and for a leader). */
+  pollMs: number;
 }
 
 interface Waiter<I, R> {
   item: I;
-  answer: Deferred<R>;
   /** In a call already; the answer will come from it. */
   carried: boolean;
-  settled: boolean;
+  /** Written by the leader, read by the waiter's own timer. */
+  outcome?: { ok: true; value: R } | { ok: false; error: unknown };
 }
 
 interface Lane<I, R> {
@@ -56,22 +57,6 @@ interface Lane<I, R> {
   leader: object | undefined;
   /** When the leader last sent a call (epoch ms). */
   sentAt: number;
-}
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (reason: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
 }
 
 export class MergedCalls<I, R> {
@@ -87,36 +72,28 @@ export class MergedCalls<I, R> {
       this.lanes.set(key, lane);
     }
     const ownLane = lane;
-    const waiter: Waiter<I, R> = { item, answer: deferred(), carried: false, settled: false };
+    const waiter: Waiter<I, R> = { item, carried: false };
     lane.waiting.push(waiter);
+    if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
 
     const since = Date.now();
-    let timer: ReturnType<typeof setTimeout>;
-    const check = () => {
-      if (waiter.settled) return;
-      if (Date.now() - since >= this.options.maxWaitMs) return this.giveUp(ownLane, waiter);
-      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
-      timer = setTimeout(check, this.options.checkEveryMs);
-    };
-    timer = setTimeout(check, this.options.checkEveryMs);
-    const done = () => {
-      waiter.settled = true;
-      clearTimeout(timer);
-    };
-    keepAlive(waiter.answer.promise.then(done, done));
-
-    if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
-    return waiter.answer.promise;
+    return new Promise<R>((resolve, reject) => {
+      const poll = () => {
+        const { outcome } = waiter;
+        if (outcome) return outcome.ok ? resolve(outcome.value) : reject(outcome.error);
+        if (Date.now() - since >= this.options.maxWaitMs) {
+          if (!waiter.carried) ownLane.waiting.splice(ownLane.waiting.indexOf(waiter), 1);
+          return reject(new MergedCallTimeout(waiter.carried));
+        }
+        if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
+        setTimeout(poll, this.options.pollMs);
+      };
+      setTimeout(poll, this.options.pollMs);
+    });
   }
 
   private leaderless(lane: Lane<I, R>): boolean {
     return lane.leader === undefined || Date.now() - lane.sentAt > this.options.stallMs;
-  }
-
-  /** The wait limit passed: a waiter not yet in a call leaves the lane. */
-  private giveUp(lane: Lane<I, R>, waiter: Waiter<I, R>): void {
-    if (!waiter.carried) lane.waiting.splice(lane.waiting.indexOf(waiter), 1);
-    waiter.answer.reject(new MergedCallTimeout(waiter.carried));
   }
 
   /** Sends call after call, from this request's context, while anyone waits. */
@@ -134,9 +111,9 @@ export class MergedCalls<I, R> {
           if (answers.length !== batch.length) {
             throw new Error(`a merged call answered ${answers.length} of ${batch.length} items`);
           }
-          for (const [i, w] of batch.entries()) w.answer.resolve(answers[i] as R);
-        } catch (err) {
-          for (const w of batch) w.answer.reject(err);
+          for (const [i, w] of batch.entries()) w.outcome = { ok: true, value: answers[i] as R };
+        } catch (error) {
+          for (const w of batch) w.outcome = { ok: false, error };
         }
       }
     } finally {

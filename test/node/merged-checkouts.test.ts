@@ -2,10 +2,11 @@
 // isolate. Here Redis is really paused (CLIENT PAUSE) so a crowd piles up behind the call in
 // flight, and clients hang up while they wait, the one whose request sent that call among
 // them. Everything is real: the Worker on Miniflare, the gateway, redis-server, D1, Queues.
-// Waiters hold nothing but a JS promise on another request's I/O, so workerd's hang
-// detection would cancel them without their own timer: this test fails if they lose it.
+// Waiters do no I/O of their own while the leader's call is in flight: workerd cancels such
+// a request as hung unless it holds a timer, and a response built where another request
+// resumed it is foreign I/O. This test fails on either (500s, or answers that never come).
 // Local workerd keeps running a request whose client hung up (Cloudflare cancels it), so
-// the waitUntil that guards a hung-up sender in production is not exercised here.
+// the waitUntil that guards a hung-up leader in production is not exercised here.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
@@ -96,5 +97,24 @@ describe("checkouts merged while Redis is slow", () => {
     expect(new Set(rows.map((r) => r.userId)).size).toBe(STOCK);
     const settled = new Map(rows.map((r) => [r.userId, r.orderId]));
     for (const [user, orderId] of promised) expect(settled.get(user), user).toBe(orderId);
+  });
+
+  it("keeps every answer its own under a sustained crowd, where leaders lead long after their own response", async () => {
+    const total = 3_000;
+    const inFlight = 200;
+    const sale = await stack.createSale({ stock: total, name: "sustained" });
+    const tokens = await Promise.all(Array.from({ length: total }, (_, i) => stack.token(`sustained-${sale.id}-${i}`)));
+    const statuses: number[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < total) statuses.push((await stack.checkout(sale.id, tokens[next++] as string)).status);
+      }),
+    );
+    expect(statuses.filter((s) => s !== 202)).toEqual([]);
+    const report = await waitForDrain(stack, sale.id, total, 60_000);
+    expect(report.d1.confirmed).toBe(total);
+    expect(report.oversold).toBe(0);
+    expect(report.reconciled).toBe(true);
   });
 });
