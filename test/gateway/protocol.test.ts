@@ -23,6 +23,7 @@ describe("auth", () => {
     ["POST", "/psubscribe/auth-*", []],
     ["GET", "/__gateway/stats", undefined],
     ["POST", "/__gateway/stats/reset", undefined],
+    ["POST", "/__gateway/latency?ms=5", undefined],
     ["POST", "/prefix/pipeline", [["SET", "auth:k", "v"]]],
   ];
   for (const [method, path, body] of routes) {
@@ -174,6 +175,8 @@ describe("bad input", () => {
       ["POST", "/__gateway/nope"],
       ["POST", "/subscribe"],
       ["POST", "/__gateway/stats/reset/x"],
+      ["POST", "/__gateway/latency?ms=-1"],
+      ["POST", "/__gateway/latency?ms=soon"],
     ] as const) {
       const reply = await raw(gateway, path, method === "GET" ? undefined : ["PING"], { method });
       expect(reply.status, `${method} ${path}`).toBe(404);
@@ -294,5 +297,21 @@ describe("stats", () => {
     const reset = await raw(gateway, "/__gateway/stats/reset", undefined);
     expect(reset.body).toEqual({ requests: 0, commands: 0 });
     expect(gateway.stats()).toEqual({ requests: 0, commands: 0 });
+  });
+});
+
+describe("emulated hop", () => {
+  it("adds the configured round trip to every request", async () => {
+    const timed = async () => {
+      const started = performance.now();
+      expect((await raw(gateway, "/", ["PING"])).body).toEqual({ result: "PONG" });
+      return performance.now() - started;
+    };
+    expect((await raw(gateway, "/__gateway/latency?ms=40", undefined)).body).toEqual({ latencyMs: 40 });
+    try {
+      expect(await timed()).toBeGreaterThanOrEqual(38);
+    } finally {
+      expect((await raw(gateway, "/__gateway/latency?ms=0", undefined)).body).toEqual({ latencyMs: 0 });
+    }
   });
 });
