@@ -16,7 +16,7 @@ KEYS (all share the sale's hash tag, so the script is cluster-safe)
   3  outbox zset     member "<orderId>:<userId>", score = reservation time (ms)
   4  admission hash  token bucket: tokens, at (ms); expires when idle
 ARGV
-  1..n  user ids, at least one
+  1..n  user ids, 1 to 100 (more is an error: the writes at the end unpack 2n values)
 Replies
   an array with one reply per user, in ARGV order; each an array naming the outcome first:
   {"OK", orderId, remaining, nowMs, rate, burst}   reserved; orderId is a decimal string
@@ -30,6 +30,9 @@ Time comes from the Redis server (TIME), never from the caller.
 ]]
 
 local meta, buyers, outbox, admission = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if #ARGV < 1 or #ARGV > 100 then
+  return redis.error_reply('checkout.lua takes 1 to 100 user ids')
+end
 local replies = {}
 
 local function everyone(reply)

@@ -53,7 +53,16 @@ function migrateLocalD1(stateDir: string): void {
   });
 }
 
-/** Settings of the orders queue's consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
+/** A `[[queues.consumers]]` entry of wrangler.toml. */
+interface ConsumerConfig {
+  queue: string;
+  max_batch_size?: number;
+  max_batch_timeout?: number;
+  max_retries?: number;
+  dead_letter_queue?: string;
+}
+
+/** Overrides of wrangler.toml's orders consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
 export interface QueueConsumerOptions {
   maxBatchSize?: number;
   maxBatchTimeout?: number;
@@ -93,16 +102,18 @@ export async function startLocalWorker(opts: {
     d1Databases: { DB: "00000000-0000-0000-0000-000000000000" },
     d1Persist: path.join(stateDir, "v3", "d1"),
     queueProducers: { ORDERS: { queueName: ORDERS_QUEUE }, ORDERS_DLQ: { queueName: DEAD_LETTER_QUEUE } },
-    queueConsumers: {
-      [ORDERS_QUEUE]: {
-        maxBatchSize: 100,
-        maxBatchTimeout: 0,
-        maxRetries: 5,
-        deadLetterQueue: DEAD_LETTER_QUEUE,
-        ...opts.ordersConsumer,
-      },
-      [DEAD_LETTER_QUEUE]: { maxBatchSize: 100, maxBatchTimeout: 0, maxRetries: 10 },
-    },
+    queueConsumers: Object.fromEntries(
+      (config.queues.consumers ?? []).map((c: ConsumerConfig) => [
+        c.queue,
+        {
+          maxBatchSize: c.max_batch_size,
+          maxBatchTimeout: c.max_batch_timeout,
+          maxRetries: c.max_retries,
+          deadLetterQueue: c.dead_letter_queue,
+          ...(c.queue === ORDERS_QUEUE && opts.ordersConsumer),
+        },
+      ]),
+    ),
   });
   await mf.ready;
   // Miniflare's Fetcher type omits scheduled(); the runtime object has it.

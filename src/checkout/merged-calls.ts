@@ -37,14 +37,20 @@ export interface MergedCallsOptions {
   maxWaitMs: number;
   /** A leader whose call has not answered for this long is replaced by a waiter. */
   stallMs: number;
-  /** How long one request leads before it steps down and a waiter takes over. */
+  /**
+   * How many calls, and for how long, one request leads before a waiter takes over: its
+   * subrequests, connections and CPU are one request's, within that request's limits.
+   */
+  leadCalls: number;
   leadMs: number;
-  /** How often a waiter looks for its answer (and for a leader). */
+  /** How soon a waiter first looks for its answer (and for a leader); it backs off to 4x. */
   pollMs: number;
 }
 
 interface Waiter<I, R> {
   item: I;
+  /** Past this (epoch ms) the item is not sent any more: its request gave up or is gone. */
+  deadline: number;
   /** In a call already; the answer will come from it. */
   carried: boolean;
   /** Written by the leader, read by the waiter's own timer. */
@@ -72,28 +78,56 @@ export class MergedCalls<I, R> {
       this.lanes.set(key, lane);
     }
     const ownLane = lane;
-    const waiter: Waiter<I, R> = { item, carried: false };
+    const waiter: Waiter<I, R> = { item, deadline: Date.now() + this.options.maxWaitMs, carried: false };
     lane.waiting.push(waiter);
     if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
 
-    const since = Date.now();
     return new Promise<R>((resolve, reject) => {
+      let delay = this.options.pollMs;
       const poll = () => {
         const { outcome } = waiter;
         if (outcome) return outcome.ok ? resolve(outcome.value) : reject(outcome.error);
-        if (Date.now() - since >= this.options.maxWaitMs) {
-          if (!waiter.carried) ownLane.waiting.splice(ownLane.waiting.indexOf(waiter), 1);
+        if (Date.now() >= waiter.deadline) {
+          this.drop(key, ownLane, waiter);
           return reject(new MergedCallTimeout(waiter.carried));
         }
         if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
-        setTimeout(poll, this.options.pollMs);
+        delay = Math.min(delay * 2, this.options.pollMs * 4);
+        setTimeout(poll, delay);
       };
-      setTimeout(poll, this.options.pollMs);
+      setTimeout(poll, delay);
     });
   }
 
   private leaderless(lane: Lane<I, R>): boolean {
     return lane.leader === undefined || Date.now() - lane.sentAt > this.options.stallMs;
+  }
+
+  /** Takes a waiter that will not be sent any more off its lane, and the lane off the map when idle. */
+  private drop(key: string, lane: Lane<I, R>, waiter: Waiter<I, R>): void {
+    const queued = lane.waiting.indexOf(waiter);
+    if (queued >= 0) lane.waiting.splice(queued, 1);
+    this.forgetIfIdle(key, lane);
+  }
+
+  private forgetIfIdle(key: string, lane: Lane<I, R>): void {
+    if (lane.leader === undefined && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
+  }
+
+  /** The next call's items: the longest waiting, skipping those whose request gave up or is gone. */
+  private nextBatch(lane: Lane<I, R>): Waiter<I, R>[] {
+    const now = Date.now();
+    const batch: Waiter<I, R>[] = [];
+    while (batch.length < this.options.maxItems && lane.waiting.length > 0) {
+      const w = lane.waiting.shift() as Waiter<I, R>;
+      if (now >= w.deadline) {
+        w.outcome = { ok: false, error: new MergedCallTimeout(false) };
+        continue;
+      }
+      w.carried = true;
+      batch.push(w);
+    }
+    return batch;
   }
 
   /** Sends call after call, from this request's context, while anyone waits. */
@@ -102,9 +136,9 @@ export class MergedCalls<I, R> {
     lane.leader = token;
     const until = Date.now() + this.options.leadMs;
     try {
-      while (lane.leader === token && lane.waiting.length > 0 && Date.now() < until) {
-        const batch = lane.waiting.splice(0, this.options.maxItems);
-        for (const w of batch) w.carried = true;
+      for (let calls = 0; calls < this.options.leadCalls && lane.leader === token && Date.now() < until; calls++) {
+        const batch = this.nextBatch(lane);
+        if (batch.length === 0) break;
         lane.sentAt = Date.now();
         try {
           const answers = await call(batch.map((w) => w.item));
@@ -118,7 +152,7 @@ export class MergedCalls<I, R> {
       }
     } finally {
       if (lane.leader === token) lane.leader = undefined;
-      if (lane.leader === undefined && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
+      this.forgetIfIdle(key, lane);
     }
   }
 }

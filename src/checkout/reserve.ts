@@ -20,18 +20,23 @@ export interface Admission {
 
 type ScriptReply = [string, ...(string | number)[]];
 
+/** lua/checkout.lua refuses larger batches. */
+const MAX_BUYERS_PER_CALL = 100;
+
 /**
  * Merging checkouts of one sale in this isolate. A batch of 100 keeps the script well under
  * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
  * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
  */
 const calls = new MergedCalls<string, Reservation>({
-  maxItems: 100,
+  maxItems: MAX_BUYERS_PER_CALL,
   maxWaitMs: 8_000,
   stallMs: 4_000,
-  // Well inside the 30 s a request's waitUntil may run after its response.
+  // 20 calls and 20 queue sends: far inside one request's subrequest limits. 5 s: well
+  // inside the 30 s a request's waitUntil may run after its response.
+  leadCalls: 20,
   leadMs: 5_000,
-  // A waiter's answer is picked up at most this late; a leader's own too.
+  // A waiter looks for its answer after 2 ms, then backs off to every 8 ms.
   pollMs: 2,
 });
 

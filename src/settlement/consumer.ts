@@ -22,10 +22,10 @@ interface Settled {
 /**
  * Settles a batch of messages, each carrying up to QUEUE_MESSAGE_MAX_ORDERS orders: a D1
  * batch per QUEUE_MESSAGE_MAX_ORDERS orders when that works; otherwise message by message,
- * then order by order, so one poison order cannot hold back the others. A message is acked
- * once all its orders settled, else retried; after MAX_ATTEMPTS its orders that still fail
- * go to the dead-letter queue with the last error. Outbox records are cleared only after
- * D1 has committed.
+ * then (for a broken rule, or on the last attempt) order by order, so one poison order
+ * cannot hold back the others. A message is acked once all its orders settled, else
+ * retried; after MAX_ATTEMPTS its orders that still fail go to the dead-letter queue with
+ * the last error. Outbox records are cleared only after D1 has committed.
  */
 export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const deliveries: Delivery[] = [];
@@ -48,7 +48,8 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       for (const d of group) d.message.ack();
     } catch (err) {
       console.warn(`settlement: batch of ${orders.length} orders failed, settling message by message`, err);
-      for (const delivery of group) await settleDelivery(env, delivery, settled);
+      if (group.length === 1) await settleDelivery(env, group[0] as Delivery, settled, err);
+      else for (const delivery of group) await settleDelivery(env, delivery, settled);
     }
   }
   if (settled.orders.length === 0) return;
@@ -94,16 +95,29 @@ function groupsOf(deliveries: Delivery[], maxOrders: number): Delivery[][] {
   return groups;
 }
 
-/** One message: its orders in one D1 batch, else one by one. */
-async function settleDelivery(env: Env, { message, orders }: Delivery, settled: Settled): Promise<void> {
-  if (orders.length > 1) {
+/** A broken rule (CHECK, UNIQUE, NOT NULL): the same orders fail again however often they are sent. */
+const isConstraintViolation = (err: unknown) => /constraint/i.test(err instanceof Error ? err.message : String(err));
+
+/**
+ * One message: its orders in one D1 batch (unless `failed` says that batch just failed).
+ * A transient error hits every order alike, so the message is retried whole; a broken rule,
+ * or the last attempt, is looked into order by order to find the orders that fail.
+ */
+async function settleDelivery(env: Env, { message, orders }: Delivery, settled: Settled, failed?: unknown): Promise<void> {
+  let error = failed;
+  if (error === undefined) {
     try {
       record(settled, orders, await settleOrders(env.DB, orders));
       message.ack();
       return;
-    } catch {
-      // Below, order by order, to find the ones that fail.
+    } catch (err) {
+      error = err;
     }
+  }
+  if (orders.length === 1) return retryOrGiveUp(env, message, [{ order: orders[0] as OrderMessage, err: error }]);
+  if (!isConstraintViolation(error) && message.attempts < MAX_ATTEMPTS) {
+    message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    return;
   }
   const stuck: { order: OrderMessage; err: unknown }[] = [];
   for (const order of orders) {

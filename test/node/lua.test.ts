@@ -136,6 +136,19 @@ describe("checkout.lua with a batch of buyers", () => {
     expect(Number(await redis.hget(keys.admission, "tokens"))).toBeLessThan(1);
   });
 
+  it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
+    const { keys } = await newSale({ stock: 500 });
+    await expect(checkoutAll(keys, [])).rejects.toThrow(/1 to 100 user ids/);
+    await expect(
+      checkoutAll(
+        keys,
+        Array.from({ length: 101 }, (_, i) => `u${i}`),
+      ),
+    ).rejects.toThrow(/1 to 100 user ids/);
+    expect(await redis.hget(keys.meta, "remaining")).toBe("500");
+    expect(await redis.exists(keys.buyers)).toBe(0);
+  });
+
   it("gives every buyer the sale-wide refusal and writes nothing", async () => {
     const now = Date.now();
     const late = await newSale({ starts: now - 120_000, ends: now - 60_000 });

@@ -1,0 +1,104 @@
+// The merging logic on its own, with real timers: who sends which call, hand-overs, stalls,
+// deadlines. The calls are plain async functions standing in for the Redis script call;
+// the real one runs in the crowd tests (merged-checkouts, spike).
+import { describe, expect, it } from "vitest";
+import { MergedCalls, type MergedCallsOptions, MergedCallTimeout } from "../../src/checkout/merged-calls.ts";
+
+const OPTIONS: MergedCallsOptions = { maxItems: 100, maxWaitMs: 2_000, stallMs: 1_000, leadCalls: 20, leadMs: 5_000, pollMs: 1 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A call that answers each item with "<item>!" after `ms`, and notes the batches it saw. */
+function echo(ms: number) {
+  const batches: string[][] = [];
+  const call = async (items: string[]) => {
+    batches.push(items);
+    await sleep(ms);
+    return items.map((i) => `${i}!`);
+  };
+  return { call, batches };
+}
+
+/** Collects what submit() hands to waitUntil, as a request would. */
+function requests() {
+  const kept: Promise<unknown>[] = [];
+  return { keepAlive: (p: Promise<unknown>) => void kept.push(p), kept };
+}
+
+describe("merged calls", () => {
+  it("sends a lone item at once, and everyone who arrives meanwhile in the next call", async () => {
+    const calls = new MergedCalls<string, string>(OPTIONS);
+    const { call, batches } = echo(30);
+    const { keepAlive, kept } = requests();
+    const first = calls.submit("sale", "a", call, keepAlive);
+    await sleep(5);
+    const rest = ["b", "c", "d", "e"].map((i) => calls.submit("sale", i, call, keepAlive));
+    expect(await Promise.all([first, ...rest])).toEqual(["a!", "b!", "c!", "d!", "e!"]);
+    expect(batches).toEqual([["a"], ["b", "c", "d", "e"]]);
+    expect(kept).toHaveLength(1); // one leader sent both calls
+  });
+
+  it("keeps lanes apart and caps a call at maxItems", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, maxItems: 2 });
+    const { call, batches } = echo(20);
+    const { keepAlive } = requests();
+    const answers = await Promise.all([
+      ...["a1", "a2", "a3", "a4", "a5"].map((i) => calls.submit("A", i, call, keepAlive)),
+      calls.submit("B", "b1", call, keepAlive),
+    ]);
+    expect(answers).toEqual(["a1!", "a2!", "a3!", "a4!", "a5!", "b1!"]);
+    expect(batches).toEqual([["a1"], ["b1"], ["a2", "a3"], ["a4", "a5"]]);
+  });
+
+  it("hands the lead to a waiter once a leader has made leadCalls calls", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, leadCalls: 1 });
+    const { call, batches } = echo(20);
+    const { keepAlive, kept } = requests();
+    const first = calls.submit("sale", "a", call, keepAlive);
+    await sleep(5);
+    const second = calls.submit("sale", "b", call, keepAlive);
+    expect(await Promise.all([first, second])).toEqual(["a!", "b!"]);
+    expect(batches).toEqual([["a"], ["b"]]);
+    expect(kept).toHaveLength(2); // "b" led its own call after "a" stepped down
+  });
+
+  it("replaces a stalled leader; its items time out as sent, the others are served", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, stallMs: 100, maxWaitMs: 400 });
+    const hung = (_items: string[]) => new Promise<string[]>(() => {});
+    const { call, batches } = echo(10);
+    const { keepAlive } = requests();
+    const stuck = calls.submit("sale", "stuck", hung, keepAlive);
+    await sleep(5);
+    const served = calls.submit("sale", "next", call, keepAlive);
+    expect(await served).toBe("next!");
+    expect(batches).toEqual([["next"]]);
+    const error = await stuck.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MergedCallTimeout);
+    expect((error as MergedCallTimeout).sent).toBe(true);
+  });
+
+  it("never sends an item whose wait ran out, and says it was not sent", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, stallMs: 10_000, maxWaitMs: 60 });
+    const { call, batches } = echo(150);
+    const { keepAlive } = requests();
+    // "a" itself times out in flight (150 ms > 60 ms): sent.
+    const first = calls.submit("sale", "a", call, keepAlive).catch((e: unknown) => e);
+    await sleep(5);
+    const error = await calls.submit("sale", "b", call, keepAlive).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MergedCallTimeout);
+    expect((error as MergedCallTimeout).sent).toBe(false);
+    expect(((await first) as MergedCallTimeout).sent).toBe(true);
+    await sleep(200);
+    expect(batches).toEqual([["a"]]); // "b" never reached a call
+  });
+
+  it("fails every item of a call that errs or answers the wrong number of items", async () => {
+    const calls = new MergedCalls<string, string>(OPTIONS);
+    const { keepAlive } = requests();
+    const boom = async (_items: string[]): Promise<string[]> => {
+      throw new Error("redis down");
+    };
+    await expect(calls.submit("x", "a", boom, keepAlive)).rejects.toThrow("redis down");
+    const short = async (_items: string[]) => [] as string[];
+    await expect(calls.submit("y", "a", short, keepAlive)).rejects.toThrow(/answered 0 of 1/);
+  });
+});
