@@ -76,10 +76,12 @@ async function outboxOrderIds(saleId: string): Promise<string[]> {
 function flakyQueue(fails: (orders: OrderMessage[], attempt: number) => boolean) {
   const attempts = new Map<string, number>();
   const asked: OrderMessage[] = [];
+  const messageSizes: number[] = [];
   const delivered = new Set<string>();
   const queue = {
     async send(body: SettlementMessage, options?: QueueSendOptions) {
       asked.push(...body.orders);
+      messageSizes.push(body.orders.length);
       let attempt = 0;
       for (const o of body.orders) {
         attempts.set(o.orderId, (attempts.get(o.orderId) ?? 0) + 1);
@@ -90,7 +92,7 @@ function flakyQueue(fails: (orders: OrderMessage[], attempt: number) => boolean)
       for (const o of body.orders) delivered.add(o.orderId);
     },
   } as unknown as Queue<SettlementMessage>;
-  return { queue, attempts, asked, delivered };
+  return { queue, attempts, asked, messageSizes, delivered };
 }
 
 /**
@@ -289,6 +291,26 @@ describe("nothing lost when the queue send fails", () => {
     // Re-driving again (a duplicate) changes nothing.
     await runRedrive();
     await expectSettledInvariants(sale.id, stock, accepted);
+  });
+});
+
+describe("nothing lost when a merged call's queue send fails", () => {
+  it("leaves every order of the failed message to the re-drive, which settles them all once", async () => {
+    const stock = 30;
+    const sale = await createSale({ stock, name: "merged send fails" });
+    const users = Array.from({ length: 40 }, (_, i) => `merged-send-${sale.id}-${i}`);
+    // FAULT INJECTION: every send fails (twice each: the immediate retry too).
+    const down = flakyQueue(() => true);
+    const results = await Promise.all(users.map((u) => checkoutWith({ ...env, ORDERS: down.queue }, sale.id, u)));
+    const accepted = acceptedOf(results, stock);
+    expect(Math.max(...down.messageSizes)).toBeGreaterThan(1); // checkouts were merged into shared messages
+    expect(new Set(down.asked.map((o) => o.orderId))).toEqual(new Set(accepted.values()));
+    expect(await outboxOrderIds(sale.id)).toEqual([...accepted.values()].sort());
+
+    await runRedrive();
+    const r = await expectSettledInvariants(sale.id, stock, accepted);
+    expect(r.redis.remaining).toBe(0);
+    expect(r.pending).toBe(0);
   });
 });
 
