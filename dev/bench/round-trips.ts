@@ -43,54 +43,44 @@ export async function benchRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   const redis = new IORedis(stack.redis.url);
   try {
     const sale = await stack.createSale({ stock: 2, name: "round trips" });
-    const [a, b, c] = await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => stack.token(`${sale.id}-${u}`)));
+    const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => stack.token(`${sale.id}-${u}`)))) as [
+      string,
+      string,
+      string,
+    ];
     const costs: OutcomeCost[] = [];
+    /** The cost of one checkout of `token` on `saleId`, which must answer `status`. */
+    const checkoutCost = async (outcome: string, saleId: string, token: string, status: number) => {
+      costs.push({ outcome, ...(await measure(stack, redis, () => expectStatus(stack.checkout(saleId, token), status))) });
+    };
 
     // Accepted: the checkout itself, then the drain (its settlement clears the outbox once).
     const accepted = await measure(stack, redis, async () => {
-      await expectStatus(stack.checkout(sale.id, a as string), 202);
+      await expectStatus(stack.checkout(sale.id, a), 202);
       await waitForOutboxEmpty(redis, sale.id);
     });
     costs.push({ outcome: "accepted", ...accepted, note: "includes 1 round trip of its settlement (outbox clear)" });
-    costs.push({
-      outcome: "repeat buyer (warm)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(sale.id, a as string), 409))),
-    });
+    await checkoutCost("repeat buyer (warm)", sale.id, a, 409);
 
-    await expectStatus(stack.checkout(sale.id, b as string), 202);
+    await expectStatus(stack.checkout(sale.id, b), 202);
     await waitForOutboxEmpty(redis, sale.id); // keep its settlement out of the next figure
     // The last unit's reply said remaining 0, so this isolate already knows it is sold out.
-    costs.push({
-      outcome: "sold out (warm)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(sale.id, c as string), 409))),
-    });
+    await checkoutCost("sold out (warm)", sale.id, c, 409);
 
     const ended = await stack.createSale({
       name: "ended",
       startsAt: new Date(Date.now() - 7_200_000).toISOString(),
       endsAt: new Date(Date.now() - 3_600_000).toISOString(),
     });
-    costs.push({
-      outcome: "ended (first)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(ended.id, a as string), 409))),
-    });
-    costs.push({
-      outcome: "ended (warm)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(ended.id, b as string), 409))),
-    });
+    await checkoutCost("ended (first)", ended.id, a, 409);
+    await checkoutCost("ended (warm)", ended.id, b, 409);
 
-    // A bucket of one token refilled once a minute: the second buyer is throttled.
+    // A bucket of one token refilled once a second: the second buyer, right after, is throttled.
     const throttled = await stack.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } });
-    await expectStatus(stack.checkout(throttled.id, a as string), 202);
+    await expectStatus(stack.checkout(throttled.id, a), 202);
     await waitForOutboxEmpty(redis, throttled.id);
-    costs.push({
-      outcome: "rate limited (first)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(throttled.id, b as string), 429))),
-    });
-    costs.push({
-      outcome: "rate limited (warm)",
-      ...(await measure(stack, redis, () => expectStatus(stack.checkout(throttled.id, c as string), 429))),
-    });
+    await checkoutCost("rate limited (first)", throttled.id, b, 429);
+    await checkoutCost("rate limited (warm)", throttled.id, c, 429);
 
     // A stampede: the isolate merges the buyers it holds into one script call per round trip.
     const crowd = await stack.createSale({ stock: 200, name: "stampede" });

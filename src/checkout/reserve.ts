@@ -1,6 +1,7 @@
 import type { Redis } from "../redis/client";
 import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
+import type { OrderMessage } from "../settlement/order-message";
 import { type KeepAlive, MergedCalls } from "./merged-calls";
 
 export type Reservation =
@@ -47,13 +48,7 @@ export interface ReserveOptions {
    * Runs once per merged call, in the request that sent it, with every order the call
    * reserved (this buyer's and the others'), before any of them is answered.
    */
-  onReserved?: (orders: ReservedOrder[]) => void;
-}
-
-export interface ReservedOrder {
-  userId: string;
-  orderId: string;
-  reservedAt: number;
+  onReserved?: (orders: OrderMessage[]) => void;
 }
 
 /**
@@ -64,7 +59,7 @@ export function reserve(redis: Redis, saleId: string, userId: string, options: R
   const call = async (users: string[]) => {
     const reservations = await reserveAll(redis, saleId, users);
     const orders = reservations.flatMap((r, i) =>
-      r.outcome === "OK" ? [{ userId: users[i] as string, orderId: r.orderId, reservedAt: r.reservedAt }] : [],
+      r.outcome === "OK" ? [{ orderId: r.orderId, saleId, userId: users[i] as string, reservedAt: r.reservedAt }] : [],
     );
     if (orders.length > 0) options.onReserved?.(orders);
     return reservations;

@@ -99,13 +99,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post("/:saleId/checkout", valid
     reservation = await reserve(redisFor(c.env), saleId, userId, {
       keepAlive: (work) => c.executionCtx.waitUntil(work),
       // One queue send for every order the merged call reserved, from the request that sent it.
-      onReserved: (orders) =>
-        c.executionCtx.waitUntil(
-          enqueueOrders(
-            c.env.ORDERS,
-            orders.map((o) => ({ ...o, saleId })),
-          ),
-        ),
+      onReserved: (orders) => c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders)),
     });
   } catch (err) {
     memo.admissionTokenUnused(saleId);
