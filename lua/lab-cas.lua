@@ -6,7 +6,7 @@ The version is the lab sale's `seq` field: it grows by one per successful write,
 also counts accepted checkouts exactly and numbers the lab's orders.
 
 KEYS
-  1  lab sale meta hash  fields: remaining, seq (laid out by sale-init.lua)
+  1  lab sale meta hash  fields: remaining, seq (laid out by createLabSale, src/lab/sale.ts)
 ARGV
   1  the version (seq) the caller read
   2  the remaining stock the caller computed from what it read

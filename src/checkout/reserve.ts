@@ -2,6 +2,7 @@ import type { Redis } from "../redis/client";
 import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
 import type { OrderMessage } from "../settlement/order-message";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "../settlement/queue-limits";
 import { type KeepAlive, MergedCalls } from "./merged-calls";
 
 export type Reservation =
@@ -21,16 +22,14 @@ export interface Admission {
 
 type ScriptReply = [string, ...(string | number)[]];
 
-/** lua/checkout.lua refuses larger batches. */
-const MAX_BUYERS_PER_CALL = 100;
-
 /**
  * Merging checkouts of one sale in this isolate. A batch of 100 keeps the script well under
  * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
  * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
  */
 const calls = new MergedCalls<string, Reservation>({
-  maxItems: MAX_BUYERS_PER_CALL,
+  // One call's orders make one queue message; lua/checkout.lua refuses larger batches.
+  maxItems: QUEUE_MESSAGE_MAX_ORDERS,
   maxWaitMs: 8_000,
   stallMs: 4_000,
   // 20 calls and 20 queue sends: far inside one request's subrequest limits. 5 s: well

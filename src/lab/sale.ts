@@ -1,14 +1,13 @@
-import type { Redis } from "../redis/client";
+import { hashFields, type Redis } from "../redis/client";
 import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
+import { MAX_ADMISSION } from "../sales/sale";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
 import type { LabCopyReport, LabSaleReport } from "./report-shape";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "optimistic"];
 /** Lab sales open at once and stay open this long: long enough for any run. */
 const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
-/** The most admission a real sale may be given (src/sales/admin-routes.ts): the lab never throttles. */
-const UNTHROTTLED = { rate: 100_000, burst: 1_000_000 };
 
 /**
  * Creates a lab sale: one copy per strategy with the same stock. The atomic copy is a real
@@ -25,7 +24,7 @@ export async function createLabSale(redis: Redis, stock: number): Promise<string
       startsAt: 0,
       endsAt: Date.now() + LAB_SALE_OPEN_MS,
       idSlot: 0,
-      admission: UNTHROTTLED,
+      admission: MAX_ADMISSION, // the lab never throttles
     }),
     ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
     ...[LUA.labCas, LUA.lockRelease].map((source) => redis.scriptLoad(source)),
@@ -47,9 +46,10 @@ function copyReport(stock: number, remaining: number, accepted: number, buyers: 
 
 async function handRolledReport(redis: Redis, strategy: HandRolledStrategy, labSaleId: string) {
   const keys = labKeys(strategy, labSaleId);
-  const [meta, buyers] = await Promise.all([redis.hmget(keys.meta, "stock", "remaining", "seq"), redis.hlen(keys.buyers)]);
-  // With automatic deserialization off (src/redis/client.ts) HMGET replies with the raw array.
-  const [stock, remaining, seq] = meta as unknown as (string | null)[];
+  const [[stock, remaining, seq], buyers] = await Promise.all([
+    hashFields(redis, keys.meta, "stock", "remaining", "seq"),
+    redis.hlen(keys.buyers),
+  ]);
   if (stock == null) return undefined;
   return copyReport(Number(stock), Number(remaining), Number(seq), buyers);
 }

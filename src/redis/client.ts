@@ -30,3 +30,8 @@ export function redisFor(env: Env): Redis {
   }
   return cached.redis;
 }
+
+/** HMGET's raw reply: with automatic deserialization off the client returns the array, one slot per field. */
+export async function hashFields(redis: Redis, key: string, ...fields: string[]): Promise<(string | null)[]> {
+  return (await redis.hmget(key, ...fields)) as unknown as (string | null)[];
+}

@@ -8,7 +8,7 @@ import { redisFor } from "../redis/client";
 import { reconciliationReport } from "../settlement/report";
 import { preloadSale } from "./live-state";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "./repository";
-import { SALE_ID_PATTERN, type Sale, saleView } from "./sale";
+import { MAX_ADMISSION, SALE_ID_PATTERN, type Sale, saleView } from "./sale";
 
 const MAX_STOCK = 1_000_000; // ids hold a 20-bit per-sale sequence
 
@@ -20,8 +20,8 @@ const CreateSale = z
     endsAt: z.iso.datetime({ offset: true }),
     admission: z
       .object({
-        rate: z.number().int().min(1).max(100_000),
-        burst: z.number().int().min(1).max(1_000_000),
+        rate: z.number().int().min(1).max(MAX_ADMISSION.rate),
+        burst: z.number().int().min(1).max(MAX_ADMISSION.burst),
       })
       .optional(),
   })

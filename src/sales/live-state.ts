@@ -1,4 +1,4 @@
-import type { Redis } from "../redis/client";
+import { hashFields, type Redis } from "../redis/client";
 import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
 import type { Sale } from "./sale";
@@ -32,9 +32,16 @@ export interface LiveSale {
 
 /** The sale as Redis holds it now, or undefined when Redis does not know the sale. */
 export async function readLiveSale(redis: Redis, saleId: string): Promise<LiveSale | undefined> {
-  // With automatic deserialization off (see client.ts) HMGET replies with the raw array.
-  const reply = (await redis.hmget(saleKeys(saleId).meta, "name", "stock", "remaining", "starts", "ends", "seq")) as unknown;
-  const [name, stock, remaining, starts, ends, seq] = reply as (string | null)[];
+  const [name, stock, remaining, starts, ends, seq] = await hashFields(
+    redis,
+    saleKeys(saleId).meta,
+    "name",
+    "stock",
+    "remaining",
+    "starts",
+    "ends",
+    "seq",
+  );
   if (remaining === null || remaining === undefined) return undefined;
   return {
     name: name ?? "",

@@ -39,5 +39,8 @@ export function saleView(sale: Omit<Sale, "idSlot" | "admission">, remaining: nu
   };
 }
 
+/** The most admission a sale may be given: refill per second and bucket capacity. */
+export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
+
 /** Sale ids are D1 row ids; anything else is refused before touching Redis or D1. */
 export const SALE_ID_PATTERN = /^[1-9][0-9]{0,15}$/;

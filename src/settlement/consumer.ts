@@ -4,8 +4,8 @@ import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } fr
 import { clearOutbox, releaseReservation } from "./outbox";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
-/** Attempts before the consumer gives an order up to the dead-letter queue itself. */
-const MAX_ATTEMPTS = 5;
+/** Attempts of a message before the consumer hands its still-failing orders to the dead-letter queue itself. */
+export const MAX_ATTEMPTS = 5;
 const backoffSeconds = (attempts: number) => Math.min(2 ** attempts, 60);
 
 interface Delivery {

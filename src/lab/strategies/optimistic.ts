@@ -1,4 +1,5 @@
 import { backoffDelayMs, sleep } from "../../locks/backoff";
+import { hashFields } from "../../redis/client";
 import { LUA, runScript } from "../../redis/scripts";
 import { labKeys } from "../keys";
 import type { Strategy } from "../outcome";
@@ -23,8 +24,7 @@ export const optimisticCheckout: Strategy = async (redis, labSaleId, userId) => 
   };
   for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
     if (attempt > 0) await sleep(backoffDelayMs(attempt - 1, RETRY_BASE_MS, RETRY_CAP_MS));
-    // With automatic deserialization off (src/redis/client.ts) HMGET replies with the raw array.
-    const [remaining, version] = (await redis.hmget(keys.meta, "remaining", "seq")) as unknown as (string | null)[];
+    const [remaining, version] = await hashFields(redis, keys.meta, "remaining", "seq");
     if (remaining == null || version == null) return giveBack("SALE_NOT_FOUND");
     if (Number(remaining) <= 0) return giveBack("SOLD_OUT");
     const written = await runScript<number>(redis, LUA.labCas, [keys.meta], [version, String(Number(remaining) - 1)]);
