@@ -4,12 +4,12 @@
 //   plus the cron the Worker would get in production (wrangler dev does not fire crons).
 // With UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set, it uses that database and
 // starts no Redis and no gateway. ADMIN_TOKEN and JWT_SECRET override the dev defaults.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { spawnGateway } from "./gateway/process.ts";
 import { startRedisServer } from "./redis-server.ts";
-import { ROOT } from "./stack/worker.ts";
+import { migrateLocalD1, ROOT, WRANGLER } from "./stack/worker.ts";
 import { DEV_SECRETS, mintUserToken } from "./tokens.ts";
 
 const STATE = path.join(ROOT, ".state");
@@ -17,7 +17,6 @@ const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
 const GATEWAY_PORT = Number(process.env.GATEWAY_PORT ?? 8079);
 const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6380);
 const CRON_INTERVAL_MS = 60_000;
-const WRANGLER = path.join(ROOT, "node_modules", ".bin", "wrangler");
 const wranglerEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 
 const stops: (() => Promise<void>)[] = [];
@@ -37,11 +36,7 @@ async function upstash(): Promise<{ url: string; token: string }> {
 }
 
 function startWranglerDev(devVarsFile: string): ChildProcess {
-  execFileSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", path.join(STATE, "wrangler")], {
-    cwd: ROOT,
-    env: { ...wranglerEnv, CI: "true" },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  migrateLocalD1(path.join(STATE, "wrangler"));
   // Its own process group: wrangler leaves workerd behind when only its own PID is killed.
   const child = spawn(
     WRANGLER,

@@ -13,12 +13,15 @@ export interface OutcomeCost {
   note?: string;
 }
 
-async function totalCommands(redis: IORedis): Promise<number> {
+/** Calls per Redis command so far (INFO commandstats), lowercased names. */
+export async function commandCalls(redis: IORedis): Promise<Map<string, number>> {
   const info = await redis.info("commandstats");
+  return new Map([...info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1] as string, Number(m[2])]));
+}
+
+async function totalCommands(redis: IORedis): Promise<number> {
   let total = 0;
-  for (const match of info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
-    if (match[1] !== "info") total += Number(match[2]);
-  }
+  for (const [command, calls] of await commandCalls(redis)) if (command !== "info") total += calls;
   return total;
 }
 

@@ -3,12 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../redis-server.ts";
-
-export interface GatewayStats {
-  /** HTTP requests served: Upstash round trips. */
-  requests: number;
-  commands: number;
-}
+import type { GatewayStats } from "./server.ts";
 
 export interface GatewayProcess {
   url: string;

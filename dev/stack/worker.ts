@@ -10,7 +10,7 @@ import { Log, LogLevel, Miniflare } from "miniflare";
 import { unstable_readConfig } from "wrangler";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const WRANGLER = path.join(ROOT, "node_modules", ".bin", "wrangler");
+export const WRANGLER = path.join(ROOT, "node_modules", ".bin", "wrangler");
 const QUIET_WRANGLER = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
@@ -18,8 +18,8 @@ const QUIET_WRANGLER = {
   WRANGLER_LOG: "error",
 };
 
-export const ORDERS_QUEUE = "flash-sale-orders";
-export const DEAD_LETTER_QUEUE = "flash-sale-orders-dlq";
+/** The queue whose consumer settings `ordersConsumer` overrides. */
+const ORDERS_QUEUE = "flash-sale-orders";
 
 export interface WorkerSecrets {
   ADMIN_TOKEN: string;
@@ -30,8 +30,6 @@ export interface WorkerSecrets {
 
 export interface LocalWorker {
   mf: Miniflare;
-  /** Persisted D1 state lives here; reuse it to survive a restart. */
-  stateDir: string;
   fetch(pathname: string, init?: RequestInit): Promise<Response>;
   /** Runs the Worker's scheduled handler once, as the cron trigger would. */
   scheduled(): Promise<void>;
@@ -44,12 +42,12 @@ function buildWorker(outDir: string): string {
   return path.join(outDir, "index.js");
 }
 
-/** Applies migrations/ to the local D1 under `stateDir` with wrangler, as `npm start` does. */
-function migrateLocalD1(stateDir: string): void {
+/** Applies migrations/ to the local D1 under `stateDir` with wrangler (`npm start` and the stack). */
+export function migrateLocalD1(stateDir: string): void {
   execFileSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
     cwd: ROOT,
     env: { ...QUIET_WRANGLER, CI: "true" },
-    stdio: "ignore",
+    stdio: ["ignore", "ignore", "inherit"],
   });
 }
 
@@ -101,7 +99,9 @@ export async function startLocalWorker(opts: {
     },
     d1Databases: { DB: "00000000-0000-0000-0000-000000000000" },
     d1Persist: path.join(stateDir, "v3", "d1"),
-    queueProducers: { ORDERS: { queueName: ORDERS_QUEUE }, ORDERS_DLQ: { queueName: DEAD_LETTER_QUEUE } },
+    queueProducers: Object.fromEntries(
+      (config.queues.producers ?? []).map((p: { binding: string; queue: string }) => [p.binding, { queueName: p.queue }]),
+    ),
     queueConsumers: Object.fromEntries(
       (config.queues.consumers ?? []).map((c: ConsumerConfig) => [
         c.queue,
@@ -121,7 +121,6 @@ export async function startLocalWorker(opts: {
 
   return {
     mf,
-    stateDir,
     fetch: (pathname, init) => mf.dispatchFetch(`http://flash.local${pathname}`, init as never) as unknown as Promise<Response>,
     scheduled: async () => {
       await worker.scheduled({ cron: "* * * * *" });

@@ -8,7 +8,7 @@ import { mintUserToken } from "./jwt.js";
 http.setResponseCallback(http.expectedStatuses(200, 201, 202, 409, 429));
 
 /** Responses per outcome; `checkout_failed` is anything the sale's rules do not explain. */
-export const outcomes = {
+const outcomes = {
   ACCEPTED: new Counter("checkout_accepted"),
   SOLD_OUT: new Counter("checkout_sold_out"),
   ALREADY_PURCHASED: new Counter("checkout_already_purchased"),

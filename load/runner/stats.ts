@@ -17,11 +17,11 @@ export interface RunStats {
   accepted: number;
   /** Distinct users among the accepted checkouts. */
   acceptedUsers: number;
-  /** When the response that took the last unit arrived (ms after start); null when units were left. */
+  /** When the acceptance that took the last unit arrived (ms after start); null when units were left. */
   sellOutMs: number | null;
   /** Buyers turned away (busy, failed: any 5xx or no answer) while units were still left. */
   turnedAwayInStock: number;
-  /** Accepted checkouts per second, until sell-out (or the end of the run when units were left). */
+  /** Acceptances per second until sell-out (the stock's, however many more were oversold), or over the run when units were left. */
   acceptedPerSec: number;
   /** Responses per outcome code (ACCEPTED, SOLD_OUT, ALREADY_PURCHASED, BUSY, ...). */
   outcomes: Record<string, number>;
@@ -37,7 +37,7 @@ const HISTOGRAM_BUCKETS = 40;
 const TIMELINE_BINS = 60;
 
 /** Nearest-rank percentile of ascending values. */
-export function percentile(sorted: number[], q: number): number {
+function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
 }
@@ -83,7 +83,8 @@ export function summarize(samples: Sample[], durationMs: number, stock: number):
   const acceptedSamples = samples.filter((s) => s.status === 202);
   const acceptedEnds = acceptedSamples.map((s) => s.startMs + s.latencyMs);
   const accepted = acceptedEnds.length;
-  const sellOutMs = accepted >= stock && accepted > 0 ? Math.max(...acceptedEnds) : null;
+  // When the stock-th acceptance came back: a strategy that oversells has sold out by then.
+  const sellOutMs = accepted >= stock && stock > 0 ? (acceptedEnds.sort((x, y) => x - y)[stock - 1] as number) : null;
   const turnedAwayInStock = samples.filter(
     (s) => (s.status === 0 || s.status >= 500) && (sellOutMs === null || s.startMs + s.latencyMs < sellOutMs),
   ).length;
@@ -98,7 +99,7 @@ export function summarize(samples: Sample[], durationMs: number, stock: number):
     acceptedUsers: new Set(acceptedSamples.map((s) => s.userId)).size,
     sellOutMs,
     turnedAwayInStock,
-    acceptedPerSec: (accepted * 1000) / (sellOutMs ?? durationMs),
+    acceptedPerSec: sellOutMs === null ? (accepted * 1000) / durationMs : (stock * 1000) / sellOutMs,
     outcomes,
     latencyMs,
     histogram: histogram(latencies, latencyMs.p99),

@@ -9,7 +9,11 @@
 // the waitUntil that guards a hung-up leader in production is not exercised here.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { commandCalls } from "../../dev/bench/round-trips.ts";
+import { SECRETS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { checkout, checkoutPath } from "../../load/runner/api.ts";
+import { drive, planCrowd } from "../../load/runner/crowd.ts";
+import { stackTarget } from "../../load/runner/target.ts";
 
 const STOCK = 150;
 const USERS = 300;
@@ -30,9 +34,8 @@ afterAll(async () => {
 });
 
 async function scriptCalls(): Promise<number> {
-  const info = await redis.info("commandstats");
-  const calls = (name: string) => Number(info.match(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, "m"))?.[1] ?? 0);
-  return calls("evalsha") + calls("eval");
+  const calls = await commandCalls(redis);
+  return (calls.get("evalsha") ?? 0) + (calls.get("eval") ?? 0);
 }
 
 type Outcome = { user: string; hungUp: boolean; status?: number; code?: string; orderId?: string };
@@ -103,18 +106,21 @@ describe("checkouts merged while Redis is slow", () => {
     const total = 3_000;
     const inFlight = 200;
     const sale = await stack.createSale({ stock: total, name: "sustained" });
-    const tokens = await Promise.all(Array.from({ length: total }, (_, i) => stack.token(`sustained-${sale.id}-${i}`)));
-    const statuses: number[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < total) statuses.push((await stack.checkout(sale.id, tokens[next++] as string)).status);
-      }),
-    );
-    expect(statuses.filter((s) => s !== 202)).toEqual([]);
+    const target = stackTarget(stack, SECRETS);
+    const shots = await planCrowd(total, 1, `sustained-${sale.id}-`, SECRETS.JWT_SECRET);
+    const { samples } = await drive(shots, (shot) => checkout(target, checkoutPath(sale.id), shot.token), {
+      concurrency: inFlight,
+    });
+    expect(samples.filter((s) => s.status !== 202)).toEqual([]);
+    const promised = new Map(samples.map((s) => [s.userId, s.orderId]));
+    expect(new Set(promised.values()).size).toBe(total); // no two buyers were handed the same order
     const report = await waitForDrain(stack, sale.id, total, 60_000);
     expect(report.d1.confirmed).toBe(total);
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
+    // Each buyer's answer named the very order D1 settled for that buyer, once.
+    const settled = await stack.settledOrders(sale.id);
+    expect(settled).toHaveLength(total);
+    expect(new Map(settled.map((r) => [r.userId, r.orderId]))).toEqual(promised);
   });
 });

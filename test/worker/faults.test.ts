@@ -13,6 +13,7 @@ import {
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { saleKeys } from "../../src/redis/keys";
+import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
 import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/settlement/order-message";
 import {
   BASE,
@@ -33,8 +34,6 @@ import {
 
 const ORDERS_QUEUE = "flash-sale-orders";
 const DEAD_LETTER_QUEUE = "flash-sale-orders-dlq";
-/** src/settlement/consumer.ts gives an order up to the dead-letter queue on this attempt. */
-const MAX_ATTEMPTS = 5;
 
 /** What getQueueResult reports (its type is not exported by the pool). */
 interface QueueResult {
