@@ -35,7 +35,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          globalSetup: ["test/setup/stack.ts"],
+          globalSetup: ["test/setup/global-setup.ts"],
           setupFiles: ["test/setup/apply-migrations.ts"],
           testTimeout: 120_000,
           hookTimeout: 60_000,

@@ -1,41 +1,90 @@
 // npm start: the whole local stack with a demo sale.
-//   redis-server (AOF under .state/redis) -> the Upstash REST gateway (:8079) ->
-//   wrangler dev (:8787) with local D1 and Queues persisted under .state/wrangler,
-//   plus the cron the Worker would get in production (wrangler dev does not fire crons).
-// With UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set, it uses that database and
-// starts no Redis and no gateway. ADMIN_TOKEN and JWT_SECRET override the dev defaults.
+//   redis-server (AOF, password) -> the Upstash REST gateway -> wrangler dev with local D1
+//   and Queues, plus the cron the Worker would get in production (wrangler dev fires none).
+// Everything lives under the state directory (.state/, or STACK_STATE_DIR): Redis' AOF,
+// D1, the random secrets, and stack.json, the record of the processes it runs. A run that
+// finds a previous run's processes still running (after a kill -9, a closed terminal, an
+// OOM kill) stops them first, and a watchdog stops this run's if it dies the same way.
+//
+// Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380); ADMIN_TOKEN and
+// JWT_SECRET override the stored secrets; any of the Worker's [vars] (IP_RATE_LIMIT=0 ...)
+// overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
+// uses that database and starts no Redis and no gateway.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { unstable_readConfig } from "wrangler";
 import { spawnGateway } from "./gateway/process.ts";
-import { startRedisServer } from "./redis-server.ts";
-import { migrateLocalD1, ROOT, WRANGLER } from "./stack/worker.ts";
-import { DEV_SECRETS, mintUserToken } from "./tokens.ts";
+import { ApiClient } from "./lib/api-client.ts";
+import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
+import { startRedisServer } from "./lib/redis-server.ts";
+import { localSecrets, stateDir } from "./stack/local-secrets.ts";
+import { migrateLocalD1 } from "./stack/miniflare-worker.ts";
+import { portOwner } from "./stack/port-owner.ts";
+import { type RecordedProcess, StackRecordFile } from "./stack/stack-record.ts";
 
-const STATE = path.join(ROOT, ".state");
+const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
 const GATEWAY_PORT = Number(process.env.GATEWAY_PORT ?? 8079);
 const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6380);
 const CRON_INTERVAL_MS = 60_000;
-const wranglerEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
+const WATCHDOG = fileURLToPath(new URL("./stack/watchdog.ts", import.meta.url));
 
+const record = new StackRecordFile(path.join(STATE, "stack.json"));
 const stops: (() => Promise<void>)[] = [];
+/** Set once this run owns the record: a run that refused to start leaves it alone. */
+let recording = false;
 
-async function upstash(): Promise<{ url: string; token: string }> {
+/** Refuses to start over something else: names who holds a port this stack needs. */
+function assertPortsFree(ports: [string, number][]): void {
+  for (const [what, port] of ports) {
+    const owner = portOwner(port);
+    if (owner) {
+      throw new Error(
+        `port ${port} (${what}) is taken by PID ${owner.pid} (${owner.command || "unknown"}); stop it or set ${what}=<another port>`,
+      );
+    }
+  }
+}
+
+/** The Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
+function varOverrides(): { flags: string[]; names: string[] } {
+  const vars = Object.keys(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).vars ?? {});
+  const names = vars.filter((name) => process.env[name] !== undefined);
+  return { flags: names.flatMap((name) => ["--var", `${name}:${process.env[name]}`]), names };
+}
+
+function startWatchdog(): void {
+  const child = spawn(process.execPath, ["--import", "tsx", WATCHDOG, String(process.pid), record.file], {
+    cwd: ROOT,
+    detached: true,
+    stdio: "ignore",
+  });
+  child.unref();
+  record.add({ name: "watchdog", pid: child.pid as number, group: false, marker: "watchdog.ts" });
+}
+
+async function upstash(secrets: ReturnType<typeof localSecrets>): Promise<{ url: string; token: string }> {
   const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = process.env;
   if (url && token) {
     console.log(`Using the Upstash database at ${url}`);
     return { url, token };
   }
-  const redis = await startRedisServer({ port: REDIS_PORT, dataDir: path.join(STATE, "redis") });
+  const redis = await startRedisServer({
+    port: REDIS_PORT,
+    dataDir: path.join(STATE, "redis"),
+    password: secrets.REDIS_PASSWORD,
+  });
+  record.add({ name: "redis-server", pid: redis.pid, group: false, marker: "redis-server" });
   stops.push(redis.stop);
-  const gatewayToken = DEV_SECRETS.UPSTASH_REDIS_REST_TOKEN;
-  const gateway = await spawnGateway({ redisUrl: redis.url, token: gatewayToken, port: GATEWAY_PORT });
+  const gateway = await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN, port: GATEWAY_PORT });
+  record.add({ name: "gateway", pid: gateway.pid, group: false, marker: "gateway" });
   stops.unshift(gateway.stop);
-  return { url: gateway.url, token: gatewayToken };
+  return { url: gateway.url, token: gateway.token };
 }
 
-function startWranglerDev(devVarsFile: string): ChildProcess {
+function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess {
   migrateLocalD1(path.join(STATE, "wrangler"));
   // Its own process group: wrangler leaves workerd behind when only its own PID is killed.
   const child = spawn(
@@ -50,13 +99,16 @@ function startWranglerDev(devVarsFile: string): ChildProcess {
       path.join(STATE, "wrangler"),
       "--env-file",
       devVarsFile,
+      ...varFlags,
       "--test-scheduled",
       "--log-level",
       "warn",
       "--show-interactive-dev-session=false",
     ],
-    { cwd: ROOT, env: wranglerEnv, stdio: ["ignore", "inherit", "inherit"], detached: true },
+    { cwd: ROOT, env: offlineWranglerEnv(), stdio: ["ignore", "inherit", "inherit"], detached: true },
   );
+  const wrangler: RecordedProcess = { name: "wrangler dev", pid: child.pid as number, group: true, marker: "wrangler" };
+  record.add(wrangler);
   const killGroup = (signal: NodeJS.Signals) => {
     try {
       if (child.pid && child.exitCode === null) process.kill(-child.pid, signal);
@@ -77,11 +129,12 @@ function startWranglerDev(devVarsFile: string): ChildProcess {
   return child;
 }
 
+/** Waits for this run's wrangler dev to answer; the port was free when it started, so what answers is ours. */
 async function waitForWorker(base: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error("wrangler dev exited during start-up");
     try {
-      if ((await fetch(`${base}/healthz`)).ok) return;
+      if ((await fetch(`${base}/healthz`)).ok && child.exitCode === null) return;
     } catch {
       // not listening yet
     }
@@ -90,42 +143,40 @@ async function waitForWorker(base: string, child: ChildProcess): Promise<void> {
   throw new Error("wrangler dev did not answer within 60 s");
 }
 
-/** The demo sale: idempotent per day, so a restart finds the same sale and its orders. */
-async function seedDemoSale(base: string, adminToken: string): Promise<{ id: string; remaining: number }> {
-  const day = new Date().toISOString().slice(0, 10);
-  const res = await fetch(`${base}/admin/sales`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json", "Idempotency-Key": `demo-${day}` },
-    body: JSON.stringify({
-      name: "Demo drop: 100 limited sneakers",
-      stock: 100,
-      startsAt: `${day}T00:00:00Z`,
-      endsAt: new Date(Date.parse(`${day}T00:00:00Z`) + 2 * 86_400_000).toISOString(),
-    }),
-  });
-  if (!res.ok) throw new Error(`seeding the demo sale failed: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { id: string; remaining: number };
-}
-
 async function main() {
   mkdirSync(STATE, { recursive: true });
-  const adminToken = process.env.ADMIN_TOKEN ?? DEV_SECRETS.ADMIN_TOKEN;
-  const jwtSecret = process.env.JWT_SECRET ?? DEV_SECRETS.JWT_SECRET;
-  const redis = await upstash();
+  const stopped = await record.stopLeftovers();
+  if (stopped.length > 0) console.log(`Stopped what a previous npm start left running: ${stopped.join(", ")}`);
+  const external = Boolean(process.env.UPSTASH_REDIS_REST_URL && process.env.UPSTASH_REDIS_REST_TOKEN);
+  assertPortsFree([
+    ["WORKER_PORT", WORKER_PORT],
+    ...(external
+      ? []
+      : ([
+          ["GATEWAY_PORT", GATEWAY_PORT],
+          ["REDIS_PORT", REDIS_PORT],
+        ] as [string, number][])),
+  ]);
+  record.begin({ name: "npm start", pid: process.pid, group: false, marker: "start.ts" });
+  recording = true;
+  startWatchdog();
 
+  const secrets = localSecrets(STATE);
+  const redis = await upstash(secrets);
   const devVars = path.join(STATE, "dev.vars");
   writeFileSync(
     devVars,
     [
-      `ADMIN_TOKEN=${adminToken}`,
-      `JWT_SECRET=${jwtSecret}`,
+      `ADMIN_TOKEN=${secrets.ADMIN_TOKEN}`,
+      `JWT_SECRET=${secrets.JWT_SECRET}`,
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
     ].join("\n"),
     { mode: 0o600 },
   );
+  const overrides = varOverrides();
   const base = `http://127.0.0.1:${WORKER_PORT}`;
-  const child = startWranglerDev(devVars);
+  const child = startWranglerDev(devVars, overrides.flags);
   child.once("exit", (code) => {
     console.error(`wrangler dev exited (${code}); stopping`);
     void shutdown(1);
@@ -137,13 +188,30 @@ async function main() {
   }, CRON_INTERVAL_MS);
   stops.unshift(async () => clearInterval(cron));
 
-  const sale = await seedDemoSale(base, adminToken);
-  const token = await mintUserToken("demo-user-1", jwtSecret);
+  // The demo sale is idempotent per day, so a restart finds the same sale and its orders.
+  const api = new ApiClient({
+    fetch: (p, init) => fetch(`${base}${p}`, init),
+    adminToken: secrets.ADMIN_TOKEN,
+    jwtSecret: secrets.JWT_SECRET,
+  });
+  const day = new Date().toISOString().slice(0, 10);
+  const sale = await api.createSale(
+    {
+      name: "Demo drop: 100 limited sneakers",
+      stock: 100,
+      startsAt: `${day}T00:00:00Z`,
+      endsAt: new Date(Date.parse(`${day}T00:00:00Z`) + 2 * 86_400_000).toISOString(),
+      admission: undefined, // the product's default admission, not the client's test default
+    },
+    { idempotencyKey: `demo-${day}` },
+  );
+  const token = await api.userToken("demo-user-1");
   console.log(`
 Flash-sale checkout is running.
-  Worker   ${base}
-  Redis    ${redis.url} (Upstash REST)
+  Worker    ${base}
+  Redis     ${redis.url} (Upstash REST)
   Demo sale ${sale.id}: ${base}/api/sales/${sale.id}
+  Admin     Authorization: Bearer ${secrets.ADMIN_TOKEN}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
 
 A user token for demo-user-1 (mint more: npm run token -- <userId>):
   ${token}
@@ -151,7 +219,7 @@ A user token for demo-user-1 (mint more: npm run token -- <userId>):
 Buy:
   curl -s -X POST ${base}/api/sales/${sale.id}/checkout -H 'Authorization: Bearer ${token}'
 
-Ctrl-C stops everything; state survives under .state/.
+Ctrl-C stops everything; state and secrets survive under ${path.relative(ROOT, STATE) || STATE}/.
 `);
 }
 
@@ -160,6 +228,7 @@ async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   for (const stop of stops) await stop().catch(() => undefined);
+  if (recording) record.clear();
   process.exit(code);
 }
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void shutdown(0));

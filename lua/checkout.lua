@@ -17,15 +17,17 @@ KEYS (all share the sale's hash tag, so the script is cluster-safe)
   4  admission hash  token bucket: tokens, at (ms); expires when idle
 ARGV
   1..n  user ids, 1 to 100 (more is an error: the writes at the end unpack 2n values)
-Replies
-  an array with one reply per user, in ARGV order; each an array naming the outcome first:
-  {"OK", orderId, remaining, nowMs, rate, burst}   reserved; orderId is a decimal string
-  {"ALREADY_PURCHASED", orderId}      this user already holds an order
-  {"SOLD_OUT", 0}
-  {"RATE_LIMITED", retryAfterMs, burst, rate}   the admission bucket is empty
-  {"SALE_NOT_STARTED", startsMs}
-  {"SALE_ENDED", endsMs}
-  {"SALE_NOT_FOUND"}
+Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
+  1  "checkout/1"     the layout; the Worker refuses any other
+  2  nowMs            Redis time of the call
+  3  startsMs  4  endsMs         the sale window (0 when the sale is not found)
+  5  rate      6  burst          the admission bucket (0 when the sale is not found)
+  7  retryAfterMs     how long until the bucket holds a token again (0 when it holds one)
+  then three fields per user, in ARGV order:
+     outcome   OK | ALREADY_PURCHASED | SOLD_OUT | RATE_LIMITED | SALE_NOT_STARTED |
+               SALE_ENDED | SALE_NOT_FOUND
+     orderId   the order reserved now (OK) or held already (ALREADY_PURCHASED), else ""
+     remaining units left after this user (0 when the sale is not found)
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
@@ -33,31 +35,37 @@ local meta, buyers, outbox, admission = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if #ARGV < 1 or #ARGV > 100 then
   return redis.error_reply('checkout.lua takes 1 to 100 user ids')
 end
-local replies = {}
-
-local function everyone(reply)
-  for i = 1, #ARGV do
-    replies[i] = reply
-  end
-  return replies
-end
-
-local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq')
-if not sale[1] then
-  return everyone({ 'SALE_NOT_FOUND' })
-end
-local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
-local rate, burst, seq = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0
 
 local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
+local function reply(starts, ends, rate, burst, retryAfter, outcomes)
+  return { 'checkout/1', nowMs, starts, ends, rate, burst, retryAfter, unpack(outcomes) }
+end
+
+local function everyone(outcome, remaining)
+  local outcomes = {}
+  for _ = 1, #ARGV do
+    outcomes[#outcomes + 1] = outcome
+    outcomes[#outcomes + 1] = ''
+    outcomes[#outcomes + 1] = remaining
+  end
+  return outcomes
+end
+
+local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq')
+if not sale[1] then
+  return reply(0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
+end
+local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
+local rate, burst, seq = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0
+
 if nowMs < starts then
-  return everyone({ 'SALE_NOT_STARTED', starts })
+  return reply(starts, ends, rate, burst, 0, everyone('SALE_NOT_STARTED', remaining))
 end
 if nowMs >= ends then
-  return everyone({ 'SALE_ENDED', ends })
+  return reply(starts, ends, rate, burst, 0, everyone('SALE_ENDED', remaining))
 end
 
 -- Admission: a token bucket refilled at `rate` per second up to `burst`, so units are
@@ -81,26 +89,30 @@ local function orderIdFor(n)
   return string.format('%.0f', low % 1000000)
 end
 
+local outcomes = {}
 local takenHere = {}
 local newBuyers, newOutbox = {}, {}
-for i, user in ipairs(ARGV) do
+for _, user in ipairs(ARGV) do
   local held = takenHere[user] or redis.call('HGET', buyers, user)
+  local outcome, orderId = 'OK', ''
   if held then
-    replies[i] = { 'ALREADY_PURCHASED', held }
+    outcome, orderId = 'ALREADY_PURCHASED', held
   elseif remaining <= 0 then
-    replies[i] = { 'SOLD_OUT', 0 }
+    outcome = 'SOLD_OUT'
   elseif tokens < 1 then
-    replies[i] = { 'RATE_LIMITED', math.ceil((1 - tokens) * 1000 / rate), burst, rate }
+    outcome = 'RATE_LIMITED'
   else
     tokens, remaining, seq = tokens - 1, remaining - 1, seq + 1
-    local orderId = orderIdFor(seq)
+    orderId = orderIdFor(seq)
     takenHere[user] = orderId
     newBuyers[#newBuyers + 1] = user
     newBuyers[#newBuyers + 1] = orderId
     newOutbox[#newOutbox + 1] = nowMs
     newOutbox[#newOutbox + 1] = orderId .. ':' .. user
-    replies[i] = { 'OK', orderId, remaining, nowMs, rate, burst }
   end
+  outcomes[#outcomes + 1] = outcome
+  outcomes[#outcomes + 1] = orderId
+  outcomes[#outcomes + 1] = remaining
 end
 
 if #newBuyers > 0 then
@@ -111,4 +123,8 @@ if #newBuyers > 0 then
   -- Idle long enough to refill completely, the bucket is the same as no bucket.
   redis.call('PEXPIRE', admission, math.ceil(burst * 1000 / rate) + 1000)
 end
-return replies
+local retryAfter = 0
+if tokens < 1 then
+  retryAfter = math.ceil((1 - tokens) * 1000 / rate)
+end
+return reply(starts, ends, rate, burst, retryAfter, outcomes)

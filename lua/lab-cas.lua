@@ -1,5 +1,5 @@
 --[[
-lab-cas.lua: the lab's optimistic write, a compare-and-set on a version (the seeds' CAS).
+lab-cas.lua: the lab's optimistic write, a compare-and-set on a version (optimistic concurrency).
 Sets the remaining stock only if nobody wrote since the caller read it.
 
 The version is the lab sale's `seq` field: it grows by one per successful write, so it

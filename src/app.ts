@@ -1,15 +1,16 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { AppEnv } from "./app-env";
+import type { AppEnv } from "./http/app-env";
+import { limitPerIp } from "./http/caller-limits";
 import { ApiError, handleError, notFoundRoute } from "./http/errors";
-import { labRoutes } from "./lab/routes";
-import { limitPerIp } from "./limits/callers";
-import { orderRoutes } from "./orders/routes";
-import { adminRoutes } from "./sales/admin-routes";
-import { saleRoutes } from "./sales/public-routes";
+import { adminRoutes } from "./routes/admin";
+import { checkoutRoutes } from "./routes/checkout";
+import { labRoutes } from "./routes/lab";
+import { orderRoutes } from "./routes/orders";
+import { saleRoutes } from "./routes/sales";
+import { MAX_BODY_BYTES } from "./shared/limits";
 
-const MAX_BODY_BYTES = 16 * 1024;
-
+/** The whole API, mounted in one chain: every route the Worker answers is listed here. */
 export const app = new Hono<AppEnv>()
   .use(
     bodyLimit({
@@ -21,9 +22,10 @@ export const app = new Hono<AppEnv>()
   )
   .get("/healthz", (c) => c.json({ ok: true }))
   .use("/api/*", limitPerIp)
-  .route("/api/sales", saleRoutes)
-  .route("/api/orders", orderRoutes)
-  .route("/admin", adminRoutes)
-  .route("/lab", labRoutes)
+  .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
+  .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
+  .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId
+  .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report
+  .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true
   .notFound(notFoundRoute)
   .onError(handleError);

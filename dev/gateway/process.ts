@@ -2,11 +2,14 @@
 // it stays out of the caller's module graph and can be stopped like any other server.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../redis-server.ts";
+import { freePort } from "../lib/net.ts";
 import type { GatewayStats } from "./server.ts";
 
 export interface GatewayProcess {
   url: string;
+  /** The bearer token clients send. */
+  token: string;
+  pid: number;
   stats(): Promise<GatewayStats>;
   resetStats(): Promise<void>;
   /** Sets the emulated round trip added to every request (see GatewayOptions.latencyMs). */
@@ -38,6 +41,8 @@ export async function spawnGateway(opts: { redisUrl: string; token: string; port
     fetch(`${url}/__gateway/${path}`, { method, headers: { Authorization: `Bearer ${opts.token}` } });
   return {
     url,
+    token: opts.token,
+    pid: child.pid as number,
     stats: async () => (await (await statsRequest("stats", "GET")).json()) as GatewayStats,
     resetStats: async () => {
       await (await statsRequest("stats/reset", "POST")).arrayBuffer();

@@ -1,48 +1,51 @@
-// A whole local stack in one process tree: redis-server, the gateway, the Worker on
-// Miniflare. Node-side tests, the load runner and the benchmarks drive it.
-import type { ReconciliationReport } from "../../src/settlement/report-shape.ts";
+// The whole local stack in one process tree: redis-server, the gateway (its own process),
+// the Worker on Miniflare with local D1 and Queues. The Node-side tests, the load runner and
+// the benchmarks drive it through its typed API client.
+import type { ReconciliationReport } from "../../src/shared/api-types.ts";
 import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
-import { type RedisServer, startRedisServer } from "../redis-server.ts";
-import { DEV_SECRETS, mintUserToken } from "../tokens.ts";
-import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./worker.ts";
-
-export const SECRETS = { ADMIN_TOKEN: DEV_SECRETS.ADMIN_TOKEN, JWT_SECRET: DEV_SECRETS.JWT_SECRET } as const;
-const GATEWAY_TOKEN = DEV_SECRETS.UPSTASH_REDIS_REST_TOKEN;
+import { ApiClient } from "../lib/api-client.ts";
+import { type RedisServer, startRedisServer } from "../lib/redis-server.ts";
+import { eventually } from "../lib/wait.ts";
+import { type LocalSecrets, randomSecrets } from "./local-secrets.ts";
+import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./miniflare-worker.ts";
 
 export interface Stack {
   redis: RedisServer;
   /** Its own process, as in production: the harness and the gateway do not share a thread. */
   gateway: GatewayProcess;
   worker: LocalWorker;
-  token(userId: string): Promise<string>;
-  createSale(body?: Record<string, unknown>): Promise<{ id: string; stock: number }>;
-  checkout(saleId: string, token: string): Promise<{ status: number; body: { orderId?: string; error?: { code: string } } }>;
-  report(saleId: string): Promise<Report>;
+  /** The API, as an admin (and minting user tokens the Worker accepts). */
+  api: ApiClient;
+  /** This stack's own random secrets. */
+  secrets: LocalSecrets;
   /** The orders D1 confirmed for a sale. */
   settledOrders(saleId: string): Promise<{ orderId: string; userId: string }[]>;
   stop(): Promise<void>;
 }
 
-/** The body of GET /admin/sales/:id/report. */
-export type Report = ReconciliationReport;
+export interface StackOptions {
+  vars?: Record<string, string>;
+  /** AOF persistence here: a stack started again on the same dir finds Redis' data. */
+  redisDataDir?: string;
+  /** Local D1 here, kept by stop(): a stack started again on the same dir finds it. */
+  stateDir?: string;
+  /** Overrides wrangler.toml's consumer settings for the orders queue. */
+  ordersConsumer?: QueueConsumerOptions;
+  /** Receives the Worker's console output instead of stdout/stderr. */
+  onWorkerLog?: (log: { level: string; message: string }) => void;
+}
 
-export async function startStack(
-  opts: {
-    vars?: Record<string, string>;
-    /** AOF persistence here: a stack started again on the same dir finds Redis' data. */
-    redisDataDir?: string;
-    /** Local D1 here, kept by stop(): a stack started again on the same dir finds it. */
-    stateDir?: string;
-    /** Overrides wrangler.toml's consumer settings for the orders queue. */
-    ordersConsumer?: QueueConsumerOptions;
-    /** Receives the Worker's console output instead of stdout/stderr. */
-    onWorkerLog?: (log: { level: string; message: string }) => void;
-  } = {},
-): Promise<Stack> {
-  const redis = await startRedisServer({ dataDir: opts.redisDataDir });
-  const gateway = await spawnGateway({ redisUrl: redis.url, token: GATEWAY_TOKEN });
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const secrets = randomSecrets();
+  const redis = await startRedisServer({ dataDir: opts.redisDataDir, password: secrets.REDIS_PASSWORD });
+  const gateway = await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN });
   const worker = await startLocalWorker({
-    secrets: { ...SECRETS, UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN },
+    secrets: {
+      ADMIN_TOKEN: secrets.ADMIN_TOKEN,
+      JWT_SECRET: secrets.JWT_SECRET,
+      UPSTASH_REDIS_REST_URL: gateway.url,
+      UPSTASH_REDIS_REST_TOKEN: gateway.token,
+    },
     // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
     // The whole crowd comes from one address here: no per-IP limit.
     vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", ...opts.vars },
@@ -50,40 +53,12 @@ export async function startStack(
     ordersConsumer: opts.ordersConsumer,
     onLog: opts.onWorkerLog,
   });
-  const admin = { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}`, "Content-Type": "application/json" };
   return {
     redis,
     gateway,
     worker,
-    token: (userId) => mintUserToken(userId, SECRETS.JWT_SECRET),
-    async createSale(body = {}) {
-      const res = await worker.fetch("/admin/sales", {
-        method: "POST",
-        headers: admin,
-        body: JSON.stringify({
-          name: "node test sale",
-          stock: 10,
-          startsAt: new Date(Date.now() - 1000).toISOString(),
-          endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-          admission: { rate: 100_000, burst: 1_000_000 },
-          ...body,
-        }),
-      });
-      if (res.status !== 201) throw new Error(`create sale: ${res.status} ${await res.text()}`);
-      return (await res.json()) as { id: string; stock: number };
-    },
-    async checkout(saleId, token) {
-      const res = await worker.fetch(`/api/sales/${saleId}/checkout`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}` },
-      });
-      return { status: res.status, body: (await res.json()) as { orderId?: string; error?: { code: string } } };
-    },
-    async report(saleId) {
-      const res = await worker.fetch(`/admin/sales/${saleId}/report`, { headers: admin });
-      if (res.status !== 200) throw new Error(`report: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Report;
-    },
+    secrets,
+    api: new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET }),
     async settledOrders(saleId) {
       const db = await worker.mf.getD1Database("DB");
       const { results } = await db
@@ -105,19 +80,21 @@ export async function startStack(
  * `redrive`, when given, runs before each poll: e.g. the Worker's scheduled handler, as the
  * cron trigger would run it.
  */
-export async function waitForDrain(
-  stack: Pick<Stack, "report">,
+export function waitForDrain(
+  api: Pick<ApiClient, "report">,
   saleId: string,
-  expectConfirmed: number,
+  expectSettled: number,
   timeoutMs = 60_000,
   { redrive }: { redrive?: () => Promise<void> } = {},
-): Promise<Report> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await redrive?.();
-    const r = await stack.report(saleId);
-    if (r.d1.confirmed + r.d1.failed >= expectConfirmed && r.pending === 0 && r.redis.outbox === 0) return r;
-    if (Date.now() > deadline) throw new Error(`queue did not drain: ${JSON.stringify(r)}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+): Promise<ReconciliationReport> {
+  let last: ReconciliationReport | undefined;
+  return eventually(
+    () => `the queue to drain sale ${saleId} (last report: ${JSON.stringify(last)})`,
+    async () => {
+      await redrive?.();
+      last = await api.report(saleId);
+      return last.d1.confirmed + last.d1.failed >= expectSettled && last.pending === 0 && last.redis.outbox === 0 && last;
+    },
+    timeoutMs,
+  );
 }

@@ -1,8 +1,7 @@
 // A crowd of buyers and the two ways to send it: a fixed number of requests in flight
 // (closed loop, like JMeter threads) or a fixed arrival rate (open loop, like k6's
 // constant-arrival-rate executor, where slow answers do not slow the arrivals).
-import { mintUserToken } from "../../dev/tokens.ts";
-import type { Answer } from "./api.ts";
+import type { Answer, ApiClient } from "../../dev/lib/api-client.ts";
 
 export interface Shot {
   userId: string;
@@ -25,11 +24,16 @@ export interface Progress {
 }
 
 /** `users` distinct users, each trying `attempts` times back to back, like a double click. */
-export async function planCrowd(users: number, attempts: number, userPrefix: string, jwtSecret: string): Promise<Shot[]> {
+export async function planCrowd(
+  api: Pick<ApiClient, "userToken">,
+  users: number,
+  attempts: number,
+  userPrefix: string,
+): Promise<Shot[]> {
   const tokens = await Promise.all(
     Array.from({ length: users }, async (_, i) => {
       const userId = `${userPrefix}${i}`;
-      return { userId, token: await mintUserToken(userId, jwtSecret) };
+      return { userId, token: await api.userToken(userId) };
     }),
   );
   return tokens.flatMap((shot) => Array.from({ length: attempts }, () => shot));

@@ -1,7 +1,7 @@
 // What must hold after a load run. Each check returns the violations it found, in words;
 // an empty list is a clean run.
-import type { Report } from "../../dev/stack/local-stack.ts";
-import type { LabCopyReport } from "./api.ts";
+import type { ReconciliationReport } from "../../src/shared/api-types.ts";
+import type { LabCopyReport } from "../../src/shared/lab-types.ts";
 import type { Sample } from "./crowd.ts";
 
 /** Answers that mean the request failed rather than being refused by the rules of the sale. */
@@ -17,7 +17,7 @@ function failures(samples: Sample[]): string[] {
 export function saleViolations(input: {
   stock: number;
   samples: Sample[];
-  report: Report;
+  report: ReconciliationReport;
   settled?: { orderId: string; userId: string }[];
 }): string[] {
   const { stock, samples, report, settled } = input;

@@ -14,9 +14,9 @@
 //   --out load/reports   --drain-timeout <s>   --json
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { SECRETS, type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { ROOT } from "../../dev/stack/worker.ts";
-import { LAB_STRATEGIES } from "./api.ts";
+import { ROOT } from "../../dev/lib/project.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-types.ts";
 import type { Pace } from "./crowd.ts";
 import { progressLine } from "./progress.ts";
 import { writeReports } from "./report-files.ts";
@@ -87,7 +87,7 @@ if (values["base-url"]) {
 } else {
   if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
   stack = await startStack({ vars: { LAB_ENABLED: "true" } });
-  target = stackTarget(stack, SECRETS);
+  target = stackTarget(stack);
 }
 
 try {

@@ -1,17 +1,8 @@
 // One load run: create the sale (or lab sale), send the crowd per strategy, wait for the
 // settlement queue to drain, then check the invariants against what was answered.
-import { type Report, waitForDrain } from "../../dev/stack/local-stack.ts";
-import {
-  checkout,
-  checkoutPath,
-  createLabSale,
-  createSale,
-  type LabCopyReport,
-  type LabStrategy,
-  labCheckoutPath,
-  labReport,
-  saleReport,
-} from "./api.ts";
+import { waitForDrain } from "../../dev/stack/local-stack.ts";
+import type { ReconciliationReport } from "../../src/shared/api-types.ts";
+import type { LabCopyReport, StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
 import { drive, type Pace, type Progress, planCrowd, type Shot } from "./crowd.ts";
 import { labViolations, saleViolations } from "./invariants.ts";
 import { type RunStats, summarize } from "./stats.ts";
@@ -38,26 +29,26 @@ export interface RunResult {
   stock: number;
   stats: RunStats;
   /** The reconciliation report after the drain (checkout) or the lab copy's report. */
-  report: Report | LabCopyReport;
+  report: ReconciliationReport | LabCopyReport;
   violations: string[];
 }
 
 export async function runLoad(target: Target, options: LoadOptions): Promise<RunResult[]> {
   // Fresh user ids per run, so runs against the same deployment never meet each other's buyers.
-  const shots = await planCrowd(options.users, options.attempts, `load-${Date.now().toString(36)}-`, target.jwtSecret);
+  const shots = await planCrowd(target.api, options.users, options.attempts, `load-${Date.now().toString(36)}-`);
   const results: RunResult[] = [];
   if (options.strategies.includes("checkout")) results.push(await runCheckout(target, options, shots));
   const lab = options.strategies.filter((s): s is LabStrategy => s !== "checkout");
   if (lab.length > 0) {
-    const labSaleId = await createLabSale(target, options.stock);
+    const labSaleId = await target.api.createLabSale(options.stock);
     for (const strategy of lab) {
       const { samples, durationMs } = await drive(
         shots,
-        (shot) => checkout(target, labCheckoutPath(strategy, labSaleId), shot.token),
+        (shot) => target.api.labCheckout(strategy, labSaleId, shot.token),
         options.pace,
         options.progress?.(strategy, shots.length),
       );
-      const copy = (await labReport(target, labSaleId))[strategy];
+      const copy = (await target.api.labReport(labSaleId)).strategies[strategy];
       results.push({
         strategy,
         saleId: labSaleId,
@@ -72,21 +63,21 @@ export async function runLoad(target: Target, options: LoadOptions): Promise<Run
 }
 
 async function runCheckout(target: Target, options: LoadOptions, shots: Shot[]): Promise<RunResult> {
-  const saleId = await createSale(target, options.stock, `load run ${new Date().toISOString()}`);
+  const { id: saleId } = await target.api.createSale({ stock: options.stock, name: `load run ${new Date().toISOString()}` });
   const { samples, durationMs } = await drive(
     shots,
-    (shot) => checkout(target, checkoutPath(saleId), shot.token),
+    (shot) => target.api.checkout(saleId, shot.token),
     options.pace,
     options.progress?.("checkout", shots.length),
   );
   const accepted = samples.filter((s) => s.status === 202).length;
   const drainViolations: string[] = [];
-  let report: Report;
+  let report: ReconciliationReport;
   try {
-    report = await waitForDrain({ report: (id) => saleReport(target, id) }, saleId, accepted, options.drainTimeoutMs);
+    report = await waitForDrain(target.api, saleId, accepted, options.drainTimeoutMs);
   } catch {
     drainViolations.push(`the settlement queue did not drain within ${options.drainTimeoutMs / 1000} s`);
-    report = await saleReport(target, saleId);
+    report = await target.api.report(saleId);
   }
   const settled = await target.settledOrders?.(saleId);
   return {

@@ -1,13 +1,12 @@
 // Where a load run sends its requests: the Worker on Miniflare in this process (the local
 // stack), or a deployed Worker (or `npm start`) at a base URL.
+import { ApiClient } from "../../dev/lib/api-client.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
 
 export interface Target {
   /** Names the target in summaries and reports. */
   name: string;
-  fetch(path: string, init?: RequestInit): Promise<Response>;
-  adminToken: string;
-  jwtSecret: string;
+  api: ApiClient;
   /**
    * The orders D1 holds for a sale. Only the local stack can read D1 directly; a deployed
    * Worker is checked through its reconciliation report alone.
@@ -15,17 +14,11 @@ export interface Target {
   settledOrders?(saleId: string): Promise<{ orderId: string; userId: string }[]>;
 }
 
-export function stackTarget(stack: Stack, secrets: { ADMIN_TOKEN: string; JWT_SECRET: string }): Target {
-  return {
-    name: "local stack (Miniflare)",
-    fetch: (path, init) => stack.worker.fetch(path, init),
-    adminToken: secrets.ADMIN_TOKEN,
-    jwtSecret: secrets.JWT_SECRET,
-    settledOrders: (saleId) => stack.settledOrders(saleId),
-  };
+export function stackTarget(stack: Stack): Target {
+  return { name: "local stack (Miniflare)", api: stack.api, settledOrders: (saleId) => stack.settledOrders(saleId) };
 }
 
 export function remoteTarget(baseUrl: string, adminToken: string, jwtSecret: string): Target {
   const base = baseUrl.replace(/\/+$/, "");
-  return { name: base, fetch: (path, init) => fetch(`${base}${path}`, init), adminToken, jwtSecret };
+  return { name: base, api: new ApiClient({ fetch: (path, init) => fetch(`${base}${path}`, init), adminToken, jwtSecret }) };
 }

@@ -1,6 +1,7 @@
-import { IsolateCache } from "../cache/isolate-cache";
-import { LocalTokenBuckets } from "../limits/local-token-buckets";
-import type { Admission } from "./reserve";
+import { IsolateCache } from "../isolate/isolate-cache";
+import { LocalTokenBuckets } from "../isolate/token-buckets";
+import type { Admission, Refusal } from "../shared/refusal";
+import type { Reservation } from "./reply";
 
 /**
  * What this isolate has learnt from earlier script replies, so repeat losers are refused
@@ -18,7 +19,7 @@ const NOT_FOUND_TTL_MS = 1_000;
 
 const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
 const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
-const throttled = new IsolateCache<{ until: number; burst: number }>(1_000, 1_000);
+const throttled = new IsolateCache<{ until: number; admission: Admission }>(1_000, 1_000);
 /**
  * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
  * no faster than everyone's drain the shared one in Redis, so when the local copy is empty
@@ -32,19 +33,11 @@ const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_0
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
-export type LocalRefusal =
-  | { code: "SALE_ENDED" }
-  | { code: "SALE_NOT_STARTED"; startsAt: number }
-  | { code: "ALREADY_PURCHASED"; orderId: string }
-  | { code: "SOLD_OUT" }
-  | { code: "SALE_NOT_FOUND" }
-  | { code: "RATE_LIMITED"; retryAfterMs: number; burst: number };
-
 /** A refusal this isolate can give on its own, or undefined when Redis must decide. */
-export function localRefusal(saleId: string, userId: string, now = Date.now()): LocalRefusal | undefined {
+export function localRefusal(saleId: string, userId: string, now = Date.now()): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
   const window = windows.get(saleId, now);
-  if (window?.endsAt !== undefined && now >= window.endsAt + CLOCK_SKEW_MS) return { code: "SALE_ENDED" };
+  if (window?.endsAt !== undefined && now >= window.endsAt + CLOCK_SKEW_MS) return { code: "SALE_ENDED", endsAt: window.endsAt };
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
@@ -53,46 +46,73 @@ export function localRefusal(saleId: string, userId: string, now = Date.now()): 
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
   const throttle = throttled.get(saleId, now);
   if (throttle && now < throttle.until) {
-    return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, burst: throttle.burst };
+    return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, admission: throttle.admission };
   }
   const bucket = admissionBuckets.get(saleId);
   const taken = bucket?.take(saleId, now);
-  if (bucket && taken && !taken.ok) return { code: "RATE_LIMITED", retryAfterMs: taken.retryAfterMs, burst: bucket.burst };
+  if (bucket && taken && !taken.ok) {
+    return { code: "RATE_LIMITED", retryAfterMs: taken.retryAfterMs, admission: { rate: bucket.rate, burst: bucket.burst } };
+  }
   return undefined;
 }
 
+function knowAdmission(saleId: string, { rate, burst }: Admission): void {
+  const known = admissionBuckets.get(saleId);
+  if (known?.rate === rate && known.burst === burst) return;
+  if (admissionBuckets.size >= 1_000) admissionBuckets.clear();
+  admissionBuckets.set(saleId, new LocalTokenBuckets(rate, burst, 1));
+}
+
+function knowWindow(saleId: string, bound: { startsAt?: number; endsAt?: number }): void {
+  windows.set(saleId, { ...windows.get(saleId), ...bound });
+}
+
 export const memo = {
-  soldOut(saleId: string) {
-    soldOut.set(saleId, true);
-  },
-  bought(saleId: string, userId: string, orderId: string) {
-    buyers.set(buyerKey(saleId, userId), orderId);
+  /**
+   * Remembers what Redis answered for one buyer. `askedAt` is when the script was called:
+   * a throttle counts from then, not from when the answer arrived.
+   */
+  learn(saleId: string, userId: string, r: Reservation, askedAt: number) {
+    // Redis spends an admission token only on a reservation: mirror that locally.
+    if (r.code !== "OK") memo.admissionTokenUnused(saleId);
+    switch (r.code) {
+      case "OK":
+        buyers.set(buyerKey(saleId, userId), r.orderId);
+        knowAdmission(saleId, r.admission);
+        if (r.remaining === 0) soldOut.set(saleId, true);
+        return;
+      case "SOLD_OUT":
+        soldOut.set(saleId, true);
+        return;
+      case "ALREADY_PURCHASED":
+        if (r.orderId) buyers.set(buyerKey(saleId, userId), r.orderId);
+        return;
+      case "SALE_NOT_STARTED":
+        knowWindow(saleId, { startsAt: r.startsAt });
+        return;
+      case "SALE_ENDED":
+        knowWindow(saleId, { endsAt: r.endsAt });
+        return;
+      case "SALE_NOT_FOUND":
+        notFound.set(saleId, true);
+        return;
+      case "RATE_LIMITED": {
+        knowAdmission(saleId, r.admission);
+        const until = askedAt + r.retryAfterMs;
+        throttled.set(saleId, { until, admission: r.admission }, Math.max(0, until - Date.now()));
+        return;
+      }
+      case "BUSY":
+        return;
+    }
   },
   /** Redis reserved nothing for this attempt: give back the local token it took. */
   admissionTokenUnused(saleId: string) {
     admissionBuckets.get(saleId)?.refund(saleId);
   },
-  notFound(saleId: string) {
-    notFound.set(saleId, true);
-  },
+  /** A reservation was undone: the buyer may buy again and a unit is back. */
   released(saleId: string, userId: string) {
     buyers.delete(buyerKey(saleId, userId));
     soldOut.delete(saleId);
-  },
-  /**
-   * The admission bucket is empty until `until` (epoch ms, counted from when the script was
-   * called, not when its answer arrived): refuse locally till then.
-   */
-  throttled(saleId: string, until: number, burst: number) {
-    throttled.set(saleId, { until, burst }, Math.max(0, until - Date.now()));
-  },
-  admission(saleId: string, { rate, burst }: Admission) {
-    const known = admissionBuckets.get(saleId);
-    if (known?.rate === rate && known.burst === burst) return;
-    if (admissionBuckets.size >= 1_000) admissionBuckets.clear();
-    admissionBuckets.set(saleId, new LocalTokenBuckets(rate, burst, 1));
-  },
-  window(saleId: string, bound: { startsAt?: number; endsAt?: number }) {
-    windows.set(saleId, { ...windows.get(saleId), ...bound });
   },
 };

@@ -1,26 +1,12 @@
 import type { Redis } from "../redis/client";
-import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
-import type { OrderMessage } from "../settlement/order-message";
-import { QUEUE_MESSAGE_MAX_ORDERS } from "../settlement/queue-limits";
+import { saleKeys } from "../shared/keys";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import type { OrderMessage } from "../shared/messages";
 import { type KeepAlive, MergedCalls } from "./merged-calls";
+import { parseCheckoutReply, type Reservation } from "./reply";
 
-export type Reservation =
-  | { outcome: "OK"; orderId: string; remaining: number; reservedAt: number; admission: Admission }
-  | { outcome: "ALREADY_PURCHASED"; orderId: string }
-  | { outcome: "SOLD_OUT" }
-  | { outcome: "RATE_LIMITED"; retryAfterMs: number; admission: Admission }
-  | { outcome: "SALE_NOT_STARTED"; startsAt: number }
-  | { outcome: "SALE_ENDED"; endsAt: number }
-  | { outcome: "SALE_NOT_FOUND" };
-
-/** The sale's admission token bucket: refill per second and capacity. */
-export interface Admission {
-  rate: number;
-  burst: number;
-}
-
-type ScriptReply = [string, ...(string | number)[]];
+export type { Reservation };
 
 /**
  * Merging checkouts of one sale in this isolate. A batch of 100 keeps the script well under
@@ -58,7 +44,7 @@ export function reserve(redis: Redis, saleId: string, userId: string, options: R
   const call = async (users: string[]) => {
     const reservations = await reserveAll(redis, saleId, users);
     const orders = reservations.flatMap((r, i) =>
-      r.outcome === "OK" ? [{ orderId: r.orderId, saleId, userId: users[i] as string, reservedAt: r.reservedAt }] : [],
+      r.code === "OK" ? [{ orderId: r.orderId, saleId, userId: users[i] as string, reservedAt: r.reservedAt }] : [],
     );
     if (orders.length > 0) options.onReserved?.(orders);
     return reservations;
@@ -68,37 +54,6 @@ export function reserve(redis: Redis, saleId: string, userId: string, options: R
 
 async function reserveAll(redis: Redis, saleId: string, users: string[]): Promise<Reservation[]> {
   const keys = saleKeys(saleId);
-  const replies = await runScript<ScriptReply[]>(
-    redis,
-    LUA.checkout,
-    [keys.meta, keys.buyers, keys.outbox, keys.admission],
-    users,
-  );
-  return replies.map(parseReply);
-}
-
-function parseReply([outcome, a, b, c, d, e]: ScriptReply): Reservation {
-  switch (outcome) {
-    case "OK":
-      return {
-        outcome,
-        orderId: String(a),
-        remaining: Number(b),
-        reservedAt: Number(c),
-        admission: { rate: Number(d), burst: Number(e) },
-      };
-    case "ALREADY_PURCHASED":
-      return { outcome, orderId: String(a) };
-    case "SOLD_OUT":
-    case "SALE_NOT_FOUND":
-      return { outcome };
-    case "RATE_LIMITED":
-      return { outcome, retryAfterMs: Number(a), admission: { burst: Number(b), rate: Number(c) } };
-    case "SALE_NOT_STARTED":
-      return { outcome, startsAt: Number(a) };
-    case "SALE_ENDED":
-      return { outcome, endsAt: Number(a) };
-    default:
-      throw new Error(`checkout script replied ${String(outcome)}`);
-  }
+  const reply = await runScript<unknown>(redis, LUA.checkout, [keys.meta, keys.buyers, keys.outbox, keys.admission], users);
+  return parseCheckoutReply(reply, users.length);
 }

@@ -1,12 +1,12 @@
 import type { MiddlewareHandler } from "hono";
 import { verify } from "hono/jwt";
 import { timingSafeEqual } from "hono/utils/buffer";
+import { MAX_USER_ID_LENGTH } from "../shared/limits";
 import { unauthorized } from "./errors";
 
 export type UserVariables = { userId: string };
 
 const BEARER = /^Bearer\s+(\S+)$/i;
-const MAX_USER_ID_LENGTH = 128;
 
 // Importing the HMAC key is a good part of a verification's CPU; do it once per isolate.
 let cachedKey: { secret: string; key: Promise<CryptoKey> } | undefined;

@@ -1,11 +1,8 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-
-/** Every error the API returns has this one shape. */
-export interface ErrorBody {
-  error: { code: string; message: string };
-}
+import type { ErrorBody } from "../shared/api-types";
+import type { Refusal } from "../shared/refusal";
 
 export class ApiError extends Error {
   constructor(
@@ -39,6 +36,33 @@ export function rateLimited(message: string, bucket: { limit: number; retryAfter
     "RateLimit-Remaining": "0",
     "RateLimit-Reset": seconds,
   });
+}
+
+/** The API's answer to a refused checkout, whoever refused it (Redis, the isolate memo, a lab strategy). */
+export function refusalError(refusal: Refusal): ApiError {
+  switch (refusal.code) {
+    case "SOLD_OUT":
+      return new ApiError(409, "SOLD_OUT", "the sale is sold out");
+    case "ALREADY_PURCHASED":
+      return new ApiError(
+        409,
+        "ALREADY_PURCHASED",
+        refusal.orderId ? `you already hold order ${refusal.orderId} in this sale` : "you already hold an order in this sale",
+      );
+    case "SALE_NOT_STARTED":
+      return new ApiError(409, "SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
+    case "SALE_ENDED":
+      return new ApiError(409, "SALE_ENDED", "the sale has ended");
+    case "SALE_NOT_FOUND":
+      return notFound("SALE_NOT_FOUND", "no such sale");
+    case "RATE_LIMITED":
+      return rateLimited("the sale is admitting buyers at its configured rate; retry shortly", {
+        limit: refusal.admission.burst,
+        retryAfterMs: refusal.retryAfterMs,
+      });
+    case "BUSY":
+      return new ApiError(503, "BUSY", "too many checkouts contend for this sale; try again shortly", { "Retry-After": "1" });
+  }
 }
 
 /** Hono onError: known errors keep their status; anything else is a 500 without internals. */

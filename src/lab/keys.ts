@@ -1,5 +1,5 @@
-import { saleKeys } from "../redis/keys";
-import { STRATEGIES, type StrategyName } from "./report-shape";
+import { saleKeys } from "../shared/keys";
+import { STRATEGIES, type StrategyName } from "../shared/lab-types";
 
 export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as readonly string[]).includes(name);
 

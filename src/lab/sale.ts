@@ -1,9 +1,9 @@
 import { hashFields, type Redis } from "../redis/client";
 import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
-import { MAX_ADMISSION } from "../sales/sale";
+import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
+import { MAX_ADMISSION } from "../shared/limits";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
-import type { LabCopyReport, LabSaleReport } from "./report-shape";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "optimistic"];
 /** Lab sales open at once and stay open this long: long enough for any run. */
@@ -27,7 +27,7 @@ export async function createLabSale(redis: Redis, stock: number): Promise<string
       admission: MAX_ADMISSION, // the lab never throttles
     }),
     ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
-    ...[LUA.labCas, LUA.lockRelease].map((source) => redis.scriptLoad(source)),
+    redis.scriptLoad(LUA.labCas),
   ]);
   return id;
 }

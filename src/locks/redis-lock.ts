@@ -1,9 +1,10 @@
-import type { Redis } from "../redis/client";
-import { LUA, runScript } from "../redis/scripts";
+import type { Redis } from "@upstash/redis";
+import releaseSource from "../../lua/lock-release.lua";
 import { backoffDelayMs, sleep } from "./backoff";
+import { runLockScript } from "./scripts";
 
 /**
- * A single-Redis mutual-exclusion lock, the seeds' SET NX PX with an owner token and a Lua
+ * A single-Redis mutual-exclusion lock: SET NX PX with an owner token and a Lua
  * compare-and-delete release. Not reentrant, not renewed: a holder that outlives ttlMs
  * loses the lock without knowing it, so ttlMs must exceed the longest critical section.
  */
@@ -41,7 +42,7 @@ export async function acquireLock(redis: Redis, key: string, options: LockOption
 
 /** True when the lock was still ours and is released; false when it had expired meanwhile. */
 export async function releaseLock(redis: Redis, lock: Lock): Promise<boolean> {
-  return (await runScript<number>(redis, LUA.lockRelease, [lock.key], [lock.token])) === 1;
+  return Number(await runLockScript(redis, releaseSource, [lock.key], [lock.token])) === 1;
 }
 
 /** Runs `critical` holding the lock, then releases it. Throws LockBusyError when it cannot be taken. */

@@ -1,6 +1,5 @@
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
-import lockReleaseSource from "../../lua/lock-release.lua";
 import releaseSource from "../../lua/release.lua";
 import saleInitSource from "../../lua/sale-init.lua";
 import type { Redis } from "./client";
@@ -30,7 +29,6 @@ export function runScript<T>(redis: Redis, source: string, keys: string[], args:
 export const LUA = {
   checkout: checkoutSource,
   labCas: labCasSource,
-  lockRelease: lockReleaseSource,
   release: releaseSource,
   saleInit: saleInitSource,
 } as const;

@@ -1,6 +1,6 @@
 import { hashFields, type Redis } from "../redis/client";
-import { saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
+import { saleKeys } from "../shared/keys";
 import type { Sale } from "./sale";
 
 /**

@@ -1,4 +1,4 @@
-import { ID_SLOTS } from "../orders/order-id";
+import { ID_SLOTS } from "../shared/order-id";
 import type { Sale } from "./sale";
 
 interface SaleRow {

@@ -1,5 +1,7 @@
-export type SaleStatus = "upcoming" | "live" | "sold_out" | "ended";
+import type { SaleStatus, SaleView } from "../shared/api-types";
+import type { Admission } from "../shared/refusal";
 
+/** A sale as D1 records it. */
 export interface Sale {
   id: string;
   name: string;
@@ -7,18 +9,7 @@ export interface Sale {
   startsAt: number; // epoch ms
   endsAt: number;
   idSlot: number;
-  admission: { rate: number; burst: number };
-}
-
-/** What buyers see: the sale with its live remaining stock. */
-export interface SaleView {
-  id: string;
-  name: string;
-  stock: number;
-  remaining: number;
-  startsAt: string;
-  endsAt: string;
-  status: SaleStatus;
+  admission: Admission;
 }
 
 export function saleStatus(now: number, startsAt: number, endsAt: number, remaining: number): SaleStatus {
@@ -27,6 +18,7 @@ export function saleStatus(now: number, startsAt: number, endsAt: number, remain
   return remaining > 0 ? "live" : "sold_out";
 }
 
+/** What buyers see: the sale with its live remaining stock. */
 export function saleView(sale: Omit<Sale, "idSlot" | "admission">, remaining: number, now: number): SaleView {
   return {
     id: sale.id,
@@ -38,9 +30,3 @@ export function saleView(sale: Omit<Sale, "idSlot" | "admission">, remaining: nu
     status: saleStatus(now, sale.startsAt, sale.endsAt, remaining),
   };
 }
-
-/** The most admission a sale may be given: refill per second and bucket capacity. */
-export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
-
-/** Sale ids are D1 row ids; anything else is refused before touching Redis or D1. */
-export const SALE_ID_PATTERN = /^[1-9][0-9]{0,15}$/;

@@ -1,8 +1,8 @@
+import { settleOrders } from "../orders/repository";
 import { redisFor } from "../redis/client";
-import { settleOrders } from "./d1-orders";
-import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "./order-message";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "../shared/messages";
 import { clearOutbox, releaseReservation } from "./outbox";
-import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
 /** Attempts of a message before the consumer hands its still-failing orders to the dead-letter queue itself. */
 export const MAX_ATTEMPTS = 5;
@@ -25,9 +25,10 @@ interface Settled {
  * then (for a broken rule, or on the last attempt) order by order, so one poison order
  * cannot hold back the others. A message is acked once all its orders settled, else
  * retried; after MAX_ATTEMPTS its orders that still fail go to the dead-letter queue with
- * the last error. Outbox records are cleared only after D1 has committed.
+ * the last error. Outbox records are cleared only after D1 has committed. Returns the
+ * reservations it released, so the caller can tell this isolate's memo.
  */
-export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<OrderMessage[]> {
   const deliveries: Delivery[] = [];
   for (const message of batch.messages) {
     const parsed = SettlementMessageSchema.safeParse(message.body);
@@ -52,24 +53,29 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       else for (const delivery of group) await settleDelivery(env, delivery, settled);
     }
   }
-  if (settled.orders.length === 0) return;
+  const released: OrderMessage[] = [];
+  if (settled.orders.length === 0) return released;
 
   try {
     const redis = redisFor(env);
     // An order a dead letter failed may come back (a re-drive, a redelivery): its release
     // may never have run (e.g. the dead letter was dropped while Redis was unreachable), so
     // do it here; release.lua is idempotent and also clears the outbox record.
+    const failed = settled.orders.filter((o) => settled.failedIds.has(o.orderId));
     await Promise.all([
       clearOutbox(
         redis,
         settled.orders.filter((o) => !settled.failedIds.has(o.orderId)),
       ),
-      ...settled.orders.filter((o) => settled.failedIds.has(o.orderId)).map((o) => releaseReservation(redis, o)),
+      ...failed.map(async (o) => {
+        if (await releaseReservation(redis, o)) released.push(o);
+      }),
     ]);
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
     console.warn("settlement: outbox clear failed; re-drive will repeat these", err);
   }
+  return released;
 }
 
 function record(settled: Settled, orders: OrderMessage[], failedIds: Set<string>): void {

@@ -1,4 +1,4 @@
-import type { OrderMessage, SettlementMessage } from "./order-message";
+import type { OrderMessage, SettlementMessage } from "../shared/messages";
 
 /** One message carrying at most QUEUE_MESSAGE_MAX_ORDERS orders. */
 export function sendOrderMessage(queue: Queue<SettlementMessage>, orders: OrderMessage[]): Promise<unknown> {

@@ -1,9 +1,8 @@
-import { memo } from "../checkout/isolate-memo";
-import { decodeOrderId } from "../orders/order-id";
 import type { Redis } from "../redis/client";
-import { outboxMember, parseOutboxMember, saleKeys } from "../redis/keys";
 import { LUA, runScript } from "../redis/scripts";
-import type { OrderMessage } from "./order-message";
+import { outboxMember, parseOutboxMember, saleKeys } from "../shared/keys";
+import type { OrderMessage } from "../shared/messages";
+import { decodeOrderId } from "../shared/order-id";
 
 /**
  * Clears settled orders from their sales' outboxes. One ZREM per order, all issued in the
@@ -29,11 +28,7 @@ export async function releaseReservation(
     [keys.meta, keys.buyers, keys.outbox],
     [order.orderId, order.userId],
   );
-  if (Number(released) !== 1) return false;
-  // This isolate remembered the buyer (and maybe sold out): forget both, or it would refuse
-  // the user's new attempt locally. Other isolates forget within the memo's buyer TTL.
-  memo.released(order.saleId, order.userId);
-  return true;
+  return Number(released) === 1;
 }
 
 /** Outbox records last sent before `olderThanMs` (epoch ms; scores are Redis time, so allow for skew), oldest first. */

@@ -1,9 +1,9 @@
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSaleIds } from "../sales/repository";
+import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import type { OrderMessage } from "../shared/messages";
 import { sendOrderMessage } from "./enqueue";
-import type { OrderMessage } from "./order-message";
 import { staleOutboxOrders, touchOutbox } from "./outbox";
-import { QUEUE_MESSAGE_MAX_ORDERS } from "./queue-limits";
 
 /** Outboxes of sales that ended longer ago than this are no longer scanned. */
 const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;

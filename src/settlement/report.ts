@@ -1,10 +1,10 @@
+import { settlementCounts } from "../orders/repository";
 import { redisFor } from "../redis/client";
-import { saleKeys } from "../redis/keys";
 import { readLiveSale } from "../sales/live-state";
 import type { Sale } from "../sales/sale";
-import { settlementCounts } from "./d1-orders";
+import type { ReconciliationReport } from "../shared/api-types";
+import { saleKeys } from "../shared/keys";
 import { outboxOrderIds } from "./outbox";
-import type { ReconciliationReport } from "./report-shape";
 
 /**
  * Redis against D1 for one sale. Every minted order id is exactly one of: confirmed in D1,

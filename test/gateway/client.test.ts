@@ -1,7 +1,9 @@
 // @upstash/redis, default options, against the gateway and a real redis-server.
+
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandStats, raw, type Stack, startStack, TOKEN } from "./stack.js";
+import { commandStat } from "../../dev/lib/redis-stats.ts";
+import { raw, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
 
 let stack: Stack;
 let redis: Redis;
@@ -125,8 +127,8 @@ describe("scripts", () => {
     expect(await script.exec(["script:c"], ["1"])).toBe(2);
     expect(await script.exec(["script:c"], ["1"])).toBe(4);
     expect(await script.exec(["script:c"], ["1"])).toBe(6);
-    expect(await commandStats(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
-    expect(await commandStats(stack.direct, "evalsha")).toEqual({ calls: 3, failed: 1 });
+    expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 3, failed: 1 });
   });
 
   it("a script with the Upstash-only allow-key-locking flag runs, and its original SHA hits", async () => {
@@ -137,8 +139,8 @@ describe("scripts", () => {
     await stack.direct.config("RESETSTAT");
     expect(await script.exec(["flag:n"], [])).toBe(1);
     expect(await script.exec(["flag:n"], [])).toBe(2);
-    expect(await commandStats(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
-    expect(await commandStats(stack.direct, "evalsha")).toEqual({ calls: 2, failed: 1 });
+    expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 2, failed: 1 });
   });
 
   it("SCRIPT LOAD of a flagged script answers the original SHA, which EXISTS and EVALSHA accept", async () => {
@@ -151,7 +153,7 @@ describe("scripts", () => {
     await redis.set("flag:read", "v");
     await stack.direct.config("RESETSTAT");
     expect(await redis.evalsha(sha, ["flag:read"], [])).toBe("v");
-    expect(await commandStats(stack.direct, "evalsha")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 1, failed: 0 });
     // no-writes survived the stripping: the script may not write.
     const writer = "#!lua flags=no-writes,allow-key-locking\nreturn redis.call('SET', KEYS[1], 'x')";
     await expect(redis.eval(writer, ["flag:w"], [])).rejects.toThrow(/Write commands are not allowed/);

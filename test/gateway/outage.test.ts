@@ -1,6 +1,8 @@
 // Redis going away and coming back: prompt 5xx JSON, then recovery without a restart.
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, raw, type Stack, startStack } from "./stack.js";
+import { eventually } from "../../dev/lib/wait.ts";
+import { raw, type Stack, startStack } from "./gateway-fixture.ts";
 
 let stack: Stack;
 
@@ -32,7 +34,7 @@ describe("Redis outage", () => {
     expect(Date.now() - started).toBeLessThan(3000);
 
     await stack.redisServer.restart();
-    await eventually(async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
+    await eventually("the gateway to answer PING", async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
     expect(await stack.client.set("outage:k", "after")).toBe("OK");
     expect(await stack.client.get("outage:k")).toBe("after");
     expect(await stack.client.multi().incr("outage:n").exec()).toEqual([1]);
@@ -66,7 +68,7 @@ describe("Redis hanging", () => {
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    await eventually(async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
+    await eventually("the gateway to answer PING", async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
     expect(await stack.client.incr("hang:n")).toBe(1);
   });
 });

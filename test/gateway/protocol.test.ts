@@ -1,7 +1,9 @@
 // The wire protocol, with raw fetch: auth, encodings, bad input, transactions, connections.
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.js";
-import { connectionsNamed, eventually, raw, type Stack, startStack, TOKEN } from "./stack.js";
+import { eventually } from "../../dev/lib/wait.ts";
+import { connectionsNamed, raw, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
 
 let stack: Stack;
 let gateway: Gateway;
@@ -259,12 +261,18 @@ describe("blocking commands", () => {
   it("run on a connection of their own, so the shared one keeps serving", async () => {
     await stack.direct.del("block:q");
     const popped = raw(gateway, "/", ["BLPOP", "block:q", 5]);
-    await eventually(async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1);
+    await eventually(
+      "the blocking connection count",
+      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1,
+    );
     const started = Date.now();
     expect((await raw(gateway, "/pipeline", [["RPUSH", "block:q", "job"]])).body).toEqual([{ result: 1 }]);
     expect(Date.now() - started).toBeLessThan(1000);
     expect((await popped).body).toEqual({ result: ["block:q", "job"] });
-    await eventually(async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0);
+    await eventually(
+      "the blocking connection count",
+      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0,
+    );
   });
 
   it("release their connection when the client aborts", async () => {
@@ -275,10 +283,16 @@ describe("blocking commands", () => {
       body: JSON.stringify(["BLPOP", "block:never", 0]),
       signal: abort.signal,
     }).catch((error: Error) => error.name);
-    await eventually(async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1);
+    await eventually(
+      "the blocking connection count",
+      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1,
+    );
     abort.abort();
     expect(await pending).toBe("AbortError");
-    await eventually(async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0);
+    await eventually(
+      "the blocking connection count",
+      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0,
+    );
   });
 });
 

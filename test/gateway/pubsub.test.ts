@@ -1,6 +1,8 @@
 // Pub/sub over server-sent events, with the real client's subscribe()/psubscribe().
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectionsNamed, eventually, type Stack, startStack, TOKEN } from "./stack.js";
+import { eventually } from "../../dev/lib/wait.ts";
+import { connectionsNamed, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
 
 let stack: Stack;
 
@@ -19,19 +21,19 @@ describe("subscribe", () => {
     const messages: unknown[] = [];
     subscriber.on("subscribe", (count) => counts.push(count));
     subscriber.on("message", (event) => messages.push(event));
-    await eventually(async () => (await subscribers()) === 1 && counts.length === 1);
+    await eventually("the subscription to settle", async () => (await subscribers()) === 1 && counts.length === 1);
     expect(counts).toEqual([1]);
 
     expect(await stack.client.publish("orders", { sku: "shoe", qty: 2 })).toBe(1);
     expect(await stack.client.publish("orders", "héllo 🎉")).toBe(1);
-    await eventually(async () => messages.length === 2);
+    await eventually("the subscription to settle", async () => messages.length === 2);
     expect(messages).toEqual([
       { channel: "orders", message: { sku: "shoe", qty: 2 } },
       { channel: "orders", message: "héllo 🎉" },
     ]);
 
     await subscriber.unsubscribe();
-    await eventually(async () => (await subscribers()) === 0);
+    await eventually("the subscription to settle", async () => (await subscribers()) === 0);
     expect(await stack.client.publish("orders", "nobody")).toBe(0);
   });
 
@@ -40,16 +42,16 @@ describe("subscribe", () => {
     try {
       const events: unknown[] = [];
       subscriber.on("pmessage", (event) => events.push(event));
-      await eventually(async () => Number(await stack.direct.pubsub("NUMPAT")) === 1);
+      await eventually("the subscription to settle", async () => Number(await stack.direct.pubsub("NUMPAT")) === 1);
       // The client JSON-parses pmessage payloads without a fallback, so publish JSON.
       expect(await stack.client.publish("news.tech", { title: "gateway shipped" })).toBe(1);
       expect(await stack.client.publish("sports", { title: "ignored" })).toBe(0);
-      await eventually(async () => events.length === 1);
+      await eventually("the subscription to settle", async () => events.length === 1);
       expect(events).toEqual([{ pattern: "news.*", channel: "news.tech", message: { title: "gateway shipped" } }]);
     } finally {
       await subscriber.unsubscribe();
     }
-    await eventually(async () => (await subscribers()) === 0);
+    await eventually("the subscription to settle", async () => (await subscribers()) === 0);
   });
 
   it("streams the SSE shape: one confirmation per channel, payloads as text", async () => {
@@ -78,6 +80,6 @@ describe("subscribe", () => {
     await readUntil("message,a/b,x,y");
     expect(text).toBe("data: subscribe,a/b,1\n\ndata: subscribe,plain,2\n\ndata: message,a/b,x,y\n\n");
     abort.abort();
-    await eventually(async () => (await subscribers()) === 0);
+    await eventually("the subscription to settle", async () => (await subscribers()) === 0);
   });
 });

@@ -1,8 +1,10 @@
 // Every @upstash/ratelimit algorithm, unmodified, through the gateway: its scripts carry the
 // Upstash-only `allow-key-locking` flag, and after the first call EVALSHA must hit.
+
 import { Ratelimit } from "@upstash/ratelimit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandStats, type Stack, startStack } from "./stack.js";
+import { commandStat } from "../../dev/lib/redis-stats.ts";
+import { type Stack, startStack } from "./gateway-fixture.ts";
 
 let stack: Stack;
 
@@ -44,8 +46,8 @@ describe("@upstash/ratelimit", () => {
       // Another identifier is not affected.
       expect((await ratelimit.limit("user-2")).success).toBe(true);
 
-      const evalsha = await commandStats(stack.direct, "evalsha");
-      expect(await commandStats(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+      const evalsha = await commandStat(stack.direct, "evalsha");
+      expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
       expect(evalsha.failed).toBe(1);
       expect(evalsha.calls).toBeGreaterThanOrEqual(LIMIT + 1);
       // Every later call that reached Redis was one round trip (no NOSCRIPT fallback).

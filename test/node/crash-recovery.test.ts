@@ -34,17 +34,17 @@ describe("the whole stack killed mid-drain", () => {
     // dies, some batches have settled, some may be in flight, and the tail is still queued.
     const first = await startStack({ ...dirs, vars: VARS, ordersConsumer: { maxBatchSize: 25, maxBatchTimeout: 60 } });
     stacks.push(first);
-    const sale = await first.createSale({ stock: STOCK, name: "crash" });
+    const sale = await first.api.createSale({ stock: STOCK, name: "crash" });
     const users = Array.from({ length: USERS }, (_, i) => `crash-${sale.id}-${i}`);
-    const tokens = await Promise.all(users.map((u) => first.token(u)));
+    const tokens = await Promise.all(users.map((u) => first.api.userToken(u)));
     const results = await Promise.all(
-      tokens.map(async (t, i) => ({ user: users[i] as string, ...(await first.checkout(sale.id, t)) })),
+      tokens.map(async (t, i) => ({ user: users[i] as string, ...(await first.api.checkout(sale.id, t)) })),
     );
 
     const accepted = new Map<string, string>();
     for (const r of results) {
-      if (r.status === 202) accepted.set(r.user, r.body.orderId as string);
-      else expect([r.status, r.body.error?.code]).toEqual([409, "SOLD_OUT"]);
+      if (r.status === 202) accepted.set(r.user, r.orderId as string);
+      else expect([r.status, r.code]).toEqual([409, "SOLD_OUT"]);
     }
     expect(accepted.size).toBe(STOCK);
 
@@ -59,7 +59,7 @@ describe("the whole stack killed mid-drain", () => {
 
     // Redis kept every reservation (AOF); D1 kept what had committed; the rest was lost in
     // flight and waits in the outbox. The report already reconciles, counting it pending.
-    const before = await second.report(sale.id);
+    const before = await second.api.report(sale.id);
     const settledBefore = await d1Orders(second, sale.id);
     expect(before.redis.reserved).toBe(STOCK);
     expect(before.redis.buyers).toBe(STOCK);
@@ -72,15 +72,16 @@ describe("the whole stack killed mid-drain", () => {
 
     // One order per user survives the crash: a buyer trying again is told about their order.
     const [someBuyer, theirOrder] = [...accepted][STOCK - 1] as [string, string];
-    const again = await second.checkout(sale.id, await second.token(someBuyer));
+    const again = await second.api.checkoutResponse(sale.id, await second.api.userToken(someBuyer));
     expect(again.status).toBe(409);
-    expect(again.body.error?.code).toBe("ALREADY_PURCHASED");
-    expect(JSON.stringify(again.body)).toContain(theirOrder);
+    const body = await again.json();
+    expect(body.error.code).toBe("ALREADY_PURCHASED");
+    expect(body.error.message).toContain(theirOrder);
 
     // Nothing moves by itself (the queue lost those messages) until the scheduled re-drive runs.
     await new Promise((r) => setTimeout(r, 1_500));
-    expect((await second.report(sale.id)).d1.confirmed).toBe(settledBefore.size);
-    const report = await waitForDrain(second, sale.id, STOCK, 30_000, { redrive: () => second.worker.scheduled() });
+    expect((await second.api.report(sale.id)).d1.confirmed).toBe(settledBefore.size);
+    const report = await waitForDrain(second.api, sale.id, STOCK, 30_000, { redrive: () => second.worker.scheduled() });
     expect(report.d1).toEqual({ confirmed: STOCK, failed: 0, soldCounter: STOCK });
     expect(report.redis.remaining).toBe(0);
     expect(report.oversold).toBe(0);
@@ -91,7 +92,7 @@ describe("the whole stack killed mid-drain", () => {
     await second.worker.scheduled();
     await new Promise((r) => setTimeout(r, 1_200));
     await second.worker.scheduled();
-    const after = await second.report(sale.id);
+    const after = await second.api.report(sale.id);
     expect(after.d1).toEqual({ confirmed: STOCK, failed: 0, soldCounter: STOCK });
     expect(after.reconciled).toBe(true);
     expect(await d1Orders(second, sale.id)).toEqual(accepted);

@@ -4,28 +4,26 @@
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SECRETS, type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { checkout, createLabSale, LAB_STRATEGIES, type LabStrategy, labCheckoutPath, labReport } from "../../load/runner/api.ts";
+import { labCheckoutPath } from "../../dev/lib/api-client.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { drive, planCrowd, type Sample } from "../../load/runner/crowd.ts";
-import { stackTarget, type Target } from "../../load/runner/target.ts";
 import { backoffDelayMs } from "../../src/locks/backoff.ts";
+import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
 
 const USERS = 150;
 const STOCK = 30;
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 
 let stack: Stack;
-let target: Target;
 let labSaleId: string;
 const answers = new Map<LabStrategy, Sample[]>();
 
 beforeAll(async () => {
   stack = await startStack({ vars: { LAB_ENABLED: "true" } });
-  target = stackTarget(stack, SECRETS);
-  labSaleId = await createLabSale(target, STOCK);
-  const crowd = await planCrowd(USERS, 2, "lab-user-", SECRETS.JWT_SECRET);
+  labSaleId = await stack.api.createLabSale(STOCK);
+  const crowd = await planCrowd(stack.api, USERS, 2, "lab-user-");
   for (const strategy of LAB_STRATEGIES) {
-    const { samples } = await drive(crowd, (shot) => checkout(target, labCheckoutPath(strategy, labSaleId), shot.token), {
+    const { samples } = await drive(crowd, (shot) => stack.api.labCheckout(strategy, labSaleId, shot.token), {
       concurrency: crowd.length,
     });
     answers.set(strategy, samples);
@@ -40,7 +38,7 @@ const codes = (strategy: LabStrategy) => new Set((answers.get(strategy) ?? []).m
 
 describe("a concurrent spike per strategy", () => {
   it("atomic sells exactly the stock, to distinct users, with nothing oversold or duplicated", async () => {
-    const copy = (await labReport(target, labSaleId)).atomic;
+    const copy = (await stack.api.labReport(labSaleId)).strategies.atomic;
     expect(accepted("atomic")).toHaveLength(STOCK);
     expect(new Set(accepted("atomic").map((s) => s.userId)).size).toBe(STOCK);
     expect(new Set(accepted("atomic").map((s) => s.orderId)).size).toBe(STOCK);
@@ -57,7 +55,7 @@ describe("a concurrent spike per strategy", () => {
   });
 
   it.each(["lock", "optimistic"] as const)("%s never oversells nor sells twice to one user", async (strategy) => {
-    const copy = (await labReport(target, labSaleId))[strategy];
+    const copy = (await stack.api.labReport(labSaleId)).strategies[strategy];
     expect(copy.accepted).toBe(accepted(strategy).length);
     expect(copy.oversold).toBe(0);
     expect(copy.duplicates).toBe(0);
@@ -67,7 +65,7 @@ describe("a concurrent spike per strategy", () => {
   });
 
   it("naive's report counts exactly what it accepted, oversold and duplicates included", async () => {
-    const copy = (await labReport(target, labSaleId)).naive;
+    const copy = (await stack.api.labReport(labSaleId)).strategies.naive;
     const sold = accepted("naive");
     const users = new Set(sold.map((s) => s.userId)).size;
     expect(copy.accepted).toBe(sold.length);
@@ -77,15 +75,15 @@ describe("a concurrent spike per strategy", () => {
   });
 
   it("answers like the real checkout: 202 with a pending order, 409 with the API's error shape", async () => {
-    const token = await stack.token("lab-shape-user");
-    const res = await target.fetch(labCheckoutPath("atomic", labSaleId), {
+    const token = await stack.api.userToken("lab-shape-user");
+    const res = await stack.api.fetch(labCheckoutPath("atomic", labSaleId), {
       method: "POST",
       headers: { Authorization: `Bearer ${token}` },
     });
     expect(res.status).toBe(409);
     expect(await res.json()).toEqual({ error: { code: "SOLD_OUT", message: expect.any(String) } });
-    const fresh = await createLabSale(target, 1);
-    const ok = await target.fetch(labCheckoutPath("naive", fresh), {
+    const fresh = await stack.api.createLabSale(1);
+    const ok = await stack.api.fetch(labCheckoutPath("naive", fresh), {
       method: "POST",
       headers: { Authorization: `Bearer ${token}` },
     });
@@ -94,14 +92,14 @@ describe("a concurrent spike per strategy", () => {
   });
 
   it("refuses unknown strategies, unknown lab sales, missing tokens and non-admins", async () => {
-    const token = await stack.token("lab-edge-user");
+    const token = await stack.api.userToken("lab-edge-user");
     const auth = { Authorization: `Bearer ${token}` };
-    const post = (path: string, headers: Record<string, string> = auth) => target.fetch(path, { method: "POST", headers });
+    const post = (path: string, headers: Record<string, string> = auth) => stack.api.fetch(path, { method: "POST", headers });
     expect((await post(`/lab/bogus/sales/${labSaleId}/checkout`)).status).toBe(404);
     expect((await post(labCheckoutPath("lock", crypto.randomUUID()))).status).toBe(404);
     expect((await post(labCheckoutPath("lock", "not-a-uuid"))).status).toBe(400);
     expect((await post(labCheckoutPath("lock", labSaleId), {})).status).toBe(401);
-    expect((await target.fetch(`/lab/sales/${labSaleId}/report`, { headers: auth })).status).toBe(401);
+    expect((await stack.api.fetch(`/lab/sales/${labSaleId}/report`, { headers: auth })).status).toBe(401);
     expect((await post("/lab/sales", { ...auth, "Content-Type": "application/json" })).status).toBe(401);
   });
 });
@@ -153,8 +151,8 @@ describe("with LAB_ENABLED off", () => {
   });
 
   it("every lab route answers 404 like a route that does not exist", async () => {
-    const admin = { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}`, "Content-Type": "application/json" };
-    const token = await plain.token("lab-off-user");
+    const admin = { Authorization: `Bearer ${plain.secrets.ADMIN_TOKEN}`, "Content-Type": "application/json" };
+    const token = await plain.api.userToken("lab-off-user");
     const responses = await Promise.all([
       plain.worker.fetch("/lab/sales", { method: "POST", headers: admin, body: JSON.stringify({ stock: 5 }) }),
       plain.worker.fetch(`/lab/sales/${crypto.randomUUID()}/report`, { headers: admin }),

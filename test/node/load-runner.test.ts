@@ -7,13 +7,14 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Report, SECRETS, type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { ROOT } from "../../dev/stack/worker.ts";
+import { ROOT } from "../../dev/lib/project.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import type { Sample } from "../../load/runner/crowd.ts";
 import { labViolations, saleViolations } from "../../load/runner/invariants.ts";
 import { writeReports } from "../../load/runner/report-files.ts";
 import { type RunResult, runLoad } from "../../load/runner/run.ts";
 import { stackTarget } from "../../load/runner/target.ts";
+import type { ReconciliationReport } from "../../src/shared/api-types.ts";
 
 const run = promisify(execFile);
 let stack: Stack;
@@ -33,7 +34,7 @@ describe("a tiny load run on the local stack", () => {
   let files: { json: string; html: string };
 
   beforeAll(async () => {
-    runs = await runLoad(stackTarget(stack, SECRETS), {
+    runs = await runLoad(stackTarget(stack), {
       strategies: ["checkout", "atomic"],
       users: 200,
       attempts: 2,
@@ -52,7 +53,7 @@ describe("a tiny load run on the local stack", () => {
       expect(r.stats.accepted).toBe(20);
       expect(r.stats.sellOutMs).toBeGreaterThan(0);
     }
-    const report = runs[0]?.report as Report;
+    const report = runs[0]?.report as ReconciliationReport;
     expect(report).toMatchObject({ oversold: 0, reconciled: true, pending: 0, d1: { confirmed: 20 } });
   });
 
@@ -77,7 +78,7 @@ describe("invariant checks", () => {
     startMs: 0,
     latencyMs: 1,
   });
-  const cleanReport: Report = {
+  const cleanReport: ReconciliationReport = {
     saleId: "1",
     stock: 1,
     redis: { loaded: true, remaining: 0, reserved: 1, minted: 1, buyers: 1, outbox: 0 },

@@ -4,9 +4,10 @@ import { readFileSync } from "node:fs";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
-import { type RedisServer, startRedisServer } from "../../dev/redis-server.ts";
-import { decodeOrderId, ORDER_ID_EPOCH_SECONDS } from "../../src/orders/order-id.ts";
-import { saleKeys } from "../../src/redis/keys.ts";
+import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
+import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
+import { saleKeys } from "../../src/shared/keys.ts";
+import { decodeOrderId, ORDER_ID_EPOCH_SECONDS } from "../../src/shared/order-id.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "lua-test-token";
@@ -45,24 +46,27 @@ async function newSale(
   return { id, keys };
 }
 
-type Reply = (string | number)[];
-// Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it.
-const checkoutAll = (keys: ReturnType<typeof saleKeys>, users: string[]) =>
-  redis.createScript<Reply[]>(lua("checkout")).exec([keys.meta, keys.buyers, keys.outbox, keys.admission], users);
+// Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it; the reply read by the
+// Worker's own parser, which checks its layout.
+const checkoutRaw = (keys: ReturnType<typeof saleKeys>, users: string[]) =>
+  redis.createScript<unknown>(lua("checkout")).exec([keys.meta, keys.buyers, keys.outbox, keys.admission], users);
+const checkoutAll = async (keys: ReturnType<typeof saleKeys>, users: string[]) =>
+  parseCheckoutReply(await checkoutRaw(keys, users), users.length);
 const checkout = async (keys: ReturnType<typeof saleKeys>, user: string) => {
   const replies = await checkoutAll(keys, [user]);
   expect(replies).toHaveLength(1);
-  return replies[0] as Reply;
+  return replies[0] as Reservation;
 };
+const orderOf = (r: Reservation) => ("orderId" in r ? r.orderId : undefined);
 
 describe("checkout.lua", () => {
   it("reserves, records the buyer and the outbox, and mints a decodable id", async () => {
     const { keys } = await newSale({ slot: 4095 });
     await redis.hset(keys.meta, { seq: String(2 ** 20 - 1) }); // the sequence wraps inside the id
     const [timeBefore] = (await redis.time()) as [number, number];
-    const [outcome, orderId, remaining] = await checkout(keys, "alice");
-    expect(outcome).toBe("OK");
-    expect(remaining).toBe(2);
+    const reply = await checkout(keys, "alice");
+    expect(reply).toMatchObject({ code: "OK", remaining: 2, admission: { rate: 1000, burst: 1000 } });
+    const orderId = orderOf(reply);
     const parts = decodeOrderId(String(orderId));
     expect(parts.slot).toBe(4095);
     expect(parts.sequence).toBe(0);
@@ -76,10 +80,10 @@ describe("checkout.lua", () => {
 
   it("refuses a repeat buyer with the first order, then sells out", async () => {
     const { keys } = await newSale({ stock: 2 });
-    const [, first] = await checkout(keys, "u1");
-    expect(await checkout(keys, "u1")).toEqual(["ALREADY_PURCHASED", first]);
-    expect((await checkout(keys, "u2"))[0]).toBe("OK");
-    expect(await checkout(keys, "u3")).toEqual(["SOLD_OUT", 0]);
+    const first = orderOf(await checkout(keys, "u1"));
+    expect(await checkout(keys, "u1")).toEqual({ code: "ALREADY_PURCHASED", orderId: first });
+    expect((await checkout(keys, "u2")).code).toBe("OK");
+    expect(await checkout(keys, "u3")).toEqual({ code: "SOLD_OUT" });
     expect(await redis.hget(keys.meta, "remaining")).toBe("0");
     expect(await redis.hlen(keys.buyers)).toBe(2);
   });
@@ -87,10 +91,10 @@ describe("checkout.lua", () => {
   it("answers the sale window and unknown sales without touching anything", async () => {
     const now = Date.now();
     const early = await newSale({ starts: now + 60_000, ends: now + 120_000 });
-    expect(await checkout(early.keys, "x")).toEqual(["SALE_NOT_STARTED", now + 60_000]);
+    expect(await checkout(early.keys, "x")).toEqual({ code: "SALE_NOT_STARTED", startsAt: now + 60_000 });
     const late = await newSale({ starts: now - 120_000, ends: now - 60_000 });
-    expect(await checkout(late.keys, "x")).toEqual(["SALE_ENDED", now - 60_000]);
-    expect(await checkout(saleKeys("404"), "x")).toEqual(["SALE_NOT_FOUND"]);
+    expect(await checkout(late.keys, "x")).toEqual({ code: "SALE_ENDED", endsAt: now - 60_000 });
+    expect(await checkout(saleKeys("404"), "x")).toEqual({ code: "SALE_NOT_FOUND" });
     for (const s of [early, late]) {
       expect(await redis.hget(s.keys.meta, "remaining")).toBe("3");
       expect(await redis.exists(s.keys.buyers, s.keys.outbox, s.keys.admission)).toBe(0);
@@ -99,13 +103,13 @@ describe("checkout.lua", () => {
 
   it("admits no faster than the sale's token bucket", async () => {
     const { keys } = await newSale({ stock: 100, rate: 1, burst: 2 });
-    expect((await checkout(keys, "a"))[0]).toBe("OK");
-    expect((await checkout(keys, "b"))[0]).toBe("OK");
-    const [outcome, retryAfterMs, burst, rate] = await checkout(keys, "c");
-    expect(outcome).toBe("RATE_LIMITED");
-    expect(Number(retryAfterMs)).toBeGreaterThan(0);
-    expect(Number(retryAfterMs)).toBeLessThanOrEqual(1000);
-    expect([burst, rate]).toEqual([2, 1]);
+    expect((await checkout(keys, "a")).code).toBe("OK");
+    expect((await checkout(keys, "b")).code).toBe("OK");
+    const limited = await checkout(keys, "c");
+    if (limited.code !== "RATE_LIMITED") throw new Error(`expected RATE_LIMITED, got ${limited.code}`);
+    expect(limited.retryAfterMs).toBeGreaterThan(0);
+    expect(limited.retryAfterMs).toBeLessThanOrEqual(1000);
+    expect(limited.admission).toEqual({ rate: 1, burst: 2 });
     expect(await redis.hget(keys.buyers, "c")).toBeNull();
   });
 });
@@ -113,24 +117,26 @@ describe("checkout.lua", () => {
 describe("checkout.lua with a batch of buyers", () => {
   it("serves buyers in order, each seeing what the ones before took", async () => {
     const { keys } = await newSale({ stock: 3 });
-    const held = (await checkout(keys, "early"))[1];
+    const held = orderOf(await checkout(keys, "early"));
     const replies = await checkoutAll(keys, ["a", "early", "b", "a", "c", "d"]);
-    expect(replies.map((r) => r[0])).toEqual(["OK", "ALREADY_PURCHASED", "OK", "ALREADY_PURCHASED", "SOLD_OUT", "SOLD_OUT"]);
-    const [a, early, b, again] = replies as [Reply, Reply, Reply, Reply];
-    expect(early[1]).toBe(held);
-    expect(again[1]).toBe(a[1]); // the double click in one batch gets the order of the first
-    expect([a[2], b[2]]).toEqual([1, 0]); // remaining after each reservation
+    expect(replies.map((r) => r.code)).toEqual(["OK", "ALREADY_PURCHASED", "OK", "ALREADY_PURCHASED", "SOLD_OUT", "SOLD_OUT"]);
+    const [a, early, b, again] = replies as [Reservation, Reservation, Reservation, Reservation];
+    expect(orderOf(early)).toBe(held);
+    expect(orderOf(again)).toBe(orderOf(a)); // the double click in one batch gets the order of the first
+    expect([a, b].map((r) => ("remaining" in r ? r.remaining : undefined))).toEqual([1, 0]); // remaining after each reservation
     expect(await redis.hget(keys.meta, "remaining")).toBe("0");
     expect(await redis.hget(keys.meta, "seq")).toBe("3");
-    expect(await redis.hgetall(keys.buyers)).toEqual(["early", held, "a", a[1], "b", b[1]]);
-    expect((await redis.zrange(keys.outbox, 0, -1)).sort()).toEqual([`${held}:early`, `${a[1]}:a`, `${b[1]}:b`].sort());
-    expect(new Set([held, a[1], b[1]]).size).toBe(3);
+    expect(await redis.hgetall(keys.buyers)).toEqual(["early", held, "a", orderOf(a), "b", orderOf(b)]);
+    expect((await redis.zrange(keys.outbox, 0, -1)).sort()).toEqual(
+      [`${held}:early`, `${orderOf(a)}:a`, `${orderOf(b)}:b`].sort(),
+    );
+    expect(new Set([held, orderOf(a), orderOf(b)]).size).toBe(3);
   });
 
   it("stops admitting mid-batch when the bucket runs dry, and spends only what it reserved", async () => {
     const { keys } = await newSale({ stock: 100, rate: 1, burst: 2 });
     const replies = await checkoutAll(keys, ["a", "b", "c", "d"]);
-    expect(replies.map((r) => r[0])).toEqual(["OK", "OK", "RATE_LIMITED", "RATE_LIMITED"]);
+    expect(replies.map((r) => r.code)).toEqual(["OK", "OK", "RATE_LIMITED", "RATE_LIMITED"]);
     expect(await redis.hget(keys.meta, "remaining")).toBe("98");
     expect(await redis.hlen(keys.buyers)).toBe(2);
     expect(Number(await redis.hget(keys.admission, "tokens"))).toBeLessThan(1);
@@ -138,9 +144,9 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutAll(keys, [])).rejects.toThrow(/1 to 100 user ids/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 user ids/);
     await expect(
-      checkoutAll(
+      checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
@@ -153,10 +159,10 @@ describe("checkout.lua with a batch of buyers", () => {
     const now = Date.now();
     const late = await newSale({ starts: now - 120_000, ends: now - 60_000 });
     expect(await checkoutAll(late.keys, ["x", "y"])).toEqual([
-      ["SALE_ENDED", now - 60_000],
-      ["SALE_ENDED", now - 60_000],
+      { code: "SALE_ENDED", endsAt: now - 60_000 },
+      { code: "SALE_ENDED", endsAt: now - 60_000 },
     ]);
-    expect(await checkoutAll(saleKeys("405"), ["x", "y"])).toEqual([["SALE_NOT_FOUND"], ["SALE_NOT_FOUND"]]);
+    expect(await checkoutAll(saleKeys("405"), ["x", "y"])).toEqual([{ code: "SALE_NOT_FOUND" }, { code: "SALE_NOT_FOUND" }]);
     expect(await redis.exists(late.keys.buyers, late.keys.outbox, late.keys.admission)).toBe(0);
   });
 });
@@ -164,26 +170,38 @@ describe("checkout.lua with a batch of buyers", () => {
 describe("checkout.lua refusals before admission", () => {
   it("sold out and repeat buyers are answered as such, never 429, and spend no token", async () => {
     const { keys } = await newSale({ stock: 1, rate: 1, burst: 1 });
-    expect((await checkout(keys, "only"))[0]).toBe("OK"); // takes the bucket's only token
+    expect((await checkout(keys, "only")).code).toBe("OK"); // takes the bucket's only token
     const bucket = await redis.hgetall(keys.admission);
-    expect(await checkout(keys, "only")).toEqual(["ALREADY_PURCHASED", await redis.hget(keys.buyers, "only")]);
-    expect(await checkout(keys, "late")).toEqual(["SOLD_OUT", 0]);
+    expect(await checkout(keys, "only")).toEqual({ code: "ALREADY_PURCHASED", orderId: await redis.hget(keys.buyers, "only") });
+    expect(await checkout(keys, "late")).toEqual({ code: "SOLD_OUT" });
     expect(await redis.hgetall(keys.admission)).toEqual(bucket); // the refusals did not touch the bucket
+  });
+});
+
+describe("the reply layout", () => {
+  it("is what the Worker reads, and any other layout fails loudly", async () => {
+    const { keys } = await newSale();
+    const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
+    expect(raw[0]).toBe("checkout/1");
+    expect(raw).toHaveLength(7 + 3 * 2);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/1 with 13 fields/);
+    expect(() => parseCheckoutReply(["checkout/0", ...raw.slice(1)], 2)).toThrow(/layout checkout\/0/);
+    expect(() => parseCheckoutReply([...raw.slice(0, 7), "MAYBE", "", 0, ...raw.slice(10)], 2)).toThrow(/outcome MAYBE/);
   });
 });
 
 describe("release.lua and sale-init.lua", () => {
   it("release returns the unit once, and frees the buyer to try again", async () => {
     const { keys } = await newSale({ stock: 1 });
-    const [, orderId] = await checkout(keys, "bob");
+    const orderId = orderOf(await checkout(keys, "bob"));
     const release = () => redis.eval(lua("release"), [keys.meta, keys.buyers, keys.outbox], [String(orderId), "bob"]);
     expect(await release()).toBe(1);
     expect(await release()).toBe(0);
     expect(await redis.hget(keys.meta, "remaining")).toBe("1");
     expect(await redis.zcard(keys.outbox)).toBe(0);
-    const [again, newOrder] = await checkout(keys, "bob");
-    expect(again).toBe("OK");
-    expect(newOrder).not.toBe(orderId);
+    const again = await checkout(keys, "bob");
+    expect(again.code).toBe("OK");
+    expect(orderOf(again)).not.toBe(orderId);
   });
 
   it("release leaves a different order of the same user alone", async () => {

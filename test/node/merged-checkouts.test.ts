@@ -9,11 +9,9 @@
 // the waitUntil that guards a hung-up leader in production is not exercised here.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commandCalls } from "../../dev/bench/round-trips.ts";
-import { SECRETS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { checkout, checkoutPath } from "../../load/runner/api.ts";
+import { commandStats } from "../../dev/lib/redis-stats.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { drive, planCrowd } from "../../load/runner/crowd.ts";
-import { stackTarget } from "../../load/runner/target.ts";
 
 const STOCK = 150;
 const USERS = 300;
@@ -34,17 +32,17 @@ afterAll(async () => {
 });
 
 async function scriptCalls(): Promise<number> {
-  const calls = await commandCalls(redis);
-  return (calls.get("evalsha") ?? 0) + (calls.get("eval") ?? 0);
+  const stats = await commandStats(redis);
+  return (stats.get("evalsha")?.calls ?? 0) + (stats.get("eval")?.calls ?? 0);
 }
 
 type Outcome = { user: string; hungUp: boolean; status?: number; code?: string; orderId?: string };
 
 describe("checkouts merged while Redis is slow", () => {
   it("serves the crowd in a few calls, survives hang-ups, and settles every reservation once", async () => {
-    const sale = await stack.createSale({ stock: STOCK, name: "merged" });
+    const sale = await stack.api.createSale({ stock: STOCK, name: "merged" });
     const users = Array.from({ length: USERS }, (_, i) => `merged-${sale.id}-${i}`);
-    const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.token(u)] as const)));
+    const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.api.userToken(u)] as const)));
     const attempts = [...users, ...users.slice(0, DOUBLE_CLICKERS)];
     const callsBefore = await scriptCalls();
 
@@ -57,11 +55,7 @@ describe("checkouts merged while Redis is slow", () => {
         const abort = new AbortController();
         if (hangUp) setTimeout(() => abort.abort(), HANG_UP_AFTER_MS);
         try {
-          const res = await stack.worker.fetch(`/api/sales/${sale.id}/checkout`, {
-            method: "POST",
-            headers: { Authorization: `Bearer ${tokens.get(user)}` },
-            signal: abort.signal,
-          });
+          const res = await stack.api.checkoutResponse(sale.id, tokens.get(user) as string, { signal: abort.signal });
           const body = (await res.json()) as { orderId?: string; error?: { code: string } };
           return { user, hungUp: false, status: res.status, code: body.error?.code, orderId: body.orderId };
         } catch (err) {
@@ -90,7 +84,7 @@ describe("checkouts merged while Redis is slow", () => {
 
     // Every reservation settles exactly once, including those of buyers who hung up: through
     // the queue, or the re-drive of the outbox when their request ended before the send.
-    const report = await waitForDrain(stack, sale.id, STOCK, 30_000, { redrive: () => stack.worker.scheduled() });
+    const report = await waitForDrain(stack.api, sale.id, STOCK, 30_000, { redrive: () => stack.worker.scheduled() });
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
     expect(report.redis.reserved).toBe(STOCK); // 300 buyers for 150 units: it sold out
@@ -105,16 +99,15 @@ describe("checkouts merged while Redis is slow", () => {
   it("keeps every answer its own under a sustained crowd, where leaders lead long after their own response", async () => {
     const total = 3_000;
     const inFlight = 200;
-    const sale = await stack.createSale({ stock: total, name: "sustained" });
-    const target = stackTarget(stack, SECRETS);
-    const shots = await planCrowd(total, 1, `sustained-${sale.id}-`, SECRETS.JWT_SECRET);
-    const { samples } = await drive(shots, (shot) => checkout(target, checkoutPath(sale.id), shot.token), {
+    const sale = await stack.api.createSale({ stock: total, name: "sustained" });
+    const shots = await planCrowd(stack.api, total, 1, `sustained-${sale.id}-`);
+    const { samples } = await drive(shots, (shot) => stack.api.checkout(sale.id, shot.token), {
       concurrency: inFlight,
     });
     expect(samples.filter((s) => s.status !== 202)).toEqual([]);
     const promised = new Map(samples.map((s) => [s.userId, s.orderId]));
     expect(new Set(promised.values()).size).toBe(total); // no two buyers were handed the same order
-    const report = await waitForDrain(stack, sale.id, total, 60_000);
+    const report = await waitForDrain(stack.api, sale.id, total, 60_000);
     expect(report.d1.confirmed).toBe(total);
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);

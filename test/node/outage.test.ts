@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SECRETS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { saleKeys } from "../../src/redis/keys.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { saleKeys } from "../../src/shared/keys.ts";
 
 const STOCK = 250;
 const SPIKE = 500; // distinct users, one attempt each, launched in waves
@@ -44,20 +44,16 @@ afterAll(async () => {
 });
 
 async function attempt(saleId: string, user: string): Promise<Outcome> {
-  const token = await stack.token(user);
+  const token = await stack.api.userToken(user);
   const started = performance.now();
-  const res = await stack.worker.fetch(`/api/sales/${saleId}/checkout`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${token}` },
-  });
-  const body = (await res.json()) as { orderId?: string; error?: { code: string } };
+  const answer = await stack.api.checkout(saleId, token);
   const ms = performance.now() - started;
   return {
     user,
-    status: res.status,
-    code: body.error?.code,
-    orderId: body.orderId,
-    retryAfter: res.headers.get("Retry-After"),
+    status: answer.status,
+    code: answer.status === 202 ? undefined : answer.code,
+    orderId: answer.orderId,
+    retryAfter: answer.headers?.get("Retry-After") ?? null,
     ms,
   };
 }
@@ -74,7 +70,7 @@ function expectAllowed(o: Outcome) {
 
 describe("Redis stopped mid-spike", () => {
   it("fails closed with quick 503s while down, recovers by itself, and settles every reservation once", async () => {
-    const sale = await stack.createSale({ stock: STOCK, name: "outage" });
+    const sale = await stack.api.createSale({ stock: STOCK, name: "outage" });
     const users = Array.from({ length: SPIKE }, (_, i) => `outage-${sale.id}-${i}`);
 
     // The spike: waves of fresh users; Redis is stopped after STOP_AFTER_WAVES waves and
@@ -108,7 +104,7 @@ describe("Redis stopped mid-spike", () => {
     }
     // Other routes fail closed too, never with a 500.
     const reportWhileDown = await stack.worker.fetch(`/admin/sales/${sale.id}/report`, {
-      headers: { Authorization: `Bearer ${SECRETS.ADMIN_TOKEN}` },
+      headers: { Authorization: `Bearer ${stack.secrets.ADMIN_TOKEN}` },
     });
     expect(reportWhileDown.status).toBe(503);
     await reportWhileDown.arrayBuffer();
@@ -155,7 +151,7 @@ describe("Redis stopped mid-spike", () => {
 
     // All of them settle exactly once: the consumer, and the re-drive for records whose
     // outbox clear failed while Redis was down.
-    const report = await waitForDrain(stack, sale.id, buyers.size, 30_000, { redrive: () => stack.worker.scheduled() });
+    const report = await waitForDrain(stack.api, sale.id, buyers.size, 30_000, { redrive: () => stack.worker.scheduled() });
     const rows = await stack.settledOrders(sale.id);
     expect(rows.length).toBe(buyers.size);
     expect(new Map(rows.map((r) => [r.userId, r.orderId]))).toEqual(buyers);

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { benchRoundTrips, type OutcomeCost } from "../../dev/bench/round-trips.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { measureRoundTrips, type OutcomeCost } from "../../load/runner/round-trips.ts";
 
 let stack: Stack;
 let costs: Map<string, OutcomeCost>;
 
 beforeAll(async () => {
   stack = await startStack();
-  costs = new Map((await benchRoundTrips(stack)).map((c) => [c.outcome, c]));
+  costs = new Map((await measureRoundTrips(stack)).map((c) => [c.outcome, c]));
 });
 afterAll(async () => {
   await stack?.stop();

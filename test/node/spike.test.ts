@@ -19,14 +19,14 @@ afterAll(async () => {
  */
 describe.each([1, 50, 300])("a spike on %i units", (stock) => {
   it(`sells exactly ${stock} units to distinct users out of ${2 * USERS} attempts`, async () => {
-    const sale = await stack.createSale({ stock, name: `spike-${stock}` });
+    const sale = await stack.api.createSale({ stock, name: `spike-${stock}` });
     const users = Array.from({ length: USERS }, (_, i) => `spike${stock}-user${i}`);
-    const tokens = await Promise.all(users.map((u) => stack.token(u)));
+    const tokens = await Promise.all(users.map((u) => stack.api.userToken(u)));
 
     const results = await Promise.all(
       [...tokens, ...tokens].map(async (token, i) => ({
         user: users[i % USERS] as string,
-        ...(await stack.checkout(sale.id, token)),
+        ...(await stack.api.checkout(sale.id, token)),
       })),
     );
 
@@ -34,16 +34,16 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     for (const r of results) {
       if (r.status === 202) {
         expect(accepted.has(r.user), `${r.user} bought twice`).toBe(false);
-        accepted.set(r.user, r.body.orderId as string);
+        accepted.set(r.user, r.orderId as string);
       } else {
         expect(r.status).toBe(409);
-        expect(["SOLD_OUT", "ALREADY_PURCHASED"]).toContain(r.body.error?.code);
+        expect(["SOLD_OUT", "ALREADY_PURCHASED"]).toContain(r.code);
       }
     }
     expect(accepted.size).toBe(stock);
     expect(new Set(accepted.values()).size).toBe(stock);
 
-    const report = await waitForDrain(stack, sale.id, stock);
+    const report = await waitForDrain(stack.api, sale.id, stock);
     expect(report.redis.remaining).toBe(0);
     expect(report.redis.buyers).toBe(stock);
     expect(report.d1.confirmed).toBe(stock);

@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { saleKeys } from "../../src/redis/keys";
+import { saleKeys } from "../../src/shared/keys";
 import { BASE, bearer, createSale, redis } from "./helpers";
 
 const post = (body: unknown, headers: Record<string, string> = bearer(env.ADMIN_TOKEN)) =>

@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { saleKeys } from "../../src/redis/keys";
+import { saleKeys } from "../../src/shared/keys";
 import { BASE, bearer, checkout, createSale, expectSettledInvariants, redis, userToken } from "./helpers";
 
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;

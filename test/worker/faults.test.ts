@@ -12,9 +12,9 @@ import {
 } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { saleKeys } from "../../src/redis/keys";
 import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
-import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/settlement/order-message";
+import { saleKeys } from "../../src/shared/keys";
+import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/shared/messages";
 import {
   BASE,
   bearer,

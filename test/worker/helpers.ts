@@ -1,16 +1,23 @@
 import { env, SELF } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
-import { sign } from "hono/jwt";
 import { expect } from "vitest";
-import { saleKeys } from "../../src/redis/keys";
-import type { SaleView } from "../../src/sales/sale";
-import type { ReconciliationReport } from "../../src/settlement/report-shape";
+import { ApiClient } from "../../dev/lib/api-client";
+import { mintUserToken } from "../../dev/lib/user-tokens";
+import { eventually } from "../../dev/lib/wait";
+import type { ReconciliationReport } from "../../src/shared/api-types";
+import { saleKeys } from "../../src/shared/keys";
 
 export const BASE = "https://flash.test";
 
-export async function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_SECRET } = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  return sign({ sub: userId, iat: now, exp: now + expiresIn }, secret, "HS256");
+/** The API through the Worker under test (SELF), as an admin. */
+export const api = new ApiClient({
+  fetch: (path, init) => SELF.fetch(`${BASE}${path}`, init),
+  adminToken: env.ADMIN_TOKEN,
+  jwtSecret: env.JWT_SECRET,
+});
+
+export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_SECRET } = {}): Promise<string> {
+  return mintUserToken(userId, secret, expiresIn);
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
@@ -23,56 +30,26 @@ export const redis = new Redis({
   enableTelemetry: false,
 });
 
-export type CreatedSale = SaleView;
+export const createSale = api.createSale.bind(api);
+export const checkout = api.checkoutResponse.bind(api);
 
-export async function createSale(
-  overrides: Partial<{ name: string; stock: number; startsAt: string; endsAt: string; admission: object }> = {},
-  headers: Record<string, string> = {},
-): Promise<CreatedSale> {
-  const res = await SELF.fetch(`${BASE}/admin/sales`, {
-    method: "POST",
-    headers: { ...bearer(env.ADMIN_TOKEN), "Content-Type": "application/json", ...headers },
-    body: JSON.stringify({
-      name: "Test drop",
-      stock: 10,
-      startsAt: new Date(Date.now() - 1000).toISOString(),
-      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
-      admission: { rate: 100_000, burst: 1_000_000 },
-      ...overrides,
-    }),
-  });
-  expect([200, 201]).toContain(res.status);
-  return res.json();
-}
+export const report = (saleId: string): Promise<ReconciliationReport> => api.report(saleId);
 
-export function checkout(saleId: string, token: string, init: RequestInit = {}): Promise<Response> {
-  return SELF.fetch(`${BASE}/api/sales/${saleId}/checkout`, {
-    method: "POST",
-    ...init,
-    headers: { ...bearer(token), ...(init.headers as Record<string, string> | undefined) },
-  });
-}
-
-export type Report = ReconciliationReport;
-
-export async function report(saleId: string): Promise<Report> {
-  const res = await SELF.fetch(`${BASE}/admin/sales/${saleId}/report`, { headers: bearer(env.ADMIN_TOKEN) });
-  expect(res.status).toBe(200);
-  return res.json();
-}
-
-/** Waits until every given order id is confirmed in D1 (never a row count: see TOOLCHAIN). */
+/** Waits until every given order id is confirmed in D1 (by id, never by row count: a message an earlier test sent may land now). */
 export async function waitForConfirmed(orderIds: string[], timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   const ids = JSON.stringify(orderIds);
-  for (;;) {
-    const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM orders WHERE order_id IN (SELECT value FROM json_each(?))")
-      .bind(ids)
-      .first<{ n: number }>();
-    if (row?.n === orderIds.length) return;
-    if (Date.now() > deadline) throw new Error(`only ${row?.n} of ${orderIds.length} orders confirmed in time`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let confirmed = 0;
+  await eventually(
+    () => `${orderIds.length} orders to be confirmed in D1 (${confirmed} are)`,
+    async () => {
+      const row = await env.DB.prepare("SELECT COUNT(*) AS n FROM orders WHERE order_id IN (SELECT value FROM json_each(?))")
+        .bind(ids)
+        .first<{ n: number }>();
+      confirmed = row?.n ?? 0;
+      return confirmed === orderIds.length;
+    },
+    timeoutMs,
+  );
 }
 
 /** D1's view of a sale: each confirmed order and its buyer. */
@@ -103,16 +80,7 @@ export async function orderStatus(orderId: string, userId: string): Promise<{ ht
   return { http: res.status, status: body.status };
 }
 
-/** Polls `check` until it returns a value other than undefined. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { eventually };
 
 /**
  * The invariants every concurrency test ends with: sold <= stock in Redis and D1, at most
@@ -125,7 +93,7 @@ export async function expectSettledInvariants(
   stock: number,
   accepted: Map<string, string>,
   failed: Map<string, string> = new Map(),
-): Promise<Report> {
+): Promise<ReconciliationReport> {
   await waitForConfirmed([...accepted.values()]);
   const rows = await d1Orders(saleId);
   expect(rows.length).toBeLessThanOrEqual(stock);

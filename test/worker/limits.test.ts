@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { saleKeys } from "../../src/redis/keys";
+import { saleKeys } from "../../src/shared/keys";
 import { BASE, checkout, createSale, redis, userToken } from "./helpers";
 
 type ErrorJson = { error: { code: string; message: string } };

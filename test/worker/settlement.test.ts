@@ -1,8 +1,8 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { saleKeys } from "../../src/redis/keys";
-import type { OrderMessage } from "../../src/settlement/order-message";
+import { saleKeys } from "../../src/shared/keys";
+import type { OrderMessage } from "../../src/shared/messages";
 import { checkout, createSale, d1FailedOrders, d1Orders, eventually, redis, userToken } from "./helpers";
 
 const QUEUE = "flash-sale-orders";

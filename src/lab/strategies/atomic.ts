@@ -1,6 +1,6 @@
 import { reserve } from "../../checkout/reserve";
 import { atomicSaleId } from "../keys";
-import type { Strategy } from "../outcome";
+import type { Strategy } from "../strategy";
 
 /**
  * The real reservation, reserve() and lua/checkout.lua unchanged, on the lab's atomic copy
@@ -10,19 +10,14 @@ import type { Strategy } from "../outcome";
  */
 export const atomicCheckout: Strategy = async (redis, labSaleId, userId, keepAlive) => {
   const reservation = await reserve(redis, atomicSaleId(labSaleId), userId, { keepAlive });
-  switch (reservation.outcome) {
+  switch (reservation.code) {
     case "OK":
-      return { outcome: "OK", orderId: reservation.orderId };
-    case "SOLD_OUT":
-    case "ALREADY_PURCHASED":
-    case "SALE_NOT_FOUND":
-      return { outcome: reservation.outcome };
-    case "RATE_LIMITED":
-      // Lab copies admit far more than a local crowd sends; if it ever bites, the buyer was turned away.
-      return { outcome: "BUSY" };
+      return { code: "OK", orderId: reservation.orderId };
     case "SALE_NOT_STARTED":
     case "SALE_ENDED":
       // Lab sales open at epoch 0 and run for days.
-      throw new Error(`lab sale window refused a checkout: ${reservation.outcome}`);
+      throw new Error(`lab sale window refused a checkout: ${reservation.code}`);
+    default:
+      return reservation;
   }
 };

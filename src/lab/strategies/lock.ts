@@ -1,6 +1,6 @@
 import { LockBusyError, type LockOptions, withLock } from "../../locks/redis-lock";
 import { labKeys } from "../keys";
-import type { Strategy } from "../outcome";
+import type { Strategy } from "../strategy";
 import { readCheckWrite } from "./naive";
 
 /**
@@ -22,7 +22,7 @@ export const lockCheckout: Strategy = async (redis, labSaleId, userId) => {
   try {
     return await withLock(redis, keys.lock, LOCK, () => readCheckWrite(redis, keys, userId));
   } catch (err) {
-    if (err instanceof LockBusyError) return { outcome: "BUSY" };
+    if (err instanceof LockBusyError) return { code: "BUSY" };
     throw err;
   }
 };

@@ -1,9 +1,9 @@
 import type { Redis } from "../../redis/client";
 import { type LabKeys, labKeys } from "../keys";
-import type { LabOutcome, Strategy } from "../outcome";
+import type { LabOutcome, Strategy } from "../strategy";
 
 /**
- * The seeds' first version: read the stock, check it here, write stock - 1, as separate
+ * The textbook first version: read the stock, check it here, write stock - 1, as separate
  * Upstash calls. Checkouts that read between another's read and write all see the same
  * stock, so units are sold more than once (lost updates); the buyer check is the same
  * read-then-write, so one user's double click can buy twice.
@@ -15,16 +15,16 @@ export async function readCheckWrite(redis: Redis, keys: LabKeys, userId: string
     redis.hget<string>(keys.meta, "remaining"),
     redis.hget<string>(keys.buyers, userId),
   ]);
-  if (remaining === null) return { outcome: "SALE_NOT_FOUND" };
-  if (bought !== null) return { outcome: "ALREADY_PURCHASED" };
+  if (remaining === null) return { code: "SALE_NOT_FOUND" };
+  if (bought !== null) return { code: "ALREADY_PURCHASED" };
   const stock = Number(remaining);
-  if (stock <= 0) return { outcome: "SOLD_OUT" };
+  if (stock <= 0) return { code: "SOLD_OUT" };
   const [, , accepted] = await Promise.all([
     redis.hset(keys.meta, { remaining: stock - 1 }),
     redis.hincrby(keys.buyers, userId, 1),
     redis.hincrby(keys.meta, "seq", 1),
   ]);
-  return { outcome: "OK", orderId: String(accepted) };
+  return { code: "OK", orderId: String(accepted) };
 }
 
 export const naiveCheckout: Strategy = (redis, labSaleId, userId) => readCheckWrite(redis, labKeys("naive", labSaleId), userId);

@@ -1,0 +1,174 @@
+// The API as its callers use it, typed: the Node-side tests, the load runner, the
+// benchmarks, `npm start` and the Worker tests (through SELF.fetch) all go through this one
+// client. It needs nothing but `fetch`, so it runs in Node and in workerd alike.
+import type {
+  AdminSaleView,
+  CheckoutAccepted,
+  ErrorBody,
+  OrderView,
+  ReconciliationReport,
+  SaleView,
+} from "../../src/shared/api-types.ts";
+import type { LabSaleReport, StrategyName } from "../../src/shared/lab-types.ts";
+import { mintUserToken } from "./user-tokens.ts";
+
+/** Sends a request to the Worker: `path` is the part after the origin. */
+export type Fetch = (path: string, init?: RequestInit) => Promise<Response>;
+
+/** What one checkout answered: `code` is ACCEPTED, the API's error code, or why there was no answer. */
+export interface Answer {
+  status: number;
+  code: string;
+  orderId?: string;
+  headers?: Headers;
+}
+
+/** A call the client expected to succeed did not. */
+export class ApiCallError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface SaleInput {
+  name: string;
+  stock: number;
+  startsAt: string;
+  endsAt: string;
+  admission?: { rate: number; burst: number };
+}
+
+export const checkoutPath = (saleId: string) => `/api/sales/${saleId}/checkout`;
+export const labCheckoutPath = (strategy: StrategyName, labSaleId: string) => `/lab/${strategy}/sales/${labSaleId}/checkout`;
+
+async function errorOf(res: Response, what: string): Promise<ApiCallError> {
+  const text = await res.text();
+  let code = `HTTP_${res.status}`;
+  try {
+    code = (JSON.parse(text) as ErrorBody).error.code ?? code;
+  } catch {
+    // not the API's error shape
+  }
+  return new ApiCallError(res.status, code, `${what}: HTTP ${res.status} ${text}`);
+}
+
+/** Reads a checkout's response into an answer; never throws. */
+export async function answerOf(res: Response): Promise<Answer> {
+  const body = (await res.json().catch(() => undefined)) as Partial<CheckoutAccepted & ErrorBody> | undefined;
+  if (res.status === 202) return { status: 202, code: "ACCEPTED", orderId: body?.orderId, headers: res.headers };
+  return { status: res.status, code: body?.error?.code ?? `HTTP_${res.status}`, headers: res.headers };
+}
+
+export class ApiClient {
+  constructor(
+    private readonly options: {
+      fetch: Fetch;
+      adminToken: string;
+      /** The Worker's JWT_SECRET, to mint user tokens it accepts. */
+      jwtSecret: string;
+    },
+  ) {}
+
+  /** A user token the Worker accepts: HS256, `sub` = the user id, with an expiry. */
+  userToken(userId: string, ttlSeconds?: number): Promise<string> {
+    return mintUserToken(userId, this.options.jwtSecret, ttlSeconds);
+  }
+
+  /** Sends a request as it is. */
+  fetch(path: string, init?: RequestInit): Promise<Response> {
+    return this.options.fetch(path, init);
+  }
+
+  private admin(path: string, init: RequestInit = {}): Promise<Response> {
+    return this.options.fetch(path, {
+      ...init,
+      headers: {
+        Authorization: `Bearer ${this.options.adminToken}`,
+        "Content-Type": "application/json",
+        ...(init.headers as Record<string, string> | undefined),
+      },
+    });
+  }
+
+  private async adminJson<T>(path: string, init?: RequestInit): Promise<T> {
+    const res = await this.admin(path, init);
+    if (!res.ok) throw await errorOf(res, path);
+    return (await res.json()) as T;
+  }
+
+  /**
+   * Creates a sale. By default it is open now for an hour, with 10 units and an admission
+   * bucket no crowd here can empty (the crowd, not the bucket, is what tests drive).
+   */
+  createSale(input: Partial<SaleInput> = {}, { idempotencyKey }: { idempotencyKey?: string } = {}): Promise<AdminSaleView> {
+    const body: SaleInput = {
+      name: "test sale",
+      stock: 10,
+      startsAt: new Date(Date.now() - 1000).toISOString(),
+      endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+      admission: { rate: 100_000, burst: 1_000_000 },
+      ...input,
+    };
+    return this.adminJson<AdminSaleView>("/admin/sales", {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: idempotencyKey ? { "Idempotency-Key": idempotencyKey } : {},
+    });
+  }
+
+  report(saleId: string): Promise<ReconciliationReport> {
+    return this.adminJson<ReconciliationReport>(`/admin/sales/${saleId}/report`);
+  }
+
+  async sale(saleId: string): Promise<SaleView> {
+    const res = await this.options.fetch(`/api/sales/${saleId}`);
+    if (!res.ok) throw await errorOf(res, `sale ${saleId}`);
+    return (await res.json()) as SaleView;
+  }
+
+  /** POST /api/sales/:saleId/checkout as it answered. */
+  checkoutResponse(saleId: string, token: string, init: RequestInit = {}): Promise<Response> {
+    return this.options.fetch(checkoutPath(saleId), {
+      method: "POST",
+      ...init,
+      headers: { Authorization: `Bearer ${token}`, ...(init.headers as Record<string, string> | undefined) },
+    });
+  }
+
+  /** A checkout's outcome; a request that got no answer is status 0, NETWORK_ERROR. */
+  checkout(saleId: string, token: string): Promise<Answer> {
+    return this.answer(checkoutPath(saleId), token);
+  }
+
+  /** GET /api/orders/:orderId as the token's user sees it. */
+  async order(orderId: string, token: string): Promise<{ status: number; body: Partial<OrderView & ErrorBody> }> {
+    const res = await this.options.fetch(`/api/orders/${orderId}`, { headers: { Authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as Partial<OrderView & ErrorBody> };
+  }
+
+  async createLabSale(stock: number): Promise<string> {
+    return (await this.adminJson<{ id: string }>("/lab/sales", { method: "POST", body: JSON.stringify({ stock }) })).id;
+  }
+
+  labReport(labSaleId: string): Promise<LabSaleReport> {
+    return this.adminJson<LabSaleReport>(`/lab/sales/${labSaleId}/report`);
+  }
+
+  labCheckout(strategy: StrategyName, labSaleId: string, token: string): Promise<Answer> {
+    return this.answer(labCheckoutPath(strategy, labSaleId), token);
+  }
+
+  private async answer(path: string, token: string): Promise<Answer> {
+    let res: Response;
+    try {
+      res = await this.options.fetch(path, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+    } catch {
+      return { status: 0, code: "NETWORK_ERROR" };
+    }
+    return answerOf(res);
+  }
+}

@@ -1,0 +1,43 @@
+// The local stack's secrets: random per state directory, made on first use and kept across
+// restarts (so tokens minted yesterday still verify), never fixed strings anyone could know.
+// ADMIN_TOKEN and JWT_SECRET in the environment win over the stored ones.
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+export interface LocalSecrets {
+  ADMIN_TOKEN: string;
+  JWT_SECRET: string;
+  /** The gateway's bearer token (UPSTASH_REDIS_REST_TOKEN for the Worker). */
+  GATEWAY_TOKEN: string;
+  /** redis-server's requirepass. */
+  REDIS_PASSWORD: string;
+}
+
+const random = () => randomBytes(24).toString("base64url");
+
+/** Fresh random secrets, for a throw-away stack. */
+export function randomSecrets(): LocalSecrets {
+  return { ADMIN_TOKEN: random(), JWT_SECRET: random(), GATEWAY_TOKEN: random(), REDIS_PASSWORD: random() };
+}
+
+/** The secrets kept in `stateDir`/secrets.json, created there the first time. */
+export function localSecrets(stateDir: string): LocalSecrets {
+  const file = path.join(stateDir, "secrets.json");
+  let stored: LocalSecrets;
+  if (existsSync(file)) {
+    stored = { ...randomSecrets(), ...(JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) };
+  } else {
+    stored = randomSecrets();
+    mkdirSync(stateDir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
+  }
+  return {
+    ...stored,
+    ADMIN_TOKEN: process.env.ADMIN_TOKEN || stored.ADMIN_TOKEN,
+    JWT_SECRET: process.env.JWT_SECRET || stored.JWT_SECRET,
+  };
+}
+
+/** Where `npm start` keeps its state: STACK_STATE_DIR, or .state/ in the project. */
+export const stateDir = (root: string) => process.env.STACK_STATE_DIR || path.join(root, ".state");

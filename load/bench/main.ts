@@ -1,0 +1,305 @@
+// npm run bench -- [--json] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500] [--requests 6000]
+//                   [--hop-ms 5] [--throughput-concurrency 50,200]
+//
+// One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
+// and Queues, LAB_ENABLED=true), four figures from one run:
+// 1. the lab's strategies side by side on the same crowd: time to sell out, accepted/s,
+//    latency, oversold, duplicates, buyers turned away while stock remained, stock unsold;
+//    then lock and atomic again with the gateway adding a --hop-ms round trip to every
+//    request (a Worker's hop to its Upstash region, which the local gateway does not have);
+// 2. checkout throughput against a trivial route (GET /healthz), same runtime and harness,
+//    at each --throughput-concurrency;
+// 3. settlement drain rate: orders/s into D1 after a spike;
+// 4. Upstash round trips and Redis commands per checkout outcome.
+// Local absolute numbers mean little (2 shared cores): read the ratios.
+import { parseArgs } from "node:util";
+import type { Answer } from "../../dev/lib/api-client.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
+import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
+import { measureRoundTrips } from "../runner/round-trips.ts";
+import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
+import { latencyFigures } from "../runner/stats.ts";
+import { fixed, formatTable, seconds } from "../runner/table.ts";
+import { stackTarget, type Target } from "../runner/target.ts";
+import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
+
+const { values } = parseArgs({
+  options: {
+    users: { type: "string", default: "2000" },
+    attempts: { type: "string", default: "2" },
+    stock: { type: "string", default: "300" },
+    concurrency: { type: "string", default: "500" },
+    requests: { type: "string", default: "6000" },
+    "throughput-concurrency": { type: "string", default: "50,200" },
+    "hop-ms": { type: "string", default: "5" },
+    json: { type: "boolean", default: false },
+  },
+});
+const users = Number(values.users);
+const attempts = Number(values.attempts);
+const stock = Number(values.stock);
+const concurrency = Number(values.concurrency);
+const requests = Number(values.requests);
+const throughputConcurrencies = values["throughput-concurrency"].split(",").map(Number);
+const hopMs = Number(values["hop-ms"]);
+const THROUGHPUT_ROUNDS = 3;
+const log = (text: string) => {
+  if (!values.json) console.log(text);
+};
+const progress = (label: string) => {
+  if (!values.json) process.stderr.write(`${label}...\n`);
+};
+
+/** 1. The lab: strategies on the same crowd (by default users double-clicking, so duplicates can happen). */
+async function benchStrategies(target: Target, strategies: readonly LabStrategy[]) {
+  const runs = await runLoad(target, {
+    strategies: [...strategies],
+    users,
+    attempts,
+    stock,
+    pace: { concurrency },
+    drainTimeoutMs: 60_000,
+  });
+  const atomic = runs.find((r) => r.strategy === "atomic") as RunResult;
+  return runs.map((run) => {
+    const { oversold, duplicates } = soldWrong(run);
+    return {
+      strategy: run.strategy,
+      sellOutMs: run.stats.sellOutMs,
+      acceptedPerSec: run.stats.acceptedPerSec,
+      p50Ms: run.stats.latencyMs.p50,
+      p99Ms: run.stats.latencyMs.p99,
+      accepted: run.stats.accepted,
+      oversold,
+      duplicates,
+      turnedAwayWhileInStock: run.stats.turnedAwayInStock,
+      unsold: "unsold" in run.report ? run.report.unsold : 0,
+      /** How many times longer than atomic this strategy took to sell out. */
+      sellOutVsAtomic:
+        run.stats.sellOutMs !== null && atomic.stats.sellOutMs ? run.stats.sellOutMs / atomic.stats.sellOutMs : null,
+    };
+  });
+}
+
+/** The first crowd pays for cold connections and JIT; no strategy should pay it alone. */
+async function warmUp(target: Target) {
+  progress(`warm-up: ${users} checkouts on a throwaway lab sale, ${concurrency} in flight`);
+  const warmupSale = await target.api.createLabSale(users);
+  const warmupShots = await planCrowd(target.api, users, 1, `bench-warmup-${Date.now().toString(36)}-`);
+  await drive(warmupShots, (shot) => target.api.labCheckout("atomic", warmupSale, shot.token), { concurrency });
+}
+
+/** Closed-loop requests through the same dispatch as every other figure here. */
+async function throughput(shots: Shot[], send: (shot: Shot) => Promise<Answer>, expect: string, inFlight: number) {
+  const { samples, durationMs } = await drive(shots, send, { concurrency: inFlight });
+  const unexpected = samples.filter((s) => s.code !== expect);
+  if (unexpected.length > 0) throw new Error(`${unexpected.length} answers were not ${expect}: ${unexpected[0]?.code}`);
+  return { samples, durationMs };
+}
+
+/**
+ * 2. Every checkout accepted (distinct users, ample stock) against GET /healthz. The two
+ * alternate in rounds, so a neighbour's load on the shared cores weighs on both alike.
+ */
+async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
+  const perRound = Math.ceil(requests / THROUGHPUT_ROUNDS);
+  const warmup = Math.min(1_000, perRound);
+  progress(`checkout vs GET /healthz: ${THROUGHPUT_ROUNDS} alternating rounds of ${perRound} requests, ${inFlight} in flight`);
+  const total = warmup + perRound * THROUGHPUT_ROUNDS;
+  const { id: saleId } = await target.api.createSale({ stock: total, name: "bench throughput" });
+  const shots = await planCrowd(target.api, total, 1, `bench-tp-${inFlight}-${Date.now().toString(36)}-`);
+  const healthz = async (): Promise<Answer> => {
+    const res = await target.api.fetch("/healthz");
+    await res.arrayBuffer();
+    return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
+  };
+  const buy = (shot: Shot) => target.api.checkout(saleId, shot.token);
+  await throughput(shots.slice(0, warmup), healthz, "OK", inFlight);
+  await throughput(shots.slice(0, warmup), buy, "ACCEPTED", inFlight);
+  const measured = { healthz: { samples: [] as Sample[], ms: 0 }, checkout: { samples: [] as Sample[], ms: 0 } };
+  for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
+    const slice = shots.slice(warmup + round * perRound, warmup + (round + 1) * perRound);
+    for (const [route, send, expect] of [
+      ["healthz", healthz, "OK"],
+      ["checkout", buy, "ACCEPTED"],
+    ] as const) {
+      const { samples, durationMs } = await throughput(slice, send, expect, inFlight);
+      measured[route].samples.push(...samples);
+      measured[route].ms += durationMs;
+    }
+  }
+  const rows = (["healthz", "checkout"] as const).map((route) => {
+    const { samples, ms } = measured[route];
+    const latency = latencyFigures(samples.map((s) => s.latencyMs));
+    return { route, requests: samples.length, reqPerSec: (samples.length * 1000) / ms, p50Ms: latency.p50, p99Ms: latency.p99 };
+  });
+  const [trivial, checkoutFigures] = rows as [(typeof rows)[number], (typeof rows)[number]];
+  return { inFlight, rows, ratio: checkoutFigures.reqPerSec / trivial.reqPerSec };
+}
+
+/** 3. A spike of distinct buyers that sells out a sale, then the queue settling it into D1. */
+async function benchDrain(stack: Stack, target: Target) {
+  const orders = Math.min(2_000, users);
+  progress(`settlement drain: ${orders} orders`);
+  const { id: saleId } = await target.api.createSale({ stock: orders, name: "bench drain" });
+  const db = await stack.worker.mf.getD1Database("DB");
+  const count = async () =>
+    (await db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?").bind(Number(saleId)).first<number>("n")) ?? 0;
+  const shots = await planCrowd(target.api, orders, 1, `bench-drain-${Date.now().toString(36)}-`);
+  const started = performance.now();
+  const { samples } = await drive(shots, (shot) => target.api.checkout(saleId, shot.token), { concurrency });
+  const accepted = samples.filter((s) => s.status === 202);
+  const firstAcceptedMs = Math.min(...accepted.map((s) => s.startMs + s.latencyMs));
+  const lastAcceptedMs = Math.max(...accepted.map((s) => s.startMs + s.latencyMs));
+  const deadline = performance.now() + 60_000;
+  while ((await count()) < accepted.length) {
+    if (performance.now() > deadline) throw new Error("the settlement queue did not drain within 60 s");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const settledMs = performance.now() - started;
+  return {
+    orders: accepted.length,
+    spikeMs: lastAcceptedMs,
+    settledMs,
+    lagAfterLastAcceptMs: settledMs - lastAcceptedMs,
+    ordersPerSec: (accepted.length * 1000) / (settledMs - firstAcceptedMs),
+  };
+}
+
+const stack = await startStack({ vars: { LAB_ENABLED: "true" } });
+try {
+  const target = stackTarget(stack);
+  // On the quiet stack first: a crowd's settlement still running would count in its figures.
+  progress("round trips per outcome");
+  const roundTrips = await measureRoundTrips(stack);
+  progress("admission: bucket placement, and a spike with and without it");
+  const admissionPlacement = await benchAdmissionPlacement(stack);
+  const admissionSpike = await benchAdmissionSpike(stack);
+  await warmUp(target);
+  progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
+  const strategies = await benchStrategies(target, LAB_STRATEGIES);
+  progress(`lock and atomic again with a ${hopMs} ms round trip added at the gateway`);
+  await stack.gateway.setLatency(hopMs);
+  const overHop = await benchStrategies(target, ["lock", "atomic"]);
+  await stack.gateway.setLatency(0);
+  const drain = await benchDrain(stack, target);
+  const vsTrivial = [];
+  for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
+
+  const speedups = (runs: typeof strategies) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
+  const summary = {
+    crowd: { users, attemptsPerUser: attempts, stock, concurrency },
+    strategies,
+    /** How many times faster atomic sold out than each other strategy. */
+    sellOutSpeedup: speedups(strategies),
+    overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) },
+    checkoutVsTrivial: vsTrivial,
+    drain,
+    roundTrips,
+    admission: { placement: admissionPlacement, spike: admissionSpike },
+  };
+  if (values.json) {
+    console.log(JSON.stringify(summary));
+  } else {
+    const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
+    const crowd =
+      attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
+    const strategyTable = (runs: typeof strategies) =>
+      formatTable(
+        runs.map((s) => ({
+          strategy: s.strategy,
+          "sell-out s": seconds(s.sellOutMs),
+          "vs atomic": s.sellOutVsAtomic === null ? "-" : `${fixed(s.sellOutVsAtomic)}x`,
+          "accepted/s": fixed(s.acceptedPerSec),
+          "p50 ms": fixed(s.p50Ms),
+          "p99 ms": fixed(s.p99Ms),
+          accepted: s.accepted,
+          oversold: s.oversold,
+          duplicates: s.duplicates,
+          "turned away in stock": s.turnedAwayWhileInStock,
+          "unsold at end": s.unsold,
+        })),
+      );
+    log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
+    log(strategyTable(strategies));
+    log(
+      `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic`,
+    );
+    log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
+    log(strategyTable(overHop));
+    log(`atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock`);
+
+    log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
+    log(
+      formatTable(
+        vsTrivial.flatMap((v) =>
+          v.rows.map((r) => ({
+            "in flight": v.inFlight,
+            route: r.route,
+            requests: r.requests,
+            "req/s": fixed(r.reqPerSec, 0),
+            "p50 ms": fixed(r.p50Ms),
+            "p99 ms": fixed(r.p99Ms),
+          })),
+        ),
+      ),
+    );
+    for (const v of vsTrivial) {
+      log(
+        `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+      );
+    }
+
+    log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
+    log(
+      formatTable([
+        {
+          orders: drain.orders,
+          "spike s": seconds(drain.spikeMs),
+          "all in D1 s": seconds(drain.settledMs),
+          "lag after last 202 s": seconds(drain.lagAfterLastAcceptMs),
+          "orders/s into D1": fixed(drain.ordersPerSec, 0),
+        },
+      ]),
+    );
+
+    log("\n4. Upstash round trips and Redis commands per checkout outcome");
+    log(
+      formatTable(
+        roundTrips.map((r) => ({
+          outcome: r.outcome,
+          "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
+          "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
+          note: r.note ?? "",
+        })),
+      ),
+    );
+
+    log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
+    log(
+      formatTable(
+        admissionPlacement.map((p) => ({
+          placement: p.placement,
+          "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
+          "attempts/s": p.attemptsPerSecond,
+        })),
+      ),
+    );
+    log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
+    log(
+      formatTable(
+        admissionSpike.map((f) => ({
+          admission: f.admission,
+          requests: f.requests,
+          accepted: f.accepted,
+          "429": f.rateLimited,
+          "round trips": f.roundTrips,
+          s: fixed(f.seconds),
+        })),
+      ),
+    );
+  }
+} finally {
+  await stack.stop();
+}

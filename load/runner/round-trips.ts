@@ -1,0 +1,114 @@
+// Round trips to Upstash (HTTP requests counted at the gateway) and Redis commands
+// (INFO commandstats delta) per checkout outcome, on a warm isolate. The round-trip budget
+// test asserts these figures; `npm run bench` prints them.
+import { Redis as IORedis } from "ioredis";
+import type { Answer } from "../../dev/lib/api-client.ts";
+import { totalCommands } from "../../dev/lib/redis-stats.ts";
+import { eventually } from "../../dev/lib/wait.ts";
+import type { Stack } from "../../dev/stack/local-stack.ts";
+import { saleKeys } from "../../src/shared/keys.ts";
+
+export interface OutcomeCost {
+  outcome: string;
+  roundTrips: number;
+  redisCommands: number;
+  /** Settlement's own round trips included in the figures (one outbox clear per batch). */
+  note?: string;
+}
+
+async function measure(
+  stack: Stack,
+  redis: IORedis,
+  action: () => Promise<unknown>,
+): Promise<{ roundTrips: number; redisCommands: number }> {
+  await stack.gateway.resetStats();
+  const before = await totalCommands(redis);
+  await action();
+  const { requests: roundTrips } = await stack.gateway.stats();
+  return { roundTrips, redisCommands: (await totalCommands(redis)) - before };
+}
+
+const expectStatus = async (p: Promise<Answer>, status: number) => {
+  const res = await p;
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status} ${res.code}`);
+};
+
+export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
+  const { api } = stack;
+  const redis = new IORedis(stack.redis.url);
+  try {
+    const sale = await api.createSale({ stock: 2, name: "round trips" });
+    const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => api.userToken(`${sale.id}-${u}`)))) as [
+      string,
+      string,
+      string,
+    ];
+    const costs: OutcomeCost[] = [];
+    /** The cost of one checkout of `token` on `saleId`, which must answer `status`. */
+    const checkoutCost = async (outcome: string, saleId: string, token: string, status: number) => {
+      costs.push({ outcome, ...(await measure(stack, redis, () => expectStatus(api.checkout(saleId, token), status))) });
+    };
+
+    // Accepted: the checkout itself, then the drain (its settlement clears the outbox once).
+    const accepted = await measure(stack, redis, async () => {
+      await expectStatus(api.checkout(sale.id, a), 202);
+      await waitForOutboxEmpty(redis, sale.id);
+    });
+    costs.push({ outcome: "accepted", ...accepted, note: "includes 1 round trip of its settlement (outbox clear)" });
+    await checkoutCost("repeat buyer (warm)", sale.id, a, 409);
+
+    await expectStatus(api.checkout(sale.id, b), 202);
+    await waitForOutboxEmpty(redis, sale.id); // keep its settlement out of the next figure
+    // The last unit's reply said remaining 0, so this isolate already knows it is sold out.
+    await checkoutCost("sold out (warm)", sale.id, c, 409);
+
+    const ended = await api.createSale({
+      name: "ended",
+      startsAt: new Date(Date.now() - 7_200_000).toISOString(),
+      endsAt: new Date(Date.now() - 3_600_000).toISOString(),
+    });
+    await checkoutCost("ended (first)", ended.id, a, 409);
+    await checkoutCost("ended (warm)", ended.id, b, 409);
+
+    // A bucket of one token refilled once a second: the second buyer, right after, is throttled.
+    const throttled = await api.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } });
+    await expectStatus(api.checkout(throttled.id, a), 202);
+    await waitForOutboxEmpty(redis, throttled.id);
+    await checkoutCost("rate limited (first)", throttled.id, b, 429);
+    await checkoutCost("rate limited (warm)", throttled.id, c, 429);
+
+    // A stampede: the isolate merges the buyers it holds into one script call per round trip.
+    const crowd = await api.createSale({ stock: 200, name: "stampede" });
+    const crowdTokens = await Promise.all(Array.from({ length: 200 }, (_, i) => api.userToken(`${crowd.id}-rt-crowd-${i}`)));
+    const stampede = await measure(stack, redis, async () => {
+      await Promise.all(crowdTokens.map((t) => expectStatus(api.checkout(crowd.id, t), 202)));
+      await waitForOutboxEmpty(redis, crowd.id);
+    });
+    costs.push({
+      outcome: "accepted, 200 buyers at once (per buyer)",
+      roundTrips: stampede.roundTrips / crowdTokens.length,
+      redisCommands: stampede.redisCommands / crowdTokens.length,
+      note: "merged script calls; includes settlement's outbox clears",
+    });
+
+    // 200 clients polling the sale page at once, twice, 600 ms apart.
+    const poll = () =>
+      Promise.all(Array.from({ length: 200 }, () => stack.worker.fetch(`/api/sales/${sale.id}`).then((r) => r.arrayBuffer())));
+    costs.push({
+      outcome: "sale page, 200 polls x 2 (600 ms apart)",
+      ...(await measure(stack, redis, async () => {
+        await poll();
+        await new Promise((r) => setTimeout(r, 600));
+        await poll();
+      })),
+    });
+    return costs;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls Redis directly (not through the gateway, which is counting). */
+async function waitForOutboxEmpty(redis: IORedis, saleId: string): Promise<void> {
+  await eventually("the orders to settle", async () => (await redis.zcard(saleKeys(saleId).outbox)) === 0, 5_000);
+}

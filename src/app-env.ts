@@ -1,4 +1,0 @@
-import type { UserVariables } from "./http/auth";
-
-/** Hono's environment for every route of the Worker. */
-export type AppEnv = { Bindings: Env; Variables: UserVariables };

@@ -1,0 +1,84 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../http/app-env";
+import { requireAdmin } from "../http/auth";
+import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { SaleIdParam } from "../http/params";
+import { validate } from "../http/validate";
+import { redisFor } from "../redis/client";
+import { preloadSale } from "../sales/live-state";
+import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
+import { type Sale, saleView } from "../sales/sale";
+import { reconciliationReport } from "../settlement/report";
+import type { AdminSaleView } from "../shared/api-types";
+import { DEFAULT_ADMISSION, MAX_ADMISSION, MAX_STOCK } from "../shared/limits";
+
+const CreateSale = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    stock: z.number().int().min(1).max(MAX_STOCK),
+    startsAt: z.iso.datetime({ offset: true }),
+    endsAt: z.iso.datetime({ offset: true }),
+    admission: z
+      .object({
+        rate: z.number().int().min(1).max(MAX_ADMISSION.rate),
+        burst: z.number().int().min(1).max(MAX_ADMISSION.burst),
+      })
+      .optional(),
+  })
+  .strict()
+  .refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), { message: "endsAt must be after startsAt", path: ["endsAt"] });
+
+export const adminRoutes = new Hono<AppEnv>()
+  .use(requireAdmin)
+  .post("/sales", validate("json", CreateSale), async (c) => {
+    const body = c.req.valid("json");
+    const idempotencyKey = c.req.header("Idempotency-Key") ?? null;
+    if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 200)) {
+      throw badRequest("Idempotency-Key must be 1 to 200 characters");
+    }
+
+    let sale: Sale | undefined;
+    let created = false;
+    if (idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+    if (!sale) {
+      sale = await insertSale(
+        c.env.DB,
+        {
+          name: body.name,
+          stock: body.stock,
+          startsAt: Date.parse(body.startsAt),
+          endsAt: Date.parse(body.endsAt),
+          admission: body.admission ?? { ...DEFAULT_ADMISSION },
+        },
+        idempotencyKey,
+      );
+      created = sale !== undefined;
+      // A concurrent retry with the same key may have won the insert.
+      if (!sale && idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+      if (!sale) throw new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
+    }
+
+    // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
+    // with the same Idempotency-Key finishes loading.
+    try {
+      await preloadSale(redisFor(c.env), sale);
+    } catch (err) {
+      console.warn("sale preload failed", err);
+      throw unavailable("the sale was recorded but could not be loaded into Redis; retry with the same Idempotency-Key");
+    }
+    const view: AdminSaleView = { ...saleView(sale, sale.stock, Date.now()), admission: sale.admission };
+    return c.json(view, created ? 201 : 200);
+  })
+  .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
+    const { saleId } = c.req.valid("param");
+    const sale = await findSale(c.env.DB, saleId);
+    if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
+    try {
+      return c.json(await reconciliationReport(c.env, sale));
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      console.warn("report failed", err);
+      throw unavailable("redis cannot be reached right now");
+    }
+  });

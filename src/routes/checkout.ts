@@ -1,0 +1,84 @@
+import { Hono } from "hono";
+import { localRefusal, memo } from "../checkout/isolate-memo";
+import { type Reservation, reserve } from "../checkout/reserve";
+import type { AppEnv } from "../http/app-env";
+import { requireUser } from "../http/auth";
+import { limitPerUser } from "../http/caller-limits";
+import { badRequest, refusalError, unavailable } from "../http/errors";
+import { SaleIdParam } from "../http/params";
+import { validate } from "../http/validate";
+import { redisFor } from "../redis/client";
+import { findSale } from "../sales/repository";
+import { enqueueOrders } from "../settlement/enqueue";
+import type { CheckoutAccepted } from "../shared/api-types";
+
+/** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
+async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
+  try {
+    return (await findSale(db, saleId)) !== undefined;
+  } catch (err) {
+    console.warn("checkout: D1 unavailable", err);
+    throw unavailable("the sale cannot be reached right now; try again shortly");
+  }
+}
+
+/** The body is optional; when present it must be a JSON object (room for future options). */
+function assertWellFormedBody(text: string): void {
+  if (text.trim() === "") return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw badRequest("the request body is not valid JSON");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw badRequest("the request body must be a JSON object");
+  }
+}
+
+/**
+ * POST /api/sales/:saleId/checkout. Cheapest refusal first: a malformed sale id costs no
+ * token verification, a refusal this isolate already knows costs no network, and
+ * everything that must be atomic is one merged script call.
+ */
+export const checkoutRoutes = new Hono<AppEnv>().post(
+  "/:saleId/checkout",
+  validate("param", SaleIdParam),
+  requireUser,
+  limitPerUser,
+  async (c) => {
+    const { saleId } = c.req.valid("param");
+    assertWellFormedBody(await c.req.text());
+    const userId = c.get("userId");
+
+    const refusal = localRefusal(saleId, userId);
+    if (refusal) throw refusalError(refusal);
+
+    let reservation: Reservation;
+    const askedAt = Date.now();
+    try {
+      reservation = await reserve(redisFor(c.env), saleId, userId, {
+        keepAlive: (work) => c.executionCtx.waitUntil(work),
+        // One queue send for every order the merged call reserved, from the request that sent it.
+        onReserved: (orders) => c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders)),
+      });
+    } catch (err) {
+      memo.admissionTokenUnused(saleId);
+      // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
+      // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
+      // with the order while the outbox makes sure it settles.
+      console.warn("checkout: redis unavailable", err);
+      throw unavailable("the sale cannot be reached right now; try again shortly");
+    }
+    if (reservation.code === "SALE_NOT_FOUND" && (await saleRecorded(c.env.DB, saleId))) {
+      memo.admissionTokenUnused(saleId);
+      // D1 has the sale but Redis lost its live state: selling from a fresh copy could
+      // oversell, so refuse until an operator restores it.
+      console.error(`checkout: sale ${saleId} exists in D1 but not in Redis`);
+      throw unavailable("the sale is temporarily unavailable", 30);
+    }
+    memo.learn(saleId, userId, reservation, askedAt);
+    if (reservation.code !== "OK") throw refusalError(reservation);
+    return c.json({ orderId: reservation.orderId, status: "pending" } satisfies CheckoutAccepted, 202);
+  },
+);

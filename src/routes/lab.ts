@@ -1,0 +1,81 @@
+import { Hono, type MiddlewareHandler } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../http/app-env";
+import { requireAdmin, requireUser } from "../http/auth";
+import { notFound, refusalError, unavailable } from "../http/errors";
+import { LabSaleIdParam } from "../http/params";
+import { validate } from "../http/validate";
+import { isStrategy } from "../lab/keys";
+import { createLabSale, labSaleReport } from "../lab/sale";
+import { atomicCheckout } from "../lab/strategies/atomic";
+import { lockCheckout } from "../lab/strategies/lock";
+import { naiveCheckout } from "../lab/strategies/naive";
+import { optimisticCheckout } from "../lab/strategies/optimistic";
+import type { LabOutcome, Strategy } from "../lab/strategy";
+import { redisFor } from "../redis/client";
+import type { CheckoutAccepted } from "../shared/api-types";
+import { type LabSaleReport, STRATEGIES, type StrategyName } from "../shared/lab-types";
+import { MAX_STOCK } from "../shared/limits";
+
+/**
+ * The oversell lab: the checkout contract under four strategies, each selling from its own
+ * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
+ * "true"; when off, every lab route answers exactly like a route that does not exist.
+ */
+
+const strategies: Record<StrategyName, Strategy> = {
+  naive: naiveCheckout,
+  lock: lockCheckout,
+  optimistic: optimisticCheckout,
+  atomic: atomicCheckout,
+};
+
+const CreateLabSale = z.object({ stock: z.number().int().min(1).max(MAX_STOCK) }).strict();
+
+const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.env.LAB_ENABLED !== "true") throw notFound("NOT_FOUND", "no such route");
+  await next();
+};
+
+export const labRoutes = new Hono<AppEnv>()
+  .use(labEnabled)
+  .post("/sales", requireAdmin, validate("json", CreateLabSale), async (c) => {
+    const { stock } = c.req.valid("json");
+    let id: string;
+    try {
+      id = await createLabSale(redisFor(c.env), stock);
+    } catch (err) {
+      console.warn("lab sale creation failed", err);
+      throw unavailable("redis cannot be reached right now");
+    }
+    return c.json({ id, stock, strategies: STRATEGIES }, 201);
+  })
+  .get("/sales/:labSaleId/report", requireAdmin, validate("param", LabSaleIdParam), async (c) => {
+    const { labSaleId } = c.req.valid("param");
+    let report: LabSaleReport | undefined;
+    try {
+      report = await labSaleReport(redisFor(c.env), labSaleId);
+    } catch (err) {
+      console.warn("lab report failed", err);
+      throw unavailable("redis cannot be reached right now");
+    }
+    if (!report) throw notFound("SALE_NOT_FOUND", "no such lab sale");
+    return c.json(report);
+  })
+  .post("/:strategy/sales/:labSaleId/checkout", validate("param", LabSaleIdParam), requireUser, async (c) => {
+    const { labSaleId } = c.req.valid("param");
+    const strategy = c.req.param("strategy");
+    if (!isStrategy(strategy)) throw notFound("STRATEGY_NOT_FOUND", `the lab's strategies are ${STRATEGIES.join(", ")}`);
+    let result: LabOutcome;
+    try {
+      const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+      result = await strategies[strategy](redisFor(c.env), labSaleId, c.get("userId"), keepAlive);
+    } catch (err) {
+      // Fail closed, like the real checkout.
+      console.warn(`lab ${strategy} checkout: redis unavailable`, err);
+      throw unavailable("the sale cannot be reached right now; try again shortly");
+    }
+    // The real checkout's answers, so the same clients and load scripts drive either.
+    if (result.code !== "OK") throw refusalError(result);
+    return c.json({ orderId: result.orderId, status: "pending" } satisfies CheckoutAccepted, 202);
+  });

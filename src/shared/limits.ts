@@ -1,0 +1,32 @@
+// Every limit and id pattern of the API, defined once. Import-free, so the Worker, the
+// Node-side tools and the tests all read the same numbers.
+
+/** Sale ids are D1 row ids below 2^53; anything else is refused before touching Redis or D1. */
+export const SALE_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
+
+/** Order ids are 64-bit, sent as decimal strings (they exceed 2^53). */
+export const ORDER_ID_PATTERN = /^[1-9][0-9]{0,18}$/;
+
+/** Lab sale ids are lowercase UUIDs, so they can never alias a real sale's digits. */
+export const LAB_SALE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The longest user id (a token's `sub`) the checkout accepts. */
+export const MAX_USER_ID_LENGTH = 128;
+
+/** Units per sale: order ids hold a 20-bit per-sale sequence. */
+export const MAX_STOCK = 1_000_000;
+
+/** The most admission a sale may be given: refill per second and bucket capacity. */
+export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
+
+/** Admission when a sale does not set it: what one Upstash database comfortably takes for one sale. */
+export const DEFAULT_ADMISSION = { rate: 2_000, burst: 4_000 } as const;
+
+/**
+ * Orders per queue message, and so buyers per merged checkout call (lua/checkout.lua takes
+ * at most this many): 100 orders of about 120 bytes of JSON stay far below a message's 128 KB.
+ */
+export const QUEUE_MESSAGE_MAX_ORDERS = 100;
+
+/** Request bodies the Worker reads at all. */
+export const MAX_BODY_BYTES = 16 * 1024;
