@@ -1,6 +1,6 @@
 // Replies to JSON text, written by hand so bytes never pass through a lossy JS string
 // on the base64 path and integers keep every digit.
-import type { Outcome, Reply } from "./redis.js";
+import type { Outcome, Reply } from "./types.js";
 
 /**
  * With `Upstash-Encoding: base64` every string at every depth is base64 of its bytes

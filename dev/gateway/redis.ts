@@ -12,15 +12,7 @@
 // every command on a shared or pooled connection has a timeout, so an outage turns into a
 // prompt 5xx; the shared connection keeps reconnecting on its own.
 import { Redis, type RedisOptions } from "ioredis";
-import type { PreparedCommand } from "./scripts.js";
-
-/**
- * A RESP2 reply as ioredis returns it with Buffer replies and `stringNumbers`: bulk and
- * status strings are Buffers, integers are decimal strings (exact beyond 2^53), errors
- * nested in arrays are Error objects.
- */
-export type Reply = Buffer | string | null | Error | Reply[];
-export type Outcome = { ok: true; value: Reply } | { ok: false; error: string };
+import type { Outcome, PreparedCommand, Reply } from "./types.js";
 
 /** Redis could not answer (down, timed out, connection lost): the whole request fails. */
 export class RedisUnavailableError extends Error {

@@ -4,7 +4,7 @@
 // source and remember SHA1(original) -> SHA1(stripped), so the client's EVALSHA (computed
 // over the original source) is rewritten and hits without a NOSCRIPT round trip.
 import { createHash } from "node:crypto";
-import type { Reply } from "./redis.js";
+import type { PreparedCommand } from "./types.js";
 
 const UPSTASH_ONLY_FLAG = "allow-key-locking";
 /** Bounds the map: scripts are few, but the map must not grow without limit. */
@@ -37,14 +37,6 @@ export function stripUpstashFlags(source: string): string {
       return kept.length > 0 ? [`flags=${kept.join(",")}`] : [];
     });
   return changed ? tokens.join(" ") + source.slice(contentEnd) : source;
-}
-
-export interface PreparedCommand {
-  /** Command name in upper case (ioredis applies reply transformers to lower-case names, e.g. HGETALL -> object). */
-  name: string;
-  args: string[];
-  /** Rewrites the reply so the client sees what Upstash would answer. */
-  mapReply?: (reply: Reply) => Reply;
 }
 
 export class ScriptShas {

@@ -6,16 +6,10 @@ import type { AddressInfo } from "node:net";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
 import { encodeOutcome, encodeOutcomes } from "./encoding.js";
 import { bearerAuth, createResponder, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
-import {
-  Batcher,
-  type Outcome,
-  RedisConnections,
-  RedisUnavailableError,
-  runTransaction,
-  TransactionAbortedError,
-} from "./redis.js";
-import { type PreparedCommand, ScriptShas } from "./scripts.js";
+import { Batcher, RedisConnections, RedisUnavailableError, runTransaction, TransactionAbortedError } from "./redis.js";
+import { ScriptShas } from "./scripts.js";
 import { serveSubscription } from "./subscribe.js";
+import type { Outcome, PreparedCommand } from "./types.js";
 
 export interface GatewayOptions {
   /** 0 or omitted: a free port. */

@@ -1,11 +1,33 @@
-// The merging logic on its own, with real timers: who sends which call, hand-overs, stalls,
-// deadlines. The calls are plain async functions standing in for the Redis script call;
-// the real one runs in the crowd tests (merged-checkouts, spike).
-import { describe, expect, it } from "vitest";
+// The merging logic on its own: who sends which call, hand-overs, stalls, deadlines. The
+// clock is vitest's fake one, so the outcome depends on the logic alone, never on how busy
+// the machine is. The calls are plain async functions standing in for the Redis script
+// call; the real one runs in the crowd tests (merged-checkouts, spike).
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { MergedCalls, type MergedCallsOptions, MergedCallTimeout } from "../../src/checkout/merged-calls.ts";
 
 const OPTIONS: MergedCallsOptions = { maxItems: 100, maxWaitMs: 2_000, stallMs: 1_000, leadCalls: 20, leadMs: 5_000, pollMs: 1 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Moves the fake clock on, running every timer due meanwhile. */
+const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+/** Lets the fake clock run until `promise` settles (the polling timers stop once every item is answered). */
+async function settled<T>(promise: Promise<T>): Promise<T> {
+  // Observed before the clock runs, so a rejection on the way is never unhandled.
+  const outcome = promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  await vi.runAllTimersAsync();
+  const result = await outcome;
+  if (!result.ok) throw result.error;
+  return result.value;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 /** A call that answers each item with "<item>!" after `ms`, and notes the batches it saw. */
 function echo(ms: number) {
@@ -30,9 +52,9 @@ describe("merged calls", () => {
     const { call, batches } = echo(30);
     const { keepAlive, kept } = requests();
     const first = calls.submit("sale", "a", call, keepAlive);
-    await sleep(5);
+    await advance(5);
     const rest = ["b", "c", "d", "e"].map((i) => calls.submit("sale", i, call, keepAlive));
-    expect(await Promise.all([first, ...rest])).toEqual(["a!", "b!", "c!", "d!", "e!"]);
+    expect(await settled(Promise.all([first, ...rest]))).toEqual(["a!", "b!", "c!", "d!", "e!"]);
     expect(batches).toEqual([["a"], ["b", "c", "d", "e"]]);
     expect(kept).toHaveLength(1); // one leader sent both calls
   });
@@ -41,10 +63,12 @@ describe("merged calls", () => {
     const calls = new MergedCalls<string, string>({ ...OPTIONS, maxItems: 2 });
     const { call, batches } = echo(20);
     const { keepAlive } = requests();
-    const answers = await Promise.all([
-      ...["a1", "a2", "a3", "a4", "a5"].map((i) => calls.submit("A", i, call, keepAlive)),
-      calls.submit("B", "b1", call, keepAlive),
-    ]);
+    const answers = await settled(
+      Promise.all([
+        ...["a1", "a2", "a3", "a4", "a5"].map((i) => calls.submit("A", i, call, keepAlive)),
+        calls.submit("B", "b1", call, keepAlive),
+      ]),
+    );
     expect(answers).toEqual(["a1!", "a2!", "a3!", "a4!", "a5!", "b1!"]);
     expect(batches).toEqual([["a1"], ["b1"], ["a2", "a3"], ["a4", "a5"]]);
   });
@@ -54,9 +78,9 @@ describe("merged calls", () => {
     const { call, batches } = echo(20);
     const { keepAlive, kept } = requests();
     const first = calls.submit("sale", "a", call, keepAlive);
-    await sleep(5);
+    await advance(5);
     const second = calls.submit("sale", "b", call, keepAlive);
-    expect(await Promise.all([first, second])).toEqual(["a!", "b!"]);
+    expect(await settled(Promise.all([first, second]))).toEqual(["a!", "b!"]);
     expect(batches).toEqual([["a"], ["b"]]);
     expect(kept).toHaveLength(2); // "b" led its own call after "a" stepped down
   });
@@ -66,12 +90,15 @@ describe("merged calls", () => {
     const hung = (_items: string[]) => new Promise<string[]>(() => {});
     const { call, batches } = echo(10);
     const { keepAlive } = requests();
-    const stuck = calls.submit("sale", "stuck", hung, keepAlive);
-    await sleep(5);
+    const stuck = calls.submit("sale", "stuck", hung, keepAlive).catch((e: unknown) => e);
+    await advance(5);
     const served = calls.submit("sale", "next", call, keepAlive);
-    expect(await served).toBe("next!");
+    await advance(90); // not stalled yet (95 ms since the leader's call): "next" waits behind it
+    expect(batches).toEqual([]);
+    await advance(20); // now it is: a waiter takes the lead
+    expect(await settled(served)).toBe("next!");
     expect(batches).toEqual([["next"]]);
-    const error = await stuck.catch((e: unknown) => e);
+    const error = await settled(stuck);
     expect(error).toBeInstanceOf(MergedCallTimeout);
     expect((error as MergedCallTimeout).sent).toBe(true);
   });
@@ -82,12 +109,11 @@ describe("merged calls", () => {
     const { keepAlive } = requests();
     // "a" itself times out in flight (150 ms > 60 ms): sent.
     const first = calls.submit("sale", "a", call, keepAlive).catch((e: unknown) => e);
-    await sleep(5);
-    const error = await calls.submit("sale", "b", call, keepAlive).catch((e: unknown) => e);
+    await advance(5);
+    const error = await settled(calls.submit("sale", "b", call, keepAlive).catch((e: unknown) => e));
     expect(error).toBeInstanceOf(MergedCallTimeout);
     expect((error as MergedCallTimeout).sent).toBe(false);
     expect(((await first) as MergedCallTimeout).sent).toBe(true);
-    await sleep(200);
     expect(batches).toEqual([["a"]]); // "b" never reached a call
   });
 
@@ -97,8 +123,8 @@ describe("merged calls", () => {
     const boom = async (_items: string[]): Promise<string[]> => {
       throw new Error("redis down");
     };
-    await expect(calls.submit("x", "a", boom, keepAlive)).rejects.toThrow("redis down");
+    await expect(settled(calls.submit("x", "a", boom, keepAlive))).rejects.toThrow("redis down");
     const short = async (_items: string[]) => [] as string[];
-    await expect(calls.submit("y", "a", short, keepAlive)).rejects.toThrow(/answered 0 of 1/);
+    await expect(settled(calls.submit("y", "a", short, keepAlive))).rejects.toThrow(/answered 0 of 1/);
   });
 });

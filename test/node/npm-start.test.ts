@@ -1,0 +1,150 @@
+// `npm start` as a user meets it: started, killed hard (kill -9, as an OOM kill or a crashed
+// terminal would), started again. The real thing runs: dev/start.ts with redis-server, the
+// gateway and wrangler dev, on free ports and a state directory of its own.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ApiClient } from "../../dev/lib/api-client.ts";
+import { canConnect, freePort } from "../../dev/lib/net.ts";
+import { ROOT } from "../../dev/lib/project.ts";
+import { eventually } from "../../dev/lib/wait.ts";
+import type { LocalSecrets } from "../../dev/stack/local-secrets.ts";
+import type { StackRecord } from "../../dev/stack/stack-record.ts";
+
+const stateDir = mkdtempSync(path.join(tmpdir(), "npm-start-"));
+const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0 };
+const runs: ChildProcess[] = [];
+
+interface Run {
+  child: ChildProcess;
+  /** Resolves with everything it printed once it said it is running, or exited. */
+  ready: Promise<{ output: string; exitCode: number | null }>;
+}
+
+function npmStart(env: Record<string, string> = {}): Run {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      STACK_STATE_DIR: stateDir,
+      WRANGLER_SEND_METRICS: "false",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  runs.push(child);
+  let output = "";
+  const ready = new Promise<{ output: string; exitCode: number | null }>((resolve) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("Flash-sale checkout is running")) resolve({ output, exitCode: null });
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => resolve({ output, exitCode: code }));
+  });
+  return { child, ready };
+}
+
+const record = () => JSON.parse(readFileSync(path.join(stateDir, "stack.json"), "utf8")) as StackRecord;
+const secrets = () => JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const api = () => {
+  const base = `http://127.0.0.1:${ports.WORKER_PORT}`;
+  return new ApiClient({
+    fetch: (p, init) => fetch(`${base}${p}`, init),
+    adminToken: secrets().ADMIN_TOKEN,
+    jwtSecret: secrets().JWT_SECRET,
+  });
+};
+const demoSaleId = (output: string) => /Demo sale (\d+)/.exec(output)?.[1] as string;
+
+afterAll(async () => {
+  for (const child of runs) child.kill("SIGTERM");
+  await eventually(
+    "every npm start to stop",
+    async () => runs.every((c) => c.exitCode !== null || c.signalCode !== null),
+    20_000,
+  );
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe("npm start", () => {
+  it("survives kill -9: the next start stops the leftovers, the watchdog stops a lone orphan, and a taken port is named", async () => {
+    for (const key of Object.keys(ports) as (keyof typeof ports)[]) ports[key] = await freePort();
+
+    // 1. A first run, with a Worker var from the environment: no per-IP limit.
+    const first = npmStart({ IP_RATE_LIMIT: "0" });
+    const { output: firstOutput } = await first.ready;
+    expect(firstOutput).toContain("Flash-sale checkout is running");
+    expect(firstOutput).toContain("Vars from the environment: IP_RATE_LIMIT");
+    const saleId = demoSaleId(firstOutput);
+    const statuses = await Promise.all(
+      Array.from({ length: 60 }, () =>
+        api()
+          .fetch(`/api/sales/${saleId}`)
+          .then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 429)).toEqual([]); // 60 at once: over the default 20/s, burst 40
+    const buyer = await api().checkout(saleId, await api().userToken("survivor"));
+    expect(buyer.status).toBe(202);
+
+    // 2. kill -9 the run and its watchdog: wrangler, workerd, the gateway and Redis live on.
+    const leftovers = record();
+    process.kill(leftovers.owner.pid, "SIGKILL");
+    for (const p of leftovers.processes.filter((p) => p.name === "watchdog")) process.kill(p.pid, "SIGKILL");
+    await eventually("the killed run to exit", async () => first.child.exitCode !== null || first.child.signalCode !== null);
+    expect(await canConnect(ports.WORKER_PORT)).toBe(true); // an orphan still serves the old Worker
+
+    // 3. The next run stops them, starts its own stack on the same state and serves it.
+    const second = npmStart();
+    const { output: secondOutput, exitCode } = await second.ready;
+    expect(exitCode).toBeNull();
+    expect(secondOutput).toMatch(/Stopped what a previous npm start left running: .*wrangler dev \(PID \d+\)/);
+    for (const p of leftovers.processes) expect(alive(p.pid), `${p.name} (PID ${p.pid}) still runs`).toBe(false);
+    expect(demoSaleId(secondOutput)).toBe(saleId); // same state: the same demo sale, with its order
+    const again = await api().checkout(saleId, await api().userToken("survivor"));
+    expect(again.code).toBe("ALREADY_PURCHASED");
+
+    // 4. A second npm start beside a live one refuses, naming it.
+    const third = await npmStart().ready;
+    expect(third.exitCode).toBe(1);
+    expect(third.output).toContain(`npm start is already running (PID ${second.child.pid})`);
+    expect(third.output).not.toContain("Flash-sale checkout is running");
+
+    // 5. kill -9 the run alone: its watchdog stops the stack within seconds.
+    const running = record();
+    second.child.kill("SIGKILL");
+    await eventually(
+      "the watchdog to stop the orphaned stack",
+      async () => running.processes.every((p) => !alive(p.pid)),
+      15_000,
+    );
+    expect(await canConnect(ports.WORKER_PORT)).toBe(false);
+
+    // 6. A port something else holds: refused with its PID, never "running".
+    const squatter: Server = createServer();
+    await new Promise<void>((resolve) => squatter.listen(ports.WORKER_PORT, "127.0.0.1", resolve));
+    try {
+      const blocked = await npmStart().ready;
+      expect(blocked.exitCode).toBe(1);
+      expect(blocked.output).toContain(`port ${ports.WORKER_PORT} (WORKER_PORT) is taken by PID ${process.pid}`);
+      expect(blocked.output).not.toContain("Flash-sale checkout is running");
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  }, 240_000);
+});
