@@ -1,9 +1,7 @@
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
-import { SaleIdParam } from "../http/params";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { preloadSale } from "../sales/live-state";
@@ -11,27 +9,12 @@ import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/reposit
 import { type Sale, saleView } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import type { AdminSaleView } from "../shared/api-types";
-import { DEFAULT_ADMISSION, MAX_ADMISSION, MAX_STOCK } from "../shared/limits";
-
-const CreateSale = z
-  .object({
-    name: z.string().trim().min(1).max(200),
-    stock: z.number().int().min(1).max(MAX_STOCK),
-    startsAt: z.iso.datetime({ offset: true }),
-    endsAt: z.iso.datetime({ offset: true }),
-    admission: z
-      .object({
-        rate: z.number().int().min(1).max(MAX_ADMISSION.rate),
-        burst: z.number().int().min(1).max(MAX_ADMISSION.burst),
-      })
-      .optional(),
-  })
-  .strict()
-  .refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), { message: "endsAt must be after startsAt", path: ["endsAt"] });
+import { DEFAULT_ADMISSION } from "../shared/limits";
+import { CreateSaleBody, SaleIdParam } from "../shared/requests";
 
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
-  .post("/sales", validate("json", CreateSale), async (c) => {
+  .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
     const idempotencyKey = c.req.header("Idempotency-Key") ?? null;
     if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 200)) {

@@ -5,12 +5,12 @@ import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { badRequest, refusalError, unavailable } from "../http/errors";
-import { SaleIdParam } from "../http/params";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import { enqueueOrders } from "../settlement/enqueue";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { SaleIdParam } from "../shared/requests";
 
 /** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
 async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {

@@ -1,9 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { notFound, refusalError, unavailable } from "../http/errors";
-import { LabSaleIdParam } from "../http/params";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
 import { createLabSale, labSaleReport } from "../lab/sale";
@@ -15,7 +13,7 @@ import type { LabOutcome, Strategy } from "../lab/strategy";
 import { redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { type LabSaleReport, STRATEGIES, type StrategyName } from "../shared/lab-types";
-import { MAX_STOCK } from "../shared/limits";
+import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 
 /**
  * The oversell lab: the checkout contract under four strategies, each selling from its own
@@ -30,8 +28,6 @@ const strategies: Record<StrategyName, Strategy> = {
   atomic: atomicCheckout,
 };
 
-const CreateLabSale = z.object({ stock: z.number().int().min(1).max(MAX_STOCK) }).strict();
-
 const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.env.LAB_ENABLED !== "true") throw notFound("NOT_FOUND", "no such route");
   await next();
@@ -39,7 +35,7 @@ const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 export const labRoutes = new Hono<AppEnv>()
   .use(labEnabled)
-  .post("/sales", requireAdmin, validate("json", CreateLabSale), async (c) => {
+  .post("/sales", requireAdmin, validate("json", CreateLabSaleBody), async (c) => {
     const { stock } = c.req.valid("json");
     let id: string;
     try {

@@ -3,7 +3,6 @@ import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { notFound, unavailable } from "../http/errors";
-import { OrderIdParam } from "../http/params";
 import { validate } from "../http/validate";
 import { findOrderRecord } from "../orders/repository";
 import { redisFor } from "../redis/client";
@@ -11,6 +10,7 @@ import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { saleKeys } from "../shared/keys";
 import { decodeOrderId } from "../shared/order-id";
+import { OrderIdParam } from "../shared/requests";
 
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
 const orderNotFound = () => notFound("ORDER_NOT_FOUND", "no such order");

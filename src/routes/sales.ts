@@ -1,12 +1,12 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { notFound, unavailable } from "../http/errors";
-import { SaleIdParam } from "../http/params";
 import { validate } from "../http/validate";
 import { IsolateCache } from "../isolate/isolate-cache";
 import { redisFor } from "../redis/client";
 import { type LiveSale, readLiveSale } from "../sales/live-state";
 import { saleView } from "../sales/sale";
+import { SaleIdParam } from "../shared/requests";
 
 /** Polling pages read from here: at most one Redis read per sale per isolate per TTL. */
 const SALE_PAGE_TTL_MS = 500;

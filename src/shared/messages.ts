@@ -1,12 +1,13 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { MAX_USER_ID_LENGTH, ORDER_ID_PATTERN, QUEUE_MESSAGE_MAX_ORDERS, SALE_ID_PATTERN } from "./limits";
+import "./zod-english";
 
 /** One accepted order, as settlement needs it. */
 export const OrderMessageSchema = z.object({
-  orderId: z.string().regex(ORDER_ID_PATTERN),
-  saleId: z.string().regex(SALE_ID_PATTERN),
-  userId: z.string().min(1).max(MAX_USER_ID_LENGTH),
-  reservedAt: z.number().int().nonnegative(),
+  orderId: z.string().check(z.regex(ORDER_ID_PATTERN)),
+  saleId: z.string().check(z.regex(SALE_ID_PATTERN)),
+  userId: z.string().check(z.minLength(1), z.maxLength(MAX_USER_ID_LENGTH)),
+  reservedAt: z.int().check(z.nonnegative()),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
 
@@ -17,8 +18,8 @@ export type OrderMessage = z.infer<typeof OrderMessageSchema>;
  * orders could not settle.
  */
 export const SettlementMessageSchema = z.object({
-  orders: z.array(OrderMessageSchema).min(1).max(QUEUE_MESSAGE_MAX_ORDERS),
-  reason: z.string().max(500).optional(),
+  orders: z.array(OrderMessageSchema).check(z.minLength(1), z.maxLength(QUEUE_MESSAGE_MAX_ORDERS)),
+  reason: z.optional(z.string().check(z.maxLength(500))),
 });
 export type SettlementMessage = z.infer<typeof SettlementMessageSchema>;
 
