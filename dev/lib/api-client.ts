@@ -9,7 +9,8 @@ import type {
   ReconciliationReport,
   SaleView,
 } from "../../src/shared/api-types.ts";
-import type { LabSaleReport, StrategyName } from "../../src/shared/lab-types.ts";
+import type { StrategyName } from "../../src/shared/lab-strategies.ts";
+import type { LabSaleReport } from "../../src/shared/lab-types.ts";
 import { mintUserToken } from "./user-tokens.ts";
 
 /** Sends a request to the Worker: `path` is the part after the origin. */

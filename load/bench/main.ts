@@ -15,7 +15,7 @@
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
+import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
 import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";

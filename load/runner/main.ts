@@ -16,7 +16,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT } from "../../dev/lib/project.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-types.ts";
+import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts";
 import type { Pace } from "./crowd.ts";
 import { progressLine } from "./progress.ts";
 import { writeReports } from "./report-files.ts";

@@ -2,7 +2,8 @@
 // settlement queue to drain, then check the invariants against what was answered.
 import { waitForDrain } from "../../dev/stack/local-stack.ts";
 import type { ReconciliationReport } from "../../src/shared/api-types.ts";
-import type { LabCopyReport, StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
+import type { StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
+import type { LabCopyReport } from "../../src/shared/lab-types.ts";
 import { drive, type Pace, type Progress, planCrowd, type Shot } from "./crowd.ts";
 import { labViolations, saleViolations } from "./invariants.ts";
 import { type RunStats, summarize } from "./stats.ts";

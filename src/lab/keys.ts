@@ -1,5 +1,5 @@
 import { saleKeys } from "../shared/keys";
-import { STRATEGIES, type StrategyName } from "../shared/lab-types";
+import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 
 export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as readonly string[]).includes(name);
 

@@ -12,7 +12,8 @@ import { optimisticCheckout } from "../lab/strategies/optimistic";
 import type { LabOutcome, Strategy } from "../lab/strategy";
 import { redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
-import { type LabSaleReport, STRATEGIES, type StrategyName } from "../shared/lab-types";
+import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
+import type { LabSaleReport } from "../shared/lab-types";
 import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 
 /**

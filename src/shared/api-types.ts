@@ -1,53 +1,62 @@
-// The bodies the API answers with. Import-free, so the Node-side client, the load runner
-// and the tests read the same shapes the Worker writes.
+// What the API answers with, as schemas: the Worker imports only the inferred types (no
+// bundle cost), while the tests check real responses against the schemas and the API's
+// documentation is generated from them. The Node-side client reads the same shapes.
+import * as z from "zod/mini";
+import "./zod-english";
 
 /** Every error the API returns has this one shape. */
-export interface ErrorBody {
-  error: { code: string; message: string };
-}
+export const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export type SaleStatus = "upcoming" | "live" | "sold_out" | "ended";
+export const SaleStatus = z.enum(["upcoming", "live", "sold_out", "ended"]);
+export type SaleStatus = z.infer<typeof SaleStatus>;
 
 /** GET /api/sales/:saleId: the sale with its live remaining stock. */
-export interface SaleView {
-  id: string;
-  name: string;
-  stock: number;
-  remaining: number;
-  startsAt: string;
-  endsAt: string;
-  status: SaleStatus;
-}
+export const SaleView = z.object({
+  id: z.string(),
+  name: z.string(),
+  stock: z.int(),
+  remaining: z.int(),
+  startsAt: z.iso.datetime(),
+  endsAt: z.iso.datetime(),
+  status: SaleStatus,
+});
+export type SaleView = z.infer<typeof SaleView>;
 
 /** POST /admin/sales: the sale as created, with its admission bucket. */
-export interface AdminSaleView extends SaleView {
-  admission: { rate: number; burst: number };
-}
+export const AdminSaleView = z.extend(SaleView, { admission: z.object({ rate: z.int(), burst: z.int() }) });
+export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
 /** POST /api/sales/:saleId/checkout, 202. */
-export interface CheckoutAccepted {
-  orderId: string;
-  status: "pending";
-}
+export const CheckoutAccepted = z.object({ orderId: z.string(), status: z.literal("pending") });
+export type CheckoutAccepted = z.infer<typeof CheckoutAccepted>;
 
-export type OrderStatus = "pending" | "confirmed" | "failed";
+export const OrderStatus = z.enum(["pending", "confirmed", "failed"]);
+export type OrderStatus = z.infer<typeof OrderStatus>;
 
 /** GET /api/orders/:orderId. */
-export interface OrderView {
-  orderId: string;
-  saleId: string;
-  userId: string;
-  status: OrderStatus;
-}
+export const OrderView = z.object({ orderId: z.string(), saleId: z.string(), userId: z.string(), status: OrderStatus });
+export type OrderView = z.infer<typeof OrderView>;
 
 /** GET /admin/sales/:saleId/report: Redis against D1 for one sale. */
-export interface ReconciliationReport {
-  saleId: string;
-  stock: number;
-  redis: { loaded: boolean; remaining: number | null; reserved: number; minted: number; buyers: number; outbox: number };
-  d1: { confirmed: number; failed: number; soldCounter: number };
+export const ReconciliationReport = z.object({
+  saleId: z.string(),
+  stock: z.int(),
+  redis: z.object({
+    loaded: z.boolean(),
+    remaining: z.nullable(z.int()),
+    reserved: z.int(),
+    minted: z.int(),
+    buyers: z.int(),
+    outbox: z.int(),
+  }),
+  d1: z.object({ confirmed: z.int(), failed: z.int(), soldCounter: z.int() }),
   /** Outbox records not yet in D1. */
-  pending: number;
-  oversold: number;
-  reconciled: boolean;
-}
+  pending: z.int(),
+  oversold: z.int(),
+  reconciled: z.boolean(),
+});
+export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
+
+/** GET /healthz. */
+export const Health = z.object({ ok: z.literal(true) });

@@ -1,29 +1,30 @@
-// The lab's strategies and the body of GET /lab/sales/:id/report. Import-free, so the load
-// runner and the benchmarks use them too.
-
-export const STRATEGIES = ["naive", "lock", "optimistic", "atomic"] as const;
-export type StrategyName = (typeof STRATEGIES)[number];
-
-export interface LabSaleReport {
-  id: string;
-  strategies: Record<StrategyName, LabCopyReport>;
-}
+// The body of GET /lab/sales/:id/report, as schemas (see api-types.ts).
+import * as z from "zod/mini";
+import { STRATEGIES } from "./lab-strategies";
+import "./zod-english";
 
 /** One strategy's copy of a lab sale. */
-export interface LabCopyReport {
-  stock: number;
-  remaining: number;
+export const LabCopyReport = z.object({
+  stock: z.int(),
+  remaining: z.int(),
   /** Checkouts the strategy accepted (202s), each counted once. */
-  accepted: number;
+  accepted: z.int(),
   /** Distinct users among them. */
-  buyers: number;
+  buyers: z.int(),
   /** Units sold that did not exist: accepted - stock. */
-  oversold: number;
+  oversold: z.int(),
   /**
    * Acceptances beyond one per user: accepted - buyers. Read it once the crowd is done:
    * optimistic checkouts in flight hold a claim in `buyers`.
    */
-  duplicates: number;
+  duplicates: z.int(),
   /** Units nobody bought: stock - accepted. */
-  unsold: number;
-}
+  unsold: z.int(),
+});
+export type LabCopyReport = z.infer<typeof LabCopyReport>;
+
+export const LabSaleReport = z.object({
+  id: z.string(),
+  strategies: z.record(z.enum(STRATEGIES), LabCopyReport),
+});
+export type LabSaleReport = z.infer<typeof LabSaleReport>;

@@ -8,7 +8,7 @@ import { labCheckoutPath } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { drive, planCrowd, type Sample } from "../../load/runner/crowd.ts";
 import { backoffDelayMs } from "../../src/locks/backoff.ts";
-import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-types.ts";
+import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
 
 const USERS = 150;
 const STOCK = 30;
