@@ -29,3 +29,15 @@ export function parseOutboxMember(member: string): { orderId: string; userId: st
   const colon = member.indexOf(":");
   return { orderId: member.slice(0, colon), userId: member.slice(colon + 1) };
 }
+
+/**
+ * Checkout outcomes per second for the admin console's time series, one hash per minute
+ * (`minute` = epoch seconds / 60, floored) so a reader fetches a few small hashes, never one
+ * that grows all sale long. Fields are `<epoch second>:<code>`, code being OK or a refusal
+ * code (SOLD_OUT, RATE_LIMITED, ...); values are counts. Written by lua/checkout.lua for
+ * what Redis decided and by each isolate for the refusals it answered locally; kept 2 hours.
+ */
+export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${saleId}}:stats:${minute}`;
+
+/** How long a minute of outcome counters is kept. */
+export const SALE_STATS_TTL_SECONDS = 7_200;
