@@ -48,11 +48,15 @@ function assertPortsFree(ports: [string, number][]): void {
   }
 }
 
-/** The Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
+/** What the local stack sets unless the environment does: payments through the dev provider's test tokens. */
+const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev" };
+
+/** The Worker's [vars] that the environment overrides, as wrangler dev --var flags (after the local ones). */
 function varOverrides(): { flags: string[]; names: string[] } {
   const vars = Object.keys(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).vars ?? {});
   const names = vars.filter((name) => process.env[name] !== undefined);
-  return { flags: names.flatMap((name) => ["--var", `${name}:${process.env[name]}`]), names };
+  const values = { ...LOCAL_VARS, ...Object.fromEntries(names.map((name) => [name, process.env[name] as string])) };
+  return { flags: Object.entries(values).flatMap(([name, value]) => ["--var", `${name}:${value}`]), names };
 }
 
 function startWatchdog(): void {
@@ -171,6 +175,7 @@ async function main() {
       `JWT_SECRET=${secrets.JWT_SECRET}`,
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
+      `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,
     ].join("\n"),
     { mode: 0o600 },
   );

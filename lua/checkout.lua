@@ -1,75 +1,102 @@
 --[[
-checkout.lua: reserve one unit of a flash sale for each of a batch of users, atomically.
+checkout.lua: reserve units of a flash sale for each of a batch of buyers, atomically.
 
-Everything that must not interleave happens here, in one EVALSHA: the sale window,
-one-order-per-user, stock > 0, the sale's admission token bucket, the decrement,
-recording the buyer, minting the order id and writing the outbox record the
-settlement pipeline re-drives from. An isolate merges the checkouts it holds for one
-sale into one call, so users are served in ARGV order, each seeing what the ones
-before it took: a user listed twice gets one unit and ALREADY_PURCHASED. Refusals
-before the bucket write nothing, so a sold-out sale or a repeat buyer never spends a
-token nor hides behind a 429.
+Everything that must not interleave happens here, in one EVALSHA: the sale's state and
+window, the buyer's limit, stock, the sale's admission token bucket, the decrement,
+recording the buyer, minting the order id and writing the outbox record the settlement
+pipeline re-drives from. An isolate merges the checkouts it holds for one sale into one
+call, so buyers are served in ARGV order, each seeing what the ones before took (a buyer
+listed twice counts both). Refusals before the bucket write nothing, so a sold-out sale or
+a buyer at their limit never spends a token nor hides behind a 429.
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe)
-  1  sale meta hash  fields: remaining, starts, ends (epoch ms), slot, seq, rate, burst
-  2  buyers hash     user id -> order id
-  3  outbox zset     member "<orderId>:<userId>", score = reservation time (ms)
-  4  admission hash  token bucket: tokens, at (ms); expires when idle
+  1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state
+  2  buyers hash     user id -> "<units held>:<latest order id>"
+  3  outbox zset     order ids not settled yet, score = reservation time (ms)
+  4  pending hash    order id -> "<quantity>:<user id>"
+  5  admission hash  token bucket: tokens, at (ms); expires when idle
+  6  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
 ARGV
-  1..n  user ids, 1 to 100 (more is an error: the writes at the end unpack 2n values)
+  pairs of user id and quantity (1 to 100 pairs; the writes at the end unpack 2 values per order)
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
-  1  "checkout/1"     the layout; the Worker refuses any other
+  1  "checkout/2"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
   3  startsMs  4  endsMs         the sale window (0 when the sale is not found)
   5  rate      6  burst          the admission bucket (0 when the sale is not found)
   7  retryAfterMs     how long until the bucket holds a token again (0 when it holds one)
-  then three fields per user, in ARGV order:
-     outcome   OK | ALREADY_PURCHASED | SOLD_OUT | RATE_LIMITED | SALE_NOT_STARTED |
-               SALE_ENDED | SALE_NOT_FOUND
-     orderId   the order reserved now (OK) or held already (ALREADY_PURCHASED), else ""
-     remaining units left after this user (0 when the sale is not found)
+  8  limit            units one buyer may hold (0 when the sale is not found)
+  then four fields per buyer, in ARGV order:
+     outcome   OK | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED | SOLD_OUT |
+               QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
+               SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND
+     orderId   the order reserved now (OK), or the buyer's latest one, else ""
+     remaining units left after this buyer (0 when the sale is not found)
+     held      units the buyer holds after this buyer's turn
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
-local meta, buyers, outbox, admission = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-if #ARGV < 1 or #ARGV > 100 then
-  return redis.error_reply('checkout.lua takes 1 to 100 user ids')
+local meta, buyers, outbox, pending, admission, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local pairs_ = #ARGV / 2
+if #ARGV < 2 or #ARGV > 200 or #ARGV % 2 ~= 0 then
+  return redis.error_reply('checkout.lua takes 1 to 100 pairs of user id and quantity')
 end
 
 local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local function reply(starts, ends, rate, burst, retryAfter, outcomes)
-  return { 'checkout/1', nowMs, starts, ends, rate, burst, retryAfter, unpack(outcomes) }
+local function reply(starts, ends, rate, burst, retryAfter, limit, outcomes)
+  return { 'checkout/2', nowMs, starts, ends, rate, burst, retryAfter, limit, unpack(outcomes) }
+end
+
+-- Outcome counts for the admin console, one field per second and outcome.
+local counts = {}
+local function count(outcome, n)
+  counts[outcome] = (counts[outcome] or 0) + n
+end
+local function flushCounts()
+  for outcome, n in pairs(counts) do
+    redis.call('HINCRBY', stats, nowSec .. ':' .. outcome, n)
+  end
+  redis.call('EXPIRE', stats, 7200) -- SALE_STATS_TTL_SECONDS (src/shared/keys.ts)
 end
 
 local function everyone(outcome, remaining)
   local outcomes = {}
-  for _ = 1, #ARGV do
+  for _ = 1, pairs_ do
     outcomes[#outcomes + 1] = outcome
     outcomes[#outcomes + 1] = ''
     outcomes[#outcomes + 1] = remaining
+    outcomes[#outcomes + 1] = 0
   end
   return outcomes
 end
 
-local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq')
+local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state')
 if not sale[1] then
-  return reply(0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
+  return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
-local rate, burst, seq = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0
+local rate, burst, seq, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0, tonumber(sale[8]) or 1
 
-if nowMs < starts then
-  return reply(starts, ends, rate, burst, 0, everyone('SALE_NOT_STARTED', remaining))
+local saleWide
+if sale[9] == 'cancelled' then
+  saleWide = 'SALE_CANCELLED'
+elseif sale[9] == 'paused' then
+  saleWide = 'SALE_PAUSED'
+elseif nowMs < starts then
+  saleWide = 'SALE_NOT_STARTED'
+elseif nowMs >= ends then
+  saleWide = 'SALE_ENDED'
 end
-if nowMs >= ends then
-  return reply(starts, ends, rate, burst, 0, everyone('SALE_ENDED', remaining))
+if saleWide then
+  count(saleWide, pairs_)
+  flushCounts()
+  return reply(starts, ends, rate, burst, 0, limit, everyone(saleWide, remaining))
 end
 
--- Admission: a token bucket refilled at `rate` per second up to `burst`, so units are
--- reserved (and reach the queue and D1) no faster than the sale was configured to take.
+-- Admission: a token bucket refilled at `rate` per second up to `burst`; each order takes a
+-- token, so orders are reserved (and reach the queue and D1) no faster than the sale allows.
 local bucket = redis.call('HMGET', admission, 'tokens', 'at')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or nowMs
@@ -89,42 +116,72 @@ local function orderIdFor(n)
   return string.format('%.0f', low % 1000000)
 end
 
-local outcomes = {}
-local takenHere = {}
-local newBuyers, newOutbox = {}, {}
-for _, user in ipairs(ARGV) do
-  local held = takenHere[user] or redis.call('HGET', buyers, user)
-  local outcome, orderId = 'OK', ''
-  if held then
-    outcome, orderId = 'ALREADY_PURCHASED', held
+-- What each buyer of this call holds: read once, updated as the call goes.
+local holdings = {}
+local function holding(user)
+  local h = holdings[user]
+  if not h then
+    local record = redis.call('HGET', buyers, user)
+    local units, last = 0, ''
+    if record then
+      local u, o = string.match(record, '^(%d+):(%d*)$')
+      units, last = tonumber(u), o
+    end
+    h = { units = units, last = last }
+    holdings[user] = h
+  end
+  return h
+end
+
+local outcomes, reserved, newOutbox, newPending = {}, {}, {}, {}
+for i = 1, #ARGV, 2 do
+  local user, quantity = ARGV[i], tonumber(ARGV[i + 1])
+  local h = holding(user)
+  local outcome, orderId = 'OK', h.last
+  if h.units >= limit then
+    outcome = 'ALREADY_PURCHASED'
+  elseif h.units + quantity > limit then
+    outcome = 'PER_USER_LIMIT_EXCEEDED'
   elseif remaining <= 0 then
     outcome = 'SOLD_OUT'
+  elseif remaining < quantity then
+    outcome = 'QUANTITY_UNAVAILABLE'
   elseif tokens < 1 then
     outcome = 'RATE_LIMITED'
   else
-    tokens, remaining, seq = tokens - 1, remaining - 1, seq + 1
+    tokens, remaining, seq = tokens - 1, remaining - quantity, seq + 1
     orderId = orderIdFor(seq)
-    takenHere[user] = orderId
-    newBuyers[#newBuyers + 1] = user
-    newBuyers[#newBuyers + 1] = orderId
+    h.units, h.last = h.units + quantity, orderId
+    reserved[user] = h
     newOutbox[#newOutbox + 1] = nowMs
-    newOutbox[#newOutbox + 1] = orderId .. ':' .. user
+    newOutbox[#newOutbox + 1] = orderId
+    newPending[#newPending + 1] = orderId
+    newPending[#newPending + 1] = quantity .. ':' .. user
   end
+  count(outcome, 1)
   outcomes[#outcomes + 1] = outcome
   outcomes[#outcomes + 1] = orderId
   outcomes[#outcomes + 1] = remaining
+  outcomes[#outcomes + 1] = h.units
 end
 
-if #newBuyers > 0 then
+if #newOutbox > 0 then
+  local newBuyers = {}
+  for user, h in pairs(reserved) do
+    newBuyers[#newBuyers + 1] = user
+    newBuyers[#newBuyers + 1] = h.units .. ':' .. h.last
+  end
   redis.call('HSET', meta, 'remaining', remaining, 'seq', seq)
   redis.call('HSET', buyers, unpack(newBuyers))
   redis.call('ZADD', outbox, unpack(newOutbox))
+  redis.call('HSET', pending, unpack(newPending))
   redis.call('HSET', admission, 'tokens', tostring(tokens), 'at', nowMs)
   -- Idle long enough to refill completely, the bucket is the same as no bucket.
   redis.call('PEXPIRE', admission, math.ceil(burst * 1000 / rate) + 1000)
 end
+flushCounts()
 local retryAfter = 0
 if tokens < 1 then
   retryAfter = math.ceil((1 - tokens) * 1000 / rate)
 end
-return reply(starts, ends, rate, burst, retryAfter, outcomes)
+return reply(starts, ends, rate, burst, retryAfter, limit, outcomes)

@@ -8,6 +8,7 @@ import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
 import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
+import { webhookRoutes } from "./routes/webhooks";
 import { MAX_BODY_BYTES } from "./shared/limits";
 
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
@@ -24,8 +25,9 @@ export const app = new Hono<AppEnv>()
   .use("/api/*", limitPerIp)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
-  .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId
+  .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report
+  .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true
   .notFound(notFoundRoute)
   .onError(handleError);

@@ -5,5 +5,7 @@ declare namespace Cloudflare {
     JWT_SECRET: string;
     UPSTASH_REDIS_REST_URL: string;
     UPSTASH_REDIS_REST_TOKEN: string;
+    /** Verifies POST /webhooks/payments (HMAC-SHA256); unset turns the webhook route off. */
+    PAYMENT_WEBHOOK_SECRET?: string;
   }
 }

@@ -1,32 +1,50 @@
 import { app } from "./app";
 import { memo } from "./checkout/isolate-memo";
+import { runJobs } from "./orders/jobs";
+import { sweepOrders } from "./orders/lifecycle";
+import { redisFor } from "./redis/client";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
-import type { OrderMessage } from "./shared/messages";
-
-const DEAD_LETTER_QUEUE_SUFFIX = "-dlq";
 
 /**
- * This isolate remembered released buyers (and maybe sold out): forget both, or it would
- * refuse their new attempts locally. Other isolates forget within the memo's buyer TTL.
+ * Units came back to these buyers' sales: this isolate forgets it saw them at their limit
+ * (or the sale sold out) at once; other isolates forget within the memo's second.
  */
-const forgetReleased = (released: OrderMessage[]) => {
-  for (const order of released) memo.released(order.saleId, order.userId);
+const forgetReturned = (orders: { saleId: string; userId: string }[]) => {
+  for (const order of orders) memo.returned(order.saleId, order.userId);
 };
 
 export default {
   fetch: app.fetch,
 
   async queue(batch, env) {
-    if (batch.queue.endsWith(DEAD_LETTER_QUEUE_SUFFIX)) forgetReleased(await handleDeadLetters(batch, env));
-    else forgetReleased(await settleBatch(batch, env));
+    switch (batch.queue) {
+      case "flash-sale-orders":
+        forgetReturned(await settleBatch(batch, env));
+        return;
+      case "flash-sale-orders-dlq":
+        forgetReturned(await handleDeadLetters(batch, env));
+        return;
+      case "flash-sale-jobs":
+        forgetReturned(await runJobs(batch, env));
+        return;
+      default:
+        throw new Error(`no consumer for queue ${batch.queue}`);
+    }
   },
 
+  /** Every minute: re-send unsettled orders, expire what is due, give back units not back yet. */
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(
       redriveOutbox(env).then((resent) => {
         if (resent > 0) console.log(`outbox re-drive: re-sent ${resent} orders`);
+      }),
+    );
+    ctx.waitUntil(
+      sweepOrders(env.DB, redisFor(env)).then(({ expired, returned }) => {
+        forgetReturned(returned);
+        if (expired > 0 || returned.length > 0) console.log(`sweep: expired ${expired}, returned ${returned.length}`);
       }),
     );
   },

@@ -24,6 +24,14 @@ export interface Answer {
   headers?: Headers;
 }
 
+/** A call's status, its body when it succeeded, else the API's error code. */
+export interface ApiResult<T> {
+  status: number;
+  body?: T;
+  code?: string;
+  headers: Headers;
+}
+
 /** A call the client expected to succeed did not. */
 export class ApiCallError extends Error {
   constructor(
@@ -41,6 +49,10 @@ export interface SaleInput {
   startsAt: string;
   endsAt: string;
   admission?: { rate: number; burst: number };
+  price?: number;
+  currency?: string;
+  paymentWindowSec?: number;
+  perUserLimit?: number;
 }
 
 export const checkoutPath = (saleId: string) => `/api/sales/${saleId}/checkout`;
@@ -102,8 +114,9 @@ export class ApiClient {
   }
 
   /**
-   * Creates a sale. By default it is open now for an hour, with 10 units and an admission
-   * bucket no crowd here can empty (the crowd, not the bucket, is what tests drive).
+   * Creates a sale. By default it is open now for an hour, with 10 units, no payment step
+   * (orders are final once settled) and an admission bucket no crowd here can empty (the
+   * crowd, not the bucket, is what tests drive).
    */
   createSale(input: Partial<SaleInput> = {}, { idempotencyKey }: { idempotencyKey?: string } = {}): Promise<AdminSaleView> {
     const body: SaleInput = {
@@ -112,6 +125,7 @@ export class ApiClient {
       startsAt: new Date(Date.now() - 1000).toISOString(),
       endsAt: new Date(Date.now() + 3_600_000).toISOString(),
       admission: { rate: 100_000, burst: 1_000_000 },
+      paymentWindowSec: 0,
       ...input,
     };
     return this.adminJson<AdminSaleView>("/admin/sales", {
@@ -141,14 +155,34 @@ export class ApiClient {
   }
 
   /** A checkout's outcome; a request that got no answer is status 0, NETWORK_ERROR. */
-  checkout(saleId: string, token: string): Promise<Answer> {
-    return this.answer(checkoutPath(saleId), token);
+  checkout(saleId: string, token: string, quantity?: number): Promise<Answer> {
+    return this.answer(checkoutPath(saleId), token, quantity === undefined ? undefined : JSON.stringify({ quantity }));
+  }
+
+  /** POST /api/orders/:orderId/pay with an Idempotency-Key. */
+  async pay(orderId: string, token: string, paymentToken: string, idempotencyKey: string): Promise<ApiResult<OrderView>> {
+    return this.result(`/api/orders/${orderId}/pay`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", "Idempotency-Key": idempotencyKey },
+      body: JSON.stringify({ paymentToken }),
+    });
+  }
+
+  /** POST /api/orders/:orderId/cancel. */
+  cancel(orderId: string, token: string): Promise<ApiResult<OrderView>> {
+    return this.result(`/api/orders/${orderId}/cancel`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
   }
 
   /** GET /api/orders/:orderId as the token's user sees it. */
-  async order(orderId: string, token: string): Promise<{ status: number; body: Partial<OrderView & ErrorBody> }> {
-    const res = await this.options.fetch(`/api/orders/${orderId}`, { headers: { Authorization: `Bearer ${token}` } });
-    return { status: res.status, body: (await res.json()) as Partial<OrderView & ErrorBody> };
+  order(orderId: string, token: string): Promise<ApiResult<OrderView>> {
+    return this.result(`/api/orders/${orderId}`, { headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** A call whose answer is read either way: the body, or the error's code. */
+  private async result<T>(path: string, init: RequestInit): Promise<ApiResult<T>> {
+    const res = await this.options.fetch(path, init);
+    const body = (await res.json().catch(() => undefined)) as (T & Partial<ErrorBody>) | undefined;
+    return { status: res.status, body: res.ok ? body : undefined, code: body?.error?.code, headers: res.headers };
   }
 
   async createLabSale(stock: number): Promise<string> {
@@ -163,10 +197,14 @@ export class ApiClient {
     return this.answer(labCheckoutPath(strategy, labSaleId), token);
   }
 
-  private async answer(path: string, token: string): Promise<Answer> {
+  private async answer(path: string, token: string, body?: string): Promise<Answer> {
     let res: Response;
     try {
-      res = await this.options.fetch(path, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+      res = await this.options.fetch(path, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, ...(body && { "Content-Type": "application/json" }) },
+        body,
+      });
     } catch {
       return { status: 0, code: "NETWORK_ERROR" };
     }

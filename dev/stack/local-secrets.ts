@@ -12,13 +12,21 @@ export interface LocalSecrets {
   GATEWAY_TOKEN: string;
   /** redis-server's requirepass. */
   REDIS_PASSWORD: string;
+  /** Signs POST /webhooks/payments (PAYMENT_WEBHOOK_SECRET for the Worker). */
+  PAYMENT_WEBHOOK_SECRET: string;
 }
 
 const random = () => randomBytes(24).toString("base64url");
 
 /** Fresh random secrets, for a throw-away stack. */
 export function randomSecrets(): LocalSecrets {
-  return { ADMIN_TOKEN: random(), JWT_SECRET: random(), GATEWAY_TOKEN: random(), REDIS_PASSWORD: random() };
+  return {
+    ADMIN_TOKEN: random(),
+    JWT_SECRET: random(),
+    GATEWAY_TOKEN: random(),
+    REDIS_PASSWORD: random(),
+    PAYMENT_WEBHOOK_SECRET: random(),
+  };
 }
 
 /** The secrets kept in `stateDir`/secrets.json, created there the first time. */

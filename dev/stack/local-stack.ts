@@ -43,12 +43,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     secrets: {
       ADMIN_TOKEN: secrets.ADMIN_TOKEN,
       JWT_SECRET: secrets.JWT_SECRET,
+      PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
       UPSTASH_REDIS_REST_URL: gateway.url,
       UPSTASH_REDIS_REST_TOKEN: gateway.token,
     },
     // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
     // The whole crowd comes from one address here: no per-IP limit.
-    vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", ...opts.vars },
+    // Payments through the dev provider's test tokens.
+    vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", PAYMENT_PROVIDER: "dev", ...opts.vars },
     stateDir: opts.stateDir,
     ordersConsumer: opts.ordersConsumer,
     onLog: opts.onWorkerLog,

@@ -5,20 +5,23 @@ import type { Reservation } from "./reply";
 
 /**
  * What this isolate has learnt from earlier script replies, so repeat losers are refused
- * with no network at all. Every fact here is one Redis stated; none is guessed.
+ * with no network at all. Every fact here is one Redis stated; none is guessed, and none
+ * outlives the time in which Redis could have changed its mind by much: units come back
+ * (expiry, cancellation, dead letters), buyers may buy again, sales are paused, resumed and
+ * edited. So every entry lives about a second, which still absorbs a stampede's repeats.
  */
 
-/** Sold out may be undone by a released reservation, so it is trusted for about a second. */
-const SOLD_OUT_TTL_MS = 1_000;
-/** Buyers may be released after a dead-lettered order; remembered for a minute. */
-const BUYER_TTL_MS = 60_000;
-/** Sale windows never change, but this isolate's clock may differ from Redis' a little. */
+/** Sold out, a buyer at their limit, a paused or cancelled sale: each may be undone any moment. */
+const SHORT_TTL_MS = 1_000;
+/** A sale's window may be edited before it starts; a not-started crowd re-asks every few seconds. */
+const WINDOW_TTL_MS = 5_000;
+/** This isolate's clock may differ from Redis' a little. */
 const CLOCK_SKEW_MS = 1_000;
-/** Unknown sale ids: a probe for the same id reaches Redis and D1 at most once a second. */
-const NOT_FOUND_TTL_MS = 1_000;
 
-const soldOut = new IsolateCache<true>(SOLD_OUT_TTL_MS, 1_000);
-const buyers = new IsolateCache<string>(BUYER_TTL_MS, 100_000);
+const soldOut = new IsolateCache<true>(SHORT_TTL_MS, 1_000);
+/** Buyers at their limit, with their latest order. */
+const atLimit = new IsolateCache<string>(SHORT_TTL_MS, 100_000);
+const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED">(SHORT_TTL_MS, 1_000);
 const throttled = new IsolateCache<{ until: number; admission: Admission }>(1_000, 1_000);
 /**
  * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
@@ -28,21 +31,24 @@ const throttled = new IsolateCache<{ until: number; admission: Admission }>(1_00
  * attempt gives its local token back.
  */
 const admissionBuckets = new Map<string, LocalTokenBuckets>();
-const notFound = new IsolateCache<true>(NOT_FOUND_TTL_MS, 10_000);
-const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(3_600_000, 1_000);
+/** Unknown sale ids: a probe for the same id reaches Redis and D1 at most once a second. */
+const notFound = new IsolateCache<true>(SHORT_TTL_MS, 10_000);
+const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(WINDOW_TTL_MS, 1_000);
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
 /** A refusal this isolate can give on its own, or undefined when Redis must decide. */
 export function localRefusal(saleId: string, userId: string, now = Date.now()): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
+  const state = saleState.get(saleId, now);
+  if (state) return { code: state };
   const window = windows.get(saleId, now);
   if (window?.endsAt !== undefined && now >= window.endsAt + CLOCK_SKEW_MS) return { code: "SALE_ENDED", endsAt: window.endsAt };
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
-  const orderId = buyers.get(buyerKey(saleId, userId), now);
-  if (orderId) return { code: "ALREADY_PURCHASED", orderId };
+  const orderId = atLimit.get(buyerKey(saleId, userId), now);
+  if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
   const throttle = throttled.get(saleId, now);
   if (throttle && now < throttle.until) {
@@ -77,7 +83,7 @@ export const memo = {
     if (r.code !== "OK") memo.admissionTokenUnused(saleId);
     switch (r.code) {
       case "OK":
-        buyers.set(buyerKey(saleId, userId), r.orderId);
+        if (r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
         knowAdmission(saleId, r.admission);
         if (r.remaining === 0) soldOut.set(saleId, true);
         return;
@@ -85,13 +91,17 @@ export const memo = {
         soldOut.set(saleId, true);
         return;
       case "ALREADY_PURCHASED":
-        if (r.orderId) buyers.set(buyerKey(saleId, userId), r.orderId);
+        atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");
         return;
       case "SALE_NOT_STARTED":
         knowWindow(saleId, { startsAt: r.startsAt });
         return;
       case "SALE_ENDED":
         knowWindow(saleId, { endsAt: r.endsAt });
+        return;
+      case "SALE_PAUSED":
+      case "SALE_CANCELLED":
+        saleState.set(saleId, r.code);
         return;
       case "SALE_NOT_FOUND":
         notFound.set(saleId, true);
@@ -102,6 +112,8 @@ export const memo = {
         throttled.set(saleId, { until, admission: r.admission }, Math.max(0, until - Date.now()));
         return;
       }
+      case "QUANTITY_UNAVAILABLE":
+      case "PER_USER_LIMIT_EXCEEDED":
       case "BUSY":
         return;
     }
@@ -110,9 +122,16 @@ export const memo = {
   admissionTokenUnused(saleId: string) {
     admissionBuckets.get(saleId)?.refund(saleId);
   },
-  /** A reservation was undone: the buyer may buy again and a unit is back. */
-  released(saleId: string, userId: string) {
-    buyers.delete(buyerKey(saleId, userId));
+  /** Units came back to the sale and the buyer holds fewer: forget both at once here. */
+  returned(saleId: string, userId: string) {
+    atLimit.delete(buyerKey(saleId, userId));
     soldOut.delete(saleId);
+  },
+  /** The sale's state or window changed (an admin edit): forget what this isolate knew of it. */
+  saleChanged(saleId: string) {
+    saleState.delete(saleId);
+    windows.delete(saleId);
+    soldOut.delete(saleId);
+    notFound.delete(saleId);
   },
 };

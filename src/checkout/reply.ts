@@ -1,41 +1,54 @@
 import type { Admission, Refusal } from "../shared/refusal";
 
 /** What lua/checkout.lua decided for one buyer. */
-export type Reservation = { code: "OK"; orderId: string; remaining: number; reservedAt: number; admission: Admission } | Refusal;
+export type Reservation =
+  | { code: "OK"; orderId: string; remaining: number; reservedAt: number; admission: Admission; held: number; limit: number }
+  | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
-export const CHECKOUT_REPLY_LAYOUT = "checkout/1";
-const HEADER_FIELDS = 7;
-const FIELDS_PER_USER = 3;
+export const CHECKOUT_REPLY_LAYOUT = "checkout/2";
+const HEADER_FIELDS = 8;
+const FIELDS_PER_BUYER = 4;
 
 export class ReplyLayoutError extends Error {}
 
 /**
- * Reads the script's one flat reply (header, then three fields per user; see the header
- * of lua/checkout.lua) into one reservation per user. A reply in another layout or of the
+ * Reads the script's one flat reply (header, then four fields per buyer; see the header of
+ * lua/checkout.lua) into one reservation per buyer. A reply in another layout or of the
  * wrong length means the script and this Worker disagree: fail loudly, never guess.
  */
-export function parseCheckoutReply(reply: unknown, users: number): Reservation[] {
-  if (!Array.isArray(reply) || reply[0] !== CHECKOUT_REPLY_LAYOUT || reply.length !== HEADER_FIELDS + FIELDS_PER_USER * users) {
+export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[] {
+  const expected = HEADER_FIELDS + FIELDS_PER_BUYER * buyers;
+  if (!Array.isArray(reply) || reply[0] !== CHECKOUT_REPLY_LAYOUT || reply.length !== expected) {
     const layout = Array.isArray(reply) ? `${String(reply[0])} with ${reply.length} fields` : typeof reply;
     throw new ReplyLayoutError(
-      `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${HEADER_FIELDS + FIELDS_PER_USER * users} fields`,
+      `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${expected} fields`,
     );
   }
-  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs] = reply.slice(0, HEADER_FIELDS).map(Number) as number[];
+  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit] = reply.slice(0, HEADER_FIELDS).map(Number) as number[];
   const admission: Admission = { rate: rate as number, burst: burst as number };
   const reservations: Reservation[] = [];
-  for (let i = HEADER_FIELDS; i < reply.length; i += FIELDS_PER_USER) {
+  for (let i = HEADER_FIELDS; i < reply.length; i += FIELDS_PER_BUYER) {
     const code = String(reply[i]);
     const orderId = String(reply[i + 1]);
+    const remaining = Number(reply[i + 2]);
+    const held = Number(reply[i + 3]);
     switch (code) {
       case "OK":
-        reservations.push({ code, orderId, remaining: Number(reply[i + 2]), reservedAt: nowMs as number, admission });
+        reservations.push({ code, orderId, remaining, reservedAt: nowMs as number, admission, held, limit: limit as number });
         break;
       case "ALREADY_PURCHASED":
         reservations.push({ code, orderId });
         break;
+      case "PER_USER_LIMIT_EXCEEDED":
+        reservations.push({ code, held, limit: limit as number });
+        break;
+      case "QUANTITY_UNAVAILABLE":
+        reservations.push({ code, remaining });
+        break;
       case "SOLD_OUT":
+      case "SALE_PAUSED":
+      case "SALE_CANCELLED":
       case "SALE_NOT_FOUND":
         reservations.push({ code });
         break;

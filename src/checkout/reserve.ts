@@ -1,6 +1,6 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { saleKeys } from "../shared/keys";
+import { saleKeys, saleStatsKey } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { type KeepAlive, MergedCalls } from "./merged-calls";
@@ -13,7 +13,13 @@ export type { Reservation };
  * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
  * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
  */
-const calls = new MergedCalls<string, Reservation>({
+/** One buyer's checkout: who, and how many units. */
+export interface CheckoutItem {
+  userId: string;
+  quantity: number;
+}
+
+const calls = new MergedCalls<CheckoutItem, Reservation>({
   // One call's orders make one queue message; lua/checkout.lua refuses larger batches.
   maxItems: QUEUE_MESSAGE_MAX_ORDERS,
   maxWaitMs: 8_000,
@@ -40,20 +46,29 @@ export interface ReserveOptions {
  * The whole atomic reservation (lua/checkout.lua). Checkouts this isolate holds for the
  * same sale at the same moment travel in one EVALSHA; a lone one goes out at once.
  */
-export function reserve(redis: Redis, saleId: string, userId: string, options: ReserveOptions): Promise<Reservation> {
-  const call = async (users: string[]) => {
-    const reservations = await reserveAll(redis, saleId, users);
-    const orders = reservations.flatMap((r, i) =>
-      r.code === "OK" ? [{ orderId: r.orderId, saleId, userId: users[i] as string, reservedAt: r.reservedAt }] : [],
-    );
+export function reserve(redis: Redis, saleId: string, item: CheckoutItem, options: ReserveOptions): Promise<Reservation> {
+  const call = async (items: CheckoutItem[]) => {
+    const reservations = await reserveAll(redis, saleId, items);
+    const orders = reservations.flatMap((r, i) => {
+      const { userId, quantity } = items[i] as CheckoutItem;
+      return r.code === "OK" ? [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }] : [];
+    });
     if (orders.length > 0) options.onReserved?.(orders);
     return reservations;
   };
-  return calls.submit(saleId, userId, call, options.keepAlive);
+  return calls.submit(saleId, item, call, options.keepAlive);
 }
 
-async function reserveAll(redis: Redis, saleId: string, users: string[]): Promise<Reservation[]> {
+async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[]): Promise<Reservation[]> {
   const keys = saleKeys(saleId);
-  const reply = await runScript<unknown>(redis, LUA.checkout, [keys.meta, keys.buyers, keys.outbox, keys.admission], users);
-  return parseCheckoutReply(reply, users.length);
+  // The counters' minute by this isolate's clock; the fields carry Redis' own second.
+  const stats = saleStatsKey(saleId, Math.floor(Date.now() / 60_000));
+  const args = items.flatMap((item) => [item.userId, String(item.quantity)]);
+  const reply = await runScript<unknown>(
+    redis,
+    LUA.checkout,
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats],
+    args,
+  );
+  return parseCheckoutReply(reply, items.length);
 }

@@ -43,16 +43,34 @@ export function refusalError(refusal: Refusal): ApiError {
   switch (refusal.code) {
     case "SOLD_OUT":
       return new ApiError(409, "SOLD_OUT", "the sale is sold out");
+    case "QUANTITY_UNAVAILABLE":
+      return new ApiError(
+        409,
+        "QUANTITY_UNAVAILABLE",
+        `only ${refusal.remaining} unit${refusal.remaining === 1 ? "" : "s"} remain in this sale`,
+      );
+    case "PER_USER_LIMIT_EXCEEDED":
+      return new ApiError(
+        409,
+        "PER_USER_LIMIT_EXCEEDED",
+        `you hold ${refusal.held} of the ${refusal.limit} units one buyer may hold in this sale; you may buy ${refusal.limit - refusal.held} more`,
+      );
     case "ALREADY_PURCHASED":
       return new ApiError(
         409,
         "ALREADY_PURCHASED",
-        refusal.orderId ? `you already hold order ${refusal.orderId} in this sale` : "you already hold an order in this sale",
+        refusal.orderId
+          ? `you already hold the most units one buyer may hold in this sale (your latest order: ${refusal.orderId})`
+          : "you already hold the most units one buyer may hold in this sale",
       );
     case "SALE_NOT_STARTED":
       return new ApiError(409, "SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
     case "SALE_ENDED":
       return new ApiError(409, "SALE_ENDED", "the sale has ended");
+    case "SALE_PAUSED":
+      return new ApiError(409, "SALE_PAUSED", "the sale is paused; try again later");
+    case "SALE_CANCELLED":
+      return new ApiError(409, "SALE_CANCELLED", "the sale was cancelled");
     case "SALE_NOT_FOUND":
       return notFound("SALE_NOT_FOUND", "no such sale");
     case "RATE_LIMITED":

@@ -2,7 +2,7 @@ import { hashFields, type Redis } from "../redis/client";
 import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
 import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
-import { MAX_ADMISSION } from "../shared/limits";
+import { DEFAULT_CURRENCY, MAX_ADMISSION } from "../shared/limits";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "optimistic"];
@@ -25,6 +25,10 @@ export async function createLabSale(redis: Redis, stock: number): Promise<string
       endsAt: Date.now() + LAB_SALE_OPEN_MS,
       idSlot: 0,
       admission: MAX_ADMISSION, // the lab never throttles
+      price: 0,
+      currency: DEFAULT_CURRENCY,
+      paymentWindowSec: 0,
+      perUserLimit: 1,
     }),
     ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
     redis.scriptLoad(LUA.labCas),

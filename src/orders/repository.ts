@@ -1,5 +1,17 @@
-// D1's orders and failed_orders tables: settling, failing and reading orders.
+// D1's orders and failed_orders tables: settling, failing, reading orders, and the
+// conditional statements that move an order from one state to the next.
+import type { OrderStatus } from "../shared/api-types";
 import type { DeadLetter, OrderMessage } from "../shared/messages";
+
+/**
+ * D1's own clock, in epoch ms. Every decision about a deadline (expire? still payable?) is
+ * taken inside one statement against this one clock, so a payment and the expiry racing
+ * each other can never both win, whatever the Workers' clocks say.
+ */
+const NOW_MS = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+/** States in which an order holds its units. */
+export const HOLDING = "('awaiting_payment', 'paid', 'confirmed')";
 
 /** Which of these orders are recorded as failed (the ids travel as one JSON array). */
 const selectFailed = (db: D1Database, orderIds: string[]) =>
@@ -8,49 +20,77 @@ const selectFailed = (db: D1Database, orderIds: string[]) =>
     .bind(JSON.stringify(orderIds));
 
 /**
- * Idempotent insert: a redelivered or re-driven order is a no-op (UNIQUE(order_id) and
- * UNIQUE(sale_id, user_id)). ON CONFLICT DO NOTHING covers only uniqueness, so the
- * sold <= stock CHECK still aborts the statement, and with it the whole batch.
+ * Idempotent insert: a redelivered or re-driven order is a no-op (UNIQUE(order_id)). Its
+ * amount, currency and first state come from the sale in the same statement: awaiting
+ * payment until settled_at + the sale's window, or confirmed when the sale has none. ON
+ * CONFLICT DO NOTHING covers only uniqueness, so the sold <= stock CHECK and the per-buyer
+ * limit trigger still abort the statement, and with it the whole batch.
  */
-const insertOrder = (db: D1Database, o: OrderMessage, now: number) =>
+const insertOrder = (db: D1Database, o: OrderMessage) =>
   db
     .prepare(
-      `INSERT INTO orders (order_id, sale_id, user_id, created_at, settled_at)
-       VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING`,
+      `INSERT INTO orders (order_id, sale_id, user_id, quantity, amount, currency, status, created_at, settled_at, expires_at)
+       SELECT ?1, s.id, ?3, ?4, s.price * ?4, s.currency,
+              CASE WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
+              ?5, ${NOW_MS},
+              CASE WHEN s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END
+       FROM sales s WHERE s.id = ?2
+       ON CONFLICT DO NOTHING`,
     )
-    .bind(o.orderId, Number(o.saleId), o.userId, o.reservedAt, now);
+    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt);
 
-/**
- * Writes all orders in one D1 batch (one transaction, one round trip). Returns the ids among
- * them that are recorded as failed (trigger orders_skip_failed ignored their insert): a
- * dead letter failed them, and their release must be (re)done.
- */
-export async function settleOrders(db: D1Database, orders: OrderMessage[], now = Date.now()): Promise<Set<string>> {
-  if (orders.length === 0) return new Set();
-  const failed = selectFailed(
-    db,
-    orders.map((o) => o.orderId),
-  );
-  const results = await db.batch<{ order_id: string }>([...orders.map((o) => insertOrder(db, o, now)), failed]);
-  return new Set(results.at(-1)?.results.map((r) => r.order_id));
+/** An order awaiting payment, and when its window closes. */
+export interface AwaitingOrder {
+  orderId: string;
+  expiresAt: number;
+}
+
+export interface SettleResult {
+  /** Among the orders, those D1 records as failed: their release must be (re)done. */
+  failedIds: Set<string>;
+  /** Among the orders, those awaiting payment: each needs its expiry scheduled. */
+  awaiting: AwaitingOrder[];
+}
+
+/** Writes all orders in one D1 batch (one transaction, one round trip). */
+export async function settleOrders(db: D1Database, orders: OrderMessage[]): Promise<SettleResult> {
+  if (orders.length === 0) return { failedIds: new Set(), awaiting: [] };
+  const ids = JSON.stringify(orders.map((o) => o.orderId));
+  const results = await db.batch<{ order_id: string; expires_at: number }>([
+    ...orders.map((o) => insertOrder(db, o)),
+    selectFailed(
+      db,
+      orders.map((o) => o.orderId),
+    ),
+    db
+      .prepare(
+        "SELECT order_id, expires_at FROM orders WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'awaiting_payment'",
+      )
+      .bind(ids),
+  ]);
+  const [failed, awaiting] = results.slice(-2);
+  return {
+    failedIds: new Set(failed?.results.map((r) => r.order_id)),
+    awaiting: (awaiting?.results ?? []).map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at })),
+  };
 }
 
 /**
  * Records dead letters as failed, unless the order did settle after all (its last ack was
  * lost). Returns the ids now recorded as failed: exactly the reservations to release.
  * D1 runs one statement at a time, and a failed order can never be inserted later
- * (trigger orders_skip_failed), so an order ends up confirmed or failed, never both.
+ * (trigger orders_skip_failed), so an order ends up settled or failed, never both.
  */
 export async function recordFailures(db: D1Database, letters: DeadLetter[], now = Date.now()): Promise<Set<string>> {
   if (letters.length === 0) return new Set();
   const inserts = letters.map((l) =>
     db
       .prepare(
-        `INSERT INTO failed_orders (order_id, sale_id, user_id, reason, created_at, failed_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ?1)
+        `INSERT INTO failed_orders (order_id, sale_id, user_id, quantity, reason, created_at, failed_at)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ?1)
          ON CONFLICT DO NOTHING`,
       )
-      .bind(l.orderId, Number(l.saleId), l.userId, l.reason ?? "delivery attempts exhausted", l.reservedAt, now),
+      .bind(l.orderId, Number(l.saleId), l.userId, l.quantity, l.reason ?? "delivery attempts exhausted", l.reservedAt, now),
   );
   const failed = selectFailed(
     db,
@@ -60,36 +100,239 @@ export async function recordFailures(db: D1Database, letters: DeadLetter[], now 
   return new Set(results.at(-1)?.results.map((r) => r.order_id));
 }
 
-export type OrderRecord = { status: "confirmed" | "failed"; orderId: string; saleId: string; userId: string } | undefined;
-
-export async function findOrderRecord(db: D1Database, orderId: string): Promise<OrderRecord> {
-  const row = await db
-    .prepare(
-      `SELECT 'confirmed' AS status, sale_id, user_id FROM orders WHERE order_id = ?1
-       UNION ALL SELECT 'failed', sale_id, user_id FROM failed_orders WHERE order_id = ?1 LIMIT 1`,
-    )
-    .bind(orderId)
-    .first<{ status: "confirmed" | "failed"; sale_id: number; user_id: string }>();
-  return row ? { status: row.status, orderId, saleId: String(row.sale_id), userId: row.user_id } : undefined;
+/** An order as D1 records it (settled or failed). */
+export interface OrderRecord {
+  orderId: string;
+  saleId: string;
+  userId: string;
+  status: Exclude<OrderStatus, "pending">;
+  quantity: number;
+  amount: number;
+  currency: string;
+  expiresAt: number | null;
+  refundDue: boolean;
 }
 
-/** Confirmed and failed counts, the sold counter, and how many of `orderIds` are settled: one snapshot. */
-export async function settlementCounts(db: D1Database, saleId: string, orderIds: string[]) {
-  const [confirmed, failed, settledOfThese, sold] = await db.batch<{ n: number }>([
-    db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?").bind(Number(saleId)),
-    db.prepare("SELECT COUNT(*) AS n FROM failed_orders WHERE sale_id = ?").bind(Number(saleId)),
+interface OrderRow {
+  order_id: string;
+  sale_id: number;
+  user_id: string;
+  status: OrderRecord["status"];
+  quantity: number;
+  amount: number;
+  currency: string;
+  expires_at: number | null;
+  refund_due: number;
+}
+
+const ORDER_COLUMNS = "order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due";
+
+const fromRow = (r: OrderRow): OrderRecord => ({
+  orderId: r.order_id,
+  saleId: String(r.sale_id),
+  userId: r.user_id,
+  status: r.status,
+  quantity: r.quantity,
+  amount: r.amount,
+  currency: r.currency,
+  expiresAt: r.status === "awaiting_payment" ? r.expires_at : null,
+  refundDue: r.refund_due === 1,
+});
+
+export async function findOrderRecord(db: D1Database, orderId: string): Promise<OrderRecord | undefined> {
+  const row = await db
+    .prepare(
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE order_id = ?1
+       UNION ALL
+       SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0
+       FROM failed_orders f JOIN sales s ON s.id = f.sale_id WHERE f.order_id = ?1
+       LIMIT 1`,
+    )
+    .bind(orderId)
+    .first<OrderRow>();
+  return row ? fromRow(row) : undefined;
+}
+
+/** An order whose units go back on sale. */
+export interface EndedOrder {
+  orderId: string;
+  saleId: string;
+  userId: string;
+  quantity: number;
+}
+
+const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity";
+const fromEnded = (r: { order_id: string; sale_id: number; user_id: string; quantity: number }): EndedOrder => ({
+  orderId: r.order_id,
+  saleId: String(r.sale_id),
+  userId: r.user_id,
+  quantity: r.quantity,
+});
+
+/**
+ * Expires orders whose window has closed by D1's clock: `orderIds` (an expiry job), or any
+ * that are due (the sweep), at most `limit`. Returns the orders this statement expired.
+ */
+export async function expireDue(db: D1Database, orderIds: string[] | undefined, limit: number): Promise<EndedOrder[]> {
+  const statement = (which: string) =>
+    db.prepare(
+      `UPDATE orders SET status = 'expired', closed_at = ${NOW_MS}
+       WHERE ${which} AND status = 'awaiting_payment' AND expires_at <= ${NOW_MS}
+       RETURNING ${ENDED_COLUMNS}`,
+    );
+  const update = orderIds
+    ? statement("order_id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(orderIds))
+    : statement(
+        `order_id IN (SELECT order_id FROM orders WHERE status = 'awaiting_payment' AND expires_at <= ${NOW_MS} LIMIT ?1)`,
+      ).bind(limit);
+  const { results } = await update.all<Parameters<typeof fromEnded>[0]>();
+  return results.map(fromEnded);
+}
+
+/** Those of `orderIds` still awaiting payment, with their deadlines. */
+export async function stillAwaiting(db: D1Database, orderIds: string[]): Promise<AwaitingOrder[]> {
+  const { results } = await db
+    .prepare(
+      "SELECT order_id, expires_at FROM orders WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'awaiting_payment'",
+    )
+    .bind(JSON.stringify(orderIds))
+    .all<{ order_id: string; expires_at: number }>();
+  return results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at }));
+}
+
+/** Cancels the owner's order while it awaits payment and its window is open; undefined when it was not. */
+export async function cancelAwaiting(db: D1Database, orderId: string, userId: string): Promise<EndedOrder | undefined> {
+  const row = await db
+    .prepare(
+      `UPDATE orders SET status = 'cancelled', closed_at = ${NOW_MS}
+       WHERE order_id = ?1 AND user_id = ?2 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS}
+       RETURNING ${ENDED_COLUMNS}`,
+    )
+    .bind(orderId, userId)
+    .first<Parameters<typeof fromEnded>[0]>();
+  return row ? fromEnded(row) : undefined;
+}
+
+/**
+ * The payment's side of the race: paid by `ref` if, and only if, the order still awaits
+ * payment and its window is open by D1's clock, decided in one statement; or paid by this
+ * same `ref` before (a retry). False: it ended, or something else paid it, first.
+ */
+export async function markPaid(db: D1Database, orderId: string, ref: string): Promise<boolean> {
+  const [update, paid] = await db.batch<{ n: number }>([
     db
       .prepare(
-        `SELECT COUNT(*) AS n FROM (SELECT order_id FROM orders UNION ALL SELECT order_id FROM failed_orders)
+        `UPDATE orders SET status = 'paid', closed_at = ${NOW_MS}, paid_ref = ?2
+         WHERE order_id = ?1 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS}`,
+      )
+      .bind(orderId, ref),
+    db.prepare("SELECT COUNT(*) AS n FROM orders WHERE order_id = ?1 AND status = 'paid' AND paid_ref = ?2").bind(orderId, ref),
+  ]);
+  return update?.meta.changes === 1 || paid?.results[0]?.n === 1;
+}
+
+/** A charge landed that the order cannot keep: recorded, visibly, for a refund. */
+export async function markRefundDue(db: D1Database, orderId: string): Promise<void> {
+  await db.prepare("UPDATE orders SET refund_due = 1 WHERE order_id = ?").bind(orderId).run();
+}
+
+/** Ended orders (expired, cancelled) whose units are not back in Redis yet: any, oldest first, or among `orderIds`. */
+export async function unreturnedOrders(db: D1Database, limit: number, orderIds?: string[]): Promise<EndedOrder[]> {
+  const among = orderIds ? "AND order_id IN (SELECT value FROM json_each(?2))" : "";
+  const statement = db.prepare(
+    `SELECT ${ENDED_COLUMNS} FROM orders WHERE status IN ('expired', 'cancelled') AND returned_at IS NULL ${among}
+     ORDER BY closed_at LIMIT ?1`,
+  );
+  const { results } = await (orderIds ? statement.bind(limit, JSON.stringify(orderIds)) : statement.bind(limit)).all<
+    Parameters<typeof fromEnded>[0]
+  >();
+  return results.map(fromEnded);
+}
+
+export async function markReturned(db: D1Database, orderIds: string[]): Promise<void> {
+  if (orderIds.length === 0) return;
+  await db
+    .prepare(
+      `UPDATE orders SET returned_at = ${NOW_MS} WHERE order_id IN (SELECT value FROM json_each(?)) AND returned_at IS NULL`,
+    )
+    .bind(JSON.stringify(orderIds))
+    .run();
+}
+
+/** Orders and units per state of one sale, as D1 records them. */
+export type StateCounts = Record<Exclude<OrderStatus, "pending">, { orders: number; units: number }>;
+
+export interface SettlementCounts {
+  states: StateCounts;
+  /** D1's sold counter: units held by orders that hold units. */
+  soldCounter: number;
+  /** Those of the given (pending) order ids D1 has settled or failed meanwhile, and their units. */
+  settledOfThese: { orders: number; units: number };
+  /** Distinct buyers holding units: settled holders, and the given pending buyers. */
+  buyers: number;
+  /** Expired or cancelled orders whose units are not back in Redis yet. */
+  returnsPending: number;
+  refundsDue: number;
+}
+
+/** Everything the reconciliation report needs from D1 for one sale, as one snapshot (one batch). */
+export async function settlementCounts(
+  db: D1Database,
+  saleId: string,
+  pendingOrderIds: string[],
+  pendingBuyers: string[],
+): Promise<SettlementCounts> {
+  const sale = Number(saleId);
+  const [byState, failed, settledOfThese, sold, buyers, returnsPending, refundsDue] = await db.batch<{
+    status?: string;
+    n: number;
+    units?: number;
+  }>([
+    db
+      .prepare("SELECT status, COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS units FROM orders WHERE sale_id = ? GROUP BY status")
+      .bind(sale),
+    db.prepare("SELECT COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS units FROM failed_orders WHERE sale_id = ?").bind(sale),
+    db
+      .prepare(
+        `SELECT COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS units
+         FROM (SELECT order_id, quantity FROM orders UNION ALL SELECT order_id, quantity FROM failed_orders)
          WHERE order_id IN (SELECT value FROM json_each(?))`,
       )
-      .bind(JSON.stringify(orderIds)),
-    db.prepare("SELECT sold AS n FROM sales WHERE id = ?").bind(Number(saleId)),
+      .bind(JSON.stringify(pendingOrderIds)),
+    db.prepare("SELECT sold AS n FROM sales WHERE id = ?").bind(sale),
+    db
+      .prepare(
+        `SELECT COUNT(*) AS n FROM (
+           SELECT user_id FROM orders WHERE sale_id = ?1 AND status IN ${HOLDING}
+           UNION SELECT value FROM json_each(?2))`,
+      )
+      .bind(sale, JSON.stringify(pendingBuyers)),
+    db
+      .prepare(
+        "SELECT COUNT(*) AS n FROM orders WHERE sale_id = ? AND status IN ('expired', 'cancelled') AND returned_at IS NULL",
+      )
+      .bind(sale),
+    db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ? AND refund_due = 1").bind(sale),
   ]);
+  const states: StateCounts = {
+    awaiting_payment: { orders: 0, units: 0 },
+    paid: { orders: 0, units: 0 },
+    expired: { orders: 0, units: 0 },
+    cancelled: { orders: 0, units: 0 },
+    confirmed: { orders: 0, units: 0 },
+    failed: { orders: failed?.results[0]?.n ?? 0, units: failed?.results[0]?.units ?? 0 },
+  };
+  for (const row of byState?.results ?? []) {
+    const state = states[row.status as keyof StateCounts];
+    if (state) Object.assign(state, { orders: row.n, units: row.units ?? 0 });
+  }
+  const first = (r: typeof byState) => r?.results[0]?.n ?? 0;
   return {
-    confirmed: confirmed?.results[0]?.n ?? 0,
-    failed: failed?.results[0]?.n ?? 0,
-    settledStillInOutbox: settledOfThese?.results[0]?.n ?? 0,
-    soldCounter: sold?.results[0]?.n ?? 0,
+    states,
+    soldCounter: first(sold),
+    settledOfThese: { orders: first(settledOfThese), units: settledOfThese?.results[0]?.units ?? 0 },
+    buyers: first(buyers),
+    returnsPending: first(returnsPending),
+    refundsDue: first(refundsDue),
   };
 }

@@ -33,6 +33,10 @@ export const adminRoutes = new Hono<AppEnv>()
           startsAt: Date.parse(body.startsAt),
           endsAt: Date.parse(body.endsAt),
           admission: body.admission ?? { ...DEFAULT_ADMISSION },
+          price: body.price,
+          currency: body.currency,
+          paymentWindowSec: body.paymentWindowSec,
+          perUserLimit: body.perUserLimit,
         },
         idempotencyKey,
       );

@@ -1,5 +1,7 @@
 import { Hono } from "hono";
+import * as z from "zod/mini";
 import { localRefusal, memo } from "../checkout/isolate-memo";
+import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type Reservation, reserve } from "../checkout/reserve";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -10,7 +12,7 @@ import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import { enqueueOrders } from "../settlement/enqueue";
 import type { CheckoutAccepted } from "../shared/api-types";
-import { SaleIdParam } from "../shared/requests";
+import { CheckoutBody, SaleIdParam } from "../shared/requests";
 
 /** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
 async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
@@ -22,18 +24,22 @@ async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
   }
 }
 
-/** The body is optional; when present it must be a JSON object (room for future options). */
-function assertWellFormedBody(text: string): void {
-  if (text.trim() === "") return;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw badRequest("the request body is not valid JSON");
+/** The body is optional (one unit); when present it must be a JSON object this route can read. */
+function checkoutBody(text: string): CheckoutBody {
+  let parsed: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw badRequest("the request body is not valid JSON");
+    }
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw badRequest("the request body must be a JSON object");
+  const result = z.safeParse(CheckoutBody, parsed);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw badRequest(`${issue?.path.length ? `${issue.path.join(".")}: ` : ""}${issue?.message ?? "invalid body"}`);
   }
+  return result.data;
 }
 
 /**
@@ -48,20 +54,30 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   limitPerUser,
   async (c) => {
     const { saleId } = c.req.valid("param");
-    assertWellFormedBody(await c.req.text());
+    const { quantity } = checkoutBody(await c.req.text());
     const userId = c.get("userId");
+    const redis = redisFor(c.env);
+    const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
 
     const refusal = localRefusal(saleId, userId);
-    if (refusal) throw refusalError(refusal);
+    if (refusal) {
+      countLocalRefusal(redis, saleId, refusal.code, keepAlive);
+      throw refusalError(refusal);
+    }
 
     let reservation: Reservation;
     const askedAt = Date.now();
     try {
-      reservation = await reserve(redisFor(c.env), saleId, userId, {
-        keepAlive: (work) => c.executionCtx.waitUntil(work),
-        // One queue send for every order the merged call reserved, from the request that sent it.
-        onReserved: (orders) => c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders)),
-      });
+      reservation = await reserve(
+        redis,
+        saleId,
+        { userId, quantity },
+        {
+          keepAlive,
+          // One queue send for every order the merged call reserved, from the request that sent it.
+          onReserved: (orders) => c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders)),
+        },
+      );
     } catch (err) {
       memo.admissionTokenUnused(saleId);
       // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
@@ -78,7 +94,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       throw unavailable("the sale is temporarily unavailable", 30);
     }
     memo.learn(saleId, userId, reservation, askedAt);
+    if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
+      throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
+    }
     if (reservation.code !== "OK") throw refusalError(reservation);
-    return c.json({ orderId: reservation.orderId, status: "pending" } satisfies CheckoutAccepted, 202);
+    return c.json({ orderId: reservation.orderId, status: "pending", quantity } satisfies CheckoutAccepted, 202);
   },
 );

@@ -74,5 +74,5 @@ export const labRoutes = new Hono<AppEnv>()
     }
     // The real checkout's answers, so the same clients and load scripts drive either.
     if (result.code !== "OK") throw refusalError(result);
-    return c.json({ orderId: result.orderId, status: "pending" } satisfies CheckoutAccepted, 202);
+    return c.json({ orderId: result.orderId, status: "pending", quantity: 1 } satisfies CheckoutAccepted, 202);
   });

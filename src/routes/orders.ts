@@ -1,47 +1,136 @@
 import { Hono } from "hono";
+import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { notFound, unavailable } from "../http/errors";
+import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { fingerprint } from "../http/fingerprint";
 import { validate } from "../http/validate";
-import { findOrderRecord } from "../orders/repository";
-import { redisFor } from "../redis/client";
+import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
+import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
+import { findOrderRecord, type OrderRecord } from "../orders/repository";
+import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
-import { saleKeys } from "../shared/keys";
+import { parsePendingRecord, saleKeys } from "../shared/keys";
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../shared/limits";
 import { decodeOrderId } from "../shared/order-id";
-import { OrderIdParam } from "../shared/requests";
+import { OrderIdParam, PayBody } from "../shared/requests";
 
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
 const orderNotFound = () => notFound("ORDER_NOT_FOUND", "no such order");
 
-/** GET /api/orders/:orderId: its owner sees where the order is. */
-export const orderRoutes = new Hono<AppEnv>().get(
-  "/:orderId",
-  validate("param", OrderIdParam),
-  requireUser,
-  limitPerUser,
-  async (c) => {
+const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending" })): OrderView => ({
+  orderId: o.orderId,
+  saleId: o.saleId,
+  userId: o.userId,
+  status: o.status,
+  quantity: o.quantity,
+  amount: o.amount,
+  currency: o.currency,
+  expiresAt: o.expiresAt === null ? null : new Date(o.expiresAt).toISOString(),
+  refundDue: o.refundDue,
+});
+
+/** The caller's order: settled or failed in D1, or still pending in Redis. */
+async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string): Promise<Parameters<typeof view>[0]> {
+  const record = await findOrderRecord(env.DB, orderId);
+  if (record) {
+    if (record.userId !== userId) throw orderNotFound();
+    return record;
+  }
+  // Not settled yet: the id names its sale (slot + time), and Redis holds the order.
+  const { slot, unixSeconds } = decodeOrderId(orderId);
+  const sale = await findSaleBySlotAt(env.DB, slot, unixSeconds * 1000);
+  if (!sale) throw orderNotFound();
+  let pending: string | null;
+  try {
+    pending = await redis.hget<string>(saleKeys(sale.id).pending, orderId);
+  } catch {
+    throw unavailable("order status cannot be read right now");
+  }
+  const parsed = pending === null ? undefined : parsePendingRecord(String(pending));
+  if (parsed?.userId !== userId) throw orderNotFound();
+  return {
+    orderId,
+    saleId: sale.id,
+    userId,
+    status: "pending",
+    quantity: parsed.quantity,
+    amount: sale.price * parsed.quantity,
+    currency: sale.currency,
+    expiresAt: null,
+    refundDue: false,
+  };
+}
+
+const stillPending = (what: string) =>
+  new ApiError(409, what, "the order is still being recorded; try again in a moment", { "Retry-After": "1" });
+
+function providerFor(env: Env, redis: Redis): PaymentProvider {
+  if (env.PAYMENT_PROVIDER === "dev") return devPaymentProvider(redis);
+  throw notFound("NOT_FOUND", "payments are not configured");
+}
+
+function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
+  switch (outcome.kind) {
+    case "declined":
+      return new ApiError(402, "PAYMENT_DECLINED", `the payment was declined: ${outcome.reason}`);
+    case "not_payable":
+      return new ApiError(409, "ORDER_NOT_PAYABLE", outcome.reason);
+    case "key_reused":
+      return new ApiError(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used with another request body");
+    case "timed_out":
+      return unavailable("the payment provider did not answer in time; retry with the same Idempotency-Key");
+  }
+}
+
+/** GET /api/orders/:orderId, POST .../pay, POST .../cancel: the owner's order and its life after the 202. */
+export const orderRoutes = new Hono<AppEnv>()
+  .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
+    const { orderId } = c.req.valid("param");
+    return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
+  })
+  .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
+    const { orderId } = c.req.valid("param");
+    const key = c.req.header("Idempotency-Key");
+    if (!key || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      throw badRequest(`an Idempotency-Key header of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters is required`);
+    }
+    const body = c.req.valid("json");
+    const redis = redisFor(c.env);
+    const provider = providerFor(c.env, redis);
+    try {
+      const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
+      if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");
+      const outcome = await payOrder(
+        c.env.DB,
+        provider,
+        order,
+        { idempotencyKey: key, fingerprint: await fingerprint(body), paymentToken: body.paymentToken },
+        Number(c.env.PAYMENT_TIMEOUT_MS) || 10_000,
+      );
+      if (outcome.kind !== "paid") throw payError(outcome);
+      return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
+      console.warn("pay: storage unavailable", err);
+      throw unavailable("the payment cannot be taken right now; retry with the same Idempotency-Key");
+    }
+  })
+  .post("/:orderId/cancel", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
     const { orderId } = c.req.valid("param");
     const userId = c.get("userId");
-
-    const record = await findOrderRecord(c.env.DB, orderId);
-    if (record) {
-      if (record.userId !== userId) throw orderNotFound();
-      return c.json({ orderId, saleId: record.saleId, userId, status: record.status } satisfies OrderView);
+    const redis = redisFor(c.env);
+    const cancelled = await cancelOrder(c.env.DB, redis, orderId, userId);
+    if (cancelled) {
+      memo.returned(cancelled.saleId, userId);
+      return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
     }
-
-    // Not settled yet: the id names its sale (slot + time), and Redis knows its buyer.
-    const { slot, unixSeconds } = decodeOrderId(orderId);
-    const sale = await findSaleBySlotAt(c.env.DB, slot, unixSeconds * 1000);
-    if (!sale) throw orderNotFound();
-    let held: string | null;
-    try {
-      held = await redisFor(c.env).hget<string>(saleKeys(sale.id).buyers, userId);
-    } catch {
-      throw unavailable("order status cannot be read right now");
-    }
-    if (held !== orderId) throw orderNotFound();
-    return c.json({ orderId, saleId: sale.id, userId, status: "pending" } satisfies OrderView);
-  },
-);
+    const order = await ownOrder(c.env, redis, orderId, userId);
+    if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
+    const why =
+      order.status === "awaiting_payment" ? "the payment window has closed" : `the order is ${order.status.replace("_", " ")}`;
+    throw new ApiError(409, "ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
+  });

@@ -14,7 +14,16 @@ export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
       redis,
       LUA.saleInit,
       [saleKeys(sale.id).meta],
-      [sale.stock, sale.startsAt, sale.endsAt, sale.idSlot, sale.admission.rate, sale.admission.burst, sale.name].map(String),
+      [
+        sale.stock,
+        sale.startsAt,
+        sale.endsAt,
+        sale.idSlot,
+        sale.admission.rate,
+        sale.admission.burst,
+        sale.name,
+        sale.perUserLimit,
+      ].map(String),
     ),
     redis.scriptLoad(LUA.checkout),
   ]);

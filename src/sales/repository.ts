@@ -10,6 +10,10 @@ interface SaleRow {
   id_slot: number;
   admit_rate: number;
   admit_burst: number;
+  price: number;
+  currency: string;
+  payment_window_sec: number;
+  per_user_limit: number;
 }
 
 const fromRow = (row: SaleRow): Sale => ({
@@ -20,9 +24,14 @@ const fromRow = (row: SaleRow): Sale => ({
   endsAt: row.ends_at,
   idSlot: row.id_slot,
   admission: { rate: row.admit_rate, burst: row.admit_burst },
+  price: row.price,
+  currency: row.currency,
+  paymentWindowSec: row.payment_window_sec,
+  perUserLimit: row.per_user_limit,
 });
 
-const SALE_COLUMNS = "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst";
+const SALE_COLUMNS =
+  "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit";
 
 /** A random id in [1, 2^48): unique without coordination, short enough for a URL. */
 function randomSaleId(): number {
@@ -41,8 +50,9 @@ export async function insertSale(db: D1Database, sale: NewSale, idempotencyKey: 
   const row = await db
     .prepare(
       `WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
-       INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at)
-       SELECT ?9, ?1, ?2, ?3, ?4, n, ?5, ?6, ?7, ?8 FROM slot
+       INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
+                          price, currency, payment_window_sec, per_user_limit)
+       SELECT ?9, ?1, ?2, ?3, ?4, n, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13 FROM slot
        -- windows padded by a second: ids carry whole seconds, so neighbours must not share one
        WHERE n NOT IN (SELECT id_slot FROM sales WHERE starts_at < ?4 + 1000 AND ends_at > ?3 - 1000)
        ORDER BY n LIMIT 1
@@ -59,6 +69,10 @@ export async function insertSale(db: D1Database, sale: NewSale, idempotencyKey: 
       idempotencyKey,
       Date.now(),
       randomSaleId(),
+      sale.price,
+      sale.currency,
+      sale.paymentWindowSec,
+      sale.perUserLimit,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;

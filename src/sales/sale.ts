@@ -10,6 +10,12 @@ export interface Sale {
   endsAt: number;
   idSlot: number;
   admission: Admission;
+  /** Minor units per unit. */
+  price: number;
+  currency: string;
+  /** Seconds a settled order waits for its payment; 0: orders are final when settled. */
+  paymentWindowSec: number;
+  perUserLimit: number;
 }
 
 export function saleStatus(now: number, startsAt: number, endsAt: number, remaining: number): SaleStatus {
@@ -19,7 +25,7 @@ export function saleStatus(now: number, startsAt: number, endsAt: number, remain
 }
 
 /** What buyers see: the sale with its live remaining stock. */
-export function saleView(sale: Omit<Sale, "idSlot" | "admission">, remaining: number, now: number): SaleView {
+export function saleView(sale: Sale, remaining: number, now: number): SaleView {
   return {
     id: sale.id,
     name: sale.name,
@@ -28,5 +34,9 @@ export function saleView(sale: Omit<Sale, "idSlot" | "admission">, remaining: nu
     startsAt: new Date(sale.startsAt).toISOString(),
     endsAt: new Date(sale.endsAt).toISOString(),
     status: saleStatus(now, sale.startsAt, sale.endsAt, remaining),
+    price: sale.price,
+    currency: sale.currency,
+    paymentWindowSec: sale.paymentWindowSec,
+    perUserLimit: sale.perUserLimit,
   };
 }

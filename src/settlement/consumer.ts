@@ -1,8 +1,11 @@
-import { settleOrders } from "../orders/repository";
+import * as z from "zod/mini";
+import { scheduleExpiries } from "../orders/lifecycle";
+import { type AwaitingOrder, settleOrders } from "../orders/repository";
+import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "../shared/messages";
-import { clearOutbox, releaseReservation } from "./outbox";
+import { clearOutbox } from "./outbox";
 
 /** Attempts of a message before the consumer hands its still-failing orders to the dead-letter queue itself. */
 export const MAX_ATTEMPTS = 5;
@@ -13,10 +16,11 @@ interface Delivery {
   orders: OrderMessage[];
 }
 
-/** What settling found: orders written (or already there), and those among them D1 records as failed. */
+/** What settling found: orders written (or already there), those D1 records as failed, those awaiting payment. */
 interface Settled {
   orders: OrderMessage[];
   failedIds: Set<string>;
+  awaiting: AwaitingOrder[];
 }
 
 /**
@@ -25,13 +29,14 @@ interface Settled {
  * then (for a broken rule, or on the last attempt) order by order, so one poison order
  * cannot hold back the others. A message is acked once all its orders settled, else
  * retried; after MAX_ATTEMPTS its orders that still fail go to the dead-letter queue with
- * the last error. Outbox records are cleared only after D1 has committed. Returns the
- * reservations it released, so the caller can tell this isolate's memo.
+ * the last error. Outbox records are cleared only after D1 has committed, and orders that
+ * await payment get their expiry scheduled. Returns the reservations it released, so the
+ * caller can tell this isolate's memo.
  */
 export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<OrderMessage[]> {
   const deliveries: Delivery[] = [];
   for (const message of batch.messages) {
-    const parsed = SettlementMessageSchema.safeParse(message.body);
+    const parsed = z.safeParse(SettlementMessageSchema, message.body);
     if (parsed.success) {
       deliveries.push({ message, orders: parsed.data.orders });
     } else {
@@ -41,7 +46,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     }
   }
 
-  const settled: Settled = { orders: [], failedIds: new Set() };
+  const settled: Settled = { orders: [], failedIds: new Set(), awaiting: [] };
   for (const group of groupsOf(deliveries, QUEUE_MESSAGE_MAX_ORDERS)) {
     const orders = group.flatMap((d) => d.orders);
     try {
@@ -53,34 +58,36 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       else for (const delivery of group) await settleDelivery(env, delivery, settled);
     }
   }
-  const released: OrderMessage[] = [];
-  if (settled.orders.length === 0) return released;
+  if (settled.orders.length === 0) return [];
+  await scheduleExpiries(env.JOBS, settled.awaiting);
 
   try {
     const redis = redisFor(env);
     // An order a dead letter failed may come back (a re-drive, a redelivery): its release
     // may never have run (e.g. the dead letter was dropped while Redis was unreachable), so
-    // do it here; release.lua is idempotent and also clears the outbox record.
-    const failed = settled.orders.filter((o) => settled.failedIds.has(o.orderId));
-    await Promise.all([
+    // do it here; return.lua is idempotent and also clears the outbox record.
+    const [, released] = await Promise.all([
       clearOutbox(
         redis,
         settled.orders.filter((o) => !settled.failedIds.has(o.orderId)),
       ),
-      ...failed.map(async (o) => {
-        if (await releaseReservation(redis, o)) released.push(o);
-      }),
+      returnUnits(
+        redis,
+        settled.orders.filter((o) => settled.failedIds.has(o.orderId)),
+      ),
     ]);
+    return released;
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
     console.warn("settlement: outbox clear failed; re-drive will repeat these", err);
+    return [];
   }
-  return released;
 }
 
-function record(settled: Settled, orders: OrderMessage[], failedIds: Set<string>): void {
+function record(settled: Settled, orders: OrderMessage[], result: Awaited<ReturnType<typeof settleOrders>>): void {
   settled.orders.push(...orders);
-  for (const id of failedIds) settled.failedIds.add(id);
+  for (const id of result.failedIds) settled.failedIds.add(id);
+  settled.awaiting.push(...result.awaiting);
 }
 
 /** Consecutive deliveries holding at most `maxOrders` orders in all. */

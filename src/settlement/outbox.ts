@@ -1,53 +1,43 @@
 import type { Redis } from "../redis/client";
-import { LUA, runScript } from "../redis/scripts";
-import { outboxMember, parseOutboxMember, saleKeys } from "../shared/keys";
+import { parsePendingRecord, saleKeys } from "../shared/keys";
 import type { OrderMessage } from "../shared/messages";
 import { decodeOrderId } from "../shared/order-id";
 
 /**
- * Clears settled orders from their sales' outboxes. One ZREM per order, all issued in the
- * same tick: auto-pipelining sends them as one Upstash round trip per batch.
+ * Clears settled orders from their sales' outboxes and pending records. The commands are
+ * issued in one tick: auto-pipelining sends them as one Upstash round trip per batch.
  */
-export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId" | "userId">[]): Promise<void> {
-  await Promise.all(orders.map((o) => redis.zrem(saleKeys(o.saleId).outbox, outboxMember(o.orderId, o.userId))));
-}
-
-/**
- * Undoes the reservation of an order recorded as failed (lua/release.lua, idempotent): its
- * unit goes back to stock, its buyer may buy again, its outbox record goes. Returns whether
- * anything was released.
- */
-export async function releaseReservation(
-  redis: Redis,
-  order: Pick<OrderMessage, "orderId" | "saleId" | "userId">,
-): Promise<boolean> {
-  const keys = saleKeys(order.saleId);
-  const released = await runScript<number>(
-    redis,
-    LUA.release,
-    [keys.meta, keys.buyers, keys.outbox],
-    [order.orderId, order.userId],
+export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId">[]): Promise<void> {
+  await Promise.all(
+    orders.flatMap((o) => {
+      const keys = saleKeys(o.saleId);
+      return [redis.zrem(keys.outbox, o.orderId), redis.hdel(keys.pending, o.orderId)];
+    }),
   );
-  return Number(released) === 1;
 }
 
-/** Outbox records last sent before `olderThanMs` (epoch ms; scores are Redis time, so allow for skew), oldest first. */
+/** The orders of a sale whose outbox records were last sent before `olderThanMs` (epoch ms, Redis time), oldest first. */
 export async function staleOutboxOrders(
   redis: Redis,
   saleId: string,
   olderThanMs: number,
   limit: number,
 ): Promise<OrderMessage[]> {
-  const raw = (await redis.zrange(saleKeys(saleId).outbox, "-inf", olderThanMs, {
+  const keys = saleKeys(saleId);
+  const ids = (await redis.zrange(keys.outbox, "-inf", olderThanMs, {
     byScore: true,
     offset: 0,
     count: limit,
   })) as unknown as string[];
+  if (ids.length === 0) return [];
+  const records = (await redis.hmget(keys.pending, ...ids.map(String))) as unknown as (string | null)[];
   const orders: OrderMessage[] = [];
-  for (const member of raw) {
-    const { orderId, userId } = parseOutboxMember(String(member));
+  for (const [i, id] of ids.entries()) {
+    const record = records[i];
+    if (!record) continue; // settled between the two reads
+    const { quantity, userId } = parsePendingRecord(String(record));
     // Scores move when records are re-driven; the id itself keeps the reservation second.
-    orders.push({ orderId, saleId, userId, reservedAt: decodeOrderId(orderId).unixSeconds * 1000 });
+    orders.push({ orderId: String(id), saleId, userId, quantity, reservedAt: decodeOrderId(String(id)).unixSeconds * 1000 });
   }
   return orders;
 }
@@ -58,12 +48,23 @@ export async function staleOutboxOrders(
  */
 export async function touchOutbox(redis: Redis, saleId: string, orders: OrderMessage[], nowMs: number): Promise<void> {
   if (orders.length === 0) return;
-  const [first, ...rest] = orders.map((o) => ({ score: nowMs, member: outboxMember(o.orderId, o.userId) }));
+  const [first, ...rest] = orders.map((o) => ({ score: nowMs, member: o.orderId }));
   if (first) await redis.zadd(saleKeys(saleId).outbox, { xx: true }, first, ...rest);
 }
 
-/** Every order still in the outbox (for the reconciliation report). */
-export async function outboxOrderIds(redis: Redis, saleId: string): Promise<string[]> {
-  const members = (await redis.zrange(saleKeys(saleId).outbox, 0, -1)) as unknown as string[];
-  return members.map((m) => parseOutboxMember(String(m)).orderId);
+/** An order reserved in Redis and not settled in D1 yet. */
+export interface PendingOrder {
+  orderId: string;
+  userId: string;
+  quantity: number;
+}
+
+/** Every pending order of a sale (for the reconciliation report). */
+export async function pendingOrders(redis: Redis, saleId: string): Promise<PendingOrder[]> {
+  const flat = (await redis.hgetall(saleKeys(saleId).pending)) as unknown as string[] | null;
+  const orders: PendingOrder[] = [];
+  for (let i = 0; flat && i < flat.length; i += 2) {
+    orders.push({ orderId: String(flat[i]), ...parsePendingRecord(String(flat[i + 1])) });
+  }
+  return orders;
 }

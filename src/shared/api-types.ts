@@ -20,6 +20,12 @@ export const SaleView = z.object({
   startsAt: z.iso.datetime(),
   endsAt: z.iso.datetime(),
   status: SaleStatus,
+  /** Minor units per unit. */
+  price: z.int(),
+  currency: z.string(),
+  /** Seconds a settled order waits for its payment; 0: no payment step, orders are final when settled. */
+  paymentWindowSec: z.int(),
+  perUserLimit: z.int(),
 });
 export type SaleView = z.infer<typeof SaleView>;
 
@@ -28,31 +34,78 @@ export const AdminSaleView = z.extend(SaleView, { admission: z.object({ rate: z.
 export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
 /** POST /api/sales/:saleId/checkout, 202. */
-export const CheckoutAccepted = z.object({ orderId: z.string(), status: z.literal("pending") });
+export const CheckoutAccepted = z.object({ orderId: z.string(), status: z.literal("pending"), quantity: z.int() });
 export type CheckoutAccepted = z.infer<typeof CheckoutAccepted>;
 
-export const OrderStatus = z.enum(["pending", "confirmed", "failed"]);
+/**
+ * pending (reserved, not in D1 yet) -> awaiting_payment (settled, until expiresAt) -> paid |
+ * expired | cancelled; or confirmed when the sale has no payment step; failed when it could
+ * never settle (its units went back on sale).
+ */
+export const OrderStatus = z.enum(["pending", "awaiting_payment", "paid", "expired", "cancelled", "confirmed", "failed"]);
 export type OrderStatus = z.infer<typeof OrderStatus>;
 
-/** GET /api/orders/:orderId. */
-export const OrderView = z.object({ orderId: z.string(), saleId: z.string(), userId: z.string(), status: OrderStatus });
+/** GET /api/orders/:orderId, and the answer of pay and cancel. */
+export const OrderView = z.object({
+  orderId: z.string(),
+  saleId: z.string(),
+  userId: z.string(),
+  status: OrderStatus,
+  quantity: z.int(),
+  /** Minor units: price x quantity. */
+  amount: z.int(),
+  currency: z.string(),
+  /** When an order awaiting payment expires; null otherwise. */
+  expiresAt: z.nullable(z.iso.datetime()),
+  /** A charge for this order landed after it had ended (or twice): it is recorded for refund. */
+  refundDue: z.boolean(),
+});
 export type OrderView = z.infer<typeof OrderView>;
 
-/** GET /admin/sales/:saleId/report: Redis against D1 for one sale. */
+/** Orders of one state, and the units they hold or held. */
+const StateCount = z.object({ orders: z.int(), units: z.int() });
+
+/**
+ * GET /admin/sales/:saleId/report: Redis against D1 for one sale. It reconciles when every
+ * minted order is in exactly one state, the units Redis holds for buyers are those of the
+ * orders that still hold units, D1's sold counter agrees, and every ended order's units are
+ * back on sale.
+ */
 export const ReconciliationReport = z.object({
   saleId: z.string(),
   stock: z.int(),
   redis: z.object({
     loaded: z.boolean(),
     remaining: z.nullable(z.int()),
+    /** Units taken: stock - remaining. */
     reserved: z.int(),
+    /** Order ids minted so far. */
     minted: z.int(),
+    /** Distinct buyers holding units. */
     buyers: z.int(),
     outbox: z.int(),
+    /** Orders whose units went back on sale. */
+    returned: z.int(),
   }),
-  d1: z.object({ confirmed: z.int(), failed: z.int(), soldCounter: z.int() }),
+  d1: z.object({
+    confirmed: z.int(),
+    failed: z.int(),
+    /** Units held according to D1's guard (awaiting payment, paid, confirmed). */
+    soldCounter: z.int(),
+    awaitingPayment: z.int(),
+    paid: z.int(),
+    expired: z.int(),
+    cancelled: z.int(),
+    /** Buyers holding units, pending orders included. */
+    buyers: z.int(),
+  }),
+  /** Every state, by orders and units. */
+  states: z.record(OrderStatus, StateCount),
   /** Outbox records not yet in D1. */
   pending: z.int(),
+  /** Ended orders whose units are not back in Redis yet (the sweep retries them). */
+  returnsPending: z.int(),
+  refundsDue: z.int(),
   oversold: z.int(),
   reconciled: z.boolean(),
 });

@@ -2,12 +2,16 @@
 // Redis Cluster (and on Upstash, which may shard): KEYS[] never cross a slot.
 
 export interface SaleKeys {
-  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst. */
+  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state. */
   meta: string;
-  /** Hash: user id -> order id. */
+  /** Hash: user id -> "<units held>:<latest order id>". */
   buyers: string;
-  /** Sorted set: "<orderId>:<userId>" scored by reservation time (ms). */
+  /** Sorted set: order ids not settled in D1 yet, scored by when they were last sent (ms). */
   outbox: string;
+  /** Hash: order id -> "<quantity>:<user id>", for the orders in the outbox. */
+  pending: string;
+  /** Set: order ids whose units went back on sale (each comes back once). */
+  returned: string;
   /** Token bucket of the sale's checkout admission. */
   admission: string;
 }
@@ -18,16 +22,16 @@ export function saleKeys(saleId: string): SaleKeys {
     meta: `${prefix}:meta`,
     buyers: `${prefix}:buyers`,
     outbox: `${prefix}:outbox`,
+    pending: `${prefix}:pending`,
+    returned: `${prefix}:returned`,
     admission: `${prefix}:admission`,
   };
 }
 
-export const outboxMember = (orderId: string, userId: string) => `${orderId}:${userId}`;
-
-/** Order ids are digits only, so the first ':' ends them even when user ids contain ':'. */
-export function parseOutboxMember(member: string): { orderId: string; userId: string } {
-  const colon = member.indexOf(":");
-  return { orderId: member.slice(0, colon), userId: member.slice(colon + 1) };
+/** A pending order's record, "<quantity>:<user id>": the first ':' ends the quantity, whatever the user id holds. */
+export function parsePendingRecord(record: string): { quantity: number; userId: string } {
+  const colon = record.indexOf(":");
+  return { quantity: Number(record.slice(0, colon)), userId: record.slice(colon + 1) };
 }
 
 /**

@@ -30,3 +30,18 @@ export const QUEUE_MESSAGE_MAX_ORDERS = 100;
 
 /** Request bodies the Worker reads at all. */
 export const MAX_BODY_BYTES = 16 * 1024;
+
+/** Units one buyer may hold in a sale, at most (a sale sets its own limit up to this). */
+export const MAX_PER_USER_LIMIT = 10;
+
+/** How long a settled order may wait for its payment, at most, and by default. */
+export const MAX_PAYMENT_WINDOW_SEC = 3_600;
+export const DEFAULT_PAYMENT_WINDOW_SEC = 600;
+
+/** Prices in minor units: price x MAX_PER_USER_LIMIT stays an exact integer. */
+export const MAX_PRICE = 1_000_000_000_000;
+export const CURRENCY_PATTERN = /^[A-Z]{3}$/;
+export const DEFAULT_CURRENCY = "USD";
+
+/** Idempotency-Key headers, in characters. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;

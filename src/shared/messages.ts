@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { MAX_USER_ID_LENGTH, ORDER_ID_PATTERN, QUEUE_MESSAGE_MAX_ORDERS, SALE_ID_PATTERN } from "./limits";
+import { MAX_PER_USER_LIMIT, MAX_USER_ID_LENGTH, ORDER_ID_PATTERN, QUEUE_MESSAGE_MAX_ORDERS, SALE_ID_PATTERN } from "./limits";
 import "./zod-english";
 
 /** One accepted order, as settlement needs it. */
@@ -7,6 +7,7 @@ export const OrderMessageSchema = z.object({
   orderId: z.string().check(z.regex(ORDER_ID_PATTERN)),
   saleId: z.string().check(z.regex(SALE_ID_PATTERN)),
   userId: z.string().check(z.minLength(1), z.maxLength(MAX_USER_ID_LENGTH)),
+  quantity: z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)),
   reservedAt: z.int().check(z.nonnegative()),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
@@ -25,3 +26,15 @@ export type SettlementMessage = z.infer<typeof SettlementMessageSchema>;
 
 /** A dead letter, one order and why it could not settle. */
 export type DeadLetter = OrderMessage & { reason?: string };
+
+/**
+ * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
+ * payment window closes then.
+ */
+export const JobMessageSchema = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("expire-orders"),
+    orderIds: z.array(z.string().check(z.regex(ORDER_ID_PATTERN))).check(z.minLength(1), z.maxLength(QUEUE_MESSAGE_MAX_ORDERS)),
+  }),
+]);
+export type JobMessage = z.infer<typeof JobMessageSchema>;

@@ -9,10 +9,19 @@ export interface Admission {
 
 export type Refusal =
   | { code: "SOLD_OUT" }
-  /** `orderId` names the order the buyer holds, where the refuser knows it (the lab's copies do not). */
+  /** Fewer units remain than were asked for, but some do. */
+  | { code: "QUANTITY_UNAVAILABLE"; remaining: number }
+  /**
+   * The buyer holds the most units the sale allows. `orderId` names their latest order,
+   * where the refuser knows it (the lab's copies do not).
+   */
   | { code: "ALREADY_PURCHASED"; orderId?: string }
+  /** The buyer holds some units, and the quantity asked for would take them past the limit. */
+  | { code: "PER_USER_LIMIT_EXCEEDED"; held: number; limit: number }
   | { code: "SALE_NOT_STARTED"; startsAt: number }
   | { code: "SALE_ENDED"; endsAt: number }
+  | { code: "SALE_PAUSED" }
+  | { code: "SALE_CANCELLED" }
   | { code: "SALE_NOT_FOUND" }
   | { code: "RATE_LIMITED"; retryAfterMs: number; admission: Admission }
   /** The lab only: a strategy gave up under contention (lock not taken, CAS retries spent). */

@@ -2,7 +2,19 @@
 // routes validate with these schemas, and the API's documentation is generated from them.
 
 import * as z from "zod/mini";
-import { LAB_SALE_ID_PATTERN, MAX_ADMISSION, MAX_STOCK, SALE_ID_PATTERN } from "./limits";
+import {
+  CURRENCY_PATTERN,
+  DEFAULT_CURRENCY,
+  DEFAULT_PAYMENT_WINDOW_SEC,
+  LAB_SALE_ID_PATTERN,
+  MAX_ADMISSION,
+  MAX_PAYMENT_WINDOW_SEC,
+  MAX_PER_USER_LIMIT,
+  MAX_PRICE,
+  MAX_STOCK,
+  ORDER_ID_PATTERN,
+  SALE_ID_PATTERN,
+} from "./limits";
 import { isOrderId } from "./order-id";
 import "./zod-english";
 
@@ -31,6 +43,13 @@ export const CreateSaleBody = z
     startsAt: z.iso.datetime({ offset: true }),
     endsAt: z.iso.datetime({ offset: true }),
     admission: z.optional(Admission),
+    /** Minor units (cents); what one unit costs. */
+    price: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PRICE)), 0),
+    currency: z._default(z.string().check(z.regex(CURRENCY_PATTERN, "currency must be 3 upper-case letters")), DEFAULT_CURRENCY),
+    /** Seconds a settled order waits for its payment before its units go back on sale; 0: no payment step. */
+    paymentWindowSec: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PAYMENT_WINDOW_SEC)), DEFAULT_PAYMENT_WINDOW_SEC),
+    /** Units one buyer may hold in this sale. */
+    perUserLimit: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
   })
   .check(
     z.refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), {
@@ -39,6 +58,27 @@ export const CreateSaleBody = z
     }),
   );
 export type CreateSaleBody = z.infer<typeof CreateSaleBody>;
+
+/** POST /api/sales/:saleId/checkout; the body is optional (one unit). */
+export const CheckoutBody = z.object({
+  quantity: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
+});
+export type CheckoutBody = z.infer<typeof CheckoutBody>;
+
+/** POST /api/orders/:orderId/pay */
+export const PayBody = z.strictObject({ paymentToken: z.string().check(z.minLength(1), z.maxLength(200)) });
+export type PayBody = z.infer<typeof PayBody>;
+
+/** POST /webhooks/payments: an event of an asynchronous payment provider, signed. */
+export const PaymentEvent = z.object({
+  id: z.string().check(z.minLength(1), z.maxLength(200)),
+  type: z.enum(["payment.succeeded", "payment.failed"]),
+  orderId: z.string().check(z.regex(ORDER_ID_PATTERN)),
+  amount: z.int().check(z.minimum(0)),
+  currency: z.string().check(z.regex(CURRENCY_PATTERN)),
+  paymentRef: z.optional(z.string().check(z.maxLength(200))),
+});
+export type PaymentEvent = z.infer<typeof PaymentEvent>;
 
 /** POST /lab/sales */
 export const CreateLabSaleBody = z.strictObject({ stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)) });

@@ -81,9 +81,20 @@ describe("invariant checks", () => {
   const cleanReport: ReconciliationReport = {
     saleId: "1",
     stock: 1,
-    redis: { loaded: true, remaining: 0, reserved: 1, minted: 1, buyers: 1, outbox: 0 },
-    d1: { confirmed: 1, failed: 0, soldCounter: 1 },
+    redis: { loaded: true, remaining: 0, reserved: 1, minted: 1, buyers: 1, outbox: 0, returned: 0 },
+    d1: { confirmed: 1, failed: 0, soldCounter: 1, awaitingPayment: 0, paid: 0, expired: 0, cancelled: 0, buyers: 1 },
+    states: {
+      pending: { orders: 0, units: 0 },
+      awaiting_payment: { orders: 0, units: 0 },
+      paid: { orders: 0, units: 0 },
+      expired: { orders: 0, units: 0 },
+      cancelled: { orders: 0, units: 0 },
+      confirmed: { orders: 1, units: 1 },
+      failed: { orders: 0, units: 0 },
+    },
     pending: 0,
+    returnsPending: 0,
+    refundsDue: 0,
     oversold: 0,
     reconciled: true,
   };

@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 async function newSale(
-  opts: { stock?: number; starts?: number; ends?: number; slot?: number; rate?: number; burst?: number } = {},
+  opts: { stock?: number; starts?: number; ends?: number; slot?: number; rate?: number; burst?: number; limit?: number } = {},
 ) {
   const id = String(++seq);
   const keys = saleKeys(id);
@@ -41,6 +41,7 @@ async function newSale(
     opts.rate ?? 1000,
     opts.burst ?? 1000,
     "t",
+    opts.limit ?? 1,
   ];
   expect(await redis.eval(lua("sale-init"), [keys.meta], args.map(String))).toBe(1);
   return { id, keys };
@@ -48,15 +49,27 @@ async function newSale(
 
 // Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it; the reply read by the
 // Worker's own parser, which checks its layout.
-const checkoutRaw = (keys: ReturnType<typeof saleKeys>, users: string[]) =>
-  redis.createScript<unknown>(lua("checkout")).exec([keys.meta, keys.buyers, keys.outbox, keys.admission], users);
-const checkoutAll = async (keys: ReturnType<typeof saleKeys>, users: string[]) =>
-  parseCheckoutReply(await checkoutRaw(keys, users), users.length);
-const checkout = async (keys: ReturnType<typeof saleKeys>, user: string) => {
-  const replies = await checkoutAll(keys, [user]);
+type Keys = ReturnType<typeof saleKeys>;
+const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
+/** Buyers as "user" (one unit) or ["user", quantity]. */
+type Buyer = string | [string, number];
+const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
+  redis.createScript<unknown>(lua("checkout")).exec(
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, statsKey(keys)],
+    buyers.flatMap((b) => (typeof b === "string" ? [b, "1"] : [b[0], String(b[1])])),
+  );
+const checkoutAll = async (keys: Keys, buyers: Buyer[]) => parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
+const checkout = async (keys: Keys, buyer: Buyer) => {
+  const replies = await checkoutAll(keys, [buyer]);
   expect(replies).toHaveLength(1);
   return replies[0] as Reservation;
 };
+const returnUnits = (keys: Keys, orderId: string, user: string, quantity = 1) =>
+  redis.eval(
+    lua("return"),
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+    [orderId, user, String(quantity)],
+  );
 const orderOf = (r: Reservation) => ("orderId" in r ? r.orderId : undefined);
 
 describe("checkout.lua", () => {
@@ -65,7 +78,7 @@ describe("checkout.lua", () => {
     await redis.hset(keys.meta, { seq: String(2 ** 20 - 1) }); // the sequence wraps inside the id
     const [timeBefore] = (await redis.time()) as [number, number];
     const reply = await checkout(keys, "alice");
-    expect(reply).toMatchObject({ code: "OK", remaining: 2, admission: { rate: 1000, burst: 1000 } });
+    expect(reply).toMatchObject({ code: "OK", remaining: 2, admission: { rate: 1000, burst: 1000 }, held: 1, limit: 1 });
     const orderId = orderOf(reply);
     const parts = decodeOrderId(String(orderId));
     expect(parts.slot).toBe(4095);
@@ -74,8 +87,9 @@ describe("checkout.lua", () => {
     expect(parts.unixSeconds - timeBefore).toBeLessThanOrEqual(1);
     const expected = (BigInt(parts.unixSeconds - ORDER_ID_EPOCH_SECONDS) << 32n) | (4095n << 20n);
     expect(String(orderId)).toBe(expected.toString());
-    expect(await redis.hget(keys.buyers, "alice")).toBe(orderId);
-    expect(await redis.zrange(keys.outbox, 0, -1)).toEqual([`${orderId}:alice`]);
+    expect(await redis.hget(keys.buyers, "alice")).toBe(`1:${orderId}`);
+    expect(await redis.zrange(keys.outbox, 0, -1)).toEqual([orderId]);
+    expect(await redis.hget(keys.pending, String(orderId))).toBe("1:alice");
   });
 
   it("refuses a repeat buyer with the first order, then sells out", async () => {
@@ -126,10 +140,8 @@ describe("checkout.lua with a batch of buyers", () => {
     expect([a, b].map((r) => ("remaining" in r ? r.remaining : undefined))).toEqual([1, 0]); // remaining after each reservation
     expect(await redis.hget(keys.meta, "remaining")).toBe("0");
     expect(await redis.hget(keys.meta, "seq")).toBe("3");
-    expect(await redis.hgetall(keys.buyers)).toEqual(["early", held, "a", orderOf(a), "b", orderOf(b)]);
-    expect((await redis.zrange(keys.outbox, 0, -1)).sort()).toEqual(
-      [`${held}:early`, `${orderOf(a)}:a`, `${orderOf(b)}:b`].sort(),
-    );
+    expect(await redis.hgetall(keys.buyers)).toEqual(["early", `1:${held}`, "a", `1:${orderOf(a)}`, "b", `1:${orderOf(b)}`]);
+    expect((await redis.zrange(keys.outbox, 0, -1)).sort()).toEqual([held, orderOf(a), orderOf(b)].sort());
     expect(new Set([held, orderOf(a), orderOf(b)]).size).toBe(3);
   });
 
@@ -144,13 +156,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 user ids/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 pairs/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 user ids/);
+    ).rejects.toThrow(/1 to 100 pairs/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -172,7 +184,8 @@ describe("checkout.lua refusals before admission", () => {
     const { keys } = await newSale({ stock: 1, rate: 1, burst: 1 });
     expect((await checkout(keys, "only")).code).toBe("OK"); // takes the bucket's only token
     const bucket = await redis.hgetall(keys.admission);
-    expect(await checkout(keys, "only")).toEqual({ code: "ALREADY_PURCHASED", orderId: await redis.hget(keys.buyers, "only") });
+    const held = String(await redis.hget(keys.buyers, "only")).split(":")[1];
+    expect(await checkout(keys, "only")).toEqual({ code: "ALREADY_PURCHASED", orderId: held });
     expect(await checkout(keys, "late")).toEqual({ code: "SOLD_OUT" });
     expect(await redis.hgetall(keys.admission)).toEqual(bucket); // the refusals did not touch the bucket
   });
@@ -182,39 +195,104 @@ describe("the reply layout", () => {
   it("is what the Worker reads, and any other layout fails loudly", async () => {
     const { keys } = await newSale();
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
-    expect(raw[0]).toBe("checkout/1");
-    expect(raw).toHaveLength(7 + 3 * 2);
-    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/1 with 13 fields/);
-    expect(() => parseCheckoutReply(["checkout/0", ...raw.slice(1)], 2)).toThrow(/layout checkout\/0/);
-    expect(() => parseCheckoutReply([...raw.slice(0, 7), "MAYBE", "", 0, ...raw.slice(10)], 2)).toThrow(/outcome MAYBE/);
+    expect(raw[0]).toBe("checkout/2");
+    expect(raw).toHaveLength(8 + 4 * 2);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/2 with 16 fields/);
+    expect(() => parseCheckoutReply(["checkout/1", ...raw.slice(1)], 2)).toThrow(/layout checkout\/1/);
+    expect(() => parseCheckoutReply([...raw.slice(0, 8), "MAYBE", "", 0, 0, ...raw.slice(12)], 2)).toThrow(/outcome MAYBE/);
   });
 });
 
-describe("release.lua and sale-init.lua", () => {
-  it("release returns the unit once, and frees the buyer to try again", async () => {
+describe("checkout.lua with quantities, limits and sale states", () => {
+  it("takes several units per order within the buyer's limit, and says why it refuses the rest", async () => {
+    const { keys } = await newSale({ stock: 5, limit: 3 });
+    const replies = await checkoutAll(keys, [
+      ["a", 2],
+      ["a", 2],
+      ["a", 1],
+      ["a", 1],
+      ["b", 3],
+      ["c", 1],
+      ["d", 1],
+    ]);
+    expect(replies.map((r) => r.code)).toEqual([
+      "OK", // a: 2 of 3
+      "PER_USER_LIMIT_EXCEEDED", // a would hold 4
+      "OK", // a: 3 of 3
+      "ALREADY_PURCHASED", // a at the limit
+      "QUANTITY_UNAVAILABLE", // b asks 3, 2 remain
+      "OK", // c
+      "OK", // d takes the last unit
+    ]);
+    expect(replies[1]).toEqual({ code: "PER_USER_LIMIT_EXCEEDED", held: 2, limit: 3 });
+    expect(replies[4]).toEqual({ code: "QUANTITY_UNAVAILABLE", remaining: 2 });
+    expect(await redis.hget(keys.meta, "remaining")).toBe("0");
+    expect(String(await redis.hget(keys.buyers, "a")).split(":")[0]).toBe("3");
+    const records = (await redis.hgetall(keys.pending)) as unknown as string[];
+    expect(records.filter((_, i) => i % 2 === 1).sort()).toEqual(["1:a", "1:c", "1:d", "2:a"]);
+    expect(await checkout(keys, ["e", 1])).toEqual({ code: "SOLD_OUT" });
+  });
+
+  it("refuses a paused or cancelled sale, writing nothing but its counters", async () => {
+    const { keys } = await newSale({ stock: 5 });
+    await redis.hset(keys.meta, { state: "paused" });
+    expect(await checkout(keys, "p")).toEqual({ code: "SALE_PAUSED" });
+    await redis.hset(keys.meta, { state: "cancelled" });
+    expect(await checkout(keys, "p")).toEqual({ code: "SALE_CANCELLED" });
+    await redis.hdel(keys.meta, "state");
+    expect((await checkout(keys, "p")).code).toBe("OK");
+    expect(await redis.hget(keys.meta, "remaining")).toBe("4");
+  });
+
+  it("counts every outcome per second in the minute's hash, with an expiry", async () => {
     const { keys } = await newSale({ stock: 1 });
-    const orderId = orderOf(await checkout(keys, "bob"));
-    const release = () => redis.eval(lua("release"), [keys.meta, keys.buyers, keys.outbox], [String(orderId), "bob"]);
-    expect(await release()).toBe(1);
-    expect(await release()).toBe(0);
-    expect(await redis.hget(keys.meta, "remaining")).toBe("1");
+    await checkoutAll(keys, ["s1", "s2", "s2"]);
+    const counts = new Map<string, number>();
+    const flat = (await redis.hgetall(statsKey(keys))) as unknown as string[];
+    for (let i = 0; i < flat.length; i += 2) {
+      const code = String(flat[i]).split(":")[1] as string;
+      counts.set(code, (counts.get(code) ?? 0) + Number(flat[i + 1]));
+    }
+    expect(Object.fromEntries(counts)).toEqual({ OK: 1, SOLD_OUT: 2 });
+    expect(Number(await redis.ttl(statsKey(keys)))).toBeGreaterThan(7_000);
+  });
+});
+
+describe("return.lua and sale-init.lua", () => {
+  it("returns an order's units once, and frees the buyer to buy again", async () => {
+    const { keys } = await newSale({ stock: 3, limit: 3 });
+    const orderId = orderOf(await checkout(keys, ["bob", 2])) as string;
+    expect(await returnUnits(keys, orderId, "bob", 2)).toBe(1);
+    expect(await returnUnits(keys, orderId, "bob", 2)).toBe(0);
+    expect(await redis.hget(keys.meta, "remaining")).toBe("3");
+    expect(await redis.hget(keys.buyers, "bob")).toBeNull();
     expect(await redis.zcard(keys.outbox)).toBe(0);
-    const again = await checkout(keys, "bob");
+    expect(await redis.hlen(keys.pending)).toBe(0);
+    expect(await redis.sismember(keys.returned, orderId)).toBe(1);
+    const again = await checkout(keys, ["bob", 3]);
     expect(again.code).toBe("OK");
     expect(orderOf(again)).not.toBe(orderId);
   });
 
-  it("release leaves a different order of the same user alone", async () => {
-    const { keys } = await newSale({ stock: 2 });
-    await checkout(keys, "carol");
-    expect(await redis.eval(lua("release"), [keys.meta, keys.buyers, keys.outbox], ["123", "carol"])).toBe(0);
-    expect(await redis.hget(keys.meta, "remaining")).toBe("1");
+  it("takes only the returned order's units off a buyer who holds more", async () => {
+    const { keys } = await newSale({ stock: 5, limit: 3 });
+    const first = orderOf(await checkout(keys, ["carol", 1])) as string;
+    const second = orderOf(await checkout(keys, ["carol", 2])) as string;
+    expect(await returnUnits(keys, first, "carol", 1)).toBe(1);
+    expect(await redis.hget(keys.buyers, "carol")).toBe(`2:${second}`);
+    expect(await redis.hget(keys.meta, "remaining")).toBe("3");
+  });
+
+  it("never re-creates a sale Redis does not hold", async () => {
+    const keys = saleKeys("gone-1");
+    expect(await returnUnits(keys, "123", "nobody", 1)).toBe(0);
+    expect(await redis.exists(keys.meta, keys.returned)).toBe(0);
   });
 
   it("sale-init never resets a live sale", async () => {
     const { keys } = await newSale({ stock: 5 });
     await checkout(keys, "dave");
-    expect(await redis.eval(lua("sale-init"), [keys.meta], ["5", "0", "1", "0", "1", "1", "t"])).toBe(0);
+    expect(await redis.eval(lua("sale-init"), [keys.meta], ["5", "0", "1", "0", "1", "1", "t", "1"])).toBe(0);
     expect(await redis.hget(keys.meta, "remaining")).toBe("4");
   });
 });

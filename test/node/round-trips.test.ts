@@ -6,7 +6,7 @@ let stack: Stack;
 let costs: Map<string, OutcomeCost>;
 
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({ vars: { USER_RATE_LIMIT: "0" } });
   costs = new Map((await measureRoundTrips(stack)).map((c) => [c.outcome, c]));
 });
 afterAll(async () => {
@@ -29,9 +29,9 @@ it("a stampede on one sale shares script calls: far less than one round trip per
   expect(perBuyer).toBeLessThan(0.25);
 });
 
-it("warm-isolate refusals cost no round trip at all", () => {
+it("warm-isolate refusals cost no round trip of their own: a burst shares one write of the console's counters", () => {
   for (const outcome of ["repeat buyer (warm)", "sold out (warm)", "ended (warm)", "rate limited (warm)"]) {
-    expect(roundTrips(outcome), outcome).toBe(0);
+    expect(roundTrips(outcome), outcome).toBeLessThanOrEqual(1 / 20);
   }
 });
 

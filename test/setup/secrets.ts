@@ -2,4 +2,5 @@
 export const TEST_SECRETS = {
   ADMIN_TOKEN: "test-admin-token",
   JWT_SECRET: "test-jwt-secret",
+  PAYMENT_WEBHOOK_SECRET: "test-webhook-secret",
 } as const;

@@ -25,6 +25,11 @@ describe("order status", () => {
       saleId: sale.id,
       userId: "owner",
       status: "confirmed",
+      quantity: 1,
+      amount: 0,
+      currency: "USD",
+      expiresAt: null,
+      refundDue: false,
     });
     expect((await getOrder(orderId, "stranger")).status).toBe(404);
   });

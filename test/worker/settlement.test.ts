@@ -22,7 +22,7 @@ async function reserveFor(saleId: string, userId: string): Promise<OrderMessage>
   const res = await checkout(saleId, await userToken(userId));
   expect(res.status).toBe(202);
   const { orderId } = (await res.json()) as { orderId: string };
-  return { orderId, saleId, userId, reservedAt: Date.now() };
+  return { orderId, saleId, userId, quantity: 1, reservedAt: Date.now() };
 }
 
 describe("settlement consumer", () => {
@@ -51,7 +51,13 @@ describe("settlement consumer", () => {
     const sale = await createSale({ stock: 1 });
     const real = await reserveFor(sale.id, "legit");
     // A message Redis never accepted (stock was 1): D1's guard must refuse it on its own.
-    const forged: OrderMessage = { orderId: "123456789012345", saleId: sale.id, userId: "intruder", reservedAt: Date.now() };
+    const forged: OrderMessage = {
+      orderId: "123456789012345",
+      saleId: sale.id,
+      userId: "intruder",
+      quantity: 1,
+      reservedAt: Date.now(),
+    };
     const result = await deliver([
       { id: "ok", body: { orders: [real] } },
       { id: "over", body: { orders: [forged] } },
@@ -65,7 +71,13 @@ describe("settlement consumer", () => {
   it("settles the good orders of a message with a poison one, and dead-letters only the poison one", async () => {
     const sale = await createSale({ stock: 1 });
     const real = await reserveFor(sale.id, "good");
-    const forged: OrderMessage = { orderId: "223456789012345", saleId: sale.id, userId: "poison", reservedAt: Date.now() };
+    const forged: OrderMessage = {
+      orderId: "223456789012345",
+      saleId: sale.id,
+      userId: "poison",
+      quantity: 1,
+      reservedAt: Date.now(),
+    };
     const message = { id: "mixed", body: { orders: [real, forged] } };
 
     const first = await deliver([message]);

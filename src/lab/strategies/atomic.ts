@@ -9,7 +9,7 @@ import type { Strategy } from "../strategy";
  * the script's `seq` counts the order ids it minted.
  */
 export const atomicCheckout: Strategy = async (redis, labSaleId, userId, keepAlive) => {
-  const reservation = await reserve(redis, atomicSaleId(labSaleId), userId, { keepAlive });
+  const reservation = await reserve(redis, atomicSaleId(labSaleId), { userId, quantity: 1 }, { keepAlive });
   switch (reservation.code) {
     case "OK":
       return { code: "OK", orderId: reservation.orderId };

@@ -1,0 +1,39 @@
+--[[
+return.lua: give an order's units back to the sale and take them off the buyer's hold, once.
+Used for every order whose units come back: dead-lettered (it never settled), expired
+unpaid, cancelled. Idempotent per order id: a second call for the same order changes
+nothing, so a retry after a timeout, a redelivered message and the sweep can all call it.
+
+KEYS (all share the sale's hash tag)
+  1  sale meta hash   2  buyers hash   3  outbox zset   4  pending hash   5  returned set
+  (see checkout.lua)
+ARGV
+  1  order id   2  user id   3  quantity
+Replies
+  1  the units went back on sale now
+  0  nothing to do: returned before, or the sale is not in Redis (never re-created here)
+]]
+
+local meta, buyers, outbox, pending, returned = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local orderId, user, quantity = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+redis.call('ZREM', outbox, orderId)
+redis.call('HDEL', pending, orderId)
+if redis.call('EXISTS', meta) == 0 then
+  return 0
+end
+if redis.call('SADD', returned, orderId) == 0 then
+  return 0
+end
+redis.call('HINCRBY', meta, 'remaining', quantity)
+local record = redis.call('HGET', buyers, user)
+if record then
+  local units, last = string.match(record, '^(%d+):(%d*)$')
+  units = tonumber(units) - quantity
+  if units > 0 then
+    redis.call('HSET', buyers, user, units .. ':' .. last)
+  else
+    redis.call('HDEL', buyers, user)
+  end
+end
+return 1

@@ -1,0 +1,227 @@
+// An order's life after the 202: paid, cancelled, or expired with its units back on sale.
+// Every change of state is decided by one conditional D1 statement; the units go back to
+// Redis afterwards, once per order (lua/return.lua), retried by the sweep until they are.
+import type { Redis } from "../redis/client";
+import type { JobMessage } from "../shared/messages";
+import type { PaymentEvent } from "../shared/requests";
+import { beginAttempt, findAttempt, finishAttempt } from "./payment-attempts";
+import type { PaymentProvider } from "./payment-provider";
+
+export type { EndedOrder } from "./repository";
+
+import {
+  type AwaitingOrder,
+  cancelAwaiting,
+  type EndedOrder,
+  expireDue,
+  markPaid,
+  markRefundDue,
+  markReturned,
+  type OrderRecord,
+  stillAwaiting,
+  unreturnedOrders,
+} from "./repository";
+import { returnUnits } from "./units";
+
+/** Orders the sweep handles per run, per kind of work. */
+const SWEEP_BATCH = 500;
+/** Expiry job messages carry this many orders at most. */
+const EXPIRY_MESSAGE_MAX_ORDERS = 100;
+
+/**
+ * Gives ended orders' units back and records it in D1. Throws when Redis cannot be reached:
+ * D1 keeps them as not returned, and the next sweep tries again.
+ */
+export async function returnEnded(db: D1Database, redis: Redis, ended: EndedOrder[]): Promise<EndedOrder[]> {
+  if (ended.length === 0) return [];
+  await returnUnits(redis, ended);
+  await markReturned(
+    db,
+    ended.map((o) => o.orderId),
+  );
+  return ended;
+}
+
+/**
+ * Schedules each order's expiry: a jobs-queue message delivered when its window closes, one
+ * per group of orders closing in the same second. A send that fails is not an error: the
+ * sweep expires what is due anyway.
+ */
+export async function scheduleExpiries(jobs: Queue<JobMessage>, awaiting: AwaitingOrder[], now = Date.now()): Promise<void> {
+  const bySecond = new Map<number, string[]>();
+  for (const o of awaiting) {
+    const delay = Math.max(0, Math.ceil((o.expiresAt - now) / 1000));
+    bySecond.set(delay, [...(bySecond.get(delay) ?? []), o.orderId]);
+  }
+  const sends: Promise<unknown>[] = [];
+  for (const [delaySeconds, orderIds] of bySecond) {
+    for (let i = 0; i < orderIds.length; i += EXPIRY_MESSAGE_MAX_ORDERS) {
+      const chunk = orderIds.slice(i, i + EXPIRY_MESSAGE_MAX_ORDERS);
+      sends.push(jobs.send({ kind: "expire-orders", orderIds: chunk }, { delaySeconds, contentType: "json" }));
+    }
+  }
+  const results = await Promise.allSettled(sends);
+  const failed = results.filter((r) => r.status === "rejected").length;
+  if (failed > 0) console.warn(`${failed} expiry message(s) not sent; the sweep will expire those orders`);
+}
+
+export interface ExpiryResult {
+  /** Orders this run expired and whose units came back. */
+  expired: EndedOrder[];
+  /** Orders of the job not due yet (the message came early): expire them later. */
+  notYetDue: AwaitingOrder[];
+}
+
+/**
+ * An expiry job: expires those of `orderIds` that are due, and gives back the units of every
+ * one of them that ended without its units coming back (now, or in an earlier run whose
+ * return failed).
+ */
+export async function expireOrders(db: D1Database, redis: Redis, orderIds: string[]): Promise<ExpiryResult> {
+  await expireDue(db, orderIds, orderIds.length);
+  const expired = await returnEnded(db, redis, await unreturnedOrders(db, orderIds.length, orderIds));
+  return { expired, notYetDue: await stillAwaiting(db, orderIds) };
+}
+
+/**
+ * The cron's backstop, whatever messages were lost: expires every order that is due, and
+ * gives back the units of every ended order whose return has not happened yet.
+ */
+export async function sweepOrders(db: D1Database, redis: Redis): Promise<{ expired: number; returned: EndedOrder[] }> {
+  const expired = await expireDue(db, undefined, SWEEP_BATCH);
+  const returned = await returnEnded(db, redis, await unreturnedOrders(db, SWEEP_BATCH));
+  return { expired: expired.length, returned };
+}
+
+/**
+ * The owner cancels an order awaiting payment. The cancellation stands once D1 recorded it;
+ * its units come back now, or through the sweep if Redis cannot be reached.
+ */
+export async function cancelOrder(
+  db: D1Database,
+  redis: Redis,
+  orderId: string,
+  userId: string,
+): Promise<EndedOrder | undefined> {
+  const cancelled = await cancelAwaiting(db, orderId, userId);
+  if (cancelled) {
+    await returnEnded(db, redis, [cancelled]).catch((err) =>
+      console.warn(`cancelled order ${orderId}: units not returned yet, left to the sweep`, err),
+    );
+  }
+  return cancelled;
+}
+
+export type PayOutcome =
+  | { kind: "paid" }
+  | { kind: "declined"; reason: string }
+  | { kind: "not_payable"; reason: string }
+  | { kind: "key_reused" }
+  | { kind: "timed_out" };
+
+export interface PayRequest {
+  idempotencyKey: string;
+  /** SHA-256 of the request body: the same key with another body is refused. */
+  fingerprint: string;
+  paymentToken: string;
+}
+
+/** Why an order in this state cannot be paid (it is not awaiting payment). */
+function notPayable(order: OrderRecord): PayOutcome {
+  const reasons: Record<OrderRecord["status"], string> = {
+    awaiting_payment: "the payment window has closed",
+    paid: "the order is already paid",
+    expired: "the order expired before it was paid",
+    cancelled: "the order was cancelled",
+    confirmed: "this sale has no payment step: the order is already confirmed",
+    failed: "the order could not be recorded, and its units went back on sale",
+  };
+  return { kind: "not_payable", reason: reasons[order.status] };
+}
+
+/**
+ * Pays an order through `provider`, at most one charge per (order, Idempotency-Key): a retry
+ * with the same key gets the first attempt's answer (or charges again under the same key,
+ * which the provider answers from its first charge, when the first attempt never finished).
+ * The charge and the expiry may race: whichever D1 records first wins; a charge that lands
+ * on an order that ended meanwhile is recorded for refund, never dropped.
+ */
+export async function payOrder(
+  db: D1Database,
+  provider: PaymentProvider,
+  order: OrderRecord,
+  request: PayRequest,
+  timeoutMs: number,
+): Promise<PayOutcome> {
+  const attempt = await findAttempt(db, order.orderId, request.idempotencyKey);
+  if (attempt && attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
+  if (attempt?.status === "succeeded") return { kind: "paid" };
+  if (attempt?.status === "declined") return { kind: "declined", reason: "the card was declined" };
+  if (attempt?.status === "refund_due")
+    return { kind: "not_payable", reason: "the order ended before the payment completed; the charge will be refunded" };
+  if (!attempt && (order.status !== "awaiting_payment" || (order.expiresAt ?? 0) <= Date.now())) return notPayable(order);
+
+  await beginAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint);
+  let result: Awaited<ReturnType<PaymentProvider["charge"]>>;
+  try {
+    result = await provider.charge(
+      {
+        orderId: order.orderId,
+        amount: order.amount,
+        currency: order.currency,
+        paymentToken: request.paymentToken,
+        // Scoped to the order: a client reusing a key across orders never merges two charges.
+        idempotencyKey: `${order.orderId}:${request.idempotencyKey}`,
+      },
+      AbortSignal.timeout(timeoutMs),
+    );
+  } catch (err) {
+    if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return { kind: "timed_out" };
+    throw err;
+  }
+  if (result.outcome === "declined") {
+    await finishAttempt(db, order.orderId, request.idempotencyKey, "declined");
+    return { kind: "declined", reason: result.reason };
+  }
+  if (await markPaid(db, order.orderId, `attempt:${request.idempotencyKey}`)) {
+    await finishAttempt(db, order.orderId, request.idempotencyKey, "succeeded", result.providerRef);
+    return { kind: "paid" };
+  }
+  await markRefundDue(db, order.orderId);
+  await finishAttempt(db, order.orderId, request.idempotencyKey, "refund_due", result.providerRef);
+  return { kind: "not_payable", reason: "the order ended before the payment completed; the charge will be refunded" };
+}
+
+export type EventOutcome = "paid" | "refund_due" | "ignored" | "duplicate";
+
+/**
+ * Applies a verified payment event once: its id is recorded first, and a replay changes
+ * nothing. A success pays the order if it still awaits payment with its window open and the
+ * amount matches; a success for an order that ended (or was paid otherwise, or for another
+ * amount) is recorded for refund; a failure changes nothing (the order waits for its expiry).
+ */
+export async function applyPaymentEvent(db: D1Database, event: PaymentEvent, order: OrderRecord): Promise<EventOutcome> {
+  const [, recorded] = await db.batch<{ applied: number; outcome: EventOutcome | null }>([
+    db
+      .prepare(
+        `INSERT INTO payment_events (event_id, order_id, type, received_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT DO NOTHING`,
+      )
+      .bind(event.id, event.orderId, event.type, Date.now()),
+    db.prepare("SELECT applied, outcome FROM payment_events WHERE event_id = ?").bind(event.id),
+  ]);
+  const row = recorded?.results[0];
+  if (row?.applied === 1) return "duplicate";
+
+  let outcome: EventOutcome = "ignored";
+  if (event.type === "payment.succeeded") {
+    const matches = event.amount === order.amount && event.currency === order.currency;
+    if (matches && (await markPaid(db, order.orderId, `event:${event.id}`))) outcome = "paid";
+    else {
+      await markRefundDue(db, order.orderId);
+      outcome = "refund_due";
+    }
+  }
+  await db.prepare("UPDATE payment_events SET applied = 1, outcome = ? WHERE event_id = ?").bind(outcome, event.id).run();
+  return outcome;
+}

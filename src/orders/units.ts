@@ -1,0 +1,33 @@
+import type { Redis } from "../redis/client";
+import { LUA, runScript } from "../redis/scripts";
+import { saleKeys } from "../shared/keys";
+
+/** An order whose units go back on sale: dead-lettered, expired or cancelled. */
+export interface UnitsToReturn {
+  orderId: string;
+  saleId: string;
+  userId: string;
+  quantity: number;
+}
+
+/**
+ * Gives orders' units back to their sales and takes them off their buyers' holds
+ * (lua/return.lua, idempotent per order: each order's units come back once, however often
+ * this runs). All scripts are issued in one tick, so auto-pipelining sends them as one round
+ * trip. Returns the orders whose units came back now; throws when Redis cannot be reached,
+ * and then the caller leaves them for a retry.
+ */
+export async function returnUnits<T extends UnitsToReturn>(redis: Redis, orders: T[]): Promise<T[]> {
+  const results = await Promise.all(
+    orders.map((o) => {
+      const keys = saleKeys(o.saleId);
+      return runScript<number>(
+        redis,
+        LUA.return,
+        [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+        [o.orderId, o.userId, String(o.quantity)],
+      );
+    }),
+  );
+  return orders.filter((_, i) => Number(results[i]) === 1);
+}

@@ -1,0 +1,31 @@
+import { Hono } from "hono";
+import * as z from "zod/mini";
+import type { AppEnv } from "../http/app-env";
+import { badRequest, notFound } from "../http/errors";
+import { verifyWebhookSignature } from "../http/webhook-signature";
+import { applyPaymentEvent } from "../orders/lifecycle";
+import { findOrderRecord } from "../orders/repository";
+import { PaymentEvent } from "../shared/requests";
+
+/**
+ * POST /webhooks/payments: an asynchronous payment provider reports a payment. Signed with
+ * PAYMENT_WEBHOOK_SECRET (off when it is unset); each event id is applied once.
+ */
+export const webhookRoutes = new Hono<AppEnv>().post("/payments", async (c) => {
+  const secret = c.env.PAYMENT_WEBHOOK_SECRET;
+  if (!secret) throw notFound("NOT_FOUND", "payment webhooks are not configured");
+  const raw = await c.req.text();
+  await verifyWebhookSignature(secret, c.req.header("Webhook-Signature"), raw);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw badRequest("the request body is not valid JSON");
+  }
+  const parsed = z.safeParse(PaymentEvent, json);
+  if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
+  const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
+  if (!order) throw notFound("ORDER_NOT_FOUND", "no such order");
+  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order);
+  return c.json({ received: true, outcome });
+});
