@@ -34,18 +34,19 @@ export default {
     }
   },
 
-  /** Every minute: re-send unsettled orders, expire what is due, give back units not back yet. */
-  async scheduled(_controller, env, ctx) {
-    ctx.waitUntil(
-      redriveOutbox(env).then((resent) => {
-        if (resent > 0) console.log(`outbox re-drive: re-sent ${resent} orders`);
-      }),
-    );
-    ctx.waitUntil(
-      sweepOrders(env.DB, redisFor(env)).then(({ expired, returned }) => {
-        forgetReturned(returned);
-        if (expired > 0 || returned.length > 0) console.log(`sweep: expired ${expired}, returned ${returned.length}`);
-      }),
-    );
+  /**
+   * Every minute: re-send unsettled orders, expire what is due, give back units not back yet.
+   * Both run to the end whatever the other does; a failure fails the run, so it shows.
+   */
+  async scheduled(_controller, env) {
+    const [redrive, sweep] = await Promise.allSettled([redriveOutbox(env), sweepOrders(env.DB, redisFor(env))]);
+    if (redrive.status === "fulfilled" && redrive.value > 0) console.log(`outbox re-drive: re-sent ${redrive.value} orders`);
+    if (sweep.status === "fulfilled") {
+      forgetReturned(sweep.value.returned);
+      const { expired, returned } = sweep.value;
+      if (expired > 0 || returned.length > 0) console.log(`sweep: expired ${expired}, returned ${returned.length}`);
+    }
+    const failures = [redrive, sweep].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

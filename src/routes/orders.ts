@@ -32,13 +32,17 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   refundDue: o.refundDue,
 });
 
+/** The caller's order as D1 records it, undefined when D1 has not got it (yet). */
+async function ownRecord(db: D1Database, orderId: string, userId: string): Promise<OrderRecord | undefined> {
+  const record = await findOrderRecord(db, orderId);
+  if (record && record.userId !== userId) throw orderNotFound();
+  return record;
+}
+
 /** The caller's order: settled or failed in D1, or still pending in Redis. */
 async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string): Promise<Parameters<typeof view>[0]> {
-  const record = await findOrderRecord(env.DB, orderId);
-  if (record) {
-    if (record.userId !== userId) throw orderNotFound();
-    return record;
-  }
+  const record = await ownRecord(env.DB, orderId, userId);
+  if (record) return record;
   // Not settled yet: the id names its sale (slot + time), and Redis holds the order.
   const { slot, unixSeconds } = decodeOrderId(orderId);
   const sale = await findSaleBySlotAt(env.DB, slot, unixSeconds * 1000);
@@ -50,6 +54,11 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
     throw unavailable("order status cannot be read right now");
   }
   const parsed = pending === null ? undefined : parsePendingRecord(String(pending));
+  if (!parsed) {
+    // Settled between the two reads: D1 has it now.
+    const settled = await ownRecord(env.DB, orderId, userId);
+    if (settled) return settled;
+  }
   if (parsed?.userId !== userId) throw orderNotFound();
   return {
     orderId,

@@ -56,9 +56,7 @@ async function checkoutWith(testEnv: Env, saleId: string, user: string): Promise
 
 /** Runs the scheduled handler once, as the cron trigger would, with every outbox record stale. */
 async function runRedrive(queue: Queue<SettlementMessage> = env.ORDERS): Promise<void> {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController(), { ...env, ORDERS: queue, OUTBOX_REDRIVE_AFTER_MS: "0" }, ctx);
-  await waitOnExecutionContext(ctx);
+  await worker.scheduled(createScheduledController(), { ...env, ORDERS: queue, OUTBOX_REDRIVE_AFTER_MS: "0" });
 }
 
 async function outboxOrderIds(saleId: string): Promise<string[]> {
