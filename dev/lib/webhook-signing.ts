@@ -1,7 +1,11 @@
 // Signs payment webhooks the way a provider does for POST /webhooks/payments, for tests and
 // local tools: `Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`.
 
-export async function webhookSignature(secret: string, body: string, unixSeconds = Math.floor(Date.now() / 1000)): Promise<string> {
+export async function webhookSignature(
+  secret: string,
+  body: string,
+  unixSeconds = Math.floor(Date.now() / 1000),
+): Promise<string> {
   const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
     "sign",
   ]);

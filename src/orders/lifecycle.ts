@@ -4,7 +4,7 @@
 import type { Redis } from "../redis/client";
 import type { JobMessage } from "../shared/messages";
 import type { PaymentEvent } from "../shared/requests";
-import { beginAttempt, findAttempt, finishAttempt } from "./payment-attempts";
+import { claimAttempt, finishAttempt } from "./payment-attempts";
 import type { PaymentProvider } from "./payment-provider";
 
 export type { EndedOrder } from "./repository";
@@ -153,15 +153,15 @@ export async function payOrder(
   request: PayRequest,
   timeoutMs: number,
 ): Promise<PayOutcome> {
-  const attempt = await findAttempt(db, order.orderId, request.idempotencyKey);
-  if (attempt && attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
-  if (attempt?.status === "succeeded") return { kind: "paid" };
-  if (attempt?.status === "declined") return { kind: "declined", reason: "the card was declined" };
-  if (attempt?.status === "refund_due")
-    return { kind: "not_payable", reason: "the order ended before the payment completed; the charge will be refunded" };
-  if (!attempt && (order.status !== "awaiting_payment" || (order.expiresAt ?? 0) <= Date.now())) return notPayable(order);
+  const attempt = await claimAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint);
+  if (attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
+  if (attempt.status === "succeeded") return { kind: "paid" };
+  if (attempt.status === "declined") return { kind: "declined", reason: "the card was declined" };
+  if (attempt.status === "refund_due") return { kind: "not_payable", reason: REFUND_REASON };
+  // A fresh attempt on an order that cannot be paid charges nothing. An attempt that began
+  // before (charging, its outcome unknown) goes on: the provider answers from its charge.
+  if (attempt.fresh && (order.status !== "awaiting_payment" || (order.expiresAt ?? 0) <= Date.now())) return notPayable(order);
 
-  await beginAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint);
   let result: Awaited<ReturnType<PaymentProvider["charge"]>>;
   try {
     result = await provider.charge(
@@ -189,8 +189,10 @@ export async function payOrder(
   }
   await markRefundDue(db, order.orderId);
   await finishAttempt(db, order.orderId, request.idempotencyKey, "refund_due", result.providerRef);
-  return { kind: "not_payable", reason: "the order ended before the payment completed; the charge will be refunded" };
+  return { kind: "not_payable", reason: REFUND_REASON };
 }
+
+const REFUND_REASON = "the order ended before the payment completed; the charge will be refunded";
 
 export type EventOutcome = "paid" | "refund_due" | "ignored" | "duplicate";
 

@@ -9,24 +9,28 @@ export interface PayAttempt {
   status: AttemptStatus;
 }
 
-export async function findAttempt(db: D1Database, orderId: string, key: string): Promise<PayAttempt | undefined> {
-  const row = await db
-    .prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?")
-    .bind(orderId, key)
-    .first<PayAttempt>();
-  return row ?? undefined;
-}
-
-/** Records an attempt as charging; a concurrent one with the same key is left as it is. */
-export async function beginAttempt(db: D1Database, orderId: string, key: string, fingerprint: string): Promise<void> {
+/**
+ * The attempt for (order, key): the one recorded before, or a new one recorded now as
+ * charging with this fingerprint (one batch: one D1 round trip). `fresh`: it is this request's.
+ */
+export async function claimAttempt(
+  db: D1Database,
+  orderId: string,
+  key: string,
+  fingerprint: string,
+): Promise<PayAttempt & { fresh: boolean }> {
   const now = Date.now();
-  await db
-    .prepare(
-      `INSERT INTO payments (order_id, idempotency_key, fingerprint, status, created_at, updated_at)
-       VALUES (?1, ?2, ?3, 'charging', ?4, ?4) ON CONFLICT DO NOTHING`,
-    )
-    .bind(orderId, key, fingerprint, now)
-    .run();
+  const [insert, select] = await db.batch<PayAttempt>([
+    db
+      .prepare(
+        `INSERT INTO payments (order_id, idempotency_key, fingerprint, status, created_at, updated_at)
+         VALUES (?1, ?2, ?3, 'charging', ?4, ?4) ON CONFLICT DO NOTHING`,
+      )
+      .bind(orderId, key, fingerprint, now),
+    db.prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?").bind(orderId, key),
+  ]);
+  const attempt = select?.results[0] as PayAttempt;
+  return { ...attempt, fresh: insert?.meta.changes === 1 };
 }
 
 export async function finishAttempt(

@@ -120,7 +120,7 @@ export const orderRoutes = new Hono<AppEnv>()
         Number(c.env.PAYMENT_TIMEOUT_MS) || 10_000,
       );
       if (outcome.kind !== "paid") throw payError(outcome);
-      return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
+      return c.json(view({ ...order, status: "paid", expiresAt: null }));
     } catch (err) {
       if (err instanceof ApiError) throw err;
       // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.

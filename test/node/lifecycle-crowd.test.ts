@@ -1,0 +1,271 @@
+// Orders after the 202 under a crowd, on the whole local stack: the Worker on Miniflare with
+// local D1 and Queues (the jobs queue delivers each expiry when its window closes), a real
+// redis-server behind the gateway, the dev payment provider. Nothing is faked.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../../dev/lib/wait.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { drive, planCrowd } from "../../load/runner/crowd.ts";
+import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+interface D1Order {
+  order_id: string;
+  user_id: string;
+  status: OrderView["status"];
+  quantity: number;
+  expires_at: number | null;
+  refund_due: number;
+}
+
+async function d1Orders(saleId: string): Promise<D1Order[]> {
+  const db = await stack.worker.mf.getD1Database("DB");
+  const { results } = await db
+    .prepare("SELECT order_id, user_id, status, quantity, expires_at, refund_due FROM orders WHERE sale_id = ?")
+    .bind(Number(saleId))
+    .all<D1Order>();
+  return results;
+}
+
+/** Waits until D1 holds `count` orders of the sale and none of them is in `busy` states. */
+async function settled(saleId: string, count: number, busy: OrderView["status"][] = []): Promise<D1Order[]> {
+  let rows: D1Order[] = [];
+  await eventually(
+    () => `${count} orders of sale ${saleId} settled (D1 has ${rows.length})`,
+    async () => {
+      rows = await d1Orders(saleId);
+      return rows.length === count && rows.every((r) => !busy.includes(r.status));
+    },
+    30_000,
+  );
+  return rows;
+}
+
+const pay = async (orderId: string, user: string, key = `pay-${orderId}`) =>
+  stack.api.pay(orderId, await stack.api.userToken(user), "tok_visa", key);
+
+/** A report that reconciles, once the queue has drained and every return has happened. */
+async function reconciled(saleId: string): Promise<ReconciliationReport> {
+  let last: ReconciliationReport | undefined;
+  return eventually(
+    () => `sale ${saleId} to reconcile: ${JSON.stringify(last)}`,
+    async () => {
+      await stack.worker.scheduled(); // the cron: re-drive, expire what is due, return what is not back
+      last = await stack.api.report(saleId);
+      return last.reconciled && last.pending === 0 && last.returnsPending === 0 && last;
+    },
+    30_000,
+  );
+}
+
+describe("a crowd with a payment window", () => {
+  it("sells returned units to later buyers, ends every order in one final state, never sells a unit twice", async () => {
+    const STOCK = 100;
+    const sale = await stack.api.createSale({ stock: STOCK, paymentWindowSec: 3, name: "lifecycle crowd" });
+    const users = Array.from({ length: 400 }, (_, i) => `life-${sale.id}-${i}`);
+    const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.api.userToken(u)] as const)));
+
+    // Wave 1: 400 buyers at once for 100 units.
+    const wave1 = await Promise.all(
+      users.map(async (u) => ({ user: u, ...(await stack.api.checkout(sale.id, tokens.get(u) as string)) })),
+    );
+    const winners = wave1.filter((a) => a.status === 202);
+    expect(winners).toHaveLength(STOCK);
+    for (const a of wave1.filter((x) => x.status !== 202)) expect(a.code).toBe("SOLD_OUT");
+    await settled(sale.id, STOCK, ["pending"]);
+
+    // Half pay, a fifth cancel, the rest walk away.
+    const payers = winners.slice(0, 50);
+    const cancellers = winners.slice(50, 70);
+    const walkers = winners.slice(70);
+    const [paid, cancelled] = await Promise.all([
+      Promise.all(payers.map((w) => pay(w.orderId as string, w.user))),
+      Promise.all(cancellers.map((w) => stack.api.cancel(w.orderId as string, tokens.get(w.user) as string))),
+    ]);
+    for (const p of paid) expect(p).toMatchObject({ status: 200, body: { status: "paid" } });
+    for (const c of cancelled) expect(c).toMatchObject({ status: 200, body: { status: "cancelled" } });
+
+    // The cancelled units are back at once; the walkers' come back when their window closes.
+    expect((await stack.api.report(sale.id)).redis.remaining).toBe(cancellers.length);
+    await eventually(
+      "the walkers' orders to expire and their units to come back",
+      async () => (await stack.api.report(sale.id)).redis.remaining === cancellers.length + walkers.length,
+      15_000,
+    );
+
+    // Wave 2: the 300 who lost try again, and buy exactly the returned units; they pay.
+    const losers = users.filter((u) => !winners.some((w) => w.user === u));
+    const wave2 = await Promise.all(
+      losers.map(async (u) => ({ user: u, ...(await stack.api.checkout(sale.id, tokens.get(u) as string)) })),
+    );
+    const later = wave2.filter((a) => a.status === 202);
+    expect(later).toHaveLength(cancellers.length + walkers.length);
+    await settled(sale.id, STOCK + later.length, ["pending"]);
+    for (const p of await Promise.all(later.map((w) => pay(w.orderId as string, w.user)))) expect(p.status).toBe(200);
+
+    // Every order in exactly one final state; paid units never exceed the stock; each buyer once.
+    const rows = await d1Orders(sale.id);
+    const byStatus = (s: OrderView["status"]) => rows.filter((r) => r.status === s);
+    expect(rows).toHaveLength(STOCK + later.length);
+    expect(byStatus("paid")).toHaveLength(payers.length + later.length);
+    expect(byStatus("cancelled")).toHaveLength(cancellers.length);
+    expect(byStatus("expired")).toHaveLength(walkers.length);
+    expect(byStatus("awaiting_payment")).toHaveLength(0);
+    expect(byStatus("paid").reduce((n, r) => n + r.quantity, 0)).toBeLessThanOrEqual(STOCK);
+    expect(new Set(byStatus("paid").map((r) => r.user_id)).size).toBe(byStatus("paid").length);
+    const promised = new Map([...winners, ...later].map((w) => [w.orderId, w.user]));
+    for (const row of rows) expect(promised.get(row.order_id), row.order_id).toBe(row.user_id);
+
+    const report = await reconciled(sale.id);
+    expect(report.oversold).toBe(0);
+    expect(report.redis.remaining).toBe(0);
+    expect(report.redis.returned).toBe(cancellers.length + walkers.length);
+    expect(report.states.paid).toEqual({ orders: STOCK, units: STOCK });
+    expect(report.d1.soldCounter).toBe(STOCK);
+  });
+});
+
+/** Each order's payment deadline as D1 records it once the order settles, read for the whole sale at once. */
+function deadlines(saleId: string) {
+  const known = new Map<string, number>();
+  let stopped = false;
+  const poll = (async () => {
+    const db = await stack.worker.mf.getD1Database("DB");
+    while (!stopped) {
+      const { results } = await db
+        .prepare("SELECT order_id, expires_at FROM orders WHERE sale_id = ? AND expires_at IS NOT NULL")
+        .bind(Number(saleId))
+        .all<{ order_id: string; expires_at: number }>();
+      for (const r of results) known.set(r.order_id, r.expires_at);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    of: (orderId: string) => eventually(`order ${orderId} to settle`, async () => known.get(orderId), 20_000),
+    stop: async () => {
+      stopped = true;
+      await poll;
+    },
+  };
+}
+
+describe("payments landing at the deadline", () => {
+  it("ends each of 500 orders paid xor expired, and returns exactly the expired units", async () => {
+    const ORDERS = 500;
+    // Buyers arrive 100 a second, so their deadlines (3 s after each order settles) are spread
+    // as much. Each buyer pays ahead of its own deadline by how long payments have lately taken
+    // to land (a moving average, so the machine's load is accounted for), ±20 ms: the payment
+    // lands within about ±20 ms of the deadline, where D1 decides between it and the expiry.
+    const sale = await stack.api.createSale({ stock: ORDERS, paymentWindowSec: 3, name: "deadline race" });
+    const shots = await planCrowd(stack.api, ORDERS, 1, `race-${sale.id}-`);
+    const settled = deadlines(sale.id);
+    let lead = 50;
+    const outcomes: { orderId: string; answer: Awaited<ReturnType<typeof pay>> }[] = [];
+    await drive(
+      shots,
+      async (shot) => {
+        const bought = await stack.api.checkout(sale.id, shot.token);
+        expect(bought.status).toBe(202);
+        const orderId = bought.orderId as string;
+        const aim = (await settled.of(orderId)) - lead + Math.random() * 40 - 20;
+        await new Promise((r) => setTimeout(r, Math.max(0, aim - Date.now())));
+        const sent = performance.now();
+        const answer = await pay(orderId, shot.userId);
+        lead = 0.8 * lead + 0.2 * (performance.now() - sent);
+        outcomes.push({ orderId, answer });
+        return bought;
+      },
+      { ratePerSec: 100 },
+    );
+    await settled.stop();
+    const report = await reconciled(sale.id);
+    const final = new Map((await d1Orders(sale.id)).map((r) => [r.order_id, r]));
+    let paid = 0;
+    let expired = 0;
+    for (const { orderId, answer } of outcomes) {
+      const row = final.get(orderId) as D1Order;
+      expect(["paid", "expired"], orderId).toContain(row.status);
+      if (row.status === "paid") {
+        paid++;
+        expect(answer.status, `${orderId} is paid, so its payment must have said so`).toBe(200);
+        expect(row.refund_due).toBe(0);
+      } else {
+        expired++;
+        expect(answer, `${orderId} expired, so its payment must not have said paid`).toMatchObject({
+          status: 409,
+          code: "ORDER_NOT_PAYABLE",
+        });
+      }
+    }
+    console.log(
+      `deadline race: ${paid} paid, ${expired} expired, ${report.refundsDue} charges recorded for refund ` +
+        `(payments sent about ${lead.toFixed(0)} ms early ±20 ms)`,
+    );
+    expect(paid, "no payment won the race: the test did not race").toBeGreaterThan(0);
+    expect(expired, "no expiry won the race: the test did not race").toBeGreaterThan(0);
+    expect(paid + expired).toBe(ORDERS);
+    expect(report.redis.returned).toBe(expired);
+    expect(report.redis.remaining).toBe(expired);
+    expect(report.states.expired.units).toBe(expired);
+    expect(report.d1.soldCounter).toBe(paid);
+  });
+});
+
+describe("quantities", () => {
+  it("mixed 1-3 unit checkouts under a limit of 3 never oversell, never pass the limit, and say how many remain", async () => {
+    const STOCK = 60;
+    const sale = await stack.api.createSale({ stock: STOCK, perUserLimit: 3, name: "quantities" });
+    const users = Array.from({ length: 80 }, (_, i) => `qty-${sale.id}-${i}`);
+    const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.api.userToken(u)] as const)));
+    // A fixed pseudo-random quantity per attempt: every run asks for the same.
+    const quantity = (i: number) => 1 + ((i * 7919) % 3);
+    const attempts = [...users, ...users].map((user, i) => ({ user, quantity: quantity(i) }));
+    const results = await Promise.all(
+      attempts.map(async ({ user, quantity: n }) => {
+        const res = await stack.api.checkoutResponse(sale.id, tokens.get(user) as string, {
+          body: JSON.stringify({ quantity: n }),
+          headers: { "Content-Type": "application/json" },
+        });
+        const body = (await res.json()) as { orderId?: string; quantity?: number; error?: { code: string; message: string } };
+        return { user, n, status: res.status, body };
+      }),
+    );
+
+    const heldBy = new Map<string, number>();
+    let sold = 0;
+    for (const r of results) {
+      if (r.status === 202) {
+        expect(r.body.quantity).toBe(r.n);
+        heldBy.set(r.user, (heldBy.get(r.user) ?? 0) + r.n);
+        sold += r.n;
+        continue;
+      }
+      expect(r.status).toBe(409);
+      const code = r.body.error?.code;
+      expect(["SOLD_OUT", "QUANTITY_UNAVAILABLE", "PER_USER_LIMIT_EXCEEDED", "ALREADY_PURCHASED"]).toContain(code);
+      if (code === "QUANTITY_UNAVAILABLE") {
+        const left = Number(/only (\d+) unit/.exec(r.body.error?.message ?? "")?.[1]);
+        expect(left, r.body.error?.message).toBeGreaterThan(0);
+        expect(left).toBeLessThan(r.n);
+      }
+    }
+    expect(sold).toBeLessThanOrEqual(STOCK);
+    for (const [user, held] of heldBy) expect(held, user).toBeLessThanOrEqual(3);
+
+    const report = await waitForDrain(stack.api, sale.id, results.filter((r) => r.status === 202).length);
+    expect(report.reconciled).toBe(true);
+    expect(report.oversold).toBe(0);
+    expect(report.redis.reserved).toBe(sold);
+    expect(report.d1.soldCounter).toBe(sold);
+    const perUser = new Map<string, number>();
+    for (const row of await d1Orders(sale.id)) perUser.set(row.user_id, (perUser.get(row.user_id) ?? 0) + row.quantity);
+    expect(perUser).toEqual(heldBy);
+  });
+});
