@@ -58,5 +58,22 @@ export const ReconciliationReport = z.object({
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 
+/**
+ * Checkout outcomes per second (lua/checkout.lua and the isolates count them; see
+ * saleStatsKey): each second that saw any, with a count per code, OK for accepted and any
+ * other code for a refusal. Seconds without outcomes are left out.
+ */
+export const OutcomeSeries = z.object({
+  /** The window, epoch seconds, both ends included. */
+  from: z.int(),
+  to: z.int(),
+  points: z.array(z.object({ at: z.int(), counts: z.record(z.string(), z.int()) })),
+});
+export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
+
+/** GET /admin/sales/:saleId/stats: what the admin console polls. */
+export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });
+export type SaleStats = z.infer<typeof SaleStats>;
+
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });
