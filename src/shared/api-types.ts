@@ -75,5 +75,18 @@ export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
 export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });
 export type SaleStats = z.infer<typeof SaleStats>;
 
+/** GET /api/config: what a storefront page needs to know about this deployment. */
+export const StorefrontConfig = z.object({
+  /** POST /api/dev/login mints tokens (DEV_LOGIN, local use only). */
+  devLogin: z.boolean(),
+  /** ALLOWED_ORIGINS: shops that may call the API cross-origin and hand the page a token. */
+  allowedOrigins: z.array(z.string()),
+});
+export type StorefrontConfig = z.infer<typeof StorefrontConfig>;
+
+/** POST /api/dev/login. */
+export const DevLoginToken = z.object({ token: z.string(), userId: z.string(), expiresAt: z.iso.datetime() });
+export type DevLoginToken = z.infer<typeof DevLoginToken>;
+
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

@@ -2,7 +2,7 @@
 // routes validate with these schemas, and the API's documentation is generated from them.
 
 import * as z from "zod/mini";
-import { LAB_SALE_ID_PATTERN, MAX_ADMISSION, MAX_STOCK, SALE_ID_PATTERN } from "./limits";
+import { DEV_USER_ID_PATTERN, LAB_SALE_ID_PATTERN, MAX_ADMISSION, MAX_STOCK, SALE_ID_PATTERN } from "./limits";
 import { isOrderId } from "./order-id";
 import "./zod-english";
 
@@ -39,6 +39,11 @@ export const CreateSaleBody = z
     }),
   );
 export type CreateSaleBody = z.infer<typeof CreateSaleBody>;
+
+/** POST /api/dev/login: the name to mint a local token for (DEV_LOGIN only). */
+export const DevLoginBody = z.strictObject({
+  userId: z.string().check(z.trim(), z.regex(DEV_USER_ID_PATTERN, "1 to 64 letters, digits or _ . @ -")),
+});
 
 /** POST /lab/sales */
 export const CreateLabSaleBody = z.strictObject({ stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)) });

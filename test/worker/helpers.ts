@@ -1,9 +1,10 @@
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
 import { expect } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
+import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
 
@@ -18,6 +19,14 @@ export const api = new ApiClient({
 
 export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_SECRET } = {}): Promise<string> {
   return mintUserToken(userId, secret, expiresIn);
+}
+
+/** A request through the Worker's fetch handler with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...). */
+export async function fetchWithVars(vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(new Request(`${BASE}${path}`, init), { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
