@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import * as z from "zod/mini";
 import type { $ZodType } from "zod/v4/core";
-import * as Bodies from "../../src/shared/api-types.ts";
 import { API_ROUTES, type ApiRoute, type Auth, openApiPath, RESPONSE_HEADERS } from "../../src/shared/api-routes.ts";
+import * as Bodies from "../../src/shared/api-types.ts";
 import * as Lab from "../../src/shared/lab-types.ts";
 import { ROOT } from "../lib/project.ts";
 
@@ -91,7 +91,7 @@ export function openApiDocument(): Json {
       title: "edge-flash-sale",
       version,
       description:
-        "Flash-sale checkout on Cloudflare Workers. Every error is {\"error\": {\"code\", \"message\"}}. Order ids are 64-bit integers sent as decimal strings.",
+        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}. Order ids are 64-bit integers sent as decimal strings.',
     },
     servers: [{ url: "/" }],
     tags: [
@@ -104,7 +104,12 @@ export function openApiDocument(): Json {
     components: {
       schemas: Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, embedded(schema)])),
       securitySchemes: {
-        userToken: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "HS256, user id in `sub`, `exp` required" },
+        userToken: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "HS256, user id in `sub`, `exp` required",
+        },
         adminToken: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
       },
     },

@@ -17,7 +17,11 @@ afterAll(async () => {
 
 const htmlFiles = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? htmlFiles(path.join(dir, entry.name)) : entry.name.endsWith(".html") ? [path.join(dir, entry.name)] : [],
+    entry.isDirectory()
+      ? htmlFiles(path.join(dir, entry.name))
+      : entry.name.endsWith(".html")
+        ? [path.join(dir, entry.name)]
+        : [],
   );
 
 describe("the pages", () => {

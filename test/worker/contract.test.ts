@@ -10,14 +10,20 @@ import { checkedFetch, seen } from "./contract";
 import { BASE, bearer, createSale, fetchWithVars, userToken, waitForConfirmed } from "./helpers";
 
 const call = (path: string, init?: RequestInit) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init);
-const admin = (extra: Record<string, string> = {}) => ({ ...bearer(env.ADMIN_TOKEN), "Content-Type": "application/json", ...extra });
+const admin = (extra: Record<string, string> = {}) => ({
+  ...bearer(env.ADMIN_TOKEN),
+  "Content-Type": "application/json",
+  ...extra,
+});
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
 const LAB = { LAB_ENABLED: "true" };
 
 describe("the OpenAPI document", () => {
   it("lists exactly the routes the app mounts", () => {
     const mounted = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path)}`);
-    const documented = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m} ${path}`));
+    const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((m) => `${m} ${path}`),
+    );
     expect(new Set(mounted)).toEqual(new Set(documented));
     expect(documented).toHaveLength(API_ROUTES.length); // one route per entry of the table
   });
@@ -32,7 +38,12 @@ describe("the OpenAPI document", () => {
     const created = await call("/admin/sales", {
       method: "POST",
       headers: admin({ "Idempotency-Key": `contract-${crypto.randomUUID()}` }),
-      body: JSON.stringify({ name: "contract", stock: 1, startsAt: new Date(Date.now() - 1000).toISOString(), endsAt: new Date(Date.now() + 60_000).toISOString() }),
+      body: JSON.stringify({
+        name: "contract",
+        stock: 1,
+        startsAt: new Date(Date.now() - 1000).toISOString(),
+        endsAt: new Date(Date.now() + 60_000).toISOString(),
+      }),
     });
     expect(created.status).toBe(201);
     const sale = (await created.json()) as { id: string };
