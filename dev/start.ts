@@ -238,7 +238,12 @@ async function shutdown(code: number) {
   if (recording) record.clear();
   process.exit(code);
 }
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void shutdown(0));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  // wrangler's module (imported for its config reader) exits the process on these signals
+  // before any other handler runs, leaving the stack to the watchdog: this run stops it itself.
+  process.removeAllListeners(signal);
+  process.once(signal, () => void shutdown(0));
+}
 
 main().catch(async (err) => {
   console.error(err instanceof Error ? err.message : err);
