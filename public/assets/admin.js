@@ -283,7 +283,7 @@ function render({ sale, series, report }) {
   $("state-rows").replaceChildren(
     ...states.map(([name, n]) =>
       row([
-        [words(String(name)), seriesClass(`state:${name}`)],
+        [words(String(name)), stateClass(String(name))],
         [String(n), "n"],
       ]),
     ),
