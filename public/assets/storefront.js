@@ -219,7 +219,8 @@ class SalePage {
   constructor(saleId) {
     this.saleId = saleId;
     showOnly("sale");
-    for (const id of ["sale-name", "sale-description", "status", "buy-note"]) $(id).textContent = "";
+    $("sale-name").textContent = "Loading…";
+    for (const id of ["sale-description", "status", "buy-note"]) $(id).textContent = "";
     $("order").hidden = true;
     $("sale-image").hidden = true;
     $("sale-price").hidden = true;
@@ -363,6 +364,12 @@ class SalePage {
     if (Number.isFinite(expiresAt)) setText("order-expiry", formatDuration(expiresAt - serverNow()));
   }
 
+  /** The API refused the token (expired): say so, and ask for a fresh one. */
+  async tokenRefused(/** @type {string} */ then) {
+    this.say(`Your sign-in has expired: sign in again, then ${then}.`, "bad");
+    await identity.expired();
+  }
+
   async buy() {
     if (this.blocker() !== "") return;
     const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
@@ -403,11 +410,7 @@ class SalePage {
           await sleep(wait);
           continue;
         }
-        if (answer.status === 401) {
-          this.say("Your sign-in has expired: sign in again, then buy.", "bad");
-          await identity.expired();
-          return;
-        }
+        if (answer.status === 401) return await this.tokenRefused("buy");
         if (answer.code === "ALREADY_PURCHASED") {
           // The API names the order the buyer holds in its message ("... order <id> ...").
           const held = /order (\d+)/.exec(answer.message)?.[1];
@@ -444,9 +447,7 @@ class SalePage {
         }
         if (FINAL_ORDER_STATES.has(this.order.status)) return;
       } else if (answer.status === 401) {
-        this.say("Your sign-in has expired: sign in again to see your order.", "bad");
-        await identity.expired();
-        return;
+        return await this.tokenRefused("see your order");
       } else if (answer.status === 404 && answer.code === "ORDER_NOT_FOUND") {
         this.say(`Order ${orderId} cannot be found.`, "bad");
         return;
@@ -522,11 +523,7 @@ class SalePage {
         await sleep(answer.retryAfterMs || 2000);
         continue;
       }
-      if (answer.status === 401) {
-        this.say("Your sign-in has expired: sign in again, then pay.", "bad");
-        await identity.expired();
-        return;
-      }
+      if (answer.status === 401) return await this.tokenRefused("pay");
       if (answer.code === "PAYMENT_DECLINED") return this.say("The payment was declined: try another card.", "bad");
       return this.say(`Not paid: ${answer.message}`, "bad");
     }
