@@ -17,6 +17,17 @@ export default defineConfig({
         },
       },
       {
+        // The storefront and the admin console in Debian's chromium against `npm start`.
+        test: {
+          name: "browser",
+          environment: "node",
+          include: ["test/browser/**/*.test.ts"],
+          globalSetup: ["test/browser/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         // The Worker inside workerd (Miniflare) with local D1 and Queues, talking to a real
         // redis-server through the project's Upstash gateway.
         plugins: [

@@ -7,8 +7,8 @@
 // OOM kill) stops them first, and a watchdog stops this run's if it dies the same way.
 //
 // Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380); ADMIN_TOKEN and
-// JWT_SECRET override the stored secrets; any of the Worker's [vars] (IP_RATE_LIMIT=0 ...)
-// overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
+// JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
+// any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
 // uses that database and starts no Redis and no gateway.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -48,10 +48,13 @@ function assertPortsFree(ports: [string, number][]): void {
   }
 }
 
-/** What the local stack sets unless the environment does: payments through the dev provider's test tokens. */
-const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev" };
+/**
+ * What the local stack changes in wrangler.toml's [vars] unless the environment does:
+ * payments through the dev provider's test tokens, and the storefront's sign-in box.
+ */
+const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev", DEV_LOGIN: "true" };
 
-/** The Worker's [vars] that the environment overrides, as wrangler dev --var flags (after the local ones). */
+/** LOCAL_VARS and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
 function varOverrides(): { flags: string[]; names: string[] } {
   const vars = Object.keys(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).vars ?? {});
   const names = vars.filter((name) => process.env[name] !== undefined);
@@ -213,10 +216,13 @@ async function main() {
   const token = await api.userToken("demo-user-1");
   console.log(`
 Flash-sale checkout is running.
-  Worker    ${base}
-  Redis     ${redis.url} (Upstash REST)
-  Demo sale ${sale.id}: ${base}/api/sales/${sale.id}
-  Admin     Authorization: Bearer ${secrets.ADMIN_TOKEN}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
+  Storefront ${base}/?sale=${sale.id}  (sign in with any name: DEV_LOGIN is on)
+  Console    ${base}/admin/  (the admin token below)
+  API docs   ${base}/docs  (OpenAPI 3.1: ${base}/openapi.json)
+  Worker     ${base}
+  Redis      ${redis.url} (Upstash REST)
+  Demo sale  ${sale.id}: ${base}/api/sales/${sale.id}
+  Admin      Authorization: Bearer ${secrets.ADMIN_TOKEN}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
 
 A user token for demo-user-1 (mint more: npm run token -- <userId>):
   ${token}
@@ -236,7 +242,12 @@ async function shutdown(code: number) {
   if (recording) record.clear();
   process.exit(code);
 }
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => void shutdown(0));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  // wrangler's module (imported for its config reader) exits the process on these signals
+  // before any other handler runs, leaving the stack to the watchdog: this run stops it itself.
+  process.removeAllListeners(signal);
+  process.once(signal, () => void shutdown(0));
+}
 
 main().catch(async (err) => {
   console.error(err instanceof Error ? err.message : err);

@@ -16,8 +16,9 @@ KEYS (all share the sale's hash tag, so the script is cluster-safe)
   4  pending hash    order id -> "<quantity>:<user id>"
   5  admission hash  token bucket: tokens, at (ms); expires when idle
   6  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
+  7  keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent one
 ARGV
-  pairs of user id and quantity (1 to 100 pairs; the writes at the end unpack 2 values per order)
+  triples of user id, quantity and Idempotency-Key ("" for none): 1 to 100 triples
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
   1  "checkout/2"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
@@ -26,19 +27,22 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
   7  retryAfterMs     how long until the bucket holds a token again (0 when it holds one)
   8  limit            units one buyer may hold (0 when the sale is not found)
   then four fields per buyer, in ARGV order:
-     outcome   OK | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED | SOLD_OUT |
-               QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
+     outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
+               SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND
-     orderId   the order reserved now (OK), or the buyer's latest one, else ""
+               REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
+               reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity
+     orderId   the order reserved now (OK) or before (REPEATED), or the buyer's latest one, else ""
      remaining units left after this buyer (0 when the sale is not found)
      held      units the buyer holds after this buyer's turn
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
-local meta, buyers, outbox, pending, admission, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local pairs_ = #ARGV / 2
-if #ARGV < 2 or #ARGV > 200 or #ARGV % 2 ~= 0 then
-  return redis.error_reply('checkout.lua takes 1 to 100 pairs of user id and quantity')
+local meta, buyers, outbox, pending, admission, stats, idempotency =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local buyerCount = #ARGV / 3
+if #ARGV < 3 or #ARGV > 300 or #ARGV % 3 ~= 0 then
+  return redis.error_reply('checkout.lua takes 1 to 100 triples of user id, quantity and idempotency key')
 end
 
 local time = redis.call('TIME')
@@ -63,7 +67,7 @@ end
 
 local function everyone(outcome, remaining)
   local outcomes = {}
-  for _ = 1, pairs_ do
+  for _ = 1, buyerCount do
     outcomes[#outcomes + 1] = outcome
     outcomes[#outcomes + 1] = ''
     outcomes[#outcomes + 1] = remaining
@@ -90,7 +94,7 @@ elseif nowMs >= ends then
   saleWide = 'SALE_ENDED'
 end
 if saleWide then
-  count(saleWide, pairs_)
+  count(saleWide, buyerCount)
   flushCounts()
   return reply(starts, ends, rate, burst, 0, limit, everyone(saleWide, remaining))
 end
@@ -133,12 +137,23 @@ local function holding(user)
   return h
 end
 
-local outcomes, reserved, newOutbox, newPending = {}, {}, {}, {}
-for i = 1, #ARGV, 2 do
-  local user, quantity = ARGV[i], tonumber(ARGV[i + 1])
+local outcomes, reserved, newOutbox, newPending, newKeys = {}, {}, {}, {}, {}
+local keysHere = {}
+for i = 1, #ARGV, 3 do
+  local user, quantity, key = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local h = holding(user)
   local outcome, orderId = 'OK', h.last
-  if h.units >= limit then
+  local keyField = key ~= '' and (user .. '\n' .. key) or nil
+  local before = keyField and (keysHere[keyField] or redis.call('HGET', idempotency, keyField))
+  if before then
+    local o, q = string.match(before, '^(%d+):(%d+)$')
+    orderId = o
+    if tonumber(q) == quantity then
+      outcome = 'REPEATED'
+    else
+      outcome = 'KEY_REUSED'
+    end
+  elseif h.units >= limit then
     outcome = 'ALREADY_PURCHASED'
   elseif h.units + quantity > limit then
     outcome = 'PER_USER_LIMIT_EXCEEDED'
@@ -157,6 +172,11 @@ for i = 1, #ARGV, 2 do
     newOutbox[#newOutbox + 1] = orderId
     newPending[#newPending + 1] = orderId
     newPending[#newPending + 1] = quantity .. ':' .. user
+    if keyField then
+      keysHere[keyField] = orderId .. ':' .. quantity
+      newKeys[#newKeys + 1] = keyField
+      newKeys[#newKeys + 1] = keysHere[keyField]
+    end
   end
   count(outcome, 1)
   outcomes[#outcomes + 1] = outcome
@@ -175,6 +195,9 @@ if #newOutbox > 0 then
   redis.call('HSET', buyers, unpack(newBuyers))
   redis.call('ZADD', outbox, unpack(newOutbox))
   redis.call('HSET', pending, unpack(newPending))
+  if #newKeys > 0 then
+    redis.call('HSET', idempotency, unpack(newKeys))
+  end
   redis.call('HSET', admission, 'tokens', tostring(tokens), 'at', nowMs)
   -- Idle long enough to refill completely, the bucket is the same as no bucket.
   redis.call('PEXPIRE', admission, math.ceil(burst * 1000 / rate) + 1000)

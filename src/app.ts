@@ -2,12 +2,14 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
+import { publicCors, sameOriginOnly } from "./http/cors";
 import { ApiError, handleError, notFoundRoute } from "./http/errors";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
 import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
+import { storefrontRoutes } from "./routes/storefront";
 import { webhookRoutes } from "./routes/webhooks";
 import { MAX_BODY_BYTES } from "./shared/limits";
 
@@ -22,11 +24,14 @@ export const app = new Hono<AppEnv>()
     }),
   )
   .get("/healthz", (c) => c.json({ ok: true }))
+  .use("/api/*", publicCors) //              before the per-IP limit: a 429 must be readable cross-origin
   .use("/api/*", limitPerIp)
+  .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
-  .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report
+  .use("/admin/*", sameOriginOnly)
+  .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true
   .notFound(notFoundRoute)

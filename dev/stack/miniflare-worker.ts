@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_readConfig } from "wrangler";
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "../lib/project.ts";
 
 const QUIET_WRANGLER = offlineWranglerEnv({ WRANGLER_LOG: "error" });
@@ -17,7 +17,7 @@ const ORDERS_QUEUE = "flash-sale-orders";
 export interface WorkerSecrets {
   ADMIN_TOKEN: string;
   JWT_SECRET: string;
-  PAYMENT_WEBHOOK_SECRET: string;
+  PAYMENT_WEBHOOK_SECRET?: string;
   UPSTASH_REDIS_REST_URL: string;
   UPSTASH_REDIS_REST_TOKEN: string;
 }
@@ -75,7 +75,8 @@ export async function startLocalWorker(opts: {
   migrateLocalD1(stateDir);
 
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
-  const config = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") });
+  const configPath = path.join(ROOT, "wrangler.toml");
+  const config = unstable_readConfig({ config: configPath });
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     cf: false, // no network: never fetch the `Request.cf` placeholder
@@ -84,6 +85,8 @@ export async function startLocalWorker(opts: {
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
     modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
+    // The pages under public/ in front of the Worker, routed as in production ([assets]).
+    assets: unstable_getMiniflareWorkerOptions(configPath).workerOptions.assets,
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
     bindings: {

@@ -37,8 +37,11 @@ const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(WINDOW_
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
-/** A refusal this isolate can give on its own, or undefined when Redis must decide. */
-export function localRefusal(saleId: string, userId: string, now = Date.now()): Refusal | undefined {
+/**
+ * A refusal this isolate can give on its own, or undefined when Redis must decide.
+ * `trustBuyers: false` leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key).
+ */
+export function localRefusal(saleId: string, userId: string, { trustBuyers = true } = {}, now = Date.now()): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
   const state = saleState.get(saleId, now);
   if (state) return { code: state };
@@ -47,7 +50,7 @@ export function localRefusal(saleId: string, userId: string, now = Date.now()): 
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
-  const orderId = atLimit.get(buyerKey(saleId, userId), now);
+  const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
   const throttle = throttled.get(saleId, now);
@@ -114,6 +117,7 @@ export const memo = {
       }
       case "QUANTITY_UNAVAILABLE":
       case "PER_USER_LIMIT_EXCEEDED":
+      case "IDEMPOTENCY_KEY_REUSED":
       case "BUSY":
         return;
     }

@@ -2,7 +2,17 @@ import type { Admission, Refusal } from "../shared/refusal";
 
 /** What lua/checkout.lua decided for one buyer. */
 export type Reservation =
-  | { code: "OK"; orderId: string; remaining: number; reservedAt: number; admission: Admission; held: number; limit: number }
+  | {
+      code: "OK";
+      orderId: string;
+      remaining: number;
+      reservedAt: number;
+      admission: Admission;
+      held: number;
+      limit: number;
+      /** Reserved by an earlier attempt with the same Idempotency-Key: nothing new was reserved. */
+      repeated: boolean;
+    }
   | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
@@ -35,7 +45,20 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
     const held = Number(reply[i + 3]);
     switch (code) {
       case "OK":
-        reservations.push({ code, orderId, remaining, reservedAt: nowMs as number, admission, held, limit: limit as number });
+      case "REPEATED":
+        reservations.push({
+          code: "OK",
+          orderId,
+          remaining,
+          reservedAt: nowMs as number,
+          admission,
+          held,
+          limit: limit as number,
+          repeated: code === "REPEATED",
+        });
+        break;
+      case "KEY_REUSED":
+        reservations.push({ code: "IDEMPOTENCY_KEY_REUSED" });
         break;
       case "ALREADY_PURCHASED":
         reservations.push({ code, orderId });

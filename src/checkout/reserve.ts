@@ -13,10 +13,11 @@ export type { Reservation };
  * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
  * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
  */
-/** One buyer's checkout: who, and how many units. */
+/** One buyer's checkout: who, how many units, and the Idempotency-Key that makes its retries safe. */
 export interface CheckoutItem {
   userId: string;
   quantity: number;
+  idempotencyKey?: string;
 }
 
 const calls = new MergedCalls<CheckoutItem, Reservation>({
@@ -51,7 +52,7 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     const reservations = await reserveAll(redis, saleId, items);
     const orders = reservations.flatMap((r, i) => {
       const { userId, quantity } = items[i] as CheckoutItem;
-      return r.code === "OK" ? [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }] : [];
+      return r.code === "OK" && !r.repeated ? [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }] : [];
     });
     if (orders.length > 0) options.onReserved?.(orders);
     return reservations;
@@ -63,11 +64,11 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[]): 
   const keys = saleKeys(saleId);
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
   const stats = saleStatsKey(saleId, Math.floor(Date.now() / 60_000));
-  const args = items.flatMap((item) => [item.userId, String(item.quantity)]);
+  const args = items.flatMap((item) => [item.userId, String(item.quantity), item.idempotencyKey ?? ""]);
   const reply = await runScript<unknown>(
     redis,
     LUA.checkout,
-    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats],
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats, keys.checkoutKeys],
     args,
   );
   return parseCheckoutReply(reply, items.length);

@@ -78,6 +78,8 @@ export function refusalError(refusal: Refusal): ApiError {
         limit: refusal.admission.burst,
         retryAfterMs: refusal.retryAfterMs,
       });
+    case "IDEMPOTENCY_KEY_REUSED":
+      return new ApiError(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a checkout of another quantity");
     case "BUSY":
       return new ApiError(503, "BUSY", "too many checkouts contend for this sale; try again shortly", { "Retry-After": "1" });
   }

@@ -35,3 +35,8 @@ export function redisFor(env: Env): Redis {
 export async function hashFields(redis: Redis, key: string, ...fields: string[]): Promise<(string | null)[]> {
   return (await redis.hmget(key, ...fields)) as unknown as (string | null)[];
 }
+
+/** HGETALL's raw reply, field, value, field, value...: with automatic deserialization off the client returns it as it came. */
+export async function hashEntries(redis: Redis, key: string): Promise<string[]> {
+  return ((await redis.hgetall(key)) as unknown as string[] | null) ?? [];
+}

@@ -1,25 +1,41 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, notFound, unavailable } from "../http/errors";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { preloadSale } from "../sales/live-state";
+import { readOutcomeSeries } from "../sales/outcomes";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
-import { type Sale, saleView } from "../sales/sale";
+import { adminSaleView, type Sale } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
-import type { AdminSaleView } from "../shared/api-types";
+import type { SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { CreateSaleBody, SaleIdParam } from "../shared/requests";
+
+async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
+  const sale = await findSale(db, saleId);
+  if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
+  return sale;
+}
+
+/** Redis unreachable (or slow) reads as 503, like everywhere else. */
+async function orUnavailable<T>(what: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    console.warn(`${what} failed`, err);
+    throw unavailable("redis cannot be reached right now");
+  }
+}
 
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
-    const idempotencyKey = c.req.header("Idempotency-Key") ?? null;
-    if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 200)) {
-      throw badRequest("Idempotency-Key must be 1 to 200 characters");
-    }
+    const idempotencyKey = idempotencyKeyOf(c.req.header("Idempotency-Key"), false) ?? null;
 
     let sale: Sale | undefined;
     let created = false;
@@ -54,18 +70,21 @@ export const adminRoutes = new Hono<AppEnv>()
       console.warn("sale preload failed", err);
       throw unavailable("the sale was recorded but could not be loaded into Redis; retry with the same Idempotency-Key");
     }
-    const view: AdminSaleView = { ...saleView(sale, sale.stock, Date.now()), admission: sale.admission };
-    return c.json(view, created ? 201 : 200);
+    return c.json(adminSaleView(sale, sale.stock, Date.now()), created ? 201 : 200);
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
-    const { saleId } = c.req.valid("param");
-    const sale = await findSale(c.env.DB, saleId);
-    if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
-    try {
-      return c.json(await reconciliationReport(c.env, sale));
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      console.warn("report failed", err);
-      throw unavailable("redis cannot be reached right now");
-    }
+    const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
+    return c.json(await orUnavailable("report", reconciliationReport(c.env, sale)));
+  })
+  // The admin console polls this every 2 s: one Redis round trip for the counters and the
+  // report's reads (auto-pipelined together), and the report's D1 reads.
+  .get("/sales/:saleId/stats", validate("param", SaleIdParam), async (c) => {
+    const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
+    const now = Date.now();
+    const [series, report] = await orUnavailable(
+      "stats",
+      Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
+    );
+    const view = adminSaleView(sale, report.redis.remaining ?? sale.stock, now);
+    return c.json({ sale: view, series, report } satisfies SaleStats);
   });

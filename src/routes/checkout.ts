@@ -7,6 +7,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { badRequest, refusalError, unavailable } from "../http/errors";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
@@ -55,11 +56,13 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   async (c) => {
     const { saleId } = c.req.valid("param");
     const { quantity } = checkoutBody(await c.req.text());
+    const idempotencyKey = idempotencyKeyOf(c.req.header("Idempotency-Key"), false);
     const userId = c.get("userId");
     const redis = redisFor(c.env);
     const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
 
-    const refusal = localRefusal(saleId, userId);
+    // A retry with a key gets Redis' own answer (202 with the order it reserved), never the memo's 409.
+    const refusal = localRefusal(saleId, userId, { trustBuyers: idempotencyKey === undefined });
     if (refusal) {
       countLocalRefusal(redis, saleId, refusal.code, keepAlive);
       throw refusalError(refusal);
@@ -71,7 +74,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       reservation = await reserve(
         redis,
         saleId,
-        { userId, quantity },
+        { userId, quantity, idempotencyKey },
         {
           keepAlive,
           // One queue send for every order the merged call reserved, from the request that sent it.

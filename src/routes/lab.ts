@@ -13,7 +13,7 @@ import type { LabOutcome, Strategy } from "../lab/strategy";
 import { redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
-import type { LabSaleReport } from "../shared/lab-types";
+import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
 import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 
 /**
@@ -45,7 +45,7 @@ export const labRoutes = new Hono<AppEnv>()
       console.warn("lab sale creation failed", err);
       throw unavailable("redis cannot be reached right now");
     }
-    return c.json({ id, stock, strategies: STRATEGIES }, 201);
+    return c.json({ id, stock, strategies: [...STRATEGIES] } satisfies LabSaleCreated, 201);
   })
   .get("/sales/:labSaleId/report", requireAdmin, validate("param", LabSaleIdParam), async (c) => {
     const { labSaleId } = c.req.valid("param");

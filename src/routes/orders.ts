@@ -3,8 +3,9 @@ import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, notFound, unavailable } from "../http/errors";
 import { fingerprint } from "../http/fingerprint";
+import { idempotencyKeyOf } from "../http/idempotency-key";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
@@ -13,7 +14,6 @@ import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { parsePendingRecord, saleKeys } from "../shared/keys";
-import { MAX_IDEMPOTENCY_KEY_LENGTH } from "../shared/limits";
 import { decodeOrderId } from "../shared/order-id";
 import { OrderIdParam, PayBody } from "../shared/requests";
 
@@ -102,10 +102,7 @@ export const orderRoutes = new Hono<AppEnv>()
   })
   .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
     const { orderId } = c.req.valid("param");
-    const key = c.req.header("Idempotency-Key");
-    if (!key || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-      throw badRequest(`an Idempotency-Key header of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters is required`);
-    }
+    const key = idempotencyKeyOf(c.req.header("Idempotency-Key"), true);
     const body = c.req.valid("json");
     const redis = redisFor(c.env);
     const provider = providerFor(c.env, redis);

@@ -5,6 +5,7 @@ import { badRequest, notFound } from "../http/errors";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
 import { findOrderRecord } from "../orders/repository";
+import type { WebhookReceived } from "../shared/api-types";
 import { PaymentEvent } from "../shared/requests";
 
 /**
@@ -27,5 +28,5 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", async (c) => {
   const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
   if (!order) throw notFound("ORDER_NOT_FOUND", "no such order");
   const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order);
-  return c.json({ received: true, outcome });
+  return c.json({ received: true, outcome } satisfies WebhookReceived);
 });

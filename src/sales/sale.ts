@@ -1,4 +1,4 @@
-import type { SaleStatus, SaleView } from "../shared/api-types";
+import type { AdminSaleView, SaleStatus, SaleView } from "../shared/api-types";
 import type { Admission } from "../shared/refusal";
 
 /** A sale as D1 records it. */
@@ -40,3 +40,9 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
     perUserLimit: sale.perUserLimit,
   };
 }
+
+/** What the admin sees: the buyers' view and the sale's admission bucket. */
+export const adminSaleView = (sale: Sale, remaining: number, now: number): AdminSaleView => ({
+  ...saleView(sale, remaining, now),
+  admission: sale.admission,
+});

@@ -111,5 +111,42 @@ export const ReconciliationReport = z.object({
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 
+/**
+ * Checkout outcomes per second (lua/checkout.lua and the isolates count them; see
+ * saleStatsKey): each second that saw any, with a count per code, OK for accepted and any
+ * other code for a refusal. Seconds without outcomes are left out.
+ */
+export const OutcomeSeries = z.object({
+  /** The window, epoch seconds, both ends included. */
+  from: z.int(),
+  to: z.int(),
+  points: z.array(z.object({ at: z.int(), counts: z.record(z.string(), z.int()) })),
+});
+export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
+
+/** GET /admin/sales/:saleId/stats: what the admin console polls. */
+export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });
+export type SaleStats = z.infer<typeof SaleStats>;
+
+/** GET /api/config: what a storefront page needs to know about this deployment. */
+export const StorefrontConfig = z.object({
+  /** POST /api/dev/login mints tokens (DEV_LOGIN, local use only). */
+  devLogin: z.boolean(),
+  /** ALLOWED_ORIGINS: shops that may call the API cross-origin and hand the page a token. */
+  allowedOrigins: z.array(z.string()),
+});
+export type StorefrontConfig = z.infer<typeof StorefrontConfig>;
+
+/** POST /api/dev/login. */
+export const DevLoginToken = z.object({ token: z.string(), userId: z.string(), expiresAt: z.iso.datetime() });
+export type DevLoginToken = z.infer<typeof DevLoginToken>;
+
+/** POST /webhooks/payments: what applying the event did. */
+export const WebhookReceived = z.object({
+  received: z.literal(true),
+  outcome: z.enum(["paid", "refund_due", "ignored", "duplicate"]),
+});
+export type WebhookReceived = z.infer<typeof WebhookReceived>;
+
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

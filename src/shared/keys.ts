@@ -14,6 +14,8 @@ export interface SaleKeys {
   returned: string;
   /** Token bucket of the sale's checkout admission. */
   admission: string;
+  /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent a key. */
+  checkoutKeys: string;
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -25,6 +27,7 @@ export function saleKeys(saleId: string): SaleKeys {
     pending: `${prefix}:pending`,
     returned: `${prefix}:returned`,
     admission: `${prefix}:admission`,
+    checkoutKeys: `${prefix}:keys`,
   };
 }
 

@@ -1,4 +1,4 @@
-// The body of GET /lab/sales/:id/report, as schemas (see api-types.ts).
+// The lab's response bodies, as schemas (see api-types.ts).
 import * as z from "zod/mini";
 import { STRATEGIES } from "./lab-strategies";
 import "./zod-english";
@@ -28,3 +28,7 @@ export const LabSaleReport = z.object({
   strategies: z.record(z.enum(STRATEGIES), LabCopyReport),
 });
 export type LabSaleReport = z.infer<typeof LabSaleReport>;
+
+/** POST /lab/sales, 201. */
+export const LabSaleCreated = z.object({ id: z.string(), stock: z.int(), strategies: z.array(z.enum(STRATEGIES)) });
+export type LabSaleCreated = z.infer<typeof LabSaleCreated>;

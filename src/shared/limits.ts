@@ -13,6 +13,9 @@ export const LAB_SALE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 /** The longest user id (a token's `sub`) the checkout accepts. */
 export const MAX_USER_ID_LENGTH = 128;
 
+/** Names DEV_LOGIN mints tokens for: short and plain, so they read well in the console and logs. */
+export const DEV_USER_ID_PATTERN = /^[\w.@-]{1,64}$/;
+
 /** Units per sale: order ids hold a 20-bit per-sale sequence. */
 export const MAX_STOCK = 1_000_000;
 

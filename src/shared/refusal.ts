@@ -24,6 +24,8 @@ export type Refusal =
   | { code: "SALE_CANCELLED" }
   | { code: "SALE_NOT_FOUND" }
   | { code: "RATE_LIMITED"; retryAfterMs: number; admission: Admission }
+  /** The buyer's Idempotency-Key already reserved an order, for another quantity. */
+  | { code: "IDEMPOTENCY_KEY_REUSED" }
   /** The lab only: a strategy gave up under contention (lock not taken, CAS retries spent). */
   | { code: "BUSY" };
 

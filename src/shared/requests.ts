@@ -6,6 +6,7 @@ import {
   CURRENCY_PATTERN,
   DEFAULT_CURRENCY,
   DEFAULT_PAYMENT_WINDOW_SEC,
+  DEV_USER_ID_PATTERN,
   LAB_SALE_ID_PATTERN,
   MAX_ADMISSION,
   MAX_PAYMENT_WINDOW_SEC,
@@ -79,6 +80,11 @@ export const PaymentEvent = z.object({
   paymentRef: z.optional(z.string().check(z.maxLength(200))),
 });
 export type PaymentEvent = z.infer<typeof PaymentEvent>;
+
+/** POST /api/dev/login: the name to mint a local token for (DEV_LOGIN only). */
+export const DevLoginBody = z.strictObject({
+  userId: z.string().check(z.trim(), z.regex(DEV_USER_ID_PATTERN, "1 to 64 letters, digits or _ . @ -")),
+});
 
 /** POST /lab/sales */
 export const CreateLabSaleBody = z.strictObject({ stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)) });

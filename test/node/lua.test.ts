@@ -51,12 +51,12 @@ async function newSale(
 // Worker's own parser, which checks its layout.
 type Keys = ReturnType<typeof saleKeys>;
 const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
-/** Buyers as "user" (one unit) or ["user", quantity]. */
-type Buyer = string | [string, number];
+/** Buyers as "user" (one unit), ["user", quantity], or ["user", quantity, Idempotency-Key]. */
+type Buyer = string | [string, number] | [string, number, string];
 const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
-    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, statsKey(keys)],
-    buyers.flatMap((b) => (typeof b === "string" ? [b, "1"] : [b[0], String(b[1])])),
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, statsKey(keys), keys.checkoutKeys],
+    buyers.flatMap((b) => (typeof b === "string" ? [b, "1", ""] : [b[0], String(b[1]), b[2] ?? ""])),
   );
 const checkoutAll = async (keys: Keys, buyers: Buyer[]) => parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
 const checkout = async (keys: Keys, buyer: Buyer) => {
@@ -78,7 +78,14 @@ describe("checkout.lua", () => {
     await redis.hset(keys.meta, { seq: String(2 ** 20 - 1) }); // the sequence wraps inside the id
     const [timeBefore] = (await redis.time()) as [number, number];
     const reply = await checkout(keys, "alice");
-    expect(reply).toMatchObject({ code: "OK", remaining: 2, admission: { rate: 1000, burst: 1000 }, held: 1, limit: 1 });
+    expect(reply).toMatchObject({
+      code: "OK",
+      remaining: 2,
+      admission: { rate: 1000, burst: 1000 },
+      held: 1,
+      limit: 1,
+      repeated: false,
+    });
     const orderId = orderOf(reply);
     const parts = decodeOrderId(String(orderId));
     expect(parts.slot).toBe(4095);
@@ -156,13 +163,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 pairs/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 triples/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 pairs/);
+    ).rejects.toThrow(/1 to 100 triples/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -231,6 +238,24 @@ describe("checkout.lua with quantities, limits and sale states", () => {
     const records = (await redis.hgetall(keys.pending)) as unknown as string[];
     expect(records.filter((_, i) => i % 2 === 1).sort()).toEqual(["1:a", "1:c", "1:d", "2:a"]);
     expect(await checkout(keys, ["e", 1])).toEqual({ code: "SOLD_OUT" });
+  });
+
+  it("answers a retry with the same Idempotency-Key with the order it reserved, and never reserves again", async () => {
+    const { keys } = await newSale({ stock: 10, limit: 3 });
+    const first = await checkout(keys, ["kim", 1, "key-1"]);
+    expect(first.code).toBe("OK");
+    const replies = await checkoutAll(keys, [
+      ["kim", 1, "key-1"],
+      ["kim", 2, "key-1"],
+      ["kim", 1, "key-2"],
+      ["kim", 1, "key-2"],
+    ]);
+    expect(replies[0]).toMatchObject({ code: "OK", orderId: orderOf(first), repeated: true });
+    expect(replies[1]).toEqual({ code: "IDEMPOTENCY_KEY_REUSED" });
+    expect(replies[2]).toMatchObject({ code: "OK", repeated: false }); // another key: another order
+    expect(replies[3]).toMatchObject({ code: "OK", orderId: orderOf(replies[2] as Reservation), repeated: true });
+    expect(await redis.hget(keys.meta, "remaining")).toBe("8");
+    expect(String(await redis.hget(keys.buyers, "kim")).split(":")[0]).toBe("2");
   });
 
   it("refuses a paused or cancelled sale, writing nothing but its counters", async () => {

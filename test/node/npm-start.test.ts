@@ -1,58 +1,28 @@
 // `npm start` as a user meets it: started, killed hard (kill -9, as an OOM kill or a crashed
 // terminal would), started again. The real thing runs: dev/start.ts with redis-server, the
 // gateway and wrangler dev, on free ports and a state directory of its own.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ApiClient } from "../../dev/lib/api-client.ts";
 import { canConnect, freePort } from "../../dev/lib/net.ts";
-import { ROOT } from "../../dev/lib/project.ts";
 import { eventually } from "../../dev/lib/wait.ts";
-import type { LocalSecrets } from "../../dev/stack/local-secrets.ts";
 import type { StackRecord } from "../../dev/stack/stack-record.ts";
+import { demoSaleId, type NpmStartRun, npmStart, stackApi } from "../support/npm-start.ts";
 
 const stateDir = mkdtempSync(path.join(tmpdir(), "npm-start-"));
 const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0 };
 const runs: ChildProcess[] = [];
 
-interface Run {
-  child: ChildProcess;
-  /** Resolves with everything it printed once it said it is running, or exited. */
-  ready: Promise<{ output: string; exitCode: number | null }>;
-}
-
-function npmStart(env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts")], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
-      STACK_STATE_DIR: stateDir,
-      WRANGLER_SEND_METRICS: "false",
-      CLOUDFLARE_CF_FETCH_ENABLED: "false",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  runs.push(child);
-  let output = "";
-  const ready = new Promise<{ output: string; exitCode: number | null }>((resolve) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes("Flash-sale checkout is running")) resolve({ output, exitCode: null });
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => resolve({ output, exitCode: code }));
-  });
-  return { child, ready };
+function npmStartHere(env: Record<string, string> = {}): NpmStartRun {
+  const run = npmStart(ports, stateDir, env);
+  runs.push(run.child);
+  return run;
 }
 
 const record = () => JSON.parse(readFileSync(path.join(stateDir, "stack.json"), "utf8")) as StackRecord;
-const secrets = () => JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -61,15 +31,7 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const api = () => {
-  const base = `http://127.0.0.1:${ports.WORKER_PORT}`;
-  return new ApiClient({
-    fetch: (p, init) => fetch(`${base}${p}`, init),
-    adminToken: secrets().ADMIN_TOKEN,
-    jwtSecret: secrets().JWT_SECRET,
-  });
-};
-const demoSaleId = (output: string) => /Demo sale (\d+)/.exec(output)?.[1] as string;
+const api = () => stackApi(ports.WORKER_PORT, stateDir);
 
 afterAll(async () => {
   for (const child of runs) child.kill("SIGTERM");
@@ -86,11 +48,13 @@ describe("npm start", () => {
     for (const key of Object.keys(ports) as (keyof typeof ports)[]) ports[key] = await freePort();
 
     // 1. A first run, with a Worker var from the environment: no per-IP limit.
-    const first = npmStart({ IP_RATE_LIMIT: "0" });
+    const first = npmStartHere({ IP_RATE_LIMIT: "0" });
     const { output: firstOutput } = await first.ready;
     expect(firstOutput).toContain("Flash-sale checkout is running");
     expect(firstOutput).toContain("Vars from the environment: IP_RATE_LIMIT");
     const saleId = demoSaleId(firstOutput);
+    expect(firstOutput).toContain(`Storefront http://127.0.0.1:${ports.WORKER_PORT}/?sale=${saleId}`);
+    expect(firstOutput).toContain(`Console    http://127.0.0.1:${ports.WORKER_PORT}/admin/`);
     const statuses = await Promise.all(
       Array.from({ length: 60 }, () =>
         api()
@@ -110,7 +74,7 @@ describe("npm start", () => {
     expect(await canConnect(ports.WORKER_PORT)).toBe(true); // an orphan still serves the old Worker
 
     // 3. The next run stops them, starts its own stack on the same state and serves it.
-    const second = npmStart();
+    const second = npmStartHere();
     const { output: secondOutput, exitCode } = await second.ready;
     expect(exitCode).toBeNull();
     expect(secondOutput).toMatch(/Stopped what a previous npm start left running: .*wrangler dev \(PID \d+\)/);
@@ -120,7 +84,7 @@ describe("npm start", () => {
     expect(again.code).toBe("ALREADY_PURCHASED");
 
     // 4. A second npm start beside a live one refuses, naming it.
-    const third = await npmStart().ready;
+    const third = await npmStartHere().ready;
     expect(third.exitCode).toBe(1);
     expect(third.output).toContain(`npm start is already running (PID ${second.child.pid})`);
     expect(third.output).not.toContain("Flash-sale checkout is running");
@@ -139,7 +103,7 @@ describe("npm start", () => {
     const squatter: Server = createServer();
     await new Promise<void>((resolve) => squatter.listen(ports.WORKER_PORT, "127.0.0.1", resolve));
     try {
-      const blocked = await npmStart().ready;
+      const blocked = await npmStartHere().ready;
       expect(blocked.exitCode).toBe(1);
       expect(blocked.output).toContain(`port ${ports.WORKER_PORT} (WORKER_PORT) is taken by PID ${process.pid}`);
       expect(blocked.output).not.toContain("Flash-sale checkout is running");

@@ -1,23 +1,39 @@
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
 import { expect } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
+import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
+import { checkedFetch } from "./contract";
 
 export const BASE = "https://flash.test";
 
-/** The API through the Worker under test (SELF), as an admin. */
+/** The API through the Worker under test (SELF), as an admin; every answer is checked against openapi.json. */
 export const api = new ApiClient({
-  fetch: (path, init) => SELF.fetch(`${BASE}${path}`, init),
+  fetch: (path, init) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init),
   adminToken: env.ADMIN_TOKEN,
   jwtSecret: env.JWT_SECRET,
 });
 
 export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_SECRET } = {}): Promise<string> {
   return mintUserToken(userId, secret, expiresIn);
+}
+
+/** A request through the Worker's fetch handler with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...), checked against openapi.json. */
+export function fetchWithVars(vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
+  return checkedFetch(
+    async (req) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(req, { ...env, ...vars }, ctx);
+      await waitOnExecutionContext(ctx);
+      return res;
+    },
+    `${BASE}${path}`,
+    init,
+  );
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });

@@ -13,7 +13,6 @@ import { describe, expect, it } from "vitest";
 import { webhookSignature } from "../../dev/lib/webhook-signing";
 import worker from "../../src/index";
 import type { OrderView } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { api, BASE, createSale, eventually, redis, remaining, report } from "./helpers";
 
@@ -277,12 +276,17 @@ describe("faults around payment and expiry", () => {
     const sale = await createSale({ stock: 1, paymentWindowSec: 600 });
     const orderId = await buy(sale.id, "unlucky");
     await settledAs(orderId, "unlucky", "awaiting_payment");
-    // FAULT INJECTION: D1 refuses the statement that records the payment (after the charge).
+    // FAULT INJECTION: D1 refuses the write that records the payment, after the charge: the
+    // pay route's first batch (claiming the attempt) goes through, the next ones fail.
+    let batches = 0;
     const failing = {
       ...env,
       DB: new Proxy(env.DB, {
         get(target, prop, receiver) {
-          if (prop === "batch") return async () => Promise.reject(new Error("D1_ERROR: database is locked (injected)"));
+          if (prop === "batch") {
+            return (statements: D1PreparedStatement[]) =>
+              ++batches === 1 ? target.batch(statements) : Promise.reject(new Error("D1_ERROR: database is locked (injected)"));
+          }
           const value = Reflect.get(target, prop, receiver);
           return typeof value === "function" ? value.bind(target) : value;
         },

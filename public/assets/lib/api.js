@@ -1,0 +1,73 @@
+// @ts-check
+// The API as the pages call it: one request helper that never throws for an HTTP answer,
+// reads the one error shape, Retry-After and the server's clock.
+
+/**
+ * @typedef {object} Answer
+ * @property {number} status HTTP status; 0 when no answer arrived (network error).
+ * @property {any} body The JSON body (an error's is {error: {code, message}}).
+ * @property {string} code "OK" for a 2xx, else the error's code (NETWORK_ERROR, HTTP_<status> when not JSON).
+ * @property {string} message The error's message, or "".
+ * @property {number} retryAfterMs Retry-After in ms, or 0.
+ */
+
+/** How far the server's clock is ahead of this one (ms), from the last Date header seen. */
+let clockSkewMs = 0;
+
+/** Now, by the server's clock (to within a second): countdowns use it. */
+export const serverNow = () => Date.now() + clockSkewMs;
+
+/**
+ * @param {string} base the API's origin ("" for this one)
+ * @param {string} path
+ * @param {{ method?: string, token?: string, adminToken?: string, body?: unknown, headers?: Record<string, string> }} [options]
+ * @returns {Promise<Answer>}
+ */
+export async function call(base, path, options = {}) {
+  /** @type {Record<string, string>} */
+  const headers = { Accept: "application/json", ...options.headers };
+  const bearer = options.token ?? options.adminToken;
+  if (bearer) headers.Authorization = `Bearer ${bearer}`;
+  if (options.body !== undefined) headers["Content-Type"] = "application/json";
+  let res;
+  try {
+    res = await fetch(`${base}${path}`, {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      cache: "no-store",
+    });
+  } catch {
+    return { status: 0, body: undefined, code: "NETWORK_ERROR", message: "the server could not be reached", retryAfterMs: 0 };
+  }
+  const date = Date.parse(res.headers.get("Date") ?? "");
+  if (Number.isFinite(date)) clockSkewMs = date - Date.now();
+  const body = await res.json().catch(() => undefined);
+  const retryAfter = Number(res.headers.get("Retry-After"));
+  return {
+    status: res.status,
+    body,
+    code: res.ok ? "OK" : (body?.error?.code ?? `HTTP_${res.status}`),
+    message: res.ok ? "" : (body?.error?.message ?? res.statusText),
+    retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : 0,
+  };
+}
+
+/**
+ * A route this server does not have yet answers 404 NOT_FOUND ("no such route"), unlike a
+ * missing sale or order (SALE_NOT_FOUND, ORDER_NOT_FOUND): the pages hide what it would offer.
+ * @param {Answer} answer
+ */
+export const routeMissing = (answer) => answer.status === 404 && answer.code === "NOT_FOUND";
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Up to a second of random extra wait, so buyers told to come back in N seconds do not all
+ * come back in the same millisecond.
+ */
+export const jitterMs = () => Math.floor(Math.random() * 1000);
+
+/** A fresh key for one purchase or payment, reused by every retry of it. */
+export const idempotencyKey = () => crypto.randomUUID();

@@ -1,0 +1,43 @@
+// @ts-check
+// How numbers, times and money read on the pages.
+
+const two = (/** @type {number} */ n) => String(n).padStart(2, "0");
+
+/**
+ * A countdown: "1d 02:03:04", "02:03:04" or "03:04"; never negative.
+ * @param {number} ms
+ */
+export function formatDuration(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const days = Math.floor(total / 86_400);
+  const hours = Math.floor((total % 86_400) / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const seconds = total % 60;
+  const clock = hours > 0 || days > 0 ? `${two(hours)}:${two(minutes)}:${two(seconds)}` : `${two(minutes)}:${two(seconds)}`;
+  return days > 0 ? `${days}d ${clock}` : clock;
+}
+
+/**
+ * Minor units (cents) in the currency's own format: 1999 USD -> "$19.99", 500 JPY -> "¥500".
+ * @param {number} minor
+ * @param {string} currency ISO 4217
+ */
+export function formatMoney(minor, currency) {
+  try {
+    const format = new Intl.NumberFormat(undefined, { style: "currency", currency });
+    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    return format.format(minor / 10 ** digits);
+  } catch {
+    return `${minor} ${currency}`;
+  }
+}
+
+/** @param {string | number} iso */
+export const formatTime = (iso) => new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+/** A code, state or field name as words: SOLD_OUT, sold_out and soldOut all read "sold out". */
+export const words = (/** @type {string} */ code) =>
+  code
+    .replace(/([a-z])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .replaceAll("_", " ");

@@ -1,0 +1,89 @@
+// @ts-check
+// Who is buying: a JWT the shop issues. The page never makes one up; it takes it from
+//   1. the URL fragment: /?sale=123#token=<jwt> (read once, then removed from the address bar),
+//   2. the page's config: <meta name="flash-sale:token-url" content="/account/sale-token">, a
+//      URL of the shop's own origin answering {"token": "<jwt>"} for its signed-in customer,
+//   3. the shop's page around it: window.postMessage({type: "flash-sale:token", token}) from a
+//      parent whose origin is in ALLOWED_ORIGINS (the page posts {type: "flash-sale:ready"}
+//      when it listens, and {type: "flash-sale:token-expired"} when the API refuses the token),
+//   4. local sign-in, where the server offers it (DEV_LOGIN).
+// The token lives in this page's memory only.
+
+const TOKEN_URL = document.querySelector('meta[name="flash-sale:token-url"]')?.getAttribute("content") ?? "";
+
+/**
+ * The token's subject, for display only: the server decides who the buyer is.
+ * @param {string} token
+ */
+function subjectOf(token) {
+  try {
+    const payload = token.split(".")[1] ?? "";
+    const json = atob(payload.replaceAll("-", "+").replaceAll("_", "/"));
+    const sub = JSON.parse(json).sub;
+    return typeof sub === "string" ? sub : "";
+  } catch {
+    return "";
+  }
+}
+
+/** A parent page to talk to, when the storefront is embedded. */
+const parentWindow = window.parent !== window ? window.parent : undefined;
+
+export class Identity {
+  /** @type {string | undefined} */
+  token;
+  userId = "";
+
+  /** @param {(identity: Identity) => void} onChange */
+  constructor(onChange) {
+    this.onChange = onChange;
+  }
+
+  /** @param {string | undefined} token */
+  set(token) {
+    this.token = token || undefined;
+    this.userId = token ? subjectOf(token) : "";
+    this.onChange(this);
+  }
+
+  /**
+   * Listens to every source the deployment allows.
+   * @param {string[]} allowedOrigins shops that may hand the page a token
+   */
+  async start(allowedOrigins) {
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    const fromFragment = fragment.get("token");
+    if (fromFragment) {
+      history.replaceState(history.state, "", location.pathname + location.search);
+      this.set(fromFragment);
+    }
+    window.addEventListener("message", (event) => {
+      if (!allowedOrigins.includes(event.origin)) return;
+      const data = event.data;
+      if (data?.type === "flash-sale:token" && typeof data.token === "string") this.set(data.token);
+    });
+    if (parentWindow && allowedOrigins.length > 0) parentWindow.postMessage({ type: "flash-sale:ready" }, "*");
+    if (!this.token && TOKEN_URL) await this.fetchFromShop();
+  }
+
+  async fetchFromShop() {
+    try {
+      const res = await fetch(TOKEN_URL, { credentials: "include", headers: { Accept: "application/json" } });
+      if (res.ok) this.set((await res.json()).token);
+    } catch {
+      // the shop could not be reached: the page says that a token is needed
+    }
+  }
+
+  /** The API refused the token (expired or revoked): forget it and ask the shop again. */
+  async expired() {
+    this.set(undefined);
+    parentWindow?.postMessage({ type: "flash-sale:token-expired" }, "*");
+    if (TOKEN_URL) await this.fetchFromShop();
+  }
+
+  /** Whether the shop can hand the page a token without the buyer doing anything here. */
+  get shopProvidesToken() {
+    return Boolean(TOKEN_URL || parentWindow);
+  }
+}

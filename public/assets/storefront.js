@@ -1,0 +1,564 @@
+// @ts-check
+// The storefront: the list of sales, a sale's page with its countdown and live stock, buying,
+// and the order followed to its end (paying or cancelling while it waits for payment).
+// Plain DOM code: two views and a few forms need no framework, and the page stays a handful
+// of small files with nothing to build.
+import { call, idempotencyKey, jitterMs, routeMissing, serverNow, sleep } from "./lib/api.js";
+import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
+import { Identity } from "./lib/identity.js";
+
+const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
+const SALE_ID = /^[1-9][0-9]{0,15}$/;
+/** The sale read is cached for 500 ms on the server: polling faster would show nothing new. */
+const SALE_POLL_MS = 1000;
+const FINAL_ORDER_STATES = new Set(["confirmed", "paid", "expired", "cancelled", "failed"]);
+/** States in which the buyer holds the units. */
+const HELD_ORDER_STATES = new Set(["pending", "awaiting_payment", "confirmed", "paid"]);
+/** The dev payment provider's documented test tokens (offered where local sign-in is on). */
+const TEST_PAYMENT_TOKENS = ["tok_visa", "tok_chargeDeclined", "tok_timeout"];
+
+/** What a refused checkout means to a buyer; other codes show the server's own message. */
+const REFUSALS = /** @type {Record<string, string>} */ ({
+  SOLD_OUT: "Sold out: every unit is taken.",
+  SALE_NOT_STARTED: "Not yet: the sale has not started.",
+  SALE_ENDED: "This sale has ended.",
+  SALE_PAUSED: "The sale is paused. Try again when it resumes.",
+  SALE_CANCELLED: "This sale was cancelled.",
+  SALE_NOT_FOUND: "There is no such sale.",
+});
+
+/** What a sale's state means to a buyer waiting on its page. */
+const SALE_STATES = /** @type {Record<string, string>} */ ({
+  live: "The sale is open: you can buy now.",
+  sold_out: "Sold out: every unit is taken.",
+  ended: "This sale has ended.",
+  paused: "The sale is paused for now.",
+  cancelled: "This sale was cancelled.",
+});
+
+/** What each order state means to its buyer. */
+const ORDER_STATES = /** @type {Record<string, string>} */ ({
+  pending: "Reserved for you: confirming your order…",
+  awaiting_payment: "Reserved for you: pay before the time runs out.",
+  confirmed: "Confirmed: it is yours.",
+  paid: "Paid: it is yours.",
+  expired: "The payment window closed and the unit went back on sale.",
+  cancelled: "Cancelled: the unit went back on sale.",
+  failed: "This order could not be completed; you were not charged and may buy again.",
+});
+
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** @type {{ devLogin: boolean, allowedOrigins: string[] }} */
+let config = { devLogin: false, allowedOrigins: [] };
+
+const identity = new Identity(() => {
+  renderAccount();
+  current?.identityChanged();
+});
+
+// ---------------------------------------------------------------------------------------
+// Account
+
+function renderAccount() {
+  const signedIn = Boolean(identity.token);
+  $("signed-in").hidden = !signedIn;
+  $("user-name").textContent = identity.userId || "you";
+  $("sign-out").hidden = !(signedIn && config.devLogin);
+  $("sign-in").hidden = signedIn || !config.devLogin;
+  $("signed-out").hidden = signedIn || config.devLogin;
+}
+
+$("sign-in").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = /** @type {HTMLInputElement} */ ($("sign-in-name"));
+  const answer = await call(API, "/api/dev/login", { method: "POST", body: { userId: input.value.trim() } });
+  if (answer.status !== 200) {
+    $("account-status").textContent = `Sign-in failed: ${answer.message}`;
+    input.focus();
+    return;
+  }
+  $("account-status").textContent = "";
+  identity.set(answer.body.token);
+  // The form is gone: focus goes where the buyer is headed next.
+  (current instanceof SalePage ? $("buy-button") : $("sign-out")).focus();
+});
+
+$("sign-out").addEventListener("click", () => {
+  identity.set(undefined);
+  /** @type {HTMLInputElement} */ ($("sign-in-name")).focus();
+});
+
+// ---------------------------------------------------------------------------------------
+// Views: the catalog (/) and a sale (/?sale=<id>), switched without reloading the page so
+// the token in memory survives.
+
+/** @typedef {{ stop(): void, identityChanged(): void }} View */
+/** @type {View | undefined} */
+let current;
+
+/** @param {"catalog" | "sale"} which */
+function showOnly(which) {
+  $("loading").hidden = true;
+  $("catalog").hidden = which !== "catalog";
+  $("sale").hidden = which !== "sale";
+}
+
+function route() {
+  current?.stop();
+  const saleId = new URLSearchParams(location.search).get("sale") ?? "";
+  current = SALE_ID.test(saleId) ? new SalePage(saleId) : new Catalog();
+}
+
+/** @param {string} url */
+function navigate(url) {
+  history.pushState(null, "", url);
+  route();
+  // A new view: start reading from its heading, as after a page load.
+  (current instanceof SalePage ? $("sale-name") : $("catalog-title")).focus();
+}
+
+document.addEventListener("click", (event) => {
+  const link = /** @type {HTMLElement} */ (event.target).closest?.("a");
+  if (!link || !(link instanceof HTMLAnchorElement) || link.origin !== location.origin || link.pathname !== "/") return;
+  if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey || event.button !== 0) return;
+  event.preventDefault();
+  navigate(link.href);
+});
+window.addEventListener("popstate", route);
+
+$("open-sale").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const id = /** @type {HTMLInputElement} */ ($("open-sale-id")).value.trim();
+  navigate(`/?sale=${encodeURIComponent(id)}`);
+});
+
+// ---------------------------------------------------------------------------------------
+// Catalog
+
+class Catalog {
+  stopped = false;
+  /** @type {string | null} */
+  cursor = null;
+
+  constructor() {
+    showOnly("catalog");
+    document.title = "Sales · Flash sale";
+    $("sale-list").replaceChildren();
+    $("more-sales").onclick = () => this.load();
+    void this.load();
+  }
+
+  async load() {
+    const answer = await call(API, `/api/sales${this.cursor ? `?cursor=${encodeURIComponent(this.cursor)}` : ""}`);
+    if (this.stopped) return;
+    const note = $("catalog-note");
+    if (answer.status !== 200) {
+      note.textContent = routeMissing(answer)
+        ? "This server does not list its sales: open one by its number."
+        : `The sales cannot be listed right now (${answer.message}).`;
+      note.hidden = false;
+      $("more-sales").hidden = true;
+      return;
+    }
+    const { sales, nextCursor } = answer.body;
+    for (const sale of sales) $("sale-list").append(saleCard(sale));
+    this.cursor = nextCursor;
+    $("more-sales").hidden = !nextCursor;
+    note.hidden = $("sale-list").childElementCount > 0;
+    note.textContent = "No sales right now.";
+  }
+
+  stop() {
+    this.stopped = true;
+  }
+
+  identityChanged() {}
+}
+
+/** @param {any} sale */
+function saleCard(sale) {
+  const item = document.createElement("li");
+  item.className = "sale-card";
+  const title = document.createElement("h2");
+  const link = document.createElement("a");
+  link.href = `/?sale=${sale.id}`;
+  link.textContent = sale.name;
+  title.append(link);
+  const state = document.createElement("span");
+  state.className = "badge";
+  state.dataset.state = sale.status;
+  state.textContent = words(sale.status);
+  const facts = document.createElement("p");
+  const when = sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`;
+  const price = typeof sale.price === "number" && sale.currency ? `${formatMoney(sale.price, sale.currency)} · ` : "";
+  facts.textContent = `${price}${sale.remaining} of ${sale.stock} left · ${when}`;
+  const stateLine = document.createElement("p");
+  stateLine.append(state);
+  item.append(title, stateLine, facts);
+  return item;
+}
+
+// ---------------------------------------------------------------------------------------
+// A sale
+
+class SalePage {
+  stopped = false;
+  /** @type {any} the last SaleView read */
+  sale;
+  buying = false;
+  /** @type {string | undefined} the order this page follows */
+  orderId;
+  /** @type {any} */
+  order;
+  /** @type {ReturnType<typeof setInterval> | undefined} */
+  ticker;
+
+  /** @param {string} saleId */
+  constructor(saleId) {
+    this.saleId = saleId;
+    showOnly("sale");
+    $("sale-name").textContent = "Loading…";
+    for (const id of ["sale-description", "status", "buy-note"]) $(id).textContent = "";
+    $("order").hidden = true;
+    $("sale-image").hidden = true;
+    $("sale-price").hidden = true;
+    $("buy").onsubmit = (event) => {
+      event.preventDefault();
+      void this.buy();
+    };
+    $("pay").onsubmit = (event) => {
+      event.preventDefault();
+      void this.pay(/** @type {HTMLInputElement} */ ($("payment-token")).value.trim());
+    };
+    $("cancel-order").onclick = () => void this.cancel();
+    $("quantity").onchange = () => this.renderPrice();
+    this.ticker = setInterval(() => this.tick(), 250);
+    void this.poll();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearInterval(this.ticker);
+  }
+
+  identityChanged() {
+    this.renderBuy();
+  }
+
+  /** @param {string} text @param {"good" | "bad" | "wait" | ""} [tone] */
+  say(text, tone = "") {
+    const status = $("status");
+    status.textContent = text;
+    status.dataset.tone = tone;
+  }
+
+  async poll() {
+    let first = true;
+    while (!this.stopped) {
+      if (document.visibilityState === "visible" || first) {
+        const answer = await call(API, `/api/sales/${this.saleId}`);
+        if (this.stopped) return;
+        if (answer.status === 200) {
+          this.render(answer.body, first);
+          first = false;
+        } else if (first && answer.status === 404) {
+          $("sale-name").textContent = "No such sale";
+          document.title = "No such sale · Flash sale";
+          this.say(`There is no sale ${this.saleId}.`, "bad");
+          return;
+        }
+        await sleep(answer.retryAfterMs ? answer.retryAfterMs + jitterMs() : SALE_POLL_MS);
+      } else {
+        await sleep(SALE_POLL_MS);
+      }
+    }
+  }
+
+  /** @param {any} sale @param {boolean} first */
+  render(sale, first) {
+    const previous = this.sale;
+    this.sale = sale;
+    if (first) {
+      $("sale-name").textContent = sale.name;
+      document.title = `${sale.name} · Flash sale`;
+      if (sale.description) {
+        $("sale-description").textContent = sale.description;
+        $("sale-description").hidden = false;
+      }
+      if (typeof sale.imageUrl === "string" && sale.imageUrl.startsWith("https://")) {
+        const image = /** @type {HTMLImageElement} */ ($("sale-image"));
+        image.src = sale.imageUrl;
+        image.hidden = false;
+      }
+      const limit = Math.max(1, Math.min(10, Number(sale.perUserLimit) || 1));
+      const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
+      quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
+      $("quantity-field").hidden = limit === 1;
+    }
+    const state = $("sale-state");
+    state.dataset.state = sale.status;
+    state.textContent = words(sale.status);
+    $("remaining").textContent = String(sale.remaining);
+    $("stock").textContent = String(sale.stock);
+    $("stock-fill").style.width = `${sale.stock > 0 ? (100 * sale.remaining) / sale.stock : 0}%`;
+    this.renderPrice();
+    this.renderBuy();
+    this.tick();
+    // A buyer waiting on the page hears the sale open, sell out or end.
+    if (previous && previous.status !== sale.status && !this.buying && !this.orderId) {
+      const news = SALE_STATES[sale.status];
+      if (news) this.say(news, sale.status === "live" ? "good" : "bad");
+    }
+  }
+
+  renderPrice() {
+    const sale = this.sale;
+    if (!sale || typeof sale.price !== "number" || !sale.currency) return;
+    const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
+    const unit = formatMoney(sale.price, sale.currency);
+    $("sale-price").textContent =
+      quantity > 1 ? `${formatMoney(sale.price * quantity, sale.currency)} (${quantity} × ${unit})` : unit;
+    $("sale-price").hidden = false;
+  }
+
+  /** Why Buy cannot be pressed now, or "" when it can. */
+  blocker() {
+    const sale = this.sale;
+    if (!sale) return "Loading…";
+    if (!identity.token) {
+      if (config.devLogin) return "Sign in above to buy.";
+      return identity.shopProvidesToken ? "Waiting for your sign-in from the shop…" : "Sign in at the shop to buy.";
+    }
+    if (this.buying) return "Working on it…";
+    const status = this.order?.status;
+    // One order at a time; and where a buyer may hold one unit only, a held one is the end.
+    if (status && (!FINAL_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
+      return "You hold an order in this sale (below).";
+    }
+    if (sale.status === "upcoming") return "Opens when the countdown ends.";
+    if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
+    return "";
+  }
+
+  renderBuy() {
+    const why = this.blocker();
+    // aria-disabled rather than disabled: the button keeps focus, and says why on it.
+    $("buy-button").setAttribute("aria-disabled", String(why !== ""));
+    $("buy-note").textContent = why;
+  }
+
+  /** Once every 250 ms: the countdowns, by the server's clock. */
+  tick() {
+    const sale = this.sale;
+    if (sale) {
+      const now = serverNow();
+      const starts = Date.parse(sale.startsAt);
+      const ends = Date.parse(sale.endsAt);
+      const upcoming = now < starts;
+      setText("clock-label", upcoming ? "Starts in" : now < ends ? "Ends in" : "Ended");
+      setText("clock", now < ends ? formatDuration((upcoming ? starts : ends) - now) : "00:00");
+    }
+    const expiresAt = this.order?.status === "awaiting_payment" && this.order.expiresAt ? Date.parse(this.order.expiresAt) : NaN;
+    if (Number.isFinite(expiresAt)) setText("order-expiry", formatDuration(expiresAt - serverNow()));
+  }
+
+  /** The API refused the token (expired): say so, and ask for a fresh one. */
+  async tokenRefused(/** @type {string} */ then) {
+    this.say(`Your sign-in has expired: sign in again, then ${then}.`, "bad");
+    await identity.expired();
+  }
+
+  async buy() {
+    if (this.blocker() !== "") return;
+    const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
+    // One key per purchase, sent with every retry of it: whatever the network loses, a
+    // retry never buys twice (a buyer holding an order gets ALREADY_PURCHASED naming it).
+    const key = idempotencyKey();
+    this.buying = true;
+    this.renderBuy();
+    this.say("Buying…", "wait");
+    let troubles = 0;
+    try {
+      while (!this.stopped) {
+        const answer = await call(API, `/api/sales/${this.saleId}/checkout`, {
+          method: "POST",
+          token: identity.token,
+          body: { quantity },
+          headers: { "Idempotency-Key": key },
+        });
+        if (answer.status === 202) {
+          this.say(`Accepted: order ${answer.body.orderId} is reserved for you and being confirmed.`, "good");
+          void this.follow(answer.body.orderId);
+          return;
+        }
+        if (answer.status === 429) {
+          const wait = (answer.retryAfterMs || 1000) + jitterMs();
+          this.say(`Many buyers right now: trying again in ${Math.ceil(wait / 1000)} s. Keep this page open.`, "wait");
+          await sleep(wait);
+          continue;
+        }
+        if (answer.status === 0 || answer.status === 503) {
+          troubles += 1;
+          if (troubles > 6) {
+            this.say("The sale cannot be reached right now. Please try again in a minute.", "bad");
+            return;
+          }
+          const wait = (answer.retryAfterMs || Math.min(8000, 500 * 2 ** troubles)) + jitterMs();
+          this.say(`Connection trouble: trying again in ${Math.ceil(wait / 1000)} s (a retry never buys twice).`, "wait");
+          await sleep(wait);
+          continue;
+        }
+        if (answer.status === 401) return await this.tokenRefused("buy");
+        if (answer.code === "ALREADY_PURCHASED") {
+          // The API names the order the buyer holds in its message ("... order <id> ...").
+          const held = /order (\d+)/.exec(answer.message)?.[1];
+          this.say(held ? `You already hold order ${held} in this sale.` : "You already hold an order in this sale.", "good");
+          if (held) void this.follow(held);
+          return;
+        }
+        this.say(REFUSALS[answer.code] ?? `Not bought: ${answer.message}`, "bad");
+        return;
+      }
+    } finally {
+      this.buying = false;
+      this.renderBuy();
+    }
+  }
+
+  /** @param {string} orderId */
+  async follow(orderId) {
+    this.orderId = orderId;
+    this.order = { orderId, status: "pending" };
+    this.renderOrder();
+    let polls = 0;
+    let announced = "pending";
+    while (!this.stopped && this.orderId === orderId) {
+      await sleep(polls++ < 20 ? 1000 : 3000);
+      if (this.stopped || this.orderId !== orderId) return;
+      const answer = await call(API, `/api/orders/${orderId}`, { token: identity.token });
+      if (answer.status === 200) {
+        this.order = answer.body;
+        this.renderOrder();
+        if (this.order.status !== announced) {
+          announced = this.order.status;
+          this.sayOrder();
+        }
+        if (FINAL_ORDER_STATES.has(this.order.status)) return;
+      } else if (answer.status === 401) {
+        return await this.tokenRefused("see your order");
+      } else if (answer.status === 404 && answer.code === "ORDER_NOT_FOUND") {
+        this.say(`Order ${orderId} cannot be found.`, "bad");
+        return;
+      } else if (answer.retryAfterMs) {
+        await sleep(answer.retryAfterMs);
+      }
+    }
+  }
+
+  sayOrder() {
+    const { status, refundDue } = this.order;
+    const text = ORDER_STATES[status] ?? `Your order is ${words(status)}.`;
+    const refund = refundDue ? " Your late payment will be refunded." : "";
+    this.say(`${text}${refund}`, status === "failed" || status === "expired" || status === "cancelled" ? "bad" : "good");
+  }
+
+  renderOrder() {
+    const order = this.order;
+    $("order").hidden = false;
+    $("order-id").textContent = order.orderId;
+    const state = $("order-state");
+    state.dataset.state = order.status;
+    state.textContent = words(order.status);
+    const showField = (/** @type {string} */ id, /** @type {string | undefined} */ value) => {
+      $(`${id}-label`).hidden = value === undefined;
+      $(id).hidden = value === undefined;
+      if (value !== undefined) $(id).textContent = value;
+    };
+    showField("order-quantity", typeof order.quantity === "number" ? String(order.quantity) : undefined);
+    showField(
+      "order-amount",
+      typeof order.amount === "number" && order.currency ? formatMoney(order.amount, order.currency) : undefined,
+    );
+    const awaiting = order.status === "awaiting_payment";
+    showField(
+      "order-expiry",
+      awaiting && order.expiresAt ? formatDuration(Date.parse(order.expiresAt) - serverNow()) : undefined,
+    );
+    $("pay").hidden = !awaiting;
+    $("cancel-order").hidden = !awaiting;
+    if (awaiting) {
+      const tokens = config.devLogin ? TEST_PAYMENT_TOKENS : [];
+      $("test-tokens").replaceChildren(...tokens.map((t) => new Option(t)));
+      $("payment-hint").textContent = config.devLogin
+        ? `Test tokens of the dev payment provider: ${TEST_PAYMENT_TOKENS.join(", ")}.`
+        : "The token your shop's payment form gave you.";
+    }
+    this.renderBuy();
+  }
+
+  /** @param {string} paymentToken */
+  async pay(paymentToken) {
+    if (!this.orderId || !paymentToken) return;
+    // One key for this payment and its retries: a provider that timed out never charges twice.
+    const key = idempotencyKey();
+    this.say("Paying…", "wait");
+    for (let tries = 1; !this.stopped; tries++) {
+      const answer = await call(API, `/api/orders/${this.orderId}/pay`, {
+        method: "POST",
+        token: identity.token,
+        body: { paymentToken },
+        headers: { "Idempotency-Key": key },
+      });
+      if (answer.status === 200) {
+        this.order = answer.body;
+        this.renderOrder();
+        this.sayOrder();
+        return;
+      }
+      if (routeMissing(answer)) return this.say("Paying is not available on this server yet.", "bad");
+      if ((answer.status === 0 || answer.status === 503) && tries < 4) {
+        this.say("The payment is taking long: trying again (you will not be charged twice).", "wait");
+        await sleep(answer.retryAfterMs || 2000);
+        continue;
+      }
+      if (answer.status === 401) return await this.tokenRefused("pay");
+      if (answer.code === "PAYMENT_DECLINED") return this.say("The payment was declined: try another card.", "bad");
+      return this.say(`Not paid: ${answer.message}`, "bad");
+    }
+  }
+
+  async cancel() {
+    if (!this.orderId) return;
+    const answer = await call(API, `/api/orders/${this.orderId}/cancel`, { method: "POST", token: identity.token });
+    if (answer.status === 200) {
+      this.order = answer.body;
+      this.renderOrder();
+      this.sayOrder();
+    } else if (routeMissing(answer)) {
+      this.say("Cancelling is not available on this server yet.", "bad");
+    } else {
+      this.say(`Not cancelled: ${answer.message}`, "bad");
+    }
+  }
+}
+
+/** Writes text only when it changed: no needless repaint or announcement. */
+function setText(/** @type {string} */ id, /** @type {string} */ text) {
+  const node = $(id);
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// ---------------------------------------------------------------------------------------
+// Start: learn the deployment's settings and the buyer's token, then draw the page once.
+
+async function start() {
+  const answer = await call(API, "/api/config");
+  if (answer.status === 200) config = answer.body;
+  await identity.start(config.allowedOrigins);
+  renderAccount();
+  route();
+}
+
+void start();

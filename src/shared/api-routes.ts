@@ -1,0 +1,334 @@
+// Every route of the API, for its documentation: the OpenAPI document (public/openapi.json)
+// and the reference page (public/docs.html) are generated from this table and the schemas it
+// names (`npm run openapi`); the Worker never imports it. A test in the Worker suite checks
+// that the app mounts exactly these routes and that real responses match the document.
+import * as z from "zod/mini";
+import type { $ZodType } from "zod/v4/core";
+import * as Bodies from "./api-types";
+import { STRATEGIES } from "./lab-strategies";
+import * as Lab from "./lab-types";
+import * as Requests from "./requests";
+import "./zod-english";
+
+export type Auth = "none" | "user" | "admin";
+
+export interface ApiResponse {
+  description: string;
+  body?: $ZodType;
+  /** Response headers worth knowing: see RESPONSE_HEADERS. */
+  headers?: readonly ResponseHeader[];
+}
+
+export interface ApiRoute {
+  method: "get" | "post";
+  /** As the app mounts it (hono's `:param` form). */
+  path: string;
+  tag: "storefront" | "admin" | "lab" | "operations";
+  summary: string;
+  description?: string;
+  auth: Auth;
+  params?: z.ZodMiniObject;
+  /** Request headers the route reads, besides Authorization. */
+  requestHeaders?: Record<string, string>;
+  body?: { schema: $ZodType; required: boolean };
+  responses: Record<number, ApiResponse>;
+}
+
+/** hono's `/sales/:saleId` is OpenAPI's `/sales/{saleId}`. */
+export const openApiPath = (honoPath: string) => honoPath.replace(/:(\w+)/g, "{$1}");
+
+export const RESPONSE_HEADERS = {
+  "Retry-After": "seconds to wait before trying again",
+  "RateLimit-Limit": "the limiter's burst (draft-ietf-httpapi-ratelimit-headers)",
+  "RateLimit-Remaining": "requests left now: 0 on a 429",
+  "RateLimit-Reset": "seconds until a request is admitted again",
+  "WWW-Authenticate": "the bearer challenge",
+} as const;
+export type ResponseHeader = keyof typeof RESPONSE_HEADERS;
+
+const error = (description: string, headers?: readonly ResponseHeader[]): ApiResponse => ({
+  description,
+  body: Bodies.ErrorBody,
+  headers,
+});
+
+const BAD_REQUEST = error("BAD_REQUEST: a malformed id, body or header; nothing changed");
+const UNAUTHORIZED = error("UNAUTHORIZED: a missing, forged or expired token", ["WWW-Authenticate"]);
+const CROSS_ORIGIN = error("CROSS_ORIGIN: admin routes answer their own origin only");
+const TOO_LARGE = error("PAYLOAD_TOO_LARGE: request bodies are limited to 16 KiB");
+const RATE_LIMITED = error("RATE_LIMITED: too many requests from this address or user, or the sale's admission rate", [
+  "Retry-After",
+  "RateLimit-Limit",
+  "RateLimit-Remaining",
+  "RateLimit-Reset",
+]);
+const UNAVAILABLE = error("UNAVAILABLE: Redis or D1 cannot be reached right now; nothing changed", ["Retry-After"]);
+const SALE_NOT_FOUND = error("SALE_NOT_FOUND: no such sale");
+const ORDER_NOT_FOUND = error("ORDER_NOT_FOUND: no such order, or another user's");
+const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABLED is true.";
+
+const KEY_REUSED = error("IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request");
+const LabCheckoutParams = z.extend(Requests.LabSaleIdParam, { strategy: z.enum(STRATEGIES) });
+
+export const API_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "get",
+    path: "/healthz",
+    tag: "operations",
+    summary: "The Worker answers",
+    auth: "none",
+    responses: { 200: { description: "alive", body: Bodies.Health } },
+  },
+  {
+    method: "get",
+    path: "/api/config",
+    tag: "storefront",
+    summary: "This deployment's settings for a storefront page",
+    auth: "none",
+    responses: { 200: { description: "the settings", body: Bodies.StorefrontConfig }, 429: RATE_LIMITED },
+  },
+  {
+    method: "post",
+    path: "/api/dev/login",
+    tag: "storefront",
+    summary: "Local sign-in: a user token for any name (DEV_LOGIN=true only)",
+    description: "Off by default and in production: then it answers 404 NOT_FOUND like a route that does not exist.",
+    auth: "none",
+    body: { schema: Requests.DevLoginBody, required: true },
+    responses: {
+      200: { description: "a token for the name, signed like the shop's", body: Bodies.DevLoginToken },
+      400: BAD_REQUEST,
+      404: error("NOT_FOUND: DEV_LOGIN is off"),
+      413: TOO_LARGE,
+      429: RATE_LIMITED,
+    },
+  },
+  {
+    method: "get",
+    path: "/api/sales/:saleId",
+    tag: "storefront",
+    summary: "A sale with its live remaining stock",
+    description: "Cached for 500 ms in each isolate: polling faster shows nothing new.",
+    auth: "none",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "the sale", body: Bodies.SaleView },
+      400: BAD_REQUEST,
+      404: SALE_NOT_FOUND,
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/api/sales/:saleId/checkout",
+    tag: "storefront",
+    summary: "Buy: reserve units for the token's user",
+    description:
+      "Identity comes from the token, never the body. The body is optional: one unit. A retry after 503 or a lost answer is safe: with the same Idempotency-Key it gets the first attempt's 202 and order; without one, a buyer at their limit gets 409 ALREADY_PURCHASED naming their latest order.",
+    auth: "user",
+    params: Requests.SaleIdParam,
+    requestHeaders: {
+      "Idempotency-Key": "optional, 1 to 200 characters: a retry with the same key and quantity reserves nothing new",
+    },
+    body: { schema: Requests.CheckoutBody, required: false },
+    responses: {
+      202: { description: "reserved: the order is pending until it settles", body: Bodies.CheckoutAccepted },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: SALE_NOT_FOUND,
+      409: error(
+        "SOLD_OUT, QUANTITY_UNAVAILABLE (fewer units remain; the message says how many), ALREADY_PURCHASED (the buyer holds the limit; the message names their latest order), PER_USER_LIMIT_EXCEEDED, SALE_NOT_STARTED, SALE_ENDED, SALE_PAUSED or SALE_CANCELLED",
+      ),
+      413: TOO_LARGE,
+      422: KEY_REUSED,
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/api/orders/:orderId",
+    tag: "storefront",
+    summary: "Where the token user's order is",
+    auth: "user",
+    params: Requests.OrderIdParam,
+    responses: {
+      200: { description: "the order", body: Bodies.OrderView },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: ORDER_NOT_FOUND,
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/api/orders/:orderId/pay",
+    tag: "storefront",
+    summary: "Pay the token user's order while it awaits payment",
+    description:
+      "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires.",
+    auth: "user",
+    params: Requests.OrderIdParam,
+    requestHeaders: { "Idempotency-Key": "required, 1 to 200 characters" },
+    body: { schema: Requests.PayBody, required: true },
+    responses: {
+      200: { description: "paid", body: Bodies.OrderView },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      402: error("PAYMENT_DECLINED: the provider declined the charge; the order still awaits payment"),
+      404: ORDER_NOT_FOUND,
+      409: error(
+        "ORDER_NOT_PAYABLE: expired, cancelled, already paid, or still pending (then with Retry-After); the message says which",
+        ["Retry-After"],
+      ),
+      413: TOO_LARGE,
+      422: KEY_REUSED,
+      429: RATE_LIMITED,
+      503: error("UNAVAILABLE: the provider did not answer in time, or storage cannot be reached; retry with the same key", [
+        "Retry-After",
+      ]),
+    },
+  },
+  {
+    method: "post",
+    path: "/api/orders/:orderId/cancel",
+    tag: "storefront",
+    summary: "Cancel the token user's order while it awaits payment: its units go back on sale",
+    auth: "user",
+    params: Requests.OrderIdParam,
+    responses: {
+      200: { description: "cancelled", body: Bodies.OrderView },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: ORDER_NOT_FOUND,
+      409: error("ORDER_NOT_CANCELLABLE: paid, expired, cancelled, confirmed, or still pending (then with Retry-After)", [
+        "Retry-After",
+      ]),
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/webhooks/payments",
+    tag: "operations",
+    summary: "An asynchronous payment provider reports a payment",
+    description:
+      'Signed: Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> with PAYMENT_WEBHOOK_SECRET (404 NOT_FOUND when unset), within 5 minutes of now. Each event id is applied once: a replay answers outcome duplicate and changes nothing. A payment for an order that ended is recorded for refund (outcome refund_due).',
+    auth: "none",
+    requestHeaders: { "Webhook-Signature": "required" },
+    body: { schema: Requests.PaymentEvent, required: true },
+    responses: {
+      200: { description: "received", body: Bodies.WebhookReceived },
+      400: BAD_REQUEST,
+      401: error("UNAUTHORIZED: a missing or wrong signature, or a timestamp out of tolerance"),
+      404: error("ORDER_NOT_FOUND: no such settled order, or NOT_FOUND: webhooks are not configured"),
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/sales",
+    tag: "admin",
+    summary: "Create a sale",
+    auth: "admin",
+    requestHeaders: {
+      "Idempotency-Key": "optional, 1 to 200 characters: a retry with the same key never creates a second sale",
+    },
+    body: { schema: Requests.CreateSaleBody, required: true },
+    responses: {
+      200: { description: "the sale this Idempotency-Key created before", body: Bodies.AdminSaleView },
+      201: { description: "the sale, created", body: Bodies.AdminSaleView },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      409: error("NO_ID_SLOT: too many sales overlap this window"),
+      413: TOO_LARGE,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/report",
+    tag: "admin",
+    summary: "Reconciliation: Redis against D1 for one sale",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "the report", body: Bodies.ReconciliationReport },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/stats",
+    tag: "admin",
+    summary: "The admin console's poll: checkout outcomes per second, the sale and its report",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "the last five minutes", body: Bodies.SaleStats },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/lab/sales",
+    tag: "lab",
+    summary: "Create a lab sale: one copy per strategy",
+    description: LAB_OFF.trim(),
+    auth: "admin",
+    body: { schema: Requests.CreateLabSaleBody, required: true },
+    responses: {
+      201: { description: "the lab sale", body: Lab.LabSaleCreated },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: error("NOT_FOUND: the lab is off"),
+      413: TOO_LARGE,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/lab/sales/:labSaleId/report",
+    tag: "lab",
+    summary: "What each strategy really sold",
+    description: LAB_OFF.trim(),
+    auth: "admin",
+    params: Requests.LabSaleIdParam,
+    responses: {
+      200: { description: "the report", body: Lab.LabSaleReport },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: error("SALE_NOT_FOUND, or NOT_FOUND: the lab is off"),
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/lab/:strategy/sales/:labSaleId/checkout",
+    tag: "lab",
+    summary: "Buy from a lab sale's copy under one strategy",
+    description: `The checkout's answers, under a textbook strategy.${LAB_OFF}`,
+    auth: "user",
+    params: LabCheckoutParams,
+    responses: {
+      202: { description: "reserved", body: Bodies.CheckoutAccepted },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: error("STRATEGY_NOT_FOUND, or NOT_FOUND: the lab is off"),
+      409: error("SOLD_OUT or ALREADY_PURCHASED"),
+      503: error("UNAVAILABLE or BUSY: Redis cannot be reached, or the strategy gave up under contention", ["Retry-After"]),
+    },
+  },
+];

@@ -1,0 +1,96 @@
+// Chromium for the browser tests, and what they check on every page: CSP violations, layout
+// shifts, axe's accessibility rules. Screenshots go to SCREENSHOT_DIR (npm run screenshots
+// points it at docs/screenshots; otherwise test-results/screenshots, not committed).
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, type Page } from "playwright-core";
+import { inject } from "vitest";
+import { ROOT } from "../../dev/lib/project.ts";
+import { stackApi, stackSecrets } from "../support/npm-start.ts";
+
+export const stack = inject("stack");
+export const BASE = `http://127.0.0.1:${stack.WORKER_PORT}`;
+export const api = stackApi(stack.WORKER_PORT, stack.stateDir);
+export const secrets = stackSecrets(stack.stateDir);
+
+/** Debian's chromium; playwright gives every launch a fresh temporary profile. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-background-networking",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+export const PHONE: BrowserContextOptions = {
+  viewport: { width: 360, height: 740 },
+  deviceScaleFactor: 2,
+  isMobile: true,
+  hasTouch: true,
+};
+
+/**
+ * A context whose pages record CSP violations and layout shifts from their first script on
+ * (init scripts run through the DevTools protocol: the page's CSP does not apply to them).
+ */
+export async function newContext(browser: Browser, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...options });
+  await context.addInitScript(() => {
+    const w = window as unknown as { __csp: string[]; __cls: number };
+    w.__csp = [];
+    w.__cls = 0;
+    document.addEventListener("securitypolicyviolation", (e) => w.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[]) {
+        if (!entry.hadRecentInput) w.__cls += entry.value;
+      }
+    }).observe({ type: "layout-shift", buffered: true });
+  });
+  return context;
+}
+
+/** What the CSP refused on this page so far. */
+export const cspViolations = (page: Page) => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp);
+
+/** Cumulative layout shift not caused by the user, so far. */
+export const layoutShift = (page: Page) => page.evaluate(() => (window as unknown as { __cls: number }).__cls);
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axe-core's serious and critical findings on the page as it is now (WCAG 2.x A and AA). */
+export async function seriousA11yViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
+    const result = await axe.run({
+      runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+    });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(" ")) }));
+  });
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.targets.join(", ")}`);
+}
+
+/** Whether the page is wider than its viewport (a phone would scroll sideways). */
+export const scrollsSideways = (page: Page) =>
+  page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+
+const SCREENSHOTS = path.resolve(ROOT, process.env.SCREENSHOT_DIR ?? "test-results/screenshots");
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true, animations: "disabled" });
+}

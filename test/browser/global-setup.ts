@@ -1,0 +1,34 @@
+// The browser tests' stack: `npm start` itself, on free ports and a state directory of its
+// own (DEV_LOGIN on, as a developer gets it), and Debian's chromium, installed like
+// redis-server when it is missing.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { TestProject } from "vitest/node";
+import { ensureDebianPackage } from "../../dev/lib/debian-packages.ts";
+import { freePort } from "../../dev/lib/net.ts";
+import { eventually } from "../../dev/lib/wait.ts";
+import { demoSaleId, npmStart } from "../support/npm-start.ts";
+
+export default async function setup(project: TestProject) {
+  ensureDebianPackage("chromium", "chromium");
+  const stateDir = mkdtempSync(path.join(tmpdir(), "browser-tests-"));
+  const ports = { WORKER_PORT: await freePort(), GATEWAY_PORT: await freePort(), REDIS_PORT: await freePort() };
+  // One address drives every browser here: no per-IP limit (the sale's own admission still applies).
+  const run = npmStart(ports, stateDir, { IP_RATE_LIMIT: "0" });
+  const { output, exitCode } = await run.ready;
+  if (exitCode !== null) throw new Error(`npm start exited (${exitCode}):\n${output}`);
+  project.provide("stack", { ...ports, stateDir, demoSaleId: demoSaleId(output) });
+
+  return async () => {
+    run.child.kill("SIGTERM");
+    await eventually("npm start to stop", async () => run.child.exitCode !== null || run.child.signalCode !== null, 20_000);
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    stack: { WORKER_PORT: number; GATEWAY_PORT: number; REDIS_PORT: number; stateDir: string; demoSaleId: string };
+  }
+}

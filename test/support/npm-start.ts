@@ -1,0 +1,64 @@
+// `npm start` (dev/start.ts) as a child process on ports and a state directory of the test's
+// choosing: the real local stack a user gets, for the tests of npm start and the browser tests.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { ApiClient } from "../../dev/lib/api-client.ts";
+import { ROOT } from "../../dev/lib/project.ts";
+import type { LocalSecrets } from "../../dev/stack/local-secrets.ts";
+
+export interface NpmStartRun {
+  child: ChildProcess;
+  /** Resolves with everything it printed once it said it is running, or exited. */
+  ready: Promise<{ output: string; exitCode: number | null }>;
+}
+
+export interface StackPorts {
+  WORKER_PORT: number;
+  GATEWAY_PORT: number;
+  REDIS_PORT: number;
+}
+
+export function npmStart(ports: StackPorts, stateDir: string, env: Record<string, string> = {}): NpmStartRun {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
+      STACK_STATE_DIR: stateDir,
+      WRANGLER_SEND_METRICS: "false",
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const ready = new Promise<{ output: string; exitCode: number | null }>((resolve) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("Flash-sale checkout is running")) resolve({ output, exitCode: null });
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => resolve({ output, exitCode: code }));
+  });
+  return { child, ready };
+}
+
+/** The demo sale npm start announced. */
+export const demoSaleId = (output: string) => /Demo sale +(\d+)/.exec(output)?.[1] as string;
+
+/** The secrets a run keeps in its state directory. */
+export const stackSecrets = (stateDir: string) =>
+  JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;
+
+/** The API of the run on `workerPort`, as an admin, minting user tokens it accepts. */
+export function stackApi(workerPort: number, stateDir: string): ApiClient {
+  const base = `http://127.0.0.1:${workerPort}`;
+  const secrets = stackSecrets(stateDir);
+  return new ApiClient({
+    fetch: (p, init) => fetch(`${base}${p}`, init),
+    adminToken: secrets.ADMIN_TOKEN,
+    jwtSecret: secrets.JWT_SECRET,
+  });
+}

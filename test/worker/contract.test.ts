@@ -1,0 +1,146 @@
+// The API's document against the app: the same routes, and real answers (success and the
+// usual refusals) that match what it says. Every other test's calls through `api` are
+// checked against it too (helpers.ts).
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { webhookSignature } from "../../dev/lib/webhook-signing";
+import document from "../../public/openapi.json";
+import { app } from "../../src/app";
+import { API_ROUTES, openApiPath } from "../../src/shared/api-routes";
+import { checkedFetch, seen } from "./contract";
+import { BASE, bearer, createSale, fetchWithVars, userToken, waitForConfirmed } from "./helpers";
+
+const call = (path: string, init?: RequestInit) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init);
+const admin = (extra: Record<string, string> = {}) => ({
+  ...bearer(env.ADMIN_TOKEN),
+  "Content-Type": "application/json",
+  ...extra,
+});
+const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
+const LAB = { LAB_ENABLED: "true" };
+
+describe("the OpenAPI document", () => {
+  it("lists exactly the routes the app mounts", () => {
+    const mounted = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path)}`);
+    const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((m) => `${m} ${path}`),
+    );
+    expect(new Set(mounted)).toEqual(new Set(documented));
+    expect(documented).toHaveLength(API_ROUTES.length); // one route per entry of the table
+  });
+
+  it("matches real answers of every route, successes and refusals", async () => {
+    await call("/healthz");
+    await call("/api/config");
+    await call("/api/dev/login", json({ userId: "contract" })); // 404: DEV_LOGIN is off
+    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "contract" }));
+    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "" }));
+
+    const created = await call("/admin/sales", {
+      method: "POST",
+      headers: admin({ "Idempotency-Key": `contract-${crypto.randomUUID()}` }),
+      body: JSON.stringify({
+        name: "contract",
+        stock: 1,
+        startsAt: new Date(Date.now() - 1000).toISOString(),
+        endsAt: new Date(Date.now() + 60_000).toISOString(),
+      }),
+    });
+    expect(created.status).toBe(201);
+    const sale = (await created.json()) as { id: string };
+    await call("/admin/sales", { method: "POST", headers: admin(), body: "{}" });
+    await call("/admin/sales", { method: "POST", headers: admin(), body: JSON.stringify({ name: "x".repeat(20_000) }) });
+    await call("/admin/sales", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    await call("/admin/sales", { method: "POST", headers: admin({ Origin: "https://shop.example" }), body: "{}" });
+
+    await call(`/api/sales/${sale.id}`);
+    await call("/api/sales/987654321987");
+    await call("/api/sales/x");
+
+    const buyer = bearer(await userToken("contract-buyer"));
+    const accepted = await call(`/api/sales/${sale.id}/checkout`, { method: "POST", headers: buyer });
+    expect(accepted.status).toBe(202);
+    const { orderId } = (await accepted.json()) as { orderId: string };
+    await call(`/api/sales/${sale.id}/checkout`, { method: "POST", headers: buyer }); // 409 ALREADY_PURCHASED
+    await call(`/api/sales/${sale.id}/checkout`, { method: "POST" });
+    await call(`/api/sales/${sale.id}/checkout`, { method: "POST", headers: buyer, body: "[]" });
+    await call("/api/sales/987654321987/checkout", { method: "POST", headers: buyer });
+    const throttled = await createSale({ admission: { rate: 1, burst: 1 } });
+    const first = await call(`/api/sales/${throttled.id}/checkout`, { method: "POST", headers: bearer(await userToken("c-1")) });
+    await call(`/api/sales/${throttled.id}/checkout`, { method: "POST", headers: bearer(await userToken("c-2")) }); // 429
+
+    await waitForConfirmed([orderId, ((await first.json()) as { orderId: string }).orderId]);
+    await call(`/api/orders/${orderId}`, { headers: buyer });
+    await call(`/api/orders/${orderId}`, { headers: bearer(await userToken("someone-else")) });
+    await call(`/api/orders/${orderId}`);
+    await call("/api/orders/0x1", { headers: buyer });
+
+    // After the 202: pay, cancel, and a provider's webhook.
+    const paying = await createSale({ stock: 3, price: 250, paymentWindowSec: 600 });
+    const buyOne = async (user: string) => {
+      const res = await call(`/api/sales/${paying.id}/checkout`, {
+        ...json({ quantity: 1 }),
+        headers: { ...bearer(await userToken(user)), "Content-Type": "application/json" },
+      });
+      return ((await res.json()) as { orderId: string }).orderId;
+    };
+    const [toPay, toCancel, toHook] = [await buyOne("c-payer"), await buyOne("c-canceller"), await buyOne("c-hooked")];
+    await waitForConfirmed([toPay, toCancel, toHook]);
+    const payer = await userToken("c-payer");
+    const pay = (key: string | undefined, paymentToken: string) =>
+      call(`/api/orders/${toPay}/pay`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${payer}`, "Content-Type": "application/json", ...(key && { "Idempotency-Key": key }) },
+        body: JSON.stringify({ paymentToken }),
+      });
+    await pay(undefined, "tok_visa"); // 400
+    await pay("c-1", "tok_chargeDeclined"); // 402
+    await pay("c-1", "tok_visa"); // 422
+    await pay("c-2", "tok_visa"); // 200
+    await pay("c-3", "tok_visa"); // 409
+    const canceller = bearer(await userToken("c-canceller"));
+    await call(`/api/orders/${toCancel}/cancel`, { method: "POST", headers: canceller }); // 200
+    await call(`/api/orders/${toCancel}/cancel`, { method: "POST", headers: canceller }); // 409
+    await call(`/api/orders/${toCancel}/cancel`, { method: "POST" }); // 401
+    const event = JSON.stringify({
+      id: `evt_${toHook}`,
+      type: "payment.succeeded",
+      orderId: toHook,
+      amount: 250,
+      currency: "USD",
+    });
+    const signature = await webhookSignature(env.PAYMENT_WEBHOOK_SECRET as string, event);
+    const hook = (body: string, sig: string) =>
+      call("/webhooks/payments", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Webhook-Signature": sig },
+        body,
+      });
+    await hook(event, signature); // 200
+    await hook(event, "t=1,v1=00"); // 401
+    await hook("{}", await webhookSignature(env.PAYMENT_WEBHOOK_SECRET as string, "{}")); // 400
+
+    for (const what of ["report", "stats"]) {
+      await call(`/admin/sales/${sale.id}/${what}`, { headers: admin() });
+      await call(`/admin/sales/987654321987/${what}`, { headers: admin() });
+      await call(`/admin/sales/x/${what}`, { headers: admin() });
+      await call(`/admin/sales/${sale.id}/${what}`);
+    }
+
+    await call("/lab/sales", { method: "POST", headers: admin(), body: "{}" }); // 404: the lab is off
+    const lab = await fetchWithVars(LAB, "/lab/sales", { method: "POST", headers: admin(), body: JSON.stringify({ stock: 2 }) });
+    const { id: labId } = (await lab.json()) as { id: string };
+    await fetchWithVars(LAB, "/lab/sales", { method: "POST", headers: admin(), body: JSON.stringify({ stock: 0 }) });
+    await fetchWithVars(LAB, `/lab/atomic/sales/${labId}/checkout`, { method: "POST", headers: buyer });
+    await fetchWithVars(LAB, `/lab/atomic/sales/${labId}/checkout`, { method: "POST", headers: buyer }); // 409
+    await fetchWithVars(LAB, `/lab/nope/sales/${labId}/checkout`, { method: "POST", headers: buyer });
+    await fetchWithVars(LAB, `/lab/sales/${labId}/report`, { headers: admin() });
+    await fetchWithVars(LAB, `/lab/sales/${crypto.randomUUID()}/report`, { headers: admin() });
+
+    // Every operation answered with success at least once, and each answer above matched.
+    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods) as { operationId: string }[]);
+    const succeeded = new Set([...seen].filter((s) => / 2\d\d$/.test(s)).map((s) => s.split(" ")[0]));
+    expect(operations.map((o) => o.operationId).filter((id) => !succeeded.has(id))).toEqual([]);
+    expect([...seen].filter((s) => / 4\d\d$/.test(s)).length).toBeGreaterThan(20);
+  });
+});
