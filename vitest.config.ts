@@ -27,6 +27,8 @@ export default defineConfig({
                 ...TEST_SECRETS,
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
+                JWT_JWKS_URL: inject("jwksUrl"),
+                TEST_SIGNING_KEYS: inject("signingKeys"),
                 TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
               },
             },

@@ -81,7 +81,7 @@ describe("checkout", () => {
       missing: {},
       garbage: bearer("not-a-jwt"),
       forged: bearer(await userToken("mallory", { secret: "wrong-secret" })),
-      expired: bearer(await sign({ sub: "mallory", exp: now - 10 }, env.JWT_SECRET, "HS256")),
+      expired: bearer(await sign({ sub: "mallory", exp: now - 60 }, env.JWT_SECRET, "HS256")), // beyond the 30 s skew
       "no expiry": bearer(await sign({ sub: "mallory" }, env.JWT_SECRET, "HS256")),
       "no subject": bearer(await sign({ exp: now + 60 }, env.JWT_SECRET, "HS256")),
     };
