@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, notFound, unavailable } from "../http/errors";
+import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { preloadSale } from "../sales/live-state";
@@ -12,18 +13,22 @@ import type { AdminSaleView } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { CreateSaleBody, SaleIdParam } from "../shared/requests";
 
+/** The sale an earlier create with this key made; refused when that create's body differed. */
+async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<Sale | undefined> {
+  const found = await findSaleByIdempotencyKey(db, idempotency.key);
+  if (found) assertSameRequest(idempotency, found.fingerprint);
+  return found?.sale;
+}
+
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
-    const idempotencyKey = c.req.header("Idempotency-Key") ?? null;
-    if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > 200)) {
-      throw badRequest("Idempotency-Key must be 1 to 200 characters");
-    }
+    const idempotency = await idempotencyOf(c, body);
 
     let sale: Sale | undefined;
     let created = false;
-    if (idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+    if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
     if (!sale) {
       sale = await insertSale(
         c.env.DB,
@@ -34,11 +39,11 @@ export const adminRoutes = new Hono<AppEnv>()
           endsAt: Date.parse(body.endsAt),
           admission: body.admission ?? { ...DEFAULT_ADMISSION },
         },
-        idempotencyKey,
+        idempotency,
       );
       created = sale !== undefined;
       // A concurrent retry with the same key may have won the insert.
-      if (!sale && idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+      if (!sale && idempotency) sale = await replayedSale(c.env.DB, idempotency);
       if (!sale) throw new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
     }
 
