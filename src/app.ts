@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { methodNotAllowed } from "hono/method-not-allowed";
 import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
-import { ApiError, handleError, notFoundRoute } from "./http/errors";
+import { ApiError, handleError, methodNotAllowedRoute, notFoundRoute } from "./http/errors";
+import { requireJsonBodies } from "./http/json-bodies";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
@@ -10,8 +12,12 @@ import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
 import { MAX_BODY_BYTES } from "./shared/limits";
 
+const root = new Hono<AppEnv>();
+
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
-export const app = new Hono<AppEnv>()
+export const app = root
+  // A known path asked with another method: 405 with Allow, from this app's own routes.
+  .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
   .use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -20,6 +26,7 @@ export const app = new Hono<AppEnv>()
       },
     }),
   )
+  .use(requireJsonBodies)
   .get("/healthz", (c) => c.json({ ok: true }))
   .use("/api/*", limitPerIp)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId

@@ -21,6 +21,8 @@ export const badRequest = (message: string) => new ApiError(400, "BAD_REQUEST", 
 export const unauthorized = (message = "a valid bearer token is required") =>
   new ApiError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
 export const notFound = (code: string, message: string) => new ApiError(404, code, message);
+export const unsupportedMediaType = () =>
+  new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "request bodies must be JSON, sent with Content-Type: application/json");
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
 
@@ -79,3 +81,9 @@ export function handleError(err: Error, c: Context): Response {
 }
 
 export const notFoundRoute = (c: Context) => c.json(errorBody("NOT_FOUND", "no such route"), 404);
+
+/** hono's methodNotAllowed answer: the one error shape, and the path's methods in Allow. */
+export const methodNotAllowedRoute = (c: Context, methods: string[]) =>
+  c.json(errorBody("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed here; use ${methods.join(", ")}`), 405, {
+    Allow: methods.join(", "),
+  });

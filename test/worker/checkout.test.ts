@@ -103,7 +103,10 @@ describe("checkout", () => {
     expect(array.status).toBe(400);
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
 
-    const spoof = await checkout(sale.id, token, { body: JSON.stringify({ userId: "eve" }) });
+    const spoof = await checkout(sale.id, token, {
+      body: JSON.stringify({ userId: "eve" }),
+      headers: { "Content-Type": "application/json" },
+    });
     expect(spoof.status).toBe(202);
     expect(await redis.hget(saleKeys(sale.id).buyers, "dave")).toBeTruthy();
     expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();

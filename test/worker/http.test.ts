@@ -1,0 +1,87 @@
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { saleKeys } from "../../src/shared/keys";
+import { BASE, bearer, checkout, createSale, redis, userToken } from "./helpers";
+
+// What every route shares: the media type of bodies and the methods of paths.
+
+const saleCount = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM sales").first<number>("n")) ?? 0;
+const validSale = () =>
+  JSON.stringify({
+    name: "media types",
+    stock: 5,
+    startsAt: new Date(Date.now() + 60_000).toISOString(),
+    endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+
+describe("request bodies are JSON", () => {
+  it("refuses a sale whose body is not sent as JSON with 415, creating nothing", async () => {
+    const before = await saleCount();
+    const cases: [string, Record<string, string>, string | undefined][] = [
+      ["text/plain", { "Content-Type": "text/plain" }, validSale()],
+      ["form", { "Content-Type": "application/x-www-form-urlencoded" }, "name=x&stock=5"],
+      ["no content type", {}, undefined],
+      ["json-looking type", { "Content-Type": "text/json" }, validSale()],
+    ];
+    for (const [name, headers, body] of cases) {
+      const res = await SELF.fetch(`${BASE}/admin/sales`, {
+        method: "POST",
+        headers: { ...bearer(env.ADMIN_TOKEN), ...headers },
+        body,
+      });
+      expect(res.status, name).toBe(415);
+      expect(await res.json(), name).toEqual({
+        error: { code: "UNSUPPORTED_MEDIA_TYPE", message: expect.stringContaining("JSON") },
+      });
+    }
+    expect(await saleCount()).toBe(before);
+    const json = await SELF.fetch(`${BASE}/admin/sales`, {
+      method: "POST",
+      headers: { ...bearer(env.ADMIN_TOKEN), "Content-Type": "application/json; charset=utf-8" },
+      body: validSale(),
+    });
+    expect(json.status).toBe(201);
+  });
+
+  it("refuses a checkout that sends a body other than JSON with 415, reserving nothing; no body is fine", async () => {
+    const sale = await createSale({ stock: 3 });
+    const token = await userToken("media-type-buyer");
+    const plain = await checkout(sale.id, token, { body: "{}", headers: { "Content-Type": "text/plain" } });
+    expect(plain.status).toBe(415);
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("3");
+    expect((await checkout(sale.id, token)).status).toBe(202);
+  });
+});
+
+describe("methods", () => {
+  it("answers a known path asked with another method with 405 and the methods it takes in Allow", async () => {
+    const sale = await createSale();
+    const cases: [string, string, string][] = [
+      ["POST", `/api/sales/${sale.id}`, "GET, HEAD"],
+      ["GET", `/api/sales/${sale.id}/checkout`, "POST"],
+      ["DELETE", "/admin/sales", "POST"],
+      ["PUT", "/healthz", "GET, HEAD"],
+      ["PATCH", "/api/orders/123456789012345678", "GET, HEAD"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await SELF.fetch(`${BASE}${path}`, { method, headers: bearer(env.ADMIN_TOKEN) });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get("Allow"), `${method} ${path}`).toBe(allow);
+      expect(await res.json()).toEqual({ error: { code: "METHOD_NOT_ALLOWED", message: expect.stringContaining(method) } });
+    }
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("10");
+  });
+
+  it("keeps 404 for paths that do not exist, and for the lab while it is off", async () => {
+    for (const [method, path] of [
+      ["GET", "/nope"],
+      ["POST", "/api/nope"],
+      ["GET", "/lab/sales"],
+      ["DELETE", "/lab/naive/sales/00000000-0000-0000-0000-000000000000/checkout"],
+    ]) {
+      const res = await SELF.fetch(`${BASE}${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.headers.get("Allow")).toBeNull();
+    }
+  });
+});
