@@ -2,7 +2,7 @@
 // routes validate with these schemas, and the API's documentation is generated from them.
 
 import * as z from "zod/mini";
-import { LAB_SALE_ID_PATTERN, MAX_ADMISSION, MAX_STOCK, SALE_ID_PATTERN } from "./limits";
+import { LAB_SALE_ID_PATTERN, MAX_ADMISSION, MAX_STOCK, SALE_ID_PATTERN, SALE_WINDOW } from "./limits";
 import { isOrderId } from "./order-id";
 import "./zod-english";
 
@@ -35,6 +35,18 @@ export const CreateSaleBody = z
   .check(
     z.refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), {
       message: "endsAt must be after startsAt",
+      path: ["endsAt"],
+    }),
+    z.refine((s) => Date.parse(s.startsAt) >= Date.now() - SALE_WINDOW.maxStartAgoMs, {
+      message: "startsAt must be at most a day ago",
+      path: ["startsAt"],
+    }),
+    z.refine((s) => Date.parse(s.startsAt) <= Date.now() + SALE_WINDOW.maxStartAheadMs, {
+      message: "startsAt must be at most a year from now",
+      path: ["startsAt"],
+    }),
+    z.refine((s) => Date.parse(s.endsAt) - Date.parse(s.startsAt) <= SALE_WINDOW.maxLengthMs, {
+      message: "a sale lasts at most 30 days",
       path: ["endsAt"],
     }),
   );

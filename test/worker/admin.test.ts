@@ -57,7 +57,11 @@ describe("admin: create sale", () => {
     const sale = (await first.json()) as { id: string };
     const before = await saleCount();
 
-    for (const changed of [{ ...body, stock: 101 }, { ...body, name: "Another drop" }, { ...body, admission: { rate: 5, burst: 5 } }]) {
+    for (const changed of [
+      { ...body, stock: 101 },
+      { ...body, name: "Another drop" },
+      { ...body, admission: { rate: 5, burst: 5 } },
+    ]) {
       const res = await post(changed, headers);
       expect(res.status, JSON.stringify(changed)).toBe(422);
       expect(await res.json()).toEqual({ error: { code: "IDEMPOTENCY_KEY_REUSED", message: expect.any(String) } });
@@ -93,6 +97,16 @@ describe("admin: create sale", () => {
       { ...valid(), startsAt: "yesterday" },
       { ...valid(), endsAt: valid().startsAt },
       { ...valid(), userId: "extra" },
+      { ...valid(), admission: { rate: 10, burst: 10, extra: 1 } },
+      { ...valid(), startsAt: "0000-01-01T00:00:00Z" },
+      { ...valid(), endsAt: "9999-12-31T23:59:59Z" },
+      { ...valid(), startsAt: new Date(Date.now() - 2 * 86_400_000).toISOString() },
+      {
+        ...valid(),
+        startsAt: new Date(Date.now() + 400 * 86_400_000).toISOString(),
+        endsAt: new Date(Date.now() + 401 * 86_400_000).toISOString(),
+      },
+      { ...valid(), endsAt: new Date(Date.now() + 31 * 86_400_000).toISOString() },
     ];
     for (const body of cases) {
       const res = await post(body);
