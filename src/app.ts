@@ -5,6 +5,7 @@ import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
 import { ApiError, handleError, methodNotAllowedRoute, notFoundRoute } from "./http/errors";
 import { requireJsonBodies } from "./http/json-bodies";
+import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
@@ -16,6 +17,7 @@ const root = new Hono<AppEnv>();
 
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
 export const app = root
+  .use(securityHeaders, noStoreByDefault)
   // A known path asked with another method: 405 with Allow, from this app's own routes.
   .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
   .use(

@@ -1,9 +1,11 @@
 import { env, SELF } from "cloudflare:test";
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { htmlSecurityHeaders, securityHeaders } from "../../src/http/security-headers";
 import { saleKeys } from "../../src/shared/keys";
 import { BASE, bearer, checkout, createSale, redis, userToken } from "./helpers";
 
-// What every route shares: the media type of bodies and the methods of paths.
+// What every route shares: the media type of bodies, the methods of paths, the headers of answers.
 
 const saleCount = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM sales").first<number>("n")) ?? 0;
 const validSale = () =>
@@ -83,5 +85,53 @@ describe("methods", () => {
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.headers.get("Allow")).toBeNull();
     }
+  });
+});
+
+describe("response headers", () => {
+  const fetchAs = (path: string, init: RequestInit = {}) => SELF.fetch(`${BASE}${path}`, init);
+
+  it("sends nosniff, a referrer policy and a policy that allows nothing on every answer, and no-store on per-user and admin data", async () => {
+    const sale = await createSale({ stock: 5 });
+    const token = await userToken("headers-buyer");
+    const accepted = await checkout(sale.id, token);
+    const { orderId } = (await accepted.clone().json()) as { orderId: string };
+    const answers: [string, Response][] = [
+      ["health", await fetchAs("/healthz")],
+      ["checkout 202", accepted],
+      ["own order", await fetchAs(`/api/orders/${orderId}`, { headers: bearer(token) })],
+      ["admin report", await fetchAs(`/admin/sales/${sale.id}/report`, { headers: bearer(env.ADMIN_TOKEN) })],
+      ["401", await fetchAs(`/api/orders/${orderId}`)],
+      ["404", await fetchAs("/nope")],
+      ["405", await fetchAs("/healthz", { method: "POST" })],
+    ];
+    for (const [name, res] of answers) {
+      expect(res.status, name).toBeLessThan(500);
+      expect(res.headers.get("X-Content-Type-Options"), name).toBe("nosniff");
+      expect(res.headers.get("Referrer-Policy"), name).toBe("no-referrer");
+      expect(res.headers.get("Content-Security-Policy"), name).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers.get("X-Frame-Options"), name).toBe("DENY");
+      expect(res.headers.get("Cache-Control"), name).toBe("no-store");
+    }
+  });
+
+  it("lets the public sale page keep its short public cache", async () => {
+    const sale = await createSale();
+    const res = await fetchAs(`/api/sales/${sale.id}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Cache-Control")).toBe("public, max-age=1");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+  });
+
+  it("gives HTML served under htmlSecurityHeaders a restrictive policy that the app-wide headers keep", async () => {
+    const site = new Hono().use(securityHeaders).get("/", htmlSecurityHeaders, (c) => c.html("<h1>drop</h1>"));
+    const res = await site.request("/");
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("object-src 'none'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
   });
 });
