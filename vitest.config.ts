@@ -25,6 +25,9 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 ...TEST_SECRETS,
+                // Every request of the suite comes from one address (or none): no per-IP limit,
+                // except where test/worker/limits.test.ts turns it on.
+                IP_RATE_LIMIT: "0",
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
                 JWT_JWKS_URL: inject("jwksUrl"),
