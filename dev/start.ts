@@ -10,6 +10,9 @@
 // JWT_SECRET override the stored secrets; any of the Worker's [vars] (IP_RATE_LIMIT=0 ...)
 // overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
 // uses that database and starts no Redis and no gateway.
+// Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
+// answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
+// drive them; the gateway refuses administrative commands; Redis wants its random password.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -48,11 +51,15 @@ function assertPortsFree(ports: [string, number][]): void {
   }
 }
 
-/** The Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
+/** Vars this stack sets over wrangler.toml: the Worker answers loopback Host names only (DNS rebinding). */
+const LOCAL_VARS: Record<string, string> = { LOOPBACK_HOSTS_ONLY: "true" };
+
+/** The local vars and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
 function varOverrides(): { flags: string[]; names: string[] } {
   const vars = Object.keys(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).vars ?? {});
   const names = vars.filter((name) => process.env[name] !== undefined);
-  return { flags: names.flatMap((name) => ["--var", `${name}:${process.env[name]}`]), names };
+  const values = { ...LOCAL_VARS, ...Object.fromEntries(names.map((name) => [name, process.env[name]])) };
+  return { flags: Object.entries(values).flatMap(([name, value]) => ["--var", `${name}:${value}`]), names };
 }
 
 function startWatchdog(): void {

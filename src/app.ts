@@ -5,6 +5,7 @@ import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
 import { ApiError, handleError, methodNotAllowedRoute, notFoundRoute } from "./http/errors";
 import { requireJsonBodies } from "./http/json-bodies";
+import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
@@ -20,6 +21,7 @@ export const app = root
   .use(securityHeaders, noStoreByDefault)
   // A known path asked with another method: 405 with Allow, from this app's own routes.
   .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
+  .use(loopbackHostsOnly)
   .use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,

@@ -1,7 +1,8 @@
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { htmlSecurityHeaders, securityHeaders } from "../../src/http/security-headers";
+import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
 import { BASE, bearer, checkout, createSale, redis, userToken } from "./helpers";
 
@@ -133,5 +134,29 @@ describe("response headers", () => {
     expect(csp).toContain("frame-ancestors 'none'");
     expect(csp).not.toContain("unsafe-inline");
     expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+  });
+});
+
+describe("loopback Host names only (LOOPBACK_HOSTS_ONLY, as npm start runs the Worker)", () => {
+  async function asHost(url: string, vars: Partial<Env>): Promise<Response> {
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(new Request(url, { headers: bearer(env.ADMIN_TOKEN) }), { ...env, ...vars }, ctx);
+    await waitOnExecutionContext(ctx);
+    return res;
+  }
+
+  it("refuses any other Host with 403, answers loopback ones, and is off by default", async () => {
+    const sale = await createSale();
+    const report = `/admin/sales/${sale.id}/report`;
+    const on = { LOOPBACK_HOSTS_ONLY: "true" };
+    for (const origin of ["http://rebound.example:8787", "http://127.0.0.1.nip.io:8787", "http://localhost.evil.example"]) {
+      const res = await asHost(`${origin}${report}`, on);
+      expect(res.status, origin).toBe(403);
+      expect(await res.json()).toEqual({ error: { code: "HOST_NOT_ALLOWED", message: expect.any(String) } });
+    }
+    for (const origin of ["http://127.0.0.1:8787", "http://localhost:8787", "http://[::1]:8787"]) {
+      expect((await asHost(`${origin}${report}`, on)).status, origin).toBe(200);
+    }
+    expect((await asHost(`https://flash.example.com${report}`, {})).status).toBe(200);
   });
 });
