@@ -70,46 +70,54 @@ interface KeySet {
   fetchedAt: number;
 }
 let keySet: KeySet | undefined;
-let loading: { url: string; promise: Promise<KeySet> } | undefined;
+/** A fetch some request is making, until when the others wait for it. */
+let fetching: { url: string; until: number } | undefined;
 let retryAt = 0;
+const WAIT_POLL_MS = 10;
 
-/** Fetches and imports the set, once at a time: concurrent callers share the one fetch. */
-function fetchKeySet(url: string): Promise<KeySet> {
-  if (loading?.url !== url) {
-    const promise = fetch(url, { signal: AbortSignal.timeout(JWKS_TIMEOUT_MS), headers: { Accept: "application/json" } })
-      .then(async (res) => {
-        if (!res.ok) throw new Error(`the JWKS answered HTTP ${res.status}`);
-        keySet = { url, keys: await importKeySet(await res.json()), fetchedAt: Date.now() };
-        return keySet;
-      })
-      .catch((err: unknown) => {
-        retryAt = Date.now() + RETRY_AFTER_FAILURE_MS;
-        throw err;
-      })
-      .finally(() => {
-        if (loading?.promise === promise) loading = undefined;
-      });
-    loading = { url, promise };
+/** Fetches and imports the set from this request's own context. */
+async function fetchKeySet(url: string): Promise<void> {
+  fetching = { url, until: Date.now() + JWKS_TIMEOUT_MS + 1_000 };
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(JWKS_TIMEOUT_MS), headers: { Accept: "application/json" } });
+    if (!res.ok) throw new Error(`the JWKS answered HTTP ${res.status}`);
+    keySet = { url, keys: await importKeySet(await res.json()), fetchedAt: Date.now() };
+  } catch (err) {
+    retryAt = Date.now() + RETRY_AFTER_FAILURE_MS;
+    throw err;
+  } finally {
+    fetching = undefined;
   }
-  return loading.promise;
 }
 
 /**
- * The key of `kid` in the JWKS at `url`, or undefined when the set has none. Rejects only
- * when no set could be fetched yet; a set that cannot be refreshed is used as it was.
+ * Waits on this request's own timer while another request fetches the set. Requests share
+ * plain data, never a promise: workerd may resume a continuation in the context of the
+ * request that settled it, where this request's I/O would be foreign (see merged calls).
+ */
+async function waitForOtherFetch(url: string): Promise<void> {
+  while (fetching?.url === url && Date.now() < fetching.until) await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+}
+
+/**
+ * The key of `kid` in the JWKS at `url`, or undefined when the set has none. Throws only
+ * when no set could be fetched yet; a set that cannot be refreshed is used as it was. One
+ * request fetches at a time; the others wait for it.
  */
 export async function jwksKey(url: string, kid: string, now = Date.now()): Promise<PinnedKey | undefined> {
   const known = keySet?.url === url ? keySet : undefined;
   const due =
     !known || now - known.fetchedAt > JWKS_TTL_MS || (!known.keys.has(kid) && now - known.fetchedAt > UNKNOWN_KID_REFETCH_MS);
-  if (loading?.url === url || (due && now >= retryAt)) {
+  if (fetching?.url === url && now < fetching.until) {
+    await waitForOtherFetch(url);
+  } else if (due && now >= retryAt) {
     try {
-      return (await fetchKeySet(url)).keys.get(kid);
+      await fetchKeySet(url);
     } catch (err) {
       if (!known) throw err;
     }
-  } else if (!known) {
-    throw new Error("the JWKS could not be fetched recently");
   }
-  return known.keys.get(kid);
+  const current = keySet?.url === url ? keySet : undefined;
+  if (!current) throw new Error("the JWKS could not be fetched");
+  return current.keys.get(kid);
 }

@@ -32,10 +32,11 @@ export async function startIdentityProvider(): Promise<IdentityProvider> {
   const jwks = JSON.stringify({ keys: keys.map((k) => k.publicJwk) });
   let fetches = 0;
   const server = createServer((req, res) => {
-    if (req.url === "/jwks.json") {
+    const path = req.url?.split("?")[0];
+    if (path === "/jwks.json") {
       fetches++;
       res.writeHead(200, { "content-type": "application/json" }).end(jwks);
-    } else if (req.url === "/fetches") {
+    } else if (path === "/fetches") {
       res.writeHead(200, { "content-type": "application/json" }).end(String(fetches));
     } else {
       res.writeHead(404).end();

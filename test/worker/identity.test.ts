@@ -3,6 +3,7 @@ import { sign } from "hono/jwt";
 import { describe, expect, it } from "vitest";
 import { userIdFromAuthorization } from "../../src/http/auth";
 import { ApiError } from "../../src/http/errors";
+import { jwksKey } from "../../src/http/verification-keys";
 import { saleKeys } from "../../src/shared/keys";
 import { MAX_USER_ID_LENGTH } from "../../src/shared/limits";
 import { BASE, bearer, checkout, createSale, redis } from "./helpers";
@@ -244,6 +245,9 @@ describe("JWT corpus", () => {
   });
 });
 
+/** How often the test identity provider has served its JWKS. */
+const jwksFetches = async () => Number(await (await fetch(env.JWT_JWKS_URL.replace("/jwks.json", "/fetches"))).text());
+
 describe("identity through the API", () => {
   it("keeps subjects that Redis would merge apart: a lone surrogate is refused, U+FFFD buys alone", async () => {
     const sale = await createSale({ stock: 5 });
@@ -265,8 +269,16 @@ describe("identity through the API", () => {
     expect((await checkout(sale.id, await hs256({ sub: "fast-clock", iat: now() + 1 }))).status).toBe(202);
   });
 
+  it("fetches a JWKS once for concurrent first uses, each getting its pinned key", async () => {
+    const url = `${env.JWT_JWKS_URL}?fresh=${crypto.randomUUID()}`;
+    const before = await jwksFetches();
+    const keys = await Promise.all(Array.from({ length: 20 }, (_, i) => jwksKey(url, i % 2 ? rsaKey.kid : ecKey.kid)));
+    expect(keys.map((k) => k?.alg)).toEqual(Array.from({ length: 20 }, (_, i) => (i % 2 ? "RS256" : "ES256")));
+    expect(await jwksFetches()).toBe(before + 1);
+  });
+
   it("accepts the shop's RS256 tokens and fetches its JWKS once per isolate, not per request", async () => {
-    const fetches = async () => Number(await (await fetch(env.JWT_JWKS_URL.replace("/jwks.json", "/fetches"))).text());
+    const fetches = jwksFetches;
     const sale = await createSale({ stock: 20 });
     await checkout(sale.id, await sign(claims({ sub: "rsa-warmup" }), rsaKey, "RS256"));
     const before = await fetches();
