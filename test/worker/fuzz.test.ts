@@ -7,23 +7,24 @@
 //   - every error in the one JSON shape, without a stack trace;
 //   - a refusal changes nothing: the fixture sale's and lab sale's reports and the sales in D1;
 //   - no token or secret in the answer, headers included.
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
-import worker from "../../src/index";
 import type { LabSaleReport } from "../../src/shared/lab-types";
-import { api, createSale, report, userToken } from "./helpers";
+import { api, createSale, fetchWithVars, report, userToken } from "./helpers";
 
 const SEED = 20_261_123;
 const RUNS = 200;
 const ORIGIN = "https://flash.test";
-const LAB_ON = { ...env, LAB_ENABLED: "true" };
 
 /** Every method and path the app answers, from its own route table (middleware excluded). */
 const routes = [...new Map(app.routes.filter((r) => r.method !== "ALL").map((r) => [`${r.method} ${r.path}`, r])).values()].map(
   ({ method, path }) => ({ method, path }),
 );
+
+/** A request through the Worker with the lab on. */
+const through = (req: Request) => fetchWithVars({ LAB_ENABLED: "true" }, req);
 
 interface Fixture {
   saleId: string;
@@ -56,14 +57,6 @@ beforeAll(async () => {
     secrets: [env.ADMIN_TOKEN, env.JWT_SECRET, env.UPSTASH_REDIS_REST_TOKEN, ...userTokens],
   };
 });
-
-/** A request through the Worker's fetch handler with the lab on, its waitUntil work included. */
-async function through(req: Request): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(req, LAB_ON, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
 
 // --- what the fuzzer draws --------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-import { env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
 import { expect } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
+import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
 
@@ -21,6 +22,14 @@ export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_S
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** `req` through the Worker's fetch handler with `vars` over the suite's env, its waitUntil work included. */
+export async function fetchWithVars(vars: Partial<Env>, req: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(req, { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
+}
 
 /** A client for inspecting Redis through the same gateway the Worker uses. */
 export const redis = new Redis({

@@ -1,10 +1,9 @@
-import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { htmlSecurityHeaders, securityHeaders } from "../../src/http/security-headers";
-import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
-import { BASE, bearer, checkout, createSale, redis, userToken } from "./helpers";
+import { BASE, bearer, checkout, createSale, fetchWithVars, redis, userToken } from "./helpers";
 
 // What every route shares: the media type of bodies, the methods of paths, the headers of answers.
 
@@ -138,12 +137,7 @@ describe("response headers", () => {
 });
 
 describe("loopback Host names only (LOOPBACK_HOSTS_ONLY, as npm start runs the Worker)", () => {
-  async function asHost(url: string, vars: Partial<Env>): Promise<Response> {
-    const ctx = createExecutionContext();
-    const res = await worker.fetch(new Request(url, { headers: bearer(env.ADMIN_TOKEN) }), { ...env, ...vars }, ctx);
-    await waitOnExecutionContext(ctx);
-    return res;
-  }
+  const asHost = (url: string, vars: Partial<Env>) => fetchWithVars(vars, new Request(url, { headers: bearer(env.ADMIN_TOKEN) }));
 
   it("refuses any other Host with 403, answers loopback ones, and is off by default", async () => {
     const sale = await createSale();

@@ -1,18 +1,12 @@
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
-import { BASE, checkout, createSale, redis, userToken } from "./helpers";
+import { BASE, checkout, createSale, fetchWithVars, redis, userToken } from "./helpers";
 
 type ErrorJson = { error: { code: string; message: string } };
 
 /** A GET through the Worker with the production per-IP limit (the suite runs without one). */
-async function getWithIpLimit(path: string, headers: Record<string, string> = {}): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`${BASE}${path}`, { headers }), { ...env, IP_RATE_LIMIT: "20" }, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
+const getWithIpLimit = (path: string, headers: Record<string, string> = {}) =>
+  fetchWithVars({ IP_RATE_LIMIT: "20" }, new Request(`${BASE}${path}`, { headers }));
 
 describe("admission and abuse limits", () => {
   it("throttles a sale at its token-bucket rate with 429, Retry-After and RateLimit headers", async () => {
