@@ -3,6 +3,7 @@ import { memo } from "./checkout/isolate-memo";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
+import { log } from "./shared/log";
 import type { OrderMessage } from "./shared/messages";
 
 const DEAD_LETTER_QUEUE_SUFFIX = "-dlq";
@@ -26,7 +27,7 @@ export default {
   async scheduled(_controller, env, ctx) {
     ctx.waitUntil(
       redriveOutbox(env).then((resent) => {
-        if (resent > 0) console.log(`outbox re-drive: re-sent ${resent} orders`);
+        if (resent > 0) log.info("outbox re-drive re-sent orders", { resent });
       }),
     );
   },

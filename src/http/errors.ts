@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../shared/api-types";
+import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 
 export class ApiError extends Error {
@@ -76,7 +77,7 @@ export function handleError(err: Error, c: Context): Response {
     // hono's body limit and parsers throw these for malformed requests.
     return c.json(errorBody("BAD_REQUEST", err.message || "malformed request"), err.status);
   }
-  console.error("unhandled error", err);
+  log.error("unhandled error", {}, err);
   return c.json(errorBody("INTERNAL", "internal error"), 500);
 }
 

@@ -11,6 +11,7 @@ import { type Sale, saleView } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import type { AdminSaleView } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
+import { log } from "../shared/log";
 import { CreateSaleBody, SaleIdParam } from "../shared/requests";
 
 /** The sale an earlier create with this key made; refused when that create's body differed. */
@@ -52,7 +53,7 @@ export const adminRoutes = new Hono<AppEnv>()
     try {
       await preloadSale(redisFor(c.env), sale);
     } catch (err) {
-      console.warn("sale preload failed", err);
+      log.warn("sale preload failed", { saleId: sale.id }, err);
       throw unavailable("the sale was recorded but could not be loaded into Redis; retry with the same Idempotency-Key");
     }
     const view: AdminSaleView = { ...saleView(sale, sale.stock, Date.now()), admission: sale.admission };
@@ -66,7 +67,7 @@ export const adminRoutes = new Hono<AppEnv>()
       return c.json(await reconciliationReport(c.env, sale));
     } catch (err) {
       if (err instanceof ApiError) throw err;
-      console.warn("report failed", err);
+      log.warn("report failed", { saleId }, err);
       throw unavailable("redis cannot be reached right now");
     }
   });

@@ -6,6 +6,7 @@ import { IsolateCache } from "../isolate/isolate-cache";
 import { redisFor } from "../redis/client";
 import { type LiveSale, readLiveSale } from "../sales/live-state";
 import { saleView } from "../sales/sale";
+import { log } from "../shared/log";
 import { SaleIdParam } from "../shared/requests";
 
 /** Polling pages read from here: at most one Redis read per sale per isolate per TTL. */
@@ -20,7 +21,7 @@ export const saleRoutes = new Hono<AppEnv>().get("/:saleId", validate("param", S
     // Unknown ids are cached too (as null): probing random ids cannot reach Redis faster.
     live = await liveSales.getOrLoad(saleId, async () => (await readLiveSale(redisFor(c.env), saleId)) ?? null);
   } catch (err) {
-    console.warn("sale read failed", err);
+    log.warn("sale read failed", { saleId }, err);
     throw unavailable("the sale cannot be read right now");
   }
   if (!live) throw notFound("SALE_NOT_FOUND", "no such sale");

@@ -1,5 +1,6 @@
 import { recordFailures } from "../orders/repository";
 import { redisFor } from "../redis/client";
+import { log } from "../shared/log";
 import { type DeadLetter, type OrderMessage, SettlementMessageSchema } from "../shared/messages";
 import { clearOutbox, releaseReservation } from "./outbox";
 
@@ -16,7 +17,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
   for (const message of batch.messages) {
     const parsed = SettlementMessageSchema.safeParse(message.body);
     if (parsed.success) letters.push(...parsed.data.orders.map((o) => ({ ...o, reason: parsed.data.reason })));
-    else console.error("dead letters: dropping malformed message", message.id);
+    else log.error("dead letters: dropping a malformed message", { messageId: message.id });
   }
   const released: OrderMessage[] = [];
   if (letters.length > 0) {
