@@ -37,8 +37,13 @@ export default defineConfig({
               bindings: {
                 ...TEST_SECRETS,
                 PAYMENT_PROVIDER: "dev",
+                // Every request of the suite comes from one address (or none): no per-IP limit,
+                // except where test/worker/limits.test.ts turns it on.
+                IP_RATE_LIMIT: "0",
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
+                JWT_JWKS_URL: inject("jwksUrl"),
+                TEST_SIGNING_KEYS: inject("signingKeys"),
                 TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
               },
             },

@@ -10,6 +10,9 @@
 // JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
 // uses that database and starts no Redis and no gateway.
+// Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
+// answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
+// drive them; the gateway refuses administrative commands; Redis wants its random password.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -50,9 +53,10 @@ function assertPortsFree(ports: [string, number][]): void {
 
 /**
  * What the local stack changes in wrangler.toml's [vars] unless the environment does:
- * payments through the dev provider's test tokens, and the storefront's sign-in box.
+ * payments through the dev provider's test tokens, the storefront's sign-in box, and the
+ * Worker answering loopback Host names only (against DNS rebinding).
  */
-const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev", DEV_LOGIN: "true" };
+const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev", DEV_LOGIN: "true", LOOPBACK_HOSTS_ONLY: "true" };
 
 /** LOCAL_VARS and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
 function varOverrides(): { flags: string[]; names: string[] } {

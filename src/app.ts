@@ -1,9 +1,13 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { methodNotAllowed } from "hono/method-not-allowed";
 import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
 import { publicCors, sameOriginOnly } from "./http/cors";
-import { ApiError, handleError, notFoundRoute } from "./http/errors";
+import { ApiError, handleError, methodNotAllowedRoute, notFoundRoute } from "./http/errors";
+import { requireJsonBodies } from "./http/json-bodies";
+import { loopbackHostsOnly } from "./http/loopback-only";
+import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
@@ -13,8 +17,14 @@ import { storefrontRoutes } from "./routes/storefront";
 import { webhookRoutes } from "./routes/webhooks";
 import { MAX_BODY_BYTES } from "./shared/limits";
 
+const root = new Hono<AppEnv>();
+
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
-export const app = new Hono<AppEnv>()
+export const app = root
+  .use(securityHeaders, noStoreByDefault)
+  // A known path asked with another method: 405 with Allow, from this app's own routes.
+  .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
+  .use(loopbackHostsOnly)
   .use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -23,6 +33,7 @@ export const app = new Hono<AppEnv>()
       },
     }),
   )
+  .use(requireJsonBodies)
   .get("/healthz", (c) => c.json({ ok: true }))
   .use("/api/*", publicCors) //              before the per-IP limit: a 429 must be readable cross-origin
   .use("/api/*", limitPerIp)

@@ -6,6 +6,7 @@ import { redisFor } from "./redis/client";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
+import { log } from "./shared/log";
 
 /**
  * Units came back to these buyers' sales: this isolate forgets it saw them at their limit
@@ -40,11 +41,13 @@ export default {
    */
   async scheduled(_controller, env) {
     const [redrive, sweep] = await Promise.allSettled([redriveOutbox(env), sweepOrders(env.DB, redisFor(env))]);
-    if (redrive.status === "fulfilled" && redrive.value > 0) console.log(`outbox re-drive: re-sent ${redrive.value} orders`);
+    if (redrive.status === "fulfilled" && redrive.value > 0)
+      log.info("outbox re-drive re-sent orders", { resent: redrive.value });
     if (sweep.status === "fulfilled") {
       forgetReturned(sweep.value.returned);
       const { expired, returned } = sweep.value;
-      if (expired > 0 || returned.length > 0) console.log(`sweep: expired ${expired}, returned ${returned.length}`);
+      if (expired > 0 || returned.length > 0)
+        log.info("sweep expired orders and returned units", { expired, returned: returned.length });
     }
     const failures = [redrive, sweep].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");

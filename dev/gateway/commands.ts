@@ -67,9 +67,44 @@ const REFUSED: Record<string, string> = {
   PSYNC: "it takes over the connection",
 };
 
+// Server administration that no client of the gateway sends (the Worker, @upstash/redis,
+// @upstash/ratelimit): refused unless the gateway runs with --allow-admin-commands, so whoever
+// reaches it without being one of them cannot reconfigure, replicate, wipe, dump or stop Redis.
+const ADMIN = new Set([
+  "ACL",
+  "BGREWRITEAOF",
+  "BGSAVE",
+  "CLUSTER",
+  "CONFIG",
+  "DEBUG",
+  "FAILOVER",
+  "FLUSHALL",
+  "FLUSHDB",
+  "FUNCTION",
+  "KEYS",
+  "MIGRATE",
+  "MODULE",
+  "REPLICAOF",
+  "SAVE",
+  "SHUTDOWN",
+  "SLAVEOF",
+  "SWAPDB",
+]);
+const ADMIN_SUBCOMMANDS: Record<string, Set<string>> = {
+  CLIENT: new Set(["KILL", "PAUSE", "UNPAUSE", "NO-EVICT", "NO-TOUCH"]),
+  SCRIPT: new Set(["FLUSH", "KILL"]),
+};
+
+function isAdmin(name: string, subcommand: string | undefined): boolean {
+  return ADMIN.has(name) || (subcommand !== undefined && ADMIN_SUBCOMMANDS[name]?.has(subcommand.toUpperCase()) === true);
+}
+
 /** The error a refused command answers with, or undefined when it may run. */
-export function refusal(command: string[]): string | undefined {
+export function refusal(command: string[], { allowAdminCommands = false } = {}): string | undefined {
   const name = (command[0] as string).toUpperCase();
+  if (!allowAdminCommands && isAdmin(name, command[1])) {
+    return `ERR '${command[0]}' is an administrative command; the gateway runs it only when started with --allow-admin-commands`;
+  }
   const reason =
     REFUSED[name] ??
     (name === "CLIENT" && command[1]?.toUpperCase() === "REPLY" ? "connections are shared between requests" : undefined);

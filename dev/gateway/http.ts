@@ -5,7 +5,11 @@
 // request costs one URL split and no middleware chain.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { hostName, isLoopbackHost } from "../lib/net.ts";
 import { errorBody } from "./encoding.js";
+
+/** The most `--latency-ms` (or `/__gateway/latency?ms=`) may add to a request. */
+export const MAX_LATENCY_MS = 1_000;
 
 export type Route =
   | { kind: "command" | "pipeline" | "multi-exec" | "stats" | "stats-reset" }
@@ -36,7 +40,9 @@ export function parseRoute(method: string | undefined, url: string | undefined):
     if (rest === "stats" && (method === "GET" || method === "POST")) return { kind: "stats" };
     if (rest === "stats/reset" && method === "POST") return { kind: "stats-reset" };
     const ms = Number(new URLSearchParams((url ?? "").split("?")[1] ?? "").get("ms"));
-    if (rest === "latency" && method === "POST" && Number.isInteger(ms) && ms >= 0) return { kind: "latency", ms };
+    if (rest === "latency" && method === "POST" && Number.isInteger(ms) && ms >= 0 && ms <= MAX_LATENCY_MS) {
+      return { kind: "latency", ms };
+    }
     return undefined;
   }
   if (method !== "POST") return undefined;
@@ -49,6 +55,15 @@ export function parseRoute(method: string | undefined, url: string | undefined):
   const last = segments[segments.length - 1];
   if (last === "pipeline" || last === "multi-exec") return { kind: last };
   return { kind: "command" };
+}
+
+/**
+ * Which Host headers the gateway answers: loopback names, and `extra` names it was started to
+ * allow (--allow-host). Any other name is a page whose DNS was rebound to this machine.
+ */
+export function hostCheck(extra: string[]): (host: string | undefined) => boolean {
+  const allowed = new Set(extra.map(hostName));
+  return (host) => host !== undefined && (isLoopbackHost(host) || allowed.has(hostName(host)));
 }
 
 /** Constant-time bearer check: compares SHA-256 digests, which always have equal length. */

@@ -1,24 +1,30 @@
 // CLI: npm run gateway -- --port 8079 --redis redis://127.0.0.1:6379 --token <token> [--max-body-bytes N] [--latency-ms N]
-// Flags fall back to PORT, REDIS_URL and UPSTASH_REDIS_REST_TOKEN.
+//   [--allow-host NAME ...] [--allow-admin-commands]
+// Flags fall back to PORT, REDIS_URL and UPSTASH_REDIS_REST_TOKEN. It answers loopback Host
+// names only unless --allow-host names another, and refuses administrative commands
+// (FLUSHALL, CONFIG, KEYS, ...) unless started with --allow-admin-commands.
 import { parseArgs } from "node:util";
+import { MAX_LATENCY_MS } from "./http.js";
 import { DEFAULT_MAX_BODY_BYTES, startGateway } from "./server.js";
 
 const USAGE =
-  "usage: npm run gateway -- --token <token> [--port 8079] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379] [--max-body-bytes N] [--latency-ms N]";
+  "usage: npm run gateway -- --token <token> [--port 8079] [--host 127.0.0.1] [--redis redis://127.0.0.1:6379] [--max-body-bytes N] [--latency-ms N] [--allow-host NAME ...] [--allow-admin-commands]";
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
   process.exit(2);
 }
 
-function integer(value: string | undefined, name: string, fallback: number): number {
+function integer(value: string | undefined, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) fail(`${name} must be a non-negative integer, got "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || n > max) fail(`${name} must be an integer from 0 to ${max}, got "${value}"`);
   return n;
 }
 
-let values: Record<string, string | undefined>;
+let values: {
+  [flag in "port" | "host" | "redis" | "token" | "max-body-bytes" | "latency-ms"]?: string;
+} & { "allow-host"?: string[]; "allow-admin-commands"?: boolean };
 try {
   ({ values } = parseArgs({
     options: {
@@ -28,6 +34,8 @@ try {
       token: { type: "string" },
       "max-body-bytes": { type: "string" },
       "latency-ms": { type: "string" },
+      "allow-host": { type: "string", multiple: true },
+      "allow-admin-commands": { type: "boolean" },
     },
     strict: true,
   }));
@@ -44,7 +52,9 @@ const gateway = await startGateway({
   redisUrl: values.redis ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
   token,
   maxBodyBytes: integer(values["max-body-bytes"], "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
-  latencyMs: integer(values["latency-ms"], "--latency-ms", 0),
+  latencyMs: integer(values["latency-ms"], "--latency-ms", 0, MAX_LATENCY_MS),
+  allowedHosts: values["allow-host"],
+  allowAdminCommands: values["allow-admin-commands"],
 });
 console.log(`Upstash REST gateway listening on ${gateway.url}`);
 

@@ -19,11 +19,26 @@ export interface GatewayProcess {
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
-export async function spawnGateway(opts: { redisUrl: string; token: string; port?: number }): Promise<GatewayProcess> {
+export async function spawnGateway(opts: {
+  redisUrl: string;
+  token: string;
+  port?: number;
+  /** Runs administrative commands (FLUSHALL, CONFIG, ...), which the gateway refuses by default. */
+  allowAdminCommands?: boolean;
+}): Promise<GatewayProcess> {
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
     process.execPath,
-    ["--import", "tsx", MAIN, "--port", String(port), "--redis", opts.redisUrl],
+    [
+      "--import",
+      "tsx",
+      MAIN,
+      "--port",
+      String(port),
+      "--redis",
+      opts.redisUrl,
+      ...(opts.allowAdminCommands ? ["--allow-admin-commands"] : []),
+    ],
     {
       env: { ...process.env, UPSTASH_REDIS_REST_TOKEN: opts.token },
       stdio: ["ignore", "pipe", "inherit"],

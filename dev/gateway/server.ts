@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
 import { encodeOutcome, encodeOutcomes } from "./encoding.js";
-import { bearerAuth, createResponder, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
+import { bearerAuth, createResponder, hostCheck, MAX_LATENCY_MS, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
 import { Batcher, RedisConnections, RedisUnavailableError, runTransaction, TransactionAbortedError } from "./redis.js";
 import { ScriptShas } from "./scripts.js";
 import { serveSubscription } from "./subscribe.js";
@@ -21,9 +21,13 @@ export interface GatewayOptions {
   /**
    * An emulated network round trip added to every Upstash request, half before its commands
    * run and half before the answer: the hop from a Worker to its Upstash region, which a
-   * gateway on the same machine does not have. 0 (the default) adds nothing.
+   * gateway on the same machine does not have. 0 (the default) adds nothing; at most MAX_LATENCY_MS.
    */
   latencyMs?: number;
+  /** Host names it answers besides loopback ones (it refuses others: DNS rebinding). */
+  allowedHosts?: string[];
+  /** Runs administrative commands (FLUSHALL, CONFIG, KEYS, ...), which it refuses by default. */
+  allowAdminCommands?: boolean;
 }
 
 export interface GatewayStats {
@@ -45,9 +49,12 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (!options.token) throw new Error("startGateway: a token is required");
+  if ((options.latencyMs ?? 0) > MAX_LATENCY_MS) throw new Error(`startGateway: latencyMs is at most ${MAX_LATENCY_MS}`);
   const host = options.host ?? "127.0.0.1";
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authorized = bearerAuth(options.token);
+  const hostAllowed = hostCheck(options.allowedHosts ?? []);
+  const refusalOf = (command: string[]) => refusal(command, { allowAdminCommands: options.allowAdminCommands });
   const respond = createResponder();
   const redis = new RedisConnections(options.redisUrl);
   const scripts = new ScriptShas();
@@ -65,7 +72,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const outcomes: (Outcome | undefined)[] = [];
     const runnable: PreparedCommand[] = [];
     for (const command of commands) {
-      const refused = refusal(command);
+      const refused = refusalOf(command);
       outcomes.push(refused === undefined ? undefined : { ok: false, error: refused });
       if (refused === undefined) runnable.push(scripts.prepare(command));
     }
@@ -89,7 +96,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function transaction(commands: string[][]): Promise<Outcome[]> {
     // Nothing runs when one command is refused, as Redis does with a command it rejects while queuing.
     for (const command of commands) {
-      const refused = refusal(command);
+      const refused = refusalOf(command);
       if (refused !== undefined) throw new TransactionAbortedError(refused);
     }
     const prepared = commands.map((command) => scripts.prepare(command));
@@ -98,6 +105,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!hostAllowed(req.headers.host)) {
+      return respond.error(
+        res,
+        403,
+        "Forbidden: the Host is not a loopback name; start the gateway with --allow-host <name> to answer it",
+      );
+    }
     if (!authorized(req.headers.authorization)) {
       return respond.error(res, 401, "Unauthorized: missing or invalid bearer token");
     }

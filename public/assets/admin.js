@@ -32,7 +32,7 @@ const STATE_SERIES = /** @type {Record<string, number>} */ ({
   cancelled: 7,
 });
 
-/** @param {string} state as the report names it (pending, awaitingPayment, ...) */
+/** @param {string} state as the report names it (pending, awaiting_payment, ...) */
 const stateClass = (state) => {
   const series = STATE_SERIES[words(state)];
   return series === undefined ? seriesClass(`state:${state}`) : `series-${series}`;
@@ -266,11 +266,8 @@ function render({ sale, series, report }) {
         )),
   );
 
-  // Orders by state: the outbox's pending ones and every count D1 keeps (soldCounter is a
-  // cross-check of the confirmed count, not a state).
-  const states = [["pending", Number(report.pending)]];
-  for (const [name, n] of Object.entries(report.d1 ?? {}))
-    if (name !== "soldCounter" && typeof n === "number") states.push([name, n]);
+  // Orders by state, as the report counts them (pending ones in the outbox, the rest in D1).
+  const states = Object.entries(report.states ?? {}).map(([name, count]) => [name, Number(count?.orders ?? 0)]);
   const sum = states.reduce((s, [, n]) => s + Number(n), 0);
   $("state-bar").replaceChildren(
     ...states.map(([name, n]) => {

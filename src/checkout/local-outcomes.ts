@@ -1,5 +1,6 @@
 import type { Redis } from "../redis/client";
 import { SALE_STATS_TTL_SECONDS, saleStatsKey } from "../shared/keys";
+import { log } from "../shared/log";
 import type { RefusalCode } from "../shared/refusal";
 import type { KeepAlive } from "./merged-calls";
 
@@ -45,5 +46,5 @@ async function flush(redis: Redis): Promise<void> {
   }
   // Issued in one tick: auto-pipelining sends them as one round trip. Counters are a view,
   // not a record: a failed write loses a second of them and nothing else.
-  await Promise.all(writes).catch((err) => console.warn("local refusal counters not written", err));
+  await Promise.all(writes).catch((err) => log.warn("local refusal counters not written", {}, err));
 }

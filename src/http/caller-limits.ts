@@ -28,9 +28,16 @@ function limit(kind: "ip" | "user", rate: number, caller: string | undefined) {
   }
 }
 
-/** Per client address; Cloudflare sets CF-Connecting-IP on every request at the edge. */
+/**
+ * Requests without CF-Connecting-IP: Cloudflare sets it on every request at the edge, so only a
+ * Worker run off Cloudflare (wrangler dev, a test harness) sees these. They share one bucket
+ * rather than none, so leaving the header out is no way around the limit.
+ */
+const UNKNOWN_ADDRESS = "unknown-address";
+
+/** Per client address. */
 export const limitPerIp: MiddlewareHandler<AppEnv> = async (c, next) => {
-  limit("ip", Number(c.env.IP_RATE_LIMIT), c.req.header("CF-Connecting-IP"));
+  limit("ip", Number(c.env.IP_RATE_LIMIT), c.req.header("CF-Connecting-IP") ?? UNKNOWN_ADDRESS);
   await next();
 };
 

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../shared/api-types";
+import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 
 export class ApiError extends Error {
@@ -21,6 +22,8 @@ export const badRequest = (message: string) => new ApiError(400, "BAD_REQUEST", 
 export const unauthorized = (message = "a valid bearer token is required") =>
   new ApiError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
 export const notFound = (code: string, message: string) => new ApiError(404, code, message);
+export const unsupportedMediaType = () =>
+  new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "request bodies must be JSON, sent with Content-Type: application/json");
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
 
@@ -94,8 +97,14 @@ export function handleError(err: Error, c: Context): Response {
     // hono's body limit and parsers throw these for malformed requests.
     return c.json(errorBody("BAD_REQUEST", err.message || "malformed request"), err.status);
   }
-  console.error("unhandled error", err);
+  log.error("unhandled error", {}, err);
   return c.json(errorBody("INTERNAL", "internal error"), 500);
 }
 
 export const notFoundRoute = (c: Context) => c.json(errorBody("NOT_FOUND", "no such route"), 404);
+
+/** hono's methodNotAllowed answer: the one error shape, and the path's methods in Allow. */
+export const methodNotAllowedRoute = (c: Context, methods: string[]) =>
+  c.json(errorBody("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed here; use ${methods.join(", ")}`), 405, {
+    Allow: methods.join(", "),
+  });

@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { redisFor } from "../redis/client";
+import { log } from "../shared/log";
 import { JobMessageSchema } from "../shared/messages";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
@@ -14,7 +15,7 @@ export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<E
   for (const message of batch.messages) {
     const parsed = z.safeParse(JobMessageSchema, message.body);
     if (!parsed.success) {
-      console.error("jobs: dropping malformed message", message.id);
+      log.error("jobs: dropping a malformed message", { messageId: message.id });
       message.ack();
       continue;
     }
@@ -25,7 +26,7 @@ export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<E
       if (notYetDue.length > 0) message.retry({ delaySeconds: Math.max(1, Math.ceil((next - Date.now()) / 1000)) });
       else message.ack();
     } catch (err) {
-      console.warn("jobs: expiry failed; retrying", err);
+      log.warn("jobs: expiry failed; retrying", { messageId: message.id }, err);
       message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
     }
   }

@@ -9,6 +9,7 @@ import type { PaymentProvider } from "./payment-provider";
 
 export type { EndedOrder } from "./repository";
 
+import { log } from "../shared/log";
 import {
   type AwaitingOrder,
   cancelAwaiting,
@@ -62,7 +63,7 @@ export async function scheduleExpiries(jobs: Queue<JobMessage>, awaiting: Awaiti
   }
   const results = await Promise.allSettled(sends);
   const failed = results.filter((r) => r.status === "rejected").length;
-  if (failed > 0) console.warn(`${failed} expiry message(s) not sent; the sweep will expire those orders`);
+  if (failed > 0) log.warn("expiry messages not sent; the sweep will expire those orders", { failed });
 }
 
 export interface ExpiryResult {
@@ -106,7 +107,7 @@ export async function cancelOrder(
   const cancelled = await cancelAwaiting(db, orderId, userId);
   if (cancelled) {
     await returnEnded(db, redis, [cancelled]).catch((err) =>
-      console.warn(`cancelled order ${orderId}: units not returned yet, left to the sweep`, err),
+      log.warn("cancelled order's units not returned yet; left to the sweep", { orderId }, err),
     );
   }
   return cancelled;

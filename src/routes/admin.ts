@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, notFound, unavailable } from "../http/errors";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { preloadSale } from "../sales/live-state";
@@ -12,6 +12,7 @@ import { adminSaleView, type Sale } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import type { SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
+import { log } from "../shared/log";
 import { CreateSaleBody, SaleIdParam } from "../shared/requests";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
@@ -21,25 +22,32 @@ async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
-async function orUnavailable<T>(what: string, work: Promise<T>): Promise<T> {
+async function orUnavailable<T>(what: "report" | "stats", saleId: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    console.warn(`${what} failed`, err);
+    log.warn(`${what} failed`, { saleId }, err);
     throw unavailable("redis cannot be reached right now");
   }
+}
+
+/** The sale an earlier create with this key made; refused when that create's body differed. */
+async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<Sale | undefined> {
+  const found = await findSaleByIdempotencyKey(db, idempotency.key);
+  if (found) assertSameRequest(idempotency, found.fingerprint);
+  return found?.sale;
 }
 
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
-    const idempotencyKey = idempotencyKeyOf(c.req.header("Idempotency-Key"), false) ?? null;
+    const idempotency = await idempotencyOf(c, body);
 
     let sale: Sale | undefined;
     let created = false;
-    if (idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+    if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
     if (!sale) {
       sale = await insertSale(
         c.env.DB,
@@ -54,11 +62,11 @@ export const adminRoutes = new Hono<AppEnv>()
           paymentWindowSec: body.paymentWindowSec,
           perUserLimit: body.perUserLimit,
         },
-        idempotencyKey,
+        idempotency,
       );
       created = sale !== undefined;
       // A concurrent retry with the same key may have won the insert.
-      if (!sale && idempotencyKey) sale = await findSaleByIdempotencyKey(c.env.DB, idempotencyKey);
+      if (!sale && idempotency) sale = await replayedSale(c.env.DB, idempotency);
       if (!sale) throw new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
     }
 
@@ -67,14 +75,14 @@ export const adminRoutes = new Hono<AppEnv>()
     try {
       await preloadSale(redisFor(c.env), sale);
     } catch (err) {
-      console.warn("sale preload failed", err);
+      log.warn("sale preload failed", { saleId: sale.id }, err);
       throw unavailable("the sale was recorded but could not be loaded into Redis; retry with the same Idempotency-Key");
     }
     return c.json(adminSaleView(sale, sale.stock, Date.now()), created ? 201 : 200);
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
-    return c.json(await orUnavailable("report", reconciliationReport(c.env, sale)));
+    return c.json(await orUnavailable("report", sale.id, reconciliationReport(c.env, sale)));
   })
   // The admin console polls this every 2 s: one Redis round trip for the counters and the
   // report's reads (auto-pipelined together), and the report's D1 reads.
@@ -83,6 +91,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const now = Date.now();
     const [series, report] = await orUnavailable(
       "stats",
+      sale.id,
       Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
     );
     const view = adminSaleView(sale, report.redis.remaining ?? sale.stock, now);

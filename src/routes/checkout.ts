@@ -7,12 +7,13 @@ import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { badRequest, refusalError, unavailable } from "../http/errors";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { idempotencyKeyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import { enqueueOrders } from "../settlement/enqueue";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { log } from "../shared/log";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 
 /** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
@@ -20,7 +21,7 @@ async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
   try {
     return (await findSale(db, saleId)) !== undefined;
   } catch (err) {
-    console.warn("checkout: D1 unavailable", err);
+    log.warn("checkout: D1 unavailable", { saleId }, err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
   }
 }
@@ -56,7 +57,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   async (c) => {
     const { saleId } = c.req.valid("param");
     const { quantity } = checkoutBody(await c.req.text());
-    const idempotencyKey = idempotencyKeyOf(c.req.header("Idempotency-Key"), false);
+    const idempotencyKey = idempotencyKeyOf(c);
     const userId = c.get("userId");
     const redis = redisFor(c.env);
     const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
@@ -86,14 +87,14 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
       // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
       // with the order while the outbox makes sure it settles.
-      console.warn("checkout: redis unavailable", err);
+      log.warn("checkout: redis unavailable", { saleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
     if (reservation.code === "SALE_NOT_FOUND" && (await saleRecorded(c.env.DB, saleId))) {
       memo.admissionTokenUnused(saleId);
       // D1 has the sale but Redis lost its live state: selling from a fresh copy could
       // oversell, so refuse until an operator restores it.
-      console.error(`checkout: sale ${saleId} exists in D1 but not in Redis`);
+      log.error("checkout: the sale exists in D1 but not in Redis", { saleId });
       throw unavailable("the sale is temporarily unavailable", 30);
     }
     memo.learn(saleId, userId, reservation, askedAt);

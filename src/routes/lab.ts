@@ -14,6 +14,7 @@ import { redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
+import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 
 /**
@@ -42,7 +43,7 @@ export const labRoutes = new Hono<AppEnv>()
     try {
       id = await createLabSale(redisFor(c.env), stock);
     } catch (err) {
-      console.warn("lab sale creation failed", err);
+      log.warn("lab sale creation failed", {}, err);
       throw unavailable("redis cannot be reached right now");
     }
     return c.json({ id, stock, strategies: [...STRATEGIES] } satisfies LabSaleCreated, 201);
@@ -53,7 +54,7 @@ export const labRoutes = new Hono<AppEnv>()
     try {
       report = await labSaleReport(redisFor(c.env), labSaleId);
     } catch (err) {
-      console.warn("lab report failed", err);
+      log.warn("lab report failed", { labSaleId }, err);
       throw unavailable("redis cannot be reached right now");
     }
     if (!report) throw notFound("SALE_NOT_FOUND", "no such lab sale");
@@ -69,7 +70,7 @@ export const labRoutes = new Hono<AppEnv>()
       result = await strategies[strategy](redisFor(c.env), labSaleId, c.get("userId"), keepAlive);
     } catch (err) {
       // Fail closed, like the real checkout.
-      console.warn(`lab ${strategy} checkout: redis unavailable`, err);
+      log.warn("lab checkout: redis unavailable", { strategy, labSaleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
     // The real checkout's answers, so the same clients and load scripts drive either.

@@ -3,9 +3,8 @@ import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, notFound, unavailable } from "../http/errors";
-import { fingerprint } from "../http/fingerprint";
-import { idempotencyKeyOf } from "../http/idempotency-key";
+import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
@@ -14,6 +13,7 @@ import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { parsePendingRecord, saleKeys } from "../shared/keys";
+import { log } from "../shared/log";
 import { decodeOrderId } from "../shared/order-id";
 import { OrderIdParam, PayBody } from "../shared/requests";
 
@@ -102,8 +102,9 @@ export const orderRoutes = new Hono<AppEnv>()
   })
   .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
     const { orderId } = c.req.valid("param");
-    const key = idempotencyKeyOf(c.req.header("Idempotency-Key"), true);
     const body = c.req.valid("json");
+    const idempotency = await idempotencyOf(c, body);
+    if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
     const redis = redisFor(c.env);
     const provider = providerFor(c.env, redis);
     try {
@@ -113,7 +114,7 @@ export const orderRoutes = new Hono<AppEnv>()
         c.env.DB,
         provider,
         order,
-        { idempotencyKey: key, fingerprint: await fingerprint(body), paymentToken: body.paymentToken },
+        { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
         Number(c.env.PAYMENT_TIMEOUT_MS) || 10_000,
       );
       if (outcome.kind !== "paid") throw payError(outcome);
@@ -121,7 +122,7 @@ export const orderRoutes = new Hono<AppEnv>()
     } catch (err) {
       if (err instanceof ApiError) throw err;
       // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
-      console.warn("pay: storage unavailable", err);
+      log.warn("pay: storage unavailable", { orderId }, err);
       throw unavailable("the payment cannot be taken right now; retry with the same Idempotency-Key");
     }
   })

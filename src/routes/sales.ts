@@ -7,6 +7,7 @@ import { redisFor } from "../redis/client";
 import { readLiveSale } from "../sales/live-state";
 import { findSale } from "../sales/repository";
 import { type Sale, saleView } from "../sales/sale";
+import { log } from "../shared/log";
 import { SaleIdParam } from "../shared/requests";
 
 /** Polling pages read from here: at most one read per sale per isolate per TTL. */
@@ -24,7 +25,7 @@ export const saleRoutes = new Hono<AppEnv>().get("/:saleId", validate("param", S
       return sale && live ? { sale, remaining: live.remaining } : null;
     });
   } catch (err) {
-    console.warn("sale read failed", err);
+    log.warn("sale read failed", { saleId }, err);
     throw unavailable("the sale cannot be read right now");
   }
   if (!page) throw notFound("SALE_NOT_FOUND", "no such sale");

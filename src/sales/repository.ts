@@ -41,18 +41,28 @@ function randomSaleId(): number {
 
 export type NewSale = Omit<Sale, "id" | "idSlot">;
 
+/** A create's Idempotency-Key and the fingerprint of its request. */
+export interface IdempotencyRecord {
+  key: string;
+  fingerprint: string;
+}
+
 /**
  * Inserts a sale with the lowest order-id slot that no sale with an overlapping window holds.
  * Choosing the slot inside the INSERT keeps it race-free: D1 runs one statement at a time.
  * Returns undefined when every slot is taken by overlapping sales.
  */
-export async function insertSale(db: D1Database, sale: NewSale, idempotencyKey: string | null): Promise<Sale | undefined> {
+export async function insertSale(
+  db: D1Database,
+  sale: NewSale,
+  idempotency: IdempotencyRecord | null,
+): Promise<Sale | undefined> {
   const row = await db
     .prepare(
       `WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
        INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
-                          price, currency, payment_window_sec, per_user_limit)
-       SELECT ?9, ?1, ?2, ?3, ?4, n, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13 FROM slot
+                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit)
+       SELECT ?9, ?1, ?2, ?3, ?4, n, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14 FROM slot
        -- windows padded by a second: ids carry whole seconds, so neighbours must not share one
        WHERE n NOT IN (SELECT id_slot FROM sales WHERE starts_at < ?4 + 1000 AND ends_at > ?3 - 1000)
        ORDER BY n LIMIT 1
@@ -66,9 +76,10 @@ export async function insertSale(db: D1Database, sale: NewSale, idempotencyKey: 
       sale.endsAt,
       sale.admission.rate,
       sale.admission.burst,
-      idempotencyKey,
+      idempotency?.key ?? null,
       Date.now(),
       randomSaleId(),
+      idempotency?.fingerprint ?? null,
       sale.price,
       sale.currency,
       sale.paymentWindowSec,
@@ -78,9 +89,16 @@ export async function insertSale(db: D1Database, sale: NewSale, idempotencyKey: 
   return row ? fromRow(row) : undefined;
 }
 
-export async function findSaleByIdempotencyKey(db: D1Database, key: string): Promise<Sale | undefined> {
-  const row = await db.prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE idempotency_key = ?`).bind(key).first<SaleRow>();
-  return row ? fromRow(row) : undefined;
+/** The sale created with `key`, and the fingerprint of the request that created it (null before fingerprints). */
+export async function findSaleByIdempotencyKey(
+  db: D1Database,
+  key: string,
+): Promise<{ sale: Sale; fingerprint: string | null } | undefined> {
+  const row = await db
+    .prepare(`SELECT ${SALE_COLUMNS}, idempotency_fingerprint FROM sales WHERE idempotency_key = ?`)
+    .bind(key)
+    .first<SaleRow & { idempotency_fingerprint: string | null }>();
+  return row ? { sale: fromRow(row), fingerprint: row.idempotency_fingerprint } : undefined;
 }
 
 export async function findSale(db: D1Database, saleId: string): Promise<Sale | undefined> {

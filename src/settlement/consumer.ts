@@ -4,6 +4,7 @@ import { type AwaitingOrder, settleOrders } from "../orders/repository";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import { log } from "../shared/log";
 import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "../shared/messages";
 import { clearOutbox } from "./outbox";
 
@@ -41,7 +42,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       deliveries.push({ message, orders: parsed.data.orders });
     } else {
       // Not orders at all: nothing to settle or release, and retrying cannot help.
-      console.error("settlement: dropping malformed message", message.id, parsed.error.issues[0]?.message);
+      log.error("settlement: dropping a malformed message", { messageId: message.id, problem: parsed.error.issues[0]?.message });
       message.ack();
     }
   }
@@ -53,7 +54,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       record(settled, orders, await settleOrders(env.DB, orders));
       for (const d of group) d.message.ack();
     } catch (err) {
-      console.warn(`settlement: batch of ${orders.length} orders failed, settling message by message`, err);
+      log.warn("settlement: batch failed, settling message by message", { orders: orders.length }, err);
       if (group.length === 1) await settleDelivery(env, group[0] as Delivery, settled, err);
       else for (const delivery of group) await settleDelivery(env, delivery, settled);
     }
@@ -79,7 +80,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     return released;
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
-    console.warn("settlement: outbox clear failed; re-drive will repeat these", err);
+    log.warn("settlement: outbox clear failed; re-drive will repeat these", {}, err);
     return [];
   }
 }

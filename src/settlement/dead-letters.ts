@@ -2,6 +2,7 @@ import * as z from "zod/mini";
 import { recordFailures } from "../orders/repository";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
+import { log } from "../shared/log";
 import { type DeadLetter, type OrderMessage, SettlementMessageSchema } from "../shared/messages";
 import { clearOutbox } from "./outbox";
 
@@ -18,7 +19,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
   for (const message of batch.messages) {
     const parsed = z.safeParse(SettlementMessageSchema, message.body);
     if (parsed.success) letters.push(...parsed.data.orders.map((o) => ({ ...o, reason: parsed.data.reason })));
-    else console.error("dead letters: dropping malformed message", message.id);
+    else log.error("dead letters: dropping a malformed message", { messageId: message.id });
   }
   let released: OrderMessage[] = [];
   if (letters.length > 0) {

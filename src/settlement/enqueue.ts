@@ -1,3 +1,4 @@
+import { log } from "../shared/log";
 import type { OrderMessage, SettlementMessage } from "../shared/messages";
 
 /** One message carrying at most QUEUE_MESSAGE_MAX_ORDERS orders. */
@@ -17,7 +18,7 @@ export async function enqueueOrders(queue: Queue<SettlementMessage>, orders: Ord
       await sendOrderMessage(queue, orders);
       return;
     } catch (err) {
-      if (attempt === 2) console.warn(`queue send failed twice for ${orders.length} order(s); left to the re-drive`, err);
+      if (attempt === 2) log.warn("queue send failed twice; orders left to the re-drive", { orders: orders.length }, err);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSaleIds } from "../sales/repository";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import { log } from "../shared/log";
 import type { OrderMessage } from "../shared/messages";
 import { sendOrderMessage } from "./enqueue";
 import { staleOutboxOrders, touchOutbox } from "./outbox";
@@ -33,7 +34,7 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
       resent += await redriveSale(env, redis, saleId, now - threshold, now);
     } catch (err) {
       failures++;
-      console.error(`outbox re-drive failed for sale ${saleId}`, err);
+      log.error("outbox re-drive failed for a sale", { saleId }, err);
     }
   }
   if (failures > 0) throw new Error(`outbox re-drive failed for ${failures} sale(s); re-sent ${resent}`);

@@ -70,7 +70,7 @@ const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABL
 const KEY_REUSED = error("IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request");
 const LabCheckoutParams = z.extend(Requests.LabSaleIdParam, { strategy: z.enum(STRATEGIES) });
 
-export const API_ROUTES: readonly ApiRoute[] = [
+const ROUTES: readonly ApiRoute[] = [
   {
     method: "get",
     path: "/healthz",
@@ -332,3 +332,10 @@ export const API_ROUTES: readonly ApiRoute[] = [
     },
   },
 ];
+
+const NOT_JSON = error("UNSUPPORTED_MEDIA_TYPE: a request body that is not JSON (every body the API reads is)");
+
+/** The table, with what every route shares: any POST may be refused a body that is not JSON. */
+export const API_ROUTES: readonly ApiRoute[] = ROUTES.map((route) =>
+  route.method === "post" ? { ...route, responses: { ...route.responses, 415: NOT_JSON } } : route,
+);

@@ -19,6 +19,17 @@ export const DEV_USER_ID_PATTERN = /^[\w.@-]{1,64}$/;
 /** Units per sale: order ids hold a 20-bit per-sale sequence. */
 export const MAX_STOCK = 1_000_000;
 
+/**
+ * A sale's window: it starts at most a day ago and at most a year ahead, and lasts at most 30
+ * days. A window holds an order-id slot for its whole length, so a sale from year 0 to 9999
+ * would hold one forever.
+ */
+export const SALE_WINDOW = {
+  maxStartAgoMs: 86_400_000,
+  maxStartAheadMs: 365 * 86_400_000,
+  maxLengthMs: 30 * 86_400_000,
+} as const;
+
 /** The most admission a sale may be given: refill per second and bucket capacity. */
 export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
 

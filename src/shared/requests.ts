@@ -15,6 +15,7 @@ import {
   MAX_STOCK,
   ORDER_ID_PATTERN,
   SALE_ID_PATTERN,
+  SALE_WINDOW,
 } from "./limits";
 import { isOrderId } from "./order-id";
 import "./zod-english";
@@ -55,6 +56,18 @@ export const CreateSaleBody = z
   .check(
     z.refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), {
       message: "endsAt must be after startsAt",
+      path: ["endsAt"],
+    }),
+    z.refine((s) => Date.parse(s.startsAt) >= Date.now() - SALE_WINDOW.maxStartAgoMs, {
+      message: "startsAt must be at most a day ago",
+      path: ["startsAt"],
+    }),
+    z.refine((s) => Date.parse(s.startsAt) <= Date.now() + SALE_WINDOW.maxStartAheadMs, {
+      message: "startsAt must be at most a year from now",
+      path: ["startsAt"],
+    }),
+    z.refine((s) => Date.parse(s.endsAt) - Date.parse(s.startsAt) <= SALE_WINDOW.maxLengthMs, {
+      message: "a sale lasts at most 30 days",
       path: ["endsAt"],
     }),
   );

@@ -3,14 +3,14 @@
 // gateway and wrangler dev, on free ports and a state directory of its own.
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { createConnection, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { canConnect, freePort } from "../../dev/lib/net.ts";
+import { canConnect, freePort, requestAsHost } from "../../dev/lib/net.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import type { StackRecord } from "../../dev/stack/stack-record.ts";
-import { demoSaleId, type NpmStartRun, npmStart, stackApi } from "../support/npm-start.ts";
+import { demoSaleId, type NpmStartRun, npmStart, stackApi, stackSecrets } from "../support/npm-start.ts";
 
 const stateDir = mkdtempSync(path.join(tmpdir(), "npm-start-"));
 const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0 };
@@ -32,6 +32,18 @@ const alive = (pid: number) => {
   }
 };
 const api = () => stackApi(ports.WORKER_PORT, stateDir);
+
+/** The first line redis-server answers to an inline command sent without AUTH. */
+function redisAnswer(port: number, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(port, "127.0.0.1", () => socket.write(`${command}\r\n`));
+    socket.once("data", (chunk: Buffer) => {
+      socket.destroy();
+      resolve(chunk.toString().split("\r\n")[0] as string);
+    });
+    socket.once("error", reject);
+  });
+}
 
 afterAll(async () => {
   for (const child of runs) child.kill("SIGTERM");
@@ -65,6 +77,32 @@ describe("npm start", () => {
     expect(statuses.filter((s) => s === 429)).toEqual([]); // 60 at once: over the default 20/s, burst 40
     const buyer = await api().checkout(saleId, await api().userToken("survivor"));
     expect(buyer.status).toBe(202);
+
+    // Its exposure: random secrets of its own, printed; the Worker and the gateway answer
+    // loopback Host names only (DNS rebinding); no administrative commands; Redis wants AUTH.
+    const stored = stackSecrets(stateDir);
+    expect(new Set(Object.values(stored)).size).toBe(Object.keys(stored).length); // each its own
+    for (const value of Object.values(stored)) expect(value.length).toBeGreaterThanOrEqual(32);
+    expect(firstOutput).toContain(`Authorization: Bearer ${stored.ADMIN_TOKEN}`);
+    const admin = { Authorization: `Bearer ${stored.ADMIN_TOKEN}` };
+    const report = `/admin/sales/${saleId}/report`;
+    expect(
+      (await requestAsHost(ports.WORKER_PORT, `localhost:${ports.WORKER_PORT}`, { path: report, headers: admin })).status,
+    ).toBe(200);
+    const rebound = await requestAsHost(ports.WORKER_PORT, `rebound.example:${ports.WORKER_PORT}`, {
+      path: report,
+      headers: admin,
+    });
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.text)).toEqual({ error: { code: "HOST_NOT_ALLOWED", message: expect.any(String) } });
+    const gateway = { method: "POST", headers: { authorization: `Bearer ${stored.GATEWAY_TOKEN}` } };
+    expect((await requestAsHost(ports.GATEWAY_PORT, "rebound.example", { ...gateway, body: '["PING"]' })).status).toBe(403);
+    const flush = await requestAsHost(ports.GATEWAY_PORT, `127.0.0.1:${ports.GATEWAY_PORT}`, {
+      ...gateway,
+      body: '["FLUSHALL"]',
+    });
+    expect(flush.status).toBe(400);
+    expect(await redisAnswer(ports.REDIS_PORT, "PING")).toMatch(/^-NOAUTH/);
 
     // 2. kill -9 the run and its watchdog: wrangler, workerd, the gateway and Redis live on.
     const leftovers = record();

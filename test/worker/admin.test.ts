@@ -34,17 +34,46 @@ describe("admin: create sale", () => {
 
   it("is safe to retry with an Idempotency-Key: one sale, stock never reset", async () => {
     const key = `drop-${crypto.randomUUID()}`;
-    const first = await post(valid(), { ...bearer(env.ADMIN_TOKEN), "Idempotency-Key": key });
+    const body = valid(); // a retry sends the same request again
+    const first = await post(body, { ...bearer(env.ADMIN_TOKEN), "Idempotency-Key": key });
     expect(first.status).toBe(201);
     const sale = (await first.json()) as { id: string };
     await redis.hincrby(saleKeys(sale.id).meta, "remaining", -7); // sales happened meanwhile
     const before = await saleCount();
 
-    const retry = await post(valid(), { ...bearer(env.ADMIN_TOKEN), "Idempotency-Key": key });
+    const retry = await post(body, { ...bearer(env.ADMIN_TOKEN), "Idempotency-Key": key });
     expect(retry.status).toBe(200);
     expect(((await retry.json()) as { id: string }).id).toBe(sale.id);
     expect(await saleCount()).toBe(before);
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("93");
+  });
+
+  it("refuses an Idempotency-Key reused with a different body (422), creating and changing nothing", async () => {
+    const key = `drop-${crypto.randomUUID()}`;
+    const headers = { ...bearer(env.ADMIN_TOKEN), "Idempotency-Key": key };
+    const body = valid();
+    const first = await post(body, headers);
+    expect(first.status).toBe(201);
+    const sale = (await first.json()) as { id: string };
+    const before = await saleCount();
+
+    for (const changed of [
+      { ...body, stock: 101 },
+      { ...body, name: "Another drop" },
+      { ...body, admission: { rate: 5, burst: 5 } },
+    ]) {
+      const res = await post(changed, headers);
+      expect(res.status, JSON.stringify(changed)).toBe(422);
+      expect(await res.json()).toEqual({ error: { code: "IDEMPOTENCY_KEY_REUSED", message: expect.any(String) } });
+    }
+    expect(await saleCount()).toBe(before);
+    expect(await redis.hget(saleKeys(sale.id).meta, "stock")).toBe("100");
+
+    // The same request spelled differently (key order, spacing) is the same request.
+    const { stock, name, ...rest } = body;
+    const respelled = await post(JSON.stringify({ ...rest, stock, name: `  ${name}` }, null, 2), headers);
+    expect(respelled.status).toBe(200);
+    expect(((await respelled.json()) as { id: string }).id).toBe(sale.id);
   });
 
   it("refuses without the admin token, changing nothing", async () => {
@@ -68,6 +97,16 @@ describe("admin: create sale", () => {
       { ...valid(), startsAt: "yesterday" },
       { ...valid(), endsAt: valid().startsAt },
       { ...valid(), userId: "extra" },
+      { ...valid(), admission: { rate: 10, burst: 10, extra: 1 } },
+      { ...valid(), startsAt: "0000-01-01T00:00:00Z" },
+      { ...valid(), endsAt: "9999-12-31T23:59:59Z" },
+      { ...valid(), startsAt: new Date(Date.now() - 2 * 86_400_000).toISOString() },
+      {
+        ...valid(),
+        startsAt: new Date(Date.now() + 400 * 86_400_000).toISOString(),
+        endsAt: new Date(Date.now() + 401 * 86_400_000).toISOString(),
+      },
+      { ...valid(), endsAt: new Date(Date.now() + 31 * 86_400_000).toISOString() },
     ];
     for (const body of cases) {
       const res = await post(body);

@@ -81,7 +81,7 @@ describe("checkout", () => {
       missing: {},
       garbage: bearer("not-a-jwt"),
       forged: bearer(await userToken("mallory", { secret: "wrong-secret" })),
-      expired: bearer(await sign({ sub: "mallory", exp: now - 10 }, env.JWT_SECRET, "HS256")),
+      expired: bearer(await sign({ sub: "mallory", exp: now - 60 }, env.JWT_SECRET, "HS256")), // beyond the 30 s skew
       "no expiry": bearer(await sign({ sub: "mallory" }, env.JWT_SECRET, "HS256")),
       "no subject": bearer(await sign({ exp: now + 60 }, env.JWT_SECRET, "HS256")),
     };
@@ -103,7 +103,10 @@ describe("checkout", () => {
     expect(array.status).toBe(400);
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
 
-    const spoof = await checkout(sale.id, token, { body: JSON.stringify({ userId: "eve" }) });
+    const spoof = await checkout(sale.id, token, {
+      body: JSON.stringify({ userId: "eve" }),
+      headers: { "Content-Type": "application/json" },
+    });
     expect(spoof.status).toBe(202);
     expect(await redis.hget(saleKeys(sale.id).buyers, "dave")).toBeTruthy();
     expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();

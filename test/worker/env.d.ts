@@ -4,6 +4,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      /** The test identity provider's private keys (test/setup/identity-provider.ts), each with its kid and alg. */
+      TEST_SIGNING_KEYS: (JsonWebKey & { kid: string; alg: "RS256" | "ES256" })[];
     }
   }
 }

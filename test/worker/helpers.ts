@@ -22,21 +22,19 @@ export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_S
   return mintUserToken(userId, secret, expiresIn);
 }
 
-/** A request through the Worker's fetch handler with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...), checked against openapi.json. */
-export function fetchWithVars(vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> {
-  return checkedFetch(
-    async (req) => {
-      const ctx = createExecutionContext();
-      const res = await worker.fetch(req, { ...env, ...vars }, ctx);
-      await waitOnExecutionContext(ctx);
-      return res;
-    },
-    `${BASE}${path}`,
-    init,
-  );
+export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** `req` through the Worker's fetch handler with `vars` over the suite's env, its waitUntil work included. */
+export async function handleWithVars(vars: Partial<Env>, req: Request): Promise<Response> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(req, { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return res;
 }
 
-export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+/** A request to `path` with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...), its answer checked against openapi.json. */
+export const fetchWithVars = (vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> =>
+  checkedFetch((req) => handleWithVars(vars, req), `${BASE}${path}`, init);
 
 /** A client for inspecting Redis through the same gateway the Worker uses. */
 export const redis = new Redis({

@@ -1,9 +1,12 @@
-import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { saleKeys } from "../../src/shared/keys";
-import { BASE, checkout, createSale, redis, userToken } from "./helpers";
+import { BASE, checkout, createSale, handleWithVars, redis, userToken } from "./helpers";
 
 type ErrorJson = { error: { code: string; message: string } };
+
+/** A GET through the Worker with the production per-IP limit (the suite runs without one). */
+const getWithIpLimit = (path: string, headers: Record<string, string> = {}) =>
+  handleWithVars({ IP_RATE_LIMIT: "20" }, new Request(`${BASE}${path}`, { headers }));
 
 describe("admission and abuse limits", () => {
   it("throttles a sale at its token-bucket rate with 429, Retry-After and RateLimit headers", async () => {
@@ -32,7 +35,7 @@ describe("admission and abuse limits", () => {
   it("limits one address (IP_RATE_LIMIT, burst 2x) with the same 429 shape", async () => {
     const results = await Promise.all(
       Array.from({ length: 120 }, () =>
-        SELF.fetch(`${BASE}/api/sales/123456`, { headers: { "CF-Connecting-IP": "203.0.113.7" } }).then(async (r) => ({
+        getWithIpLimit("/api/sales/123456", { "CF-Connecting-IP": "203.0.113.7" }).then(async (r) => ({
           status: r.status,
           body: (await r.json()) as ErrorJson,
           retryAfter: r.headers.get("Retry-After"),
@@ -44,7 +47,15 @@ describe("admission and abuse limits", () => {
     expect(limited[0]?.body.error.code).toBe("RATE_LIMITED");
     expect(limited[0]?.retryAfter).toBeTruthy();
     // Another address is unaffected.
-    const other = await SELF.fetch(`${BASE}/api/sales/123456`, { headers: { "CF-Connecting-IP": "198.51.100.9" } });
+    const other = await getWithIpLimit("/api/sales/123456", { "CF-Connecting-IP": "198.51.100.9" });
     expect(other.status).toBe(404);
+  });
+
+  it("limits requests without CF-Connecting-IP as one shared address instead of not at all", async () => {
+    const statuses = await Promise.all(
+      Array.from({ length: 120 }, () => getWithIpLimit("/api/sales/123457").then((r) => r.status)),
+    );
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 404 || s === 429)).toBe(true);
   });
 });

@@ -1,0 +1,18 @@
+import type { MiddlewareHandler } from "hono";
+import { unsupportedMediaType } from "./errors";
+
+// The media types hono's JSON validator reads: application/json and application/*+json.
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+export const isJsonContentType = (contentType: string | undefined): boolean =>
+  JSON_MEDIA_TYPE.test(contentType?.split(";", 1)[0]?.trim() ?? "");
+
+/**
+ * Every request body the API reads is JSON: a body of another type is refused with 415 before
+ * any route looks at it, where it would otherwise be ignored or misread as an empty object.
+ */
+export const requireJsonBodies: MiddlewareHandler = async (c, next) => {
+  const hasBody = c.req.raw.body !== null && c.req.header("Content-Length") !== "0";
+  if (hasBody && !isJsonContentType(c.req.header("Content-Type"))) throw unsupportedMediaType();
+  await next();
+};

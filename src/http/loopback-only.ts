@@ -1,0 +1,16 @@
+import type { MiddlewareHandler } from "hono";
+import { isLoopbackHost } from "../shared/loopback";
+import type { AppEnv } from "./app-env";
+import { ApiError } from "./errors";
+
+/**
+ * With LOOPBACK_HOSTS_ONLY=true (npm start sets it; off in production), requests whose Host is
+ * not a loopback name are refused: a web page whose DNS name is rebound to 127.0.0.1 must not
+ * drive the local Worker with its admin or user tokens.
+ */
+export const loopbackHostsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.env.LOOPBACK_HOSTS_ONLY === "true" && !isLoopbackHost(c.req.header("Host") ?? new URL(c.req.url).host)) {
+    throw new ApiError(403, "HOST_NOT_ALLOWED", "this local server answers only to localhost, 127.0.0.1 or [::1]");
+  }
+  await next();
+};
