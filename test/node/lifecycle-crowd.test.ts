@@ -4,7 +4,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { drive, planCrowd } from "../../load/runner/crowd.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
 
 let stack: Stack;
@@ -132,59 +131,49 @@ describe("a crowd with a payment window", () => {
   });
 });
 
-/** Each order's payment deadline as D1 records it once the order settles, read for the whole sale at once. */
-function deadlines(saleId: string) {
-  const known = new Map<string, number>();
-  let stopped = false;
-  const poll = (async () => {
-    const db = await stack.worker.mf.getD1Database("DB");
-    while (!stopped) {
-      const { results } = await db
-        .prepare("SELECT order_id, expires_at FROM orders WHERE sale_id = ? AND expires_at IS NOT NULL")
-        .bind(Number(saleId))
-        .all<{ order_id: string; expires_at: number }>();
-      for (const r of results) known.set(r.order_id, r.expires_at);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return {
-    of: (orderId: string) => eventually(`order ${orderId} to settle`, async () => known.get(orderId), 20_000),
-    stop: async () => {
-      stopped = true;
-      await poll;
-    },
-  };
+/** One settled order per fresh buyer of `saleId`, all bought at once. */
+async function ordersOf(saleId: string, count: number, prefix: string): Promise<D1Order[]> {
+  const users = Array.from({ length: count }, (_, i) => `${prefix}-${saleId}-${i}`);
+  const answers = await Promise.all(users.map(async (u) => stack.api.checkout(saleId, await stack.api.userToken(u))));
+  expect(answers.every((a) => a.status === 202)).toBe(true);
+  return settled(saleId, count, ["pending"]);
+}
+
+/** Payments per second the stack answers just now, measured on a burst of `count` with time to spare. */
+async function measurePaymentRate(count: number): Promise<number> {
+  const sale = await stack.api.createSale({ stock: count, paymentWindowSec: 600, name: "payment rate" });
+  const rows = await ordersOf(sale.id, count, "rate");
+  const started = performance.now();
+  const answers = await Promise.all(rows.map((row) => pay(row.order_id, row.user_id)));
+  expect(answers.every((a) => a.status === 200)).toBe(true);
+  return (count * 1000) / (performance.now() - started);
 }
 
 describe("payments landing at the deadline", () => {
   it("ends each of 500 orders paid xor expired, and returns exactly the expired units", async () => {
     const ORDERS = 500;
-    // Buyers arrive 100 a second, so their deadlines (3 s after each order settles) are spread
-    // as much. Each buyer pays ahead of its own deadline by how long payments have lately taken
-    // to land (a moving average, so the machine's load is accounted for), ±20 ms: the payment
-    // lands within about ±20 ms of the deadline, where D1 decides between it and the expiry.
-    const sale = await stack.api.createSale({ stock: ORDERS, paymentWindowSec: 3, name: "deadline race" });
-    const shots = await planCrowd(stack.api, ORDERS, 1, `race-${sale.id}-`);
-    const settled = deadlines(sale.id);
-    let lead = 50;
-    const outcomes: { orderId: string; answer: Awaited<ReturnType<typeof pay>> }[] = [];
-    await drive(
-      shots,
-      async (shot) => {
-        const bought = await stack.api.checkout(sale.id, shot.token);
-        expect(bought.status).toBe(202);
-        const orderId = bought.orderId as string;
-        const aim = (await settled.of(orderId)) - lead + Math.random() * 40 - 20;
-        await new Promise((r) => setTimeout(r, Math.max(0, aim - Date.now())));
-        const sent = performance.now();
-        const answer = await pay(orderId, shot.userId);
-        lead = 0.8 * lead + 0.2 * (performance.now() - sent);
-        outcomes.push({ orderId, answer });
-        return bought;
-      },
-      { ratePerSec: 100 },
+    // 500 buyers at once: their orders settle together, so their deadlines fall within a
+    // second or so. Every payment goes out in one burst, started half the burst's duration
+    // before the first deadline (the duration measured on a first burst of 100): its payments
+    // land across the deadlines whatever this machine's speed, and for each order D1 decides
+    // between the payment and the expiry (the expiry jobs and the cron's sweep run alike).
+    const paymentsPerSecond = await measurePaymentRate(100);
+    const sale = await stack.api.createSale({ stock: ORDERS, paymentWindowSec: 15, name: "deadline race" });
+    const rows = await ordersOf(sale.id, ORDERS, "race");
+    const first = Math.min(...rows.map((r) => r.expires_at as number));
+    const last = Math.max(...rows.map((r) => r.expires_at as number));
+    const start = first - (ORDERS / paymentsPerSecond / 2) * 1000;
+    expect(start, "the orders took too long to settle for the race").toBeGreaterThan(Date.now());
+    await new Promise((r) => setTimeout(r, start - Date.now()));
+    const sweeping = setInterval(() => void stack.worker.scheduled(), 200); // the cron, racing as well
+    const outcomes = await Promise.all(
+      rows.map(async (row) => {
+        const answer = await pay(row.order_id, row.user_id);
+        return { orderId: row.order_id, answer, at: Date.now() - (row.expires_at as number) };
+      }),
     );
-    await settled.stop();
+    clearInterval(sweeping);
+
     const report = await reconciled(sale.id);
     const final = new Map((await d1Orders(sale.id)).map((r) => [r.order_id, r]));
     let paid = 0;
@@ -204,9 +193,11 @@ describe("payments landing at the deadline", () => {
         });
       }
     }
+    const landed = outcomes.map((o) => o.at).sort((x, y) => x - y);
     console.log(
-      `deadline race: ${paid} paid, ${expired} expired, ${report.refundsDue} charges recorded for refund ` +
-        `(payments sent about ${lead.toFixed(0)} ms early ±20 ms)`,
+      `deadline race: ${paid} paid, ${expired} expired, ${report.refundsDue} charges recorded for refund; ` +
+        `deadlines within ${last - first} ms; answers from ${landed[0]} to ${landed.at(-1)} ms around their deadlines ` +
+        `(${paymentsPerSecond.toFixed(0)} payments/s)`,
     );
     expect(paid, "no payment won the race: the test did not race").toBeGreaterThan(0);
     expect(expired, "no expiry won the race: the test did not race").toBeGreaterThan(0);
