@@ -61,6 +61,8 @@ export const adminRoutes = new Hono<AppEnv>()
           currency: body.currency,
           paymentWindowSec: body.paymentWindowSec,
           perUserLimit: body.perUserLimit,
+          description: body.description,
+          imageUrl: body.imageUrl ?? null,
         },
         idempotency,
       );

@@ -1,5 +1,5 @@
 import { ID_SLOTS } from "../shared/order-id";
-import type { Sale } from "./sale";
+import type { Sale, SaleState } from "./sale";
 
 interface SaleRow {
   id: number;
@@ -14,6 +14,11 @@ interface SaleRow {
   currency: string;
   payment_window_sec: number;
   per_user_limit: number;
+  description: string;
+  image_url: string | null;
+  state: SaleState;
+  version: number;
+  archived_at: number | null;
 }
 
 const fromRow = (row: SaleRow): Sale => ({
@@ -28,10 +33,26 @@ const fromRow = (row: SaleRow): Sale => ({
   currency: row.currency,
   paymentWindowSec: row.payment_window_sec,
   perUserLimit: row.per_user_limit,
+  description: row.description,
+  imageUrl: row.image_url,
+  state: row.state,
+  version: row.version,
+  archivedAt: row.archived_at,
 });
 
 const SALE_COLUMNS =
-  "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit";
+  "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
+  "description, image_url, state, version, archived_at";
+
+/**
+ * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second:
+ * ids carry whole seconds, so neighbours must not share one), or NULL when all are taken.
+ */
+const FREE_SLOT = (start: string, end: string, self: string) => `(
+  WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
+  SELECT n FROM slot
+  WHERE n NOT IN (SELECT id_slot FROM sales WHERE id != ${self} AND starts_at < ${end} + 1000 AND ends_at > ${start} - 1000)
+  ORDER BY n LIMIT 1)`;
 
 /** A random id in [1, 2^48): unique without coordination, short enough for a URL. */
 function randomSaleId(): number {
@@ -39,7 +60,7 @@ function randomSaleId(): number {
   return (hi & 0xffff) * 2 ** 32 + lo || 1;
 }
 
-export type NewSale = Omit<Sale, "id" | "idSlot">;
+export type NewSale = Omit<Sale, "id" | "idSlot" | "state" | "version" | "archivedAt">;
 
 /** A create's Idempotency-Key and the fingerprint of its request. */
 export interface IdempotencyRecord {
@@ -59,13 +80,10 @@ export async function insertSale(
 ): Promise<Sale | undefined> {
   const row = await db
     .prepare(
-      `WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
-       INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
-                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit)
-       SELECT ?9, ?1, ?2, ?3, ?4, n, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14 FROM slot
-       -- windows padded by a second: ids carry whole seconds, so neighbours must not share one
-       WHERE n NOT IN (SELECT id_slot FROM sales WHERE starts_at < ?4 + 1000 AND ends_at > ?3 - 1000)
-       ORDER BY n LIMIT 1
+      `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
+                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+       FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING ${SALE_COLUMNS}`,
     )
@@ -84,9 +102,108 @@ export async function insertSale(
       sale.currency,
       sale.paymentWindowSec,
       sale.perUserLimit,
+      sale.description,
+      sale.imageUrl,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
+}
+
+/** What an edit changes; each field absent stays as it is. */
+export interface SaleChanges {
+  name?: string;
+  description?: string;
+  imageUrl?: string | null;
+  startsAt?: number;
+  endsAt?: number;
+  admission?: { rate: number; burst: number };
+  stock?: number;
+}
+
+/**
+ * Applies an edit to the sale as it was read at `version` (optimistic concurrency: a
+ * concurrent edit makes this one change nothing, and the caller reads again), with a fresh
+ * order-id slot for the new window. Returns the sale as edited, undefined when the version
+ * moved on, or "NO_ID_SLOT" when every slot is taken over the new window.
+ */
+export async function updateSale(db: D1Database, sale: Sale, changes: SaleChanges): Promise<Sale | undefined | "NO_ID_SLOT"> {
+  const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission };
+  const row = await db
+    .prepare(
+      `UPDATE sales SET name = ?3, description = ?4, image_url = ?5, starts_at = ?6, ends_at = ?7,
+              admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
+              id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
+       WHERE id = ?1 AND version = ?2
+       RETURNING ${SALE_COLUMNS}`,
+    )
+    .bind(
+      Number(sale.id),
+      sale.version,
+      next.name,
+      next.description,
+      next.imageUrl,
+      next.startsAt,
+      next.endsAt,
+      next.admission.rate,
+      next.admission.burst,
+      next.stock,
+    )
+    .first<SaleRow>()
+    // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.
+    .catch((err: unknown) => {
+      if (/CHECK constraint failed: id_slot/.test(String(err))) return "NO_ID_SLOT" as const;
+      throw err;
+    });
+  return row === "NO_ID_SLOT" ? row : row ? fromRow(row) : undefined;
+}
+
+/** Pauses, resumes or cancels a sale; a cancelled sale stays cancelled. Undefined when there is no such sale to change. */
+export async function setSaleState(db: D1Database, saleId: string, state: SaleState): Promise<Sale | undefined> {
+  const row = await db
+    .prepare(
+      `UPDATE sales SET state = ?2, version = version + 1
+       WHERE id = ?1 AND (state != 'cancelled' OR ?2 = 'cancelled')
+       RETURNING ${SALE_COLUMNS}`,
+    )
+    .bind(Number(saleId), state)
+    .first<SaleRow>();
+  return row ? fromRow(row) : undefined;
+}
+
+/** Where a catalog page starts: after the sale that ended the previous one. */
+export interface CatalogCursor {
+  startsAt: number;
+  id: string;
+}
+
+/**
+ * Sales that have not ended and are not cancelled, by start (then id), after `cursor`: one
+ * more than `limit` is read, so the caller knows whether a next page exists.
+ */
+export async function catalogSaleIds(
+  db: D1Database,
+  now: number,
+  cursor: CatalogCursor | undefined,
+  limit: number,
+): Promise<{ id: string; startsAt: number }[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT id, starts_at FROM sales
+       WHERE ends_at > ?1 AND state != 'cancelled' AND (starts_at > ?2 OR (starts_at = ?2 AND id > ?3))
+       ORDER BY starts_at, id LIMIT ?4`,
+    )
+    .bind(now, cursor?.startsAt ?? -1, Number(cursor?.id ?? 0), limit + 1)
+    .all<{ id: number; starts_at: number }>();
+  return results.map((r) => ({ id: String(r.id), startsAt: r.starts_at }));
+}
+
+/** Every sale id, a page at a time (for building the catalog's Bloom filter). */
+export async function saleIdsAfter(db: D1Database, after: string, limit: number): Promise<string[]> {
+  const { results } = await db
+    .prepare("SELECT id FROM sales WHERE id > ? ORDER BY id LIMIT ?")
+    .bind(Number(after), limit)
+    .all<{ id: number }>();
+  return results.map((r) => String(r.id));
 }
 
 /** The sale created with `key`, and the fingerprint of the request that created it (null before fingerprints). */

@@ -16,11 +16,23 @@ export interface Sale {
   /** Seconds a settled order waits for its payment; 0: orders are final when settled. */
   paymentWindowSec: number;
   perUserLimit: number;
+  description: string;
+  imageUrl: string | null;
+  state: SaleState;
+  /** Grows with every edit and change of state. */
+  version: number;
+  /** When the sale's Redis keys were archived to D1 and removed (after it ended and settled). */
+  archivedAt: number | null;
 }
 
-export function saleStatus(now: number, startsAt: number, endsAt: number, remaining: number): SaleStatus {
-  if (now >= endsAt) return "ended";
-  if (now < startsAt) return "upcoming";
+/** An operator's say over a sale: checkout refuses a paused one until it is resumed, a cancelled one for good. */
+export type SaleState = "active" | "paused" | "cancelled";
+
+export function saleStatus(sale: Pick<Sale, "startsAt" | "endsAt" | "state">, remaining: number, now: number): SaleStatus {
+  if (sale.state === "cancelled") return "cancelled";
+  if (now >= sale.endsAt) return "ended";
+  if (sale.state === "paused") return "paused";
+  if (now < sale.startsAt) return "upcoming";
   return remaining > 0 ? "live" : "sold_out";
 }
 
@@ -33,11 +45,13 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
     remaining,
     startsAt: new Date(sale.startsAt).toISOString(),
     endsAt: new Date(sale.endsAt).toISOString(),
-    status: saleStatus(now, sale.startsAt, sale.endsAt, remaining),
+    status: saleStatus(sale, remaining, now),
     price: sale.price,
     currency: sale.currency,
     paymentWindowSec: sale.paymentWindowSec,
     perUserLimit: sale.perUserLimit,
+    description: sale.description,
+    imageUrl: sale.imageUrl,
   };
 }
 

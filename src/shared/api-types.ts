@@ -8,7 +8,8 @@ import "./zod-english";
 export const ErrorBody = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export const SaleStatus = z.enum(["upcoming", "live", "sold_out", "ended"]);
+/** cancelled and ended are final; paused may be resumed; live, sold_out and upcoming follow the clock and the stock. */
+export const SaleStatus = z.enum(["upcoming", "live", "sold_out", "paused", "ended", "cancelled"]);
 export type SaleStatus = z.infer<typeof SaleStatus>;
 
 /** GET /api/sales/:saleId: the sale with its live remaining stock. */
@@ -26,8 +27,19 @@ export const SaleView = z.object({
   /** Seconds a settled order waits for its payment; 0: no payment step, orders are final when settled. */
   paymentWindowSec: z.int(),
   perUserLimit: z.int(),
+  description: z.string(),
+  /** https only; null when the sale has no image. */
+  imageUrl: z.nullable(z.string()),
 });
 export type SaleView = z.infer<typeof SaleView>;
+
+/** GET /api/sales: upcoming and live sales by start, a page at a time. */
+export const CatalogPage = z.object({
+  sales: z.array(SaleView),
+  /** Pass it as ?cursor= for the next page; null on the last page. */
+  nextCursor: z.nullable(z.string()),
+});
+export type CatalogPage = z.infer<typeof CatalogPage>;
 
 /** POST /admin/sales: the sale as created, with its admission bucket. */
 export const AdminSaleView = z.extend(SaleView, { admission: z.object({ rate: z.int(), burst: z.int() }) });

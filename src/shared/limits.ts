@@ -30,6 +30,13 @@ export const SALE_WINDOW = {
   maxLengthMs: 30 * 86_400_000,
 } as const;
 
+/** What a sale's page shows: a description and an image, bounded. */
+export const MAX_DESCRIPTION_LENGTH = 2_000;
+export const MAX_IMAGE_URL_LENGTH = 2_000;
+
+/** Sales per page of GET /api/sales. */
+export const CATALOG_PAGE_SIZE = 20;
+
 /** The most admission a sale may be given: refill per second and bucket capacity. */
 export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
 

@@ -9,6 +9,8 @@ import {
   DEV_USER_ID_PATTERN,
   LAB_SALE_ID_PATTERN,
   MAX_ADMISSION,
+  MAX_DESCRIPTION_LENGTH,
+  MAX_IMAGE_URL_LENGTH,
   MAX_PAYMENT_WINDOW_SEC,
   MAX_PER_USER_LIMIT,
   MAX_PRICE,
@@ -38,13 +40,38 @@ const Admission = z.strictObject({
 });
 
 /** POST /admin/sales */
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(200));
+const Stock = z.int().check(z.minimum(1), z.maximum(MAX_STOCK));
+const Description = z.string().check(z.trim(), z.maxLength(MAX_DESCRIPTION_LENGTH));
+/** https only: the storefront shows it on its own pages. */
+const ImageUrl = z.url({ protocol: /^https$/, error: "imageUrl must be an https URL" }).check(z.maxLength(MAX_IMAGE_URL_LENGTH));
+
+/**
+ * What is wrong with a sale's window, if anything: it ends after it starts, starts no earlier
+ * than a day ago and at most a year ahead, and lasts at most 30 days. Shared by create and edit.
+ */
+export function windowProblem(
+  startsAt: number,
+  endsAt: number,
+  now = Date.now(),
+): { message: string; field: string } | undefined {
+  if (!(endsAt > startsAt)) return { message: "endsAt must be after startsAt", field: "endsAt" };
+  if (startsAt < now - SALE_WINDOW.maxStartAgoMs) return { message: "startsAt must be at most a day ago", field: "startsAt" };
+  if (startsAt > now + SALE_WINDOW.maxStartAheadMs)
+    return { message: "startsAt must be at most a year from now", field: "startsAt" };
+  if (endsAt - startsAt > SALE_WINDOW.maxLengthMs) return { message: "a sale lasts at most 30 days", field: "endsAt" };
+  return undefined;
+}
+
 export const CreateSaleBody = z
   .strictObject({
-    name: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
-    stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)),
+    name: Name,
+    stock: Stock,
     startsAt: z.iso.datetime({ offset: true }),
     endsAt: z.iso.datetime({ offset: true }),
     admission: z.optional(Admission),
+    description: z._default(Description, ""),
+    imageUrl: z.optional(ImageUrl),
     /** Minor units (cents); what one unit costs. */
     price: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PRICE)), 0),
     currency: z._default(z.string().check(z.regex(CURRENCY_PATTERN, "currency must be 3 upper-case letters")), DEFAULT_CURRENCY),
@@ -54,24 +81,33 @@ export const CreateSaleBody = z
     perUserLimit: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
   })
   .check(
-    z.refine((s) => Date.parse(s.endsAt) > Date.parse(s.startsAt), {
-      message: "endsAt must be after startsAt",
-      path: ["endsAt"],
-    }),
-    z.refine((s) => Date.parse(s.startsAt) >= Date.now() - SALE_WINDOW.maxStartAgoMs, {
-      message: "startsAt must be at most a day ago",
-      path: ["startsAt"],
-    }),
-    z.refine((s) => Date.parse(s.startsAt) <= Date.now() + SALE_WINDOW.maxStartAheadMs, {
-      message: "startsAt must be at most a year from now",
-      path: ["startsAt"],
-    }),
-    z.refine((s) => Date.parse(s.endsAt) - Date.parse(s.startsAt) <= SALE_WINDOW.maxLengthMs, {
-      message: "a sale lasts at most 30 days",
-      path: ["endsAt"],
+    z.superRefine((s, ctx) => {
+      const problem = windowProblem(Date.parse(s.startsAt), Date.parse(s.endsAt));
+      if (problem) ctx.issues.push({ code: "custom", message: problem.message, path: [problem.field], input: s });
     }),
   );
 export type CreateSaleBody = z.infer<typeof CreateSaleBody>;
+
+/**
+ * PATCH /admin/sales/:saleId: what may change. Name, description and image at any time; the
+ * window and the admission only before the sale starts; stock only upward, ever.
+ */
+export const UpdateSaleBody = z
+  .strictObject({
+    name: z.optional(Name),
+    description: z.optional(Description),
+    /** null takes the image away. */
+    imageUrl: z.optional(z.nullable(ImageUrl)),
+    startsAt: z.optional(z.iso.datetime({ offset: true })),
+    endsAt: z.optional(z.iso.datetime({ offset: true })),
+    admission: z.optional(Admission),
+    stock: z.optional(Stock),
+  })
+  .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
+export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
+
+/** GET /api/sales?cursor=: the next page, as the previous page's nextCursor gave it. */
+export const CatalogQuery = z.strictObject({ cursor: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))) });
 
 /** POST /api/sales/:saleId/checkout; the body is optional (one unit). */
 export const CheckoutBody = z.object({
