@@ -1,10 +1,14 @@
 import type { Redis } from "@upstash/redis";
 import { backoffDelayMs } from "./backoff";
+import { type Listening, listen } from "./channels";
 
 /** What one attempt found: the prize, or how long the holder's lease still runs (ms; <= 0 unknown). */
 export type Attempt<T> = { acquired: T } | { retryInMs: number };
 
-/** The fallback when no release message comes: jittered exponential backoff. */
+/**
+ * The fallback when no release message comes: jittered exponential backoff until the
+ * subscription is confirmed, then a jittered capMs (messages do the waking from then on).
+ */
 export interface RetryOptions {
   baseMs: number;
   capMs: number;
@@ -28,19 +32,18 @@ export interface WaitOptions<T> {
 }
 
 /**
- * Tries until `attempt` succeeds or `waitMs` is spent. A waiter subscribes to the lock's
+ * Tries until `attempt` succeeds or `waitMs` is spent. A waiter listens on the lock's
  * channel (Upstash REST subscribe, one streaming request) only after a first attempt
- * failed, so an uncontended acquire is one round trip. It tries again when the
+ * failed, so an uncontended acquire is one round trip; it tries again once the
  * subscription is confirmed (a release may have come before it was listening), whenever a
  * message says so, and otherwise after a jittered backoff capped by the holder's remaining
- * lease and the budget left. Undefined when the budget ran out.
+ * lease and the budget left (once subscribed, the backoff is the cap: it is only a fallback
+ * for a lost message, and for fair waiters the heartbeat that keeps their place). A waiter
+ * that can join a subscription already open in its process joins before its first
+ * attempt, which spares it the second. Undefined when the budget ran out.
  */
 export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const deadline = Date.now() + options.waitMs;
-  let found = await options.attempt();
-  if ("acquired" in found) return found.acquired;
-  if (options.waitMs <= 0) return undefined;
-
   let handedOver: { acquired: T } | undefined;
   let nudged = false;
   let wake: (() => void) | undefined;
@@ -48,23 +51,29 @@ export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | un
     nudged = true;
     wake?.();
   };
-  const subscriber = options.redis.subscribe<string>(options.channel);
-  subscriber.on("subscribe", nudge);
-  subscriber.on("message", ({ message }) => {
-    const verdict = options.onMessage(String(message));
-    if (verdict === "ignore") return;
-    if (verdict !== "retry") handedOver = verdict;
-    nudge();
-  });
-  // A subscription that fails leaves the backoff to do the waking.
-  subscriber.on("error", () => undefined);
+  const hooks = {
+    onMessage: (message: string) => {
+      const verdict = options.onMessage(message);
+      if (verdict === "ignore") return;
+      if (verdict !== "retry") handedOver = verdict;
+      nudge();
+    },
+    onReady: nudge,
+  };
+  let listening: Listening | undefined = options.waitMs > 0 ? listen(options.redis, options.channel, hooks, true) : undefined;
   try {
+    let found = await options.attempt();
+    if ("acquired" in found) return found.acquired;
+    if (options.waitMs <= 0) return undefined;
+    if (listening?.ready) nudged = false; // joined a confirmed subscription before the attempt: nothing was missed
+    listening ??= listen(options.redis, options.channel, hooks);
     for (let retry = 0; ; retry++) {
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
-      if (!nudged) {
+      if (!nudged && !handedOver) {
         const leaseLeft = found.retryInMs > 0 ? found.retryInMs : Number.POSITIVE_INFINITY;
-        const delay = Math.min(backoffDelayMs(retry, options.retry.baseMs, options.retry.capMs), leaseLeft, left);
+        const retries = listening?.ready ? Number.POSITIVE_INFINITY : retry;
+        const delay = Math.min(backoffDelayMs(retries, options.retry.baseMs, options.retry.capMs), leaseLeft, left);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay);
           wake = () => {
@@ -81,6 +90,6 @@ export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | un
       if ("acquired" in found) return found.acquired;
     }
   } finally {
-    void subscriber.unsubscribe();
+    listening?.close();
   }
 }

@@ -42,6 +42,7 @@ beforeAll(async () => {
   await sem.available();
 });
 afterAll(async () => {
+  await new Promise((resolve) => setTimeout(resolve, 300)); // shared subscriptions linger 250 ms after their last waiter
   direct?.disconnect();
   await gateway?.stop();
   await server?.stop();
@@ -317,5 +318,56 @@ describe("ExpirableSemaphore", () => {
     await p3?.release();
     await p4?.release();
     expect(await sem.available()).toBe(2);
+  });
+});
+
+describe("a randomized schedule", () => {
+  it("50 contenders x 100 acquisitions, random holds and injected latency: the fenced log shows no overlap", async () => {
+    const CONTENDERS = 50;
+    const ACQUISITIONS = 100;
+    const lock = new Lock(redis, fresh("schedule"));
+    /** One entry per hold, in the order holds began: who, its fencing token, when it entered and left. */
+    const log: { contender: number; fence: number; enter: number; exit: number }[] = [];
+    let holder: number | undefined;
+    let overlaps = 0;
+    // Latency at the gateway changes every 100 ms: mostly none, a third of the time an emulated hop of 1 to 3 ms.
+    let running = true;
+    const latency = (async () => {
+      while (running) {
+        await gateway.setLatency(Math.random() < 2 / 3 ? 0 : 1 + Math.floor(Math.random() * 3));
+        await sleep(100);
+      }
+    })();
+    const contender = async (id: number) => {
+      for (let i = 0; i < ACQUISITIONS; i++) {
+        const lease = await lock.tryAcquire({ leaseMs: 10_000, waitMs: 60_000 });
+        if (!lease) throw new Error(`contender ${id} gave up`);
+        if (holder !== undefined) overlaps++;
+        holder = id;
+        const entry = { contender: id, fence: lease.fence as number, enter: performance.now(), exit: 0 };
+        log.push(entry);
+        // Most holds end at once; some wait a turn of the event loop or a millisecond.
+        if (Math.random() < 0.3) await sleep(Math.random() < 0.5 ? 0 : 1);
+        entry.exit = performance.now();
+        holder = undefined;
+        expect(await lease.release()).toBe(true);
+      }
+    };
+    const started = performance.now();
+    try {
+      await Promise.all(Array.from({ length: CONTENDERS }, (_, id) => contender(id)));
+    } finally {
+      running = false;
+      await latency;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`${log.length} fenced holds in ${seconds.toFixed(1)} s (${(log.length / seconds).toFixed(0)}/s)`);
+    expect(log).toHaveLength(CONTENDERS * ACQUISITIONS);
+    expect(overlaps).toBe(0);
+    for (let i = 1; i < log.length; i++) {
+      const [before, after] = [log[i - 1], log[i]] as [(typeof log)[number], (typeof log)[number]];
+      expect(after.fence).toBeGreaterThan(before.fence); // fences grow in the order holds began
+      expect(after.enter).toBeGreaterThanOrEqual(before.exit); // and no hold began before the last one ended
+    }
   });
 });
