@@ -9,7 +9,7 @@
 // Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380); ADMIN_TOKEN and
 // JWT_SECRET override the stored secrets; any of the Worker's [vars] (IP_RATE_LIMIT=0 ...)
 // overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
-// uses that database and starts no Redis and no gateway.
+// uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -171,6 +171,8 @@ async function main() {
       `JWT_SECRET=${secrets.JWT_SECRET}`,
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
+      // The lab's redlock strategy, when its databases are given (single quotes: the value is JSON).
+      ...(process.env.LOCK_QUORUM_NODES ? [`LOCK_QUORUM_NODES='${process.env.LOCK_QUORUM_NODES}'`] : []),
     ].join("\n"),
     { mode: 0o600 },
   );

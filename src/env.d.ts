@@ -5,5 +5,7 @@ declare namespace Cloudflare {
     JWT_SECRET: string;
     UPSTASH_REDIS_REST_URL: string;
     UPSTASH_REDIS_REST_TOKEN: string;
+    /** Quorum locks (the lab's redlock): JSON [{"url": "...", "token": "..."}, ...], one per independent database. */
+    LOCK_QUORUM_NODES?: string;
   }
 }

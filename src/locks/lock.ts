@@ -44,7 +44,8 @@ export class Lock {
 
   /** Takes the lock, waiting up to waitMs; undefined when it stayed taken. */
   async tryAcquire(options: LockOptions): Promise<Lease | undefined> {
-    const { keys, redis } = this;
+    const keys = this.keys;
+    const redis = this.redis;
     const token = crypto.randomUUID();
     const waitMs = options.waitMs ?? 0;
     // A single attempt never queues: its place would be handed the lock after it left.

@@ -9,6 +9,8 @@ export interface QuorumOptions {
   leaseMs: number;
   /** Attempts after the first, each after retryDelayMs plus up to retryJitterMs at random. */
   retryCount?: number;
+  /** No attempt starts after this long (default: retryCount alone bounds the wait). */
+  waitMs?: number;
   retryDelayMs?: number;
   retryJitterMs?: number;
   /** Clock drift allowed between the nodes, as a share of the lease (plus 2 ms). */
@@ -67,9 +69,11 @@ export class QuorumLock {
     const settings = { ...DEFAULTS, ...options };
     const timeoutMs = options.nodeTimeoutMs ?? Math.max(1, Math.floor(options.leaseMs / 10));
     const driftMs = Math.floor(options.leaseMs * settings.driftFactor) + 2;
+    const giveUpAt = Date.now() + (options.waitMs ?? Number.POSITIVE_INFINITY);
     for (let attempt = 0; attempt <= settings.retryCount; attempt++) {
       if (attempt > 0) {
         await new Promise((resolve) => setTimeout(resolve, settings.retryDelayMs + Math.random() * settings.retryJitterMs));
+        if (Date.now() >= giveUpAt) break;
       }
       const token = crypto.randomUUID();
       const release = () =>
@@ -111,7 +115,10 @@ export class QuorumLock {
   /** Runs fn holding the quorum lock, renewed on a majority every leaseMs/3 (see holdWhile). */
   async using<T>(fn: Held<T>, options: QuorumOptions & HoldOptions): Promise<T> {
     const lease = await this.tryAcquire(options);
-    if (!lease) throw new LockTimeoutError(this.name, `${(options.retryCount ?? DEFAULTS.retryCount) + 1} attempts`);
+    if (!lease) {
+      const attempts = `${(options.retryCount ?? DEFAULTS.retryCount) + 1} attempts`;
+      throw new LockTimeoutError(this.name, options.waitMs === undefined ? attempts : `${options.waitMs} ms`);
+    }
     return holdWhile(lease, fn, options);
   }
 }

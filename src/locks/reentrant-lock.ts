@@ -34,7 +34,8 @@ export class ReentrantLock {
   }
 
   async acquire(owner: string, options: AcquireOptions): Promise<ReentrantHold | undefined> {
-    const { keys, redis } = this;
+    const keys = this.keys;
+    const redis = this.redis;
     return acquireWaiting({
       redis,
       channel: keys.channel,

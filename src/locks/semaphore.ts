@@ -36,7 +36,8 @@ export class ExpirableSemaphore {
   }
 
   async tryAcquire(options: AcquireOptions): Promise<Permit | undefined> {
-    const { keys, redis } = this;
+    const keys = this.keys;
+    const redis = this.redis;
     const id = crypto.randomUUID();
     return acquireWaiting({
       redis,
