@@ -95,7 +95,7 @@ async function roundTrips(stack: Stack): Promise<RoundTripRow[]> {
       return (await new Lock(redis, contended).tryAcquire({ leaseMs: LEASE_MS, waitMs: 5_000 })) as Lease;
     },
     (lease) => lease.release(),
-    "acquire counts both: the holder's acquire and release, the waiter's attempts and its subscription",
+    "the holder's acquire and release plus the waiter's attempt; the hand-over costs the waiter nothing more",
   );
   const reentrant = new ReentrantLock(redis, unique("rt-reentrant"));
   await measure(

@@ -3,6 +3,7 @@
 export { type FenceDatabase, fencedBatch } from "./d1-fence";
 export { LockLostError, type LockLostReason, LockTimeoutError, StaleFenceError } from "./errors";
 export { type Held, type HoldOptions, holdWhile } from "./hold";
+export { type LockKeys, lockKeys } from "./keys";
 export { Lease } from "./lease";
 export { type AcquireOptions, Lock, type LockOptions } from "./lock";
 export { MultiLease, MultiLock } from "./multi-lock";
