@@ -62,8 +62,7 @@ export class Lock {
     const won = await acquireWaiting({
       redis,
       channel: keys.channel,
-      waitMs,
-      retry,
+      budget: { waitMs, retry },
       attempt: async () => {
         const sentAt = Date.now();
         const reply = await runLockScript<unknown[]>(redis, LOCK_LUA.lockAcquire, keyList, [

@@ -5,7 +5,7 @@ import { reentrantLockKeys } from "./keys";
 import { Lease } from "./lease";
 import type { AcquireOptions } from "./lock";
 import { LOCK_LUA, num, runLockScript } from "./scripts";
-import { acquireWaiting, DEFAULT_RETRY } from "./wait";
+import { acquireWaiting } from "./wait";
 
 export interface ReentrantHold {
   /** The fencing token the owner's hold began with; the same for every re-entry. */
@@ -39,8 +39,7 @@ export class ReentrantLock {
     return acquireWaiting({
       redis,
       channel: keys.channel,
-      waitMs: options.waitMs ?? 0,
-      retry: options.retry ?? DEFAULT_RETRY,
+      budget: options,
       attempt: async () => {
         const reply = await runLockScript<unknown[]>(
           redis,

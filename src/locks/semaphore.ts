@@ -3,7 +3,7 @@ import { semaphoreKeys } from "./keys";
 import { Lease } from "./lease";
 import type { AcquireOptions } from "./lock";
 import { LOCK_LUA, num, runLockScript } from "./scripts";
-import { acquireWaiting, DEFAULT_RETRY } from "./wait";
+import { acquireWaiting } from "./wait";
 
 /** One permit: a lease with an id of its own, released by that id. */
 export class Permit extends Lease {
@@ -42,8 +42,7 @@ export class ExpirableSemaphore {
     return acquireWaiting({
       redis,
       channel: keys.channel,
-      waitMs: options.waitMs ?? 0,
-      retry: options.retry ?? DEFAULT_RETRY,
+      budget: options,
       attempt: async () => {
         const sentAt = Date.now();
         const reply = await runLockScript<unknown[]>(

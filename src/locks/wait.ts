@@ -25,8 +25,8 @@ export type Verdict<T> = "retry" | "ignore" | { acquired: T };
 export interface WaitOptions<T> {
   redis: Redis;
   channel: string;
-  waitMs: number;
-  retry: RetryOptions;
+  /** How long to wait (0, the default: one attempt) and the fallback backoff. */
+  budget: { waitMs?: number; retry?: RetryOptions };
   attempt: () => Promise<Attempt<T>>;
   onMessage: (message: string) => Verdict<T>;
 }
@@ -43,7 +43,9 @@ export interface WaitOptions<T> {
  * attempt, which spares it the second. Undefined when the budget ran out.
  */
 export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | undefined> {
-  const deadline = Date.now() + options.waitMs;
+  const waitMs = options.budget.waitMs ?? 0;
+  const retry = options.budget.retry ?? DEFAULT_RETRY;
+  const deadline = Date.now() + waitMs;
   let handedOver: { acquired: T } | undefined;
   let nudged = false;
   let wake: (() => void) | undefined;
@@ -60,20 +62,20 @@ export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | un
     },
     onReady: nudge,
   };
-  let listening: Listening | undefined = options.waitMs > 0 ? listen(options.redis, options.channel, hooks, true) : undefined;
+  let listening: Listening | undefined = waitMs > 0 ? listen(options.redis, options.channel, hooks, true) : undefined;
   try {
     let found = await options.attempt();
     if ("acquired" in found) return found.acquired;
-    if (options.waitMs <= 0) return undefined;
+    if (waitMs <= 0) return undefined;
     if (listening?.ready) nudged = false; // joined a confirmed subscription before the attempt: nothing was missed
     listening ??= listen(options.redis, options.channel, hooks);
-    for (let retry = 0; ; retry++) {
+    for (let retries = 0; ; retries++) {
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
       if (!nudged && !handedOver) {
         const leaseLeft = found.retryInMs > 0 ? found.retryInMs : Number.POSITIVE_INFINITY;
-        const retries = listening?.ready ? Number.POSITIVE_INFINITY : retry;
-        const delay = Math.min(backoffDelayMs(retries, options.retry.baseMs, options.retry.capMs), leaseLeft, left);
+        const backoff = backoffDelayMs(listening?.ready ? Number.POSITIVE_INFINITY : retries, retry.baseMs, retry.capMs);
+        const delay = Math.min(backoff, leaseLeft, left);
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, delay);
           wake = () => {
