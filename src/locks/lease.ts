@@ -5,9 +5,11 @@ export interface LeaseOps {
 }
 
 /**
- * One hold of a lock. `expiresAt` is a local-clock estimate that never runs late: it
- * counts the lease from when the request that took or renewed it was sent (less a drift
- * allowance for quorum locks), so a holder that believes it holds the lock does.
+ * One hold of a lock. `expiresAt` is a local-clock estimate of the lease's end: it counts
+ * the lease from when the request that took or renewed it was sent (less a drift allowance
+ * for quorum locks), so it does not run late; a lock handed over by a release message
+ * counts from the message's arrival, one one-way trip after the hand-over, which the
+ * watchdog's renewal at a third of the lease leaves ample room for.
  */
 export class Lease {
   constructor(
