@@ -11,6 +11,8 @@ export interface LockKeys {
   places: string;
   /** Pub/sub channel where releases tell the waiters. */
   channel: string;
+  /** Fair locks: a hand-over is published on this prefix + the new holder's owner token. */
+  grants: string;
 }
 
 function keysUnder(kind: string, name: string): LockKeys {
@@ -21,6 +23,7 @@ function keysUnder(kind: string, name: string): LockKeys {
     queue: `${base}:queue`,
     places: `${base}:places`,
     channel: `${base}:released`,
+    grants: `${base}:granted:`,
   };
 }
 

@@ -13,6 +13,12 @@ export interface AcquireOptions {
   waitMs?: number;
   /** The fallback backoff when no release message wakes a waiter. */
   retry?: RetryOptions;
+  /**
+   * Listen for the release message (the default). Off, a waiter only polls on the backoff:
+   * better for hundreds of waiters in one Worker isolate, where each waiting request holds
+   * a stream of its own (docs/locks.md, "Inside a Worker").
+   */
+  wakeOnRelease?: boolean;
 }
 
 export interface LockOptions extends AcquireOptions {
@@ -23,6 +29,9 @@ export interface LockOptions extends AcquireOptions {
    */
   fair?: boolean;
 }
+
+/** A lock name inside a PSUBSCRIBE pattern: its glob characters matched literally. */
+const literally = (text: string) => text.replace(/[*?[\]\\]/g, "\\$&");
 
 /** How many backoff caps a fair waiter's place outlives its last attempt. */
 const PLACE_IN_BACKOFF_CAPS = 4;
@@ -52,17 +61,19 @@ export class Lock {
     const fair = (options.fair ?? true) && waitMs > 0;
     const retry = options.retry ?? DEFAULT_RETRY;
     const keyList = [keys.lock, keys.fence, keys.queue, keys.places];
+    // Releases the lock, or leaves the queue (handing the lock on if it was just handed here).
+    const release = () => runLockScript(redis, LOCK_LUA.lockRelease, keyList, [token, keys.channel, keys.grants]);
     const lease = (fence: number, leaseMs: number, startedAt: number) =>
       new Lease(this.name, fence, options.leaseMs, startedAt + leaseMs, {
         renew: async () => num(await runLockScript(redis, LOCK_LUA.lockRenew, [keys.lock], [token, options.leaseMs])) === 1,
-        release: async () => num(await runLockScript(redis, LOCK_LUA.lockRelease, keyList, [token, keys.channel])) === 1,
+        release: async () => num(await release()) === 1,
       });
-    const granted = `granted:${token}:`;
 
     const won = await acquireWaiting({
       redis,
-      channel: keys.channel,
-      budget: { waitMs, retry },
+      // A fair waiter hears only its own hand-over; an unfair one, every release.
+      ear: fair ? { channel: keys.grants + token, sharedPattern: `${literally(keys.grants)}*` } : { channel: keys.channel },
+      budget: { waitMs, retry, wakeOnRelease: options.wakeOnRelease },
       attempt: async () => {
         const sentAt = Date.now();
         const reply = await runLockScript<unknown[]>(redis, LOCK_LUA.lockAcquire, keyList, [
@@ -75,17 +86,13 @@ export class Lock {
         return { retryInMs: num(reply[1]) };
       },
       onMessage: (message): Verdict<Lease> => {
-        if (message.startsWith(granted)) {
-          const [fence, leaseMs] = message.slice(granted.length).split(":").map(Number) as [number, number];
-          return { acquired: lease(fence, leaseMs, Date.now()) };
-        }
-        // Another waiter's turn: a fair waiter stays put until its own.
-        return fair && message.startsWith("granted:") ? "ignore" : "retry";
+        if (!fair) return "retry";
+        const [fence, leaseMs] = JSON.parse(message) as [number, number];
+        return { acquired: lease(fence, leaseMs, Date.now()) };
       },
     });
     if (!won && fair) {
-      // Leave the queue; hands the lock on if it was handed to this waiter just now.
-      await runLockScript(redis, LOCK_LUA.lockRelease, keyList, [token, keys.channel]).catch(() => undefined);
+      await release().catch(() => undefined);
     }
     return won;
   }

@@ -78,7 +78,9 @@ export class QuorumLock {
       const token = crypto.randomUUID();
       const release = () =>
         this.count(
-          async (node) => num(await runLockScript(node, LOCK_LUA.lockRelease, this.keyList(), [token, this.keys.channel])) === 1,
+          async (node) =>
+            num(await runLockScript(node, LOCK_LUA.lockRelease, this.keyList(), [token, this.keys.channel, this.keys.grants])) ===
+            1,
           timeoutMs,
         );
       const startedAt = Date.now();

@@ -38,7 +38,7 @@ export class ReentrantLock {
     const redis = this.redis;
     return acquireWaiting({
       redis,
-      channel: keys.channel,
+      ear: { channel: keys.channel },
       budget: options,
       attempt: async () => {
         const reply = await runLockScript<unknown[]>(

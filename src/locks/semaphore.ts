@@ -41,7 +41,7 @@ export class ExpirableSemaphore {
     const id = crypto.randomUUID();
     return acquireWaiting({
       redis,
-      channel: keys.channel,
+      ear: { channel: keys.channel },
       budget: options,
       attempt: async () => {
         const sentAt = Date.now();

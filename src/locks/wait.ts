@@ -1,6 +1,6 @@
 import type { Redis } from "@upstash/redis";
 import { backoffDelayMs } from "./backoff";
-import { type Listening, listen } from "./channels";
+import { type Ear, type Listening, listen } from "./channels";
 
 /** What one attempt found: the prize, or how long the holder's lease still runs (ms; <= 0 unknown). */
 export type Attempt<T> = { acquired: T } | { retryInMs: number };
@@ -24,9 +24,9 @@ export type Verdict<T> = "retry" | "ignore" | { acquired: T };
 
 export interface WaitOptions<T> {
   redis: Redis;
-  channel: string;
-  /** How long to wait (0, the default: one attempt) and the fallback backoff. */
-  budget: { waitMs?: number; retry?: RetryOptions };
+  ear: Ear;
+  /** How long to wait (0, the default: one attempt), the fallback backoff, and whether to listen at all. */
+  budget: { waitMs?: number; retry?: RetryOptions; wakeOnRelease?: boolean };
   attempt: () => Promise<Attempt<T>>;
   onMessage: (message: string) => Verdict<T>;
 }
@@ -44,6 +44,7 @@ export interface WaitOptions<T> {
  */
 export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const waitMs = options.budget.waitMs ?? 0;
+  const listens = waitMs > 0 && options.budget.wakeOnRelease !== false;
   const retry = options.budget.retry ?? DEFAULT_RETRY;
   const deadline = Date.now() + waitMs;
   let handedOver: { acquired: T } | undefined;
@@ -62,13 +63,13 @@ export async function acquireWaiting<T>(options: WaitOptions<T>): Promise<T | un
     },
     onReady: nudge,
   };
-  let listening: Listening | undefined = waitMs > 0 ? listen(options.redis, options.channel, hooks, true) : undefined;
+  let listening: Listening | undefined = listens ? listen(options.redis, options.ear, hooks, true) : undefined;
   try {
     let found = await options.attempt();
     if ("acquired" in found) return found.acquired;
     if (waitMs <= 0) return undefined;
     if (listening?.ready) nudged = false; // joined a confirmed subscription before the attempt: nothing was missed
-    listening ??= listen(options.redis, options.channel, hooks);
+    if (listens) listening ??= listen(options.redis, options.ear, hooks);
     for (let retries = 0; ; retries++) {
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
