@@ -14,9 +14,6 @@ export interface HoldOptions {
 /** The work done under a lock: it should stop (and write nothing more) once `signal` aborts. */
 export type Held<T> = (signal: AbortSignal, lease: Lease) => Promise<T>;
 
-const sleep = (ms: number, stop: Promise<void>) =>
-  Promise.race([new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms))), stop]);
-
 /**
  * Runs `fn` while holding `lease`, renewing it every leaseMs/3 (the watchdog). The moment
  * a renewal fails, finds the lock gone, or does not answer before the lease runs out, the
@@ -30,16 +27,22 @@ export async function holdWhile<T>(lease: Lease, fn: Held<T>, options: HoldOptio
   const lose = (reason: LockLostReason) => {
     if (!controller.signal.aborted) controller.abort(new LockLostError(lease.lock, reason));
   };
-  let settle: () => void = () => undefined;
-  const settled = new Promise<void>((resolve) => {
-    settle = resolve;
-  });
   let done = false;
+  // The watchdog's one pending wait; ending it early (fn settled, or the race it was in is
+  // decided) also drops its timer.
+  let endWait: () => void = () => undefined;
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, ms));
+      endWait = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
 
   const watchdog = (async () => {
     while (!done) {
-      const nextRenewal = Date.now() + lease.leaseMs / 3;
-      await sleep(Math.min(nextRenewal, holdUntil) - Date.now(), settled);
+      await wait(Math.min(Date.now() + lease.leaseMs / 3, holdUntil) - Date.now());
       if (done) return;
       if (Date.now() >= holdUntil) return lose("max-hold");
       // The renewal must answer before the lease it extends runs out.
@@ -48,8 +51,9 @@ export async function holdWhile<T>(lease: Lease, fn: Held<T>, options: HoldOptio
           (held): LockLostReason | "held" => (held ? "held" : "taken"),
           (): LockLostReason => "renewal-failed",
         ),
-        sleep(lease.expiresAt - Date.now(), settled).then((): LockLostReason | "settled" => (done ? "settled" : "expired")),
+        wait(lease.expiresAt - Date.now()).then((): LockLostReason | "settled" => (done ? "settled" : "expired")),
       ]);
+      endWait();
       if (outcome === "settled") return;
       if (outcome !== "held") return lose(outcome);
     }
@@ -63,7 +67,7 @@ export async function holdWhile<T>(lease: Lease, fn: Held<T>, options: HoldOptio
     result = { ok: false, error };
   }
   done = true;
-  settle();
+  endWait();
   await watchdog;
   // Compare-and-delete: harmless when the lock is someone else's by now.
   await lease.release().catch(() => false);
