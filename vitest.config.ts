@@ -3,11 +3,19 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-worker
 import { defineConfig } from "vitest/config";
 import { TEST_SECRETS } from "./test/setup/secrets.ts";
 
+/** Lua scripts as text, as wrangler's Text rule gives them to the Worker (for src/locks/ in Node). */
+const luaAsText = {
+  name: "lua-as-text",
+  enforce: "pre" as const,
+  transform: (code: string, id: string) => (id.endsWith(".lua") ? `export default ${JSON.stringify(code)};` : undefined),
+};
+
 export default defineConfig({
   test: {
     projects: [
       {
         // Node-side tests: the gateway, Lua scripts and dev tooling against a real redis-server.
+        plugins: [luaAsText],
         test: {
           name: "node",
           environment: "node",

@@ -9,7 +9,7 @@
 // Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380); ADMIN_TOKEN and
 // JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
-// uses that database and starts no Redis and no gateway.
+// uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on.
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands; Redis wants its random password.
@@ -183,6 +183,8 @@ async function main() {
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
       `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,
+      // The lab's redlock strategy, when its databases are given (single quotes: the value is JSON).
+      ...(process.env.LOCK_QUORUM_NODES ? [`LOCK_QUORUM_NODES='${process.env.LOCK_QUORUM_NODES}'`] : []),
     ].join("\n"),
     { mode: 0o600 },
   );

@@ -5,13 +5,14 @@
 //
 //   k6 run -e BASE_URL=http://127.0.0.1:8787 -e JWT_SECRET=... -e ADMIN_TOKEN=... load/lab.js
 //   optional: -e STOCK=300 -e RATE=200 (users/s) -e DURATION_S=10 -e VUS=200 -e MAX_VUS=1000
+// The redlock strategy needs LOCK_QUORUM_NODES on the Worker (without it, it answers 503).
 import { sleep } from "k6";
 import exec from "k6/execution";
 import http from "k6/http";
 import { admin, checkoutRequest, countOutcome } from "./lib/api.js";
 import { number } from "./lib/env.js";
 
-const STRATEGIES = /** @type {const} */ (["naive", "lock", "optimistic", "atomic"]);
+const STRATEGIES = /** @type {const} */ (["naive", "lock", "redlock", "optimistic", "atomic"]);
 const STOCK = number("STOCK", 300);
 const RATE = number("RATE", 200);
 const DURATION_S = number("DURATION_S", 10);
@@ -60,6 +61,8 @@ function buy(strategy, data) {
 export const naive = (data) => buy("naive", data);
 /** @param {{ labSaleId: string }} data */
 export const lock = (data) => buy("lock", data);
+/** @param {{ labSaleId: string }} data */
+export const redlock = (data) => buy("redlock", data);
 /** @param {{ labSaleId: string }} data */
 export const optimistic = (data) => buy("optimistic", data);
 /** @param {{ labSaleId: string }} data */

@@ -20,8 +20,9 @@ export interface GatewayOptions {
   maxBodyBytes?: number;
   /**
    * An emulated network round trip added to every Upstash request, half before its commands
-   * run and half before the answer: the hop from a Worker to its Upstash region, which a
-   * gateway on the same machine does not have. 0 (the default) adds nothing; at most MAX_LATENCY_MS.
+   * run and half before the answer (and half to every pub/sub message): the hop from a
+   * Worker to its Upstash region, which a gateway on the same machine does not have. 0 (the
+   * default) adds nothing; at most MAX_LATENCY_MS.
    */
   latencyMs?: number;
   /** Host names it answers besides loopback ones (it refuses others: DNS rebinding). */
@@ -133,6 +134,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         open: () => redis.openOneOff("gateway-subscriber"),
         close: (conn) => redis.drop(conn),
         headers: respond.headers,
+        delayMs: () => latencyMs / 2,
       });
     }
     const body = await readBody(req, maxBodyBytes);

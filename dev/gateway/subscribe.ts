@@ -13,6 +13,8 @@ export interface Subscription {
   open(): Promise<Redis>;
   close(conn: Redis): void;
   headers(): Record<string, string>;
+  /** The emulated hop's one-way delay (see GatewayOptions.latencyMs), added to every message. */
+  delayMs(): number;
 }
 
 /** Resolves once the stream is under way; throws RedisUnavailableError before any byte is sent. */
@@ -29,10 +31,18 @@ export async function serveSubscription(req: IncomingMessage, res: ServerRespons
 
   // Messages can arrive before the confirmations are written: hold them until then.
   let held: string[] | undefined = [];
+  // Under an emulated hop each message travels half a round trip, in the order it came.
+  let lastDueAt = 0;
+  const write = (event: string) => {
+    const delay = sub.delayMs();
+    if (delay <= 0) return res.write(event);
+    lastDueAt = Math.max(Date.now() + delay, lastDueAt);
+    setTimeout(() => res.writable && res.write(event), lastDueAt - Date.now());
+  };
   const send = (fields: (string | Buffer | number)[]) => {
     const event = `data: ${fields.join(",")}\n\n`;
     if (held) held.push(event);
-    else res.write(event);
+    else write(event);
   };
   if (sub.pattern) {
     conn.on("pmessageBuffer", (pattern: Buffer, channel: Buffer, message: Buffer) =>

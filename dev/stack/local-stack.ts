@@ -9,10 +9,18 @@ import { eventually } from "../lib/wait.ts";
 import { type LocalSecrets, randomSecrets } from "./local-secrets.ts";
 import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./miniflare-worker.ts";
 
+/** One independent database of the quorum lock: a redis-server and its gateway. */
+export interface QuorumNode {
+  redis: RedisServer;
+  gateway: GatewayProcess;
+}
+
 export interface Stack {
   redis: RedisServer;
   /** Its own process, as in production: the harness and the gateway do not share a thread. */
   gateway: GatewayProcess;
+  /** The quorum lock's databases (StackOptions.quorumNodes), passed to the Worker as LOCK_QUORUM_NODES. */
+  quorum: QuorumNode[];
   worker: LocalWorker;
   /** The API, as an admin (and minting user tokens the Worker accepts). */
   api: ApiClient;
@@ -33,12 +41,21 @@ export interface StackOptions {
   ordersConsumer?: QueueConsumerOptions;
   /** Receives the Worker's console output instead of stdout/stderr. */
   onWorkerLog?: (log: { level: string; message: string }) => void;
+  /** Independent redis-server + gateway pairs to start for the quorum lock (the lab's redlock); none by default. */
+  quorumNodes?: number;
+}
+
+async function startQuorumNode(secrets: LocalSecrets): Promise<QuorumNode> {
+  const redis = await startRedisServer({ password: secrets.REDIS_PASSWORD });
+  return { redis, gateway: await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN }) };
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const secrets = randomSecrets();
   const redis = await startRedisServer({ dataDir: opts.redisDataDir, password: secrets.REDIS_PASSWORD });
   const gateway = await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN });
+  const quorum = await Promise.all(Array.from({ length: opts.quorumNodes ?? 0 }, () => startQuorumNode(secrets)));
+  const quorumConfig = quorum.map((node) => ({ url: node.gateway.url, token: node.gateway.token }));
   const worker = await startLocalWorker({
     secrets: {
       ADMIN_TOKEN: secrets.ADMIN_TOKEN,
@@ -46,6 +63,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
       UPSTASH_REDIS_REST_URL: gateway.url,
       UPSTASH_REDIS_REST_TOKEN: gateway.token,
+      ...(quorum.length > 0 && { LOCK_QUORUM_NODES: JSON.stringify(quorumConfig) }),
     },
     // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
     // The whole crowd comes from one address here: no per-IP limit.
@@ -58,6 +76,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   return {
     redis,
     gateway,
+    quorum,
     worker,
     secrets,
     api: new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET }),
@@ -73,6 +92,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await worker.stop();
       await gateway.stop();
       await redis.stop();
+      for (const node of quorum) {
+        await node.gateway.stop();
+        await node.redis.stop();
+      }
     },
   };
 }

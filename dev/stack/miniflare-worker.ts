@@ -20,6 +20,8 @@ export interface WorkerSecrets {
   PAYMENT_WEBHOOK_SECRET?: string;
   UPSTASH_REDIS_REST_URL: string;
   UPSTASH_REDIS_REST_TOKEN: string;
+  /** The quorum lock's databases (JSON URL/token pairs), when the stack runs them. */
+  LOCK_QUORUM_NODES?: string;
 }
 
 export interface LocalWorker {

@@ -1,8 +1,10 @@
-// npm run bench -- [--json] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500] [--requests 6000]
-//                   [--hop-ms 5] [--throughput-concurrency 50,200]
+// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300]
+//                   [--concurrency 500] [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
-// and Queues, LAB_ENABLED=true), four figures from one run:
+// and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock),
+// these figures from one run (--only picks sections: round-trips, admission, strategies,
+// drain, throughput, locks; all by default):
 // 1. the lab's strategies side by side on the same crowd: time to sell out, accepted/s,
 //    latency, oversold, duplicates, buyers turned away while stock remained, stock unsold;
 //    then lock and atomic again with the gateway adding a --hop-ms round trip to every
@@ -10,7 +12,8 @@
 // 2. checkout throughput against a trivial route (GET /healthz), same runtime and harness,
 //    at each --throughput-concurrency;
 // 3. settlement drain rate: orders/s into D1 after a spike;
-// 4. Upstash round trips and Redis commands per checkout outcome.
+// 4. Upstash round trips and Redis commands per checkout outcome;
+// 5. the lock library against its peers (load/bench/locks.ts).
 // Local absolute numbers mean little (2 shared cores): read the ratios.
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
@@ -22,7 +25,8 @@ import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
 import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { stackTarget, type Target } from "../runner/target.ts";
-import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
+import { benchAdmissionPlacement, benchAdmissionSpike, type PlacementFigures, type SpikeFigures } from "./admission.ts";
+import { benchLocks, type ContentionFigures } from "./locks.ts";
 
 const { values } = parseArgs({
   options: {
@@ -33,9 +37,19 @@ const { values } = parseArgs({
     requests: { type: "string", default: "6000" },
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
+    only: { type: "string" },
     json: { type: "boolean", default: false },
   },
 });
+const SECTIONS = ["round-trips", "admission", "strategies", "drain", "throughput", "locks"] as const;
+const only = values.only?.split(",");
+for (const name of only ?? []) {
+  if (!(SECTIONS as readonly string[]).includes(name)) {
+    console.error(`unknown section ${name}; --only takes ${SECTIONS.join(",")}`);
+    process.exit(2);
+  }
+}
+const wants = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
 const users = Number(values.users);
 const attempts = Number(values.attempts);
 const stock = Number(values.stock);
@@ -168,37 +182,54 @@ async function benchDrain(stack: Stack, target: Target) {
 }
 
 // No per-user limit: the round-trip figures send bursts from one buyer (the limit costs no round trip).
-const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" } });
+const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" }, quorumNodes: 3 });
 try {
   const target = stackTarget(stack);
+  type StrategyRows = Awaited<ReturnType<typeof benchStrategies>>;
+  const speedups = (runs: StrategyRows) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
-  progress("round trips per outcome");
-  const roundTrips = await measureRoundTrips(stack);
-  progress("admission: bucket placement, and a spike with and without it");
-  const admissionPlacement = await benchAdmissionPlacement(stack);
-  const admissionSpike = await benchAdmissionSpike(stack);
-  await warmUp(target);
-  progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
-  const strategies = await benchStrategies(target, LAB_STRATEGIES);
-  progress(`lock and atomic again with a ${hopMs} ms round trip added at the gateway`);
-  await stack.gateway.setLatency(hopMs);
-  const overHop = await benchStrategies(target, ["lock", "atomic"]);
-  await stack.gateway.setLatency(0);
-  const drain = await benchDrain(stack, target);
+  let roundTrips: Awaited<ReturnType<typeof measureRoundTrips>> | undefined;
+  if (wants("round-trips")) {
+    progress("round trips per outcome");
+    roundTrips = await measureRoundTrips(stack);
+  }
+  let admission: { placement: PlacementFigures[]; spike: SpikeFigures[] } | undefined;
+  if (wants("admission")) {
+    progress("admission: bucket placement, and a spike with and without it");
+    admission = { placement: await benchAdmissionPlacement(stack), spike: await benchAdmissionSpike(stack) };
+  }
+  // The lock section runs before any crowd, so no settlement or lab traffic shares its cores.
+  const locks = wants("locks") ? await benchLocks(stack, hopMs, progress) : undefined;
+  let strategies: StrategyRows | undefined;
+  let overHop: StrategyRows | undefined;
+  if (wants("strategies")) {
+    await warmUp(target);
+    progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
+    strategies = await benchStrategies(target, LAB_STRATEGIES);
+    progress(`lock, redlock and atomic again with a ${hopMs} ms round trip added at the gateway`);
+    await stack.gateway.setLatency(hopMs);
+    overHop = await benchStrategies(target, ["lock", "redlock", "atomic"]);
+    await stack.gateway.setLatency(0);
+  }
+  const drain = wants("drain") ? await benchDrain(stack, target) : undefined;
   const vsTrivial = [];
-  for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
+  if (wants("throughput")) {
+    for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
+  }
 
-  const speedups = (runs: typeof strategies) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
     crowd: { users, attemptsPerUser: attempts, stock, concurrency },
-    strategies,
-    /** How many times faster atomic sold out than each other strategy. */
-    sellOutSpeedup: speedups(strategies),
-    overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) },
-    checkoutVsTrivial: vsTrivial,
-    drain,
-    roundTrips,
-    admission: { placement: admissionPlacement, spike: admissionSpike },
+    ...(strategies && {
+      strategies,
+      /** How many times faster atomic sold out than each other strategy. */
+      sellOutSpeedup: speedups(strategies),
+    }),
+    ...(overHop && { overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) } }),
+    ...(wants("throughput") && { checkoutVsTrivial: vsTrivial }),
+    ...(drain && { drain }),
+    ...(roundTrips && { roundTrips }),
+    ...(admission && { admission }),
+    ...(locks && { locks }),
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -206,7 +237,7 @@ try {
     const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
     const crowd =
       attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
-    const strategyTable = (runs: typeof strategies) =>
+    const strategyTable = (runs: StrategyRows) =>
       formatTable(
         runs.map((s) => ({
           strategy: s.strategy,
@@ -222,85 +253,129 @@ try {
           "unsold at end": s.unsold,
         })),
       );
-    log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
-    log(strategyTable(strategies));
-    log(
-      `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic`,
-    );
-    log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
-    log(strategyTable(overHop));
-    log(`atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock`);
-
-    log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
-    log(
-      formatTable(
-        vsTrivial.flatMap((v) =>
-          v.rows.map((r) => ({
-            "in flight": v.inFlight,
-            route: r.route,
-            requests: r.requests,
-            "req/s": fixed(r.reqPerSec, 0),
-            "p50 ms": fixed(r.p50Ms),
-            "p99 ms": fixed(r.p99Ms),
-          })),
-        ),
-      ),
-    );
-    for (const v of vsTrivial) {
+    if (strategies && overHop) {
+      const speedup = speedups(strategies);
+      log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
+      log(strategyTable(strategies));
       log(
-        `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+        `atomic sells out ${times(speedup.lock)} faster than lock, ${times(speedup.redlock)} faster than redlock, ${times(speedup.naive)} faster than naive, ${times(speedup.optimistic)} faster than optimistic`,
+      );
+      log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
+      log(strategyTable(overHop));
+      const hopSpeedup = speedups(overHop);
+      log(`atomic sells out ${times(hopSpeedup.lock)} faster than lock, ${times(hopSpeedup.redlock)} faster than redlock`);
+    }
+
+    if (vsTrivial.length > 0) {
+      log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
+      log(
+        formatTable(
+          vsTrivial.flatMap((v) =>
+            v.rows.map((r) => ({
+              "in flight": v.inFlight,
+              route: r.route,
+              requests: r.requests,
+              "req/s": fixed(r.reqPerSec, 0),
+              "p50 ms": fixed(r.p50Ms),
+              "p99 ms": fixed(r.p99Ms),
+            })),
+          ),
+        ),
+      );
+      for (const v of vsTrivial) {
+        log(
+          `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+        );
+      }
+    }
+
+    if (drain) {
+      log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
+      log(
+        formatTable([
+          {
+            orders: drain.orders,
+            "spike s": seconds(drain.spikeMs),
+            "all in D1 s": seconds(drain.settledMs),
+            "lag after last 202 s": seconds(drain.lagAfterLastAcceptMs),
+            "orders/s into D1": fixed(drain.ordersPerSec, 0),
+          },
+        ]),
       );
     }
 
-    log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
-    log(
-      formatTable([
-        {
-          orders: drain.orders,
-          "spike s": seconds(drain.spikeMs),
-          "all in D1 s": seconds(drain.settledMs),
-          "lag after last 202 s": seconds(drain.lagAfterLastAcceptMs),
-          "orders/s into D1": fixed(drain.ordersPerSec, 0),
-        },
-      ]),
-    );
+    if (roundTrips) {
+      log("\n4. Upstash round trips and Redis commands per checkout outcome");
+      log(
+        formatTable(
+          roundTrips.map((r) => ({
+            outcome: r.outcome,
+            "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
+            "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
+            note: r.note ?? "",
+          })),
+        ),
+      );
+    }
 
-    log("\n4. Upstash round trips and Redis commands per checkout outcome");
-    log(
-      formatTable(
-        roundTrips.map((r) => ({
-          outcome: r.outcome,
-          "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
-          "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
-          note: r.note ?? "",
-        })),
-      ),
-    );
-
-    log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
-    log(
-      formatTable(
-        admissionPlacement.map((p) => ({
-          placement: p.placement,
-          "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
-          "attempts/s": p.attemptsPerSecond,
-        })),
-      ),
-    );
-    log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
-    log(
-      formatTable(
-        admissionSpike.map((f) => ({
-          admission: f.admission,
-          requests: f.requests,
-          accepted: f.accepted,
-          "429": f.rateLimited,
-          "round trips": f.roundTrips,
-          s: fixed(f.seconds),
-        })),
-      ),
-    );
+    if (admission) {
+      log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
+      log(
+        formatTable(
+          admission.placement.map((p) => ({
+            placement: p.placement,
+            "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
+            "attempts/s": p.attemptsPerSecond,
+          })),
+        ),
+      );
+      log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
+      log(
+        formatTable(
+          admission.spike.map((f) => ({
+            admission: f.admission,
+            requests: f.requests,
+            accepted: f.accepted,
+            "429": f.rateLimited,
+            "round trips": f.roundTrips,
+            s: fixed(f.seconds),
+          })),
+        ),
+      );
+    }
+    if (locks) printLocks(locks);
   }
 } finally {
   await stack.stop();
+}
+
+/** 7. The lock library against its peers. */
+function printLocks(locks: NonNullable<Awaited<ReturnType<typeof benchLocks>>>) {
+  log("\n7. Locks: round trips per acquire and release, counted at the gateways (uncontended unless said)");
+  log(formatTable(locks.roundTrips.map((r) => ({ lock: r.lock, acquire: r.acquire, release: r.release, note: r.note }))));
+  const contentionTable = (rows: ContentionFigures[]) =>
+    formatTable(
+      rows.map((r) => ({
+        library: r.library,
+        settings: r.settings,
+        "acquired/s": fixed(r.perSecond, 0),
+        "gave up": r.gaveUp,
+        "p50 wait ms": fixed(r.waitP50Ms, 0),
+        "p99 wait ms": fixed(r.waitP99Ms, 0),
+        "max wait ms": fixed(r.waitMaxMs, 0),
+        "releaser takes it back": `${fixed(r.takesBackPct, 1)}%`,
+        "all done s (first-last)": `${fixed(r.firstDoneS, 1)}-${fixed(r.lastDoneS, 1)}`,
+        overlaps: r.overlaps,
+      })),
+    );
+  const job = `${locks.contenders} contenders on one key, each ${locks.rounds} times: acquire, ${locks.workMs} ms of work, release`;
+  log(`\n7b. ${job}; bare`);
+  log(contentionTable(locks.bare));
+  log(`\n7c. The same over a ${locks.hopMs} ms hop (gateway latency for REST and pub/sub; a delaying TCP proxy for RESP)`);
+  log(contentionTable(locks.overHop));
+  const { leaseMs, pauseMs, rows } = locks.pausedHolder;
+  log(
+    `\n7d. A holder paused past its lease (${leaseMs} ms lease, ${pauseMs} ms pause), then a second holder writes, then the first`,
+  );
+  log(formatTable(rows.map((r) => ({ library: r.library, "the first holder's late write": r.staleWrite, how: r.how }))));
 }

@@ -4,8 +4,9 @@
 // writes a JSON and an HTML report, checks the invariants after the settlement queue has
 // drained, and exits 1 on any violation.
 //
-//   --strategy checkout|naive|lock|optimistic|atomic|all   what to drive (default checkout, the
-//              real route; all = the lab's four strategies; a comma-separated list also works)
+//   --strategy checkout|naive|lock|redlock|optimistic|atomic|all   what to drive (default checkout,
+//              the real route; all = the lab's five strategies; a comma-separated list also works;
+//              redlock starts three more redis-server + gateway pairs for its quorum)
 //   --users 2000 --attempts 2 --stock 300                  the crowd: each user tries `attempts`
 //              times back to back; every strategy gets the same crowd
 //   --concurrency 500 | --rate <arrivals/s>                closed loop (default) or open loop
@@ -86,7 +87,9 @@ if (values["base-url"]) {
   target = remoteTarget(values["base-url"], adminToken, jwtSecret);
 } else {
   if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
-  stack = await startStack({ vars: { LAB_ENABLED: "true" } });
+  // The redlock strategy locks on three more independent databases.
+  const quorumNodes = options.strategies.includes("redlock") ? 3 : 0;
+  stack = await startStack({ vars: { LAB_ENABLED: "true" }, quorumNodes });
   target = stackTarget(stack);
 }
 

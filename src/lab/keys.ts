@@ -11,14 +11,14 @@ export interface LabKeys {
   meta: string;
   /** Hash of the users who bought (see each strategy for what it stores). */
   buyers: string;
-  /** The lock strategy's mutex. */
-  lock: string;
+  /** The name of the lock (or quorum lock) the lock strategies take. */
+  lockName: string;
 }
 
 /** Keys of a hand-rolled copy: the lab's own prefix, one hash tag per copy. */
 export function labKeys(strategy: HandRolledStrategy, labSaleId: string): LabKeys {
   const prefix = `lab:{${strategy}:${labSaleId}}`;
-  return { meta: `${prefix}:meta`, buyers: `${prefix}:buyers`, lock: `${prefix}:lock` };
+  return { meta: `${prefix}:meta`, buyers: `${prefix}:buyers`, lockName: `lab:${strategy}:${labSaleId}` };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
 import { DEFAULT_CURRENCY, MAX_ADMISSION } from "../shared/limits";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
 
-const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "optimistic"];
+const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic"];
 /** Lab sales open at once and stay open this long: long enough for any run. */
 const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
 
@@ -74,10 +74,10 @@ async function atomicReport(redis: Redis, labSaleId: string) {
 /** Every copy of a lab sale, or undefined when the lab sale does not exist. */
 export async function labSaleReport(redis: Redis, labSaleId: string): Promise<LabSaleReport | undefined> {
   // Issued in the same tick, all the reads travel as one auto-pipelined round trip.
-  const [naive, lock, optimistic, atomic] = await Promise.all([
+  const [naive, lock, redlock, optimistic, atomic] = await Promise.all([
     ...HAND_ROLLED.map((strategy) => handRolledReport(redis, strategy, labSaleId)),
     atomicReport(redis, labSaleId),
   ]);
-  if (!naive || !lock || !optimistic || !atomic) return undefined;
-  return { id: labSaleId, strategies: { naive, lock, optimistic, atomic } };
+  if (!naive || !lock || !redlock || !optimistic || !atomic) return undefined;
+  return { id: labSaleId, strategies: { naive, lock, redlock, optimistic, atomic } };
 }

@@ -11,5 +11,14 @@ import type { Refusal } from "../shared/refusal";
  */
 export type LabOutcome = { code: "OK"; orderId: string } | Refusal;
 
-/** `keepAlive` is the request's waitUntil, for strategies whose calls other requests share. */
-export type Strategy = (redis: Redis, labSaleId: string, userId: string, keepAlive: KeepAlive) => Promise<LabOutcome>;
+/**
+ * `keepAlive` is the request's waitUntil, for strategies whose calls other requests share;
+ * `quorum` gives the independent databases the redlock strategy locks on.
+ */
+export type Strategy = (
+  redis: Redis,
+  labSaleId: string,
+  userId: string,
+  keepAlive: KeepAlive,
+  quorum: () => Redis[],
+) => Promise<LabOutcome>;

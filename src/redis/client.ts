@@ -1,4 +1,5 @@
 import { Redis } from "@upstash/redis/cloudflare";
+import * as z from "zod/mini";
 
 export type { Redis };
 
@@ -11,8 +12,10 @@ let cached: { key: string; redis: Redis } | undefined;
  * Auto-pipelining (the client's default) folds the commands one request issues together
  * into a single HTTP round trip.
  */
+const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+
 export function redisFor(env: Env): Redis {
-  const timeoutMs = Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+  const timeoutMs = timeoutOf(env);
   const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutMs}`;
   if (cached?.key !== key) {
     cached = {
@@ -29,6 +32,36 @@ export function redisFor(env: Env): Redis {
     };
   }
   return cached.redis;
+}
+
+/** LOCK_QUORUM_NODES: the independent databases of quorum locks, as Upstash URL/token pairs. */
+const QuorumNodes = z.array(z.object({ url: z.url(), token: z.string().check(z.minLength(1)) })).check(z.minLength(1));
+let cachedQuorum: { config: string; nodes: Redis[] } | undefined;
+
+/**
+ * One client per quorum node, per isolate, each request bounded by REDIS_TIMEOUT_MS. No
+ * retry: a node that does not answer in time counts as a lost vote, and the lock retries
+ * as a whole.
+ */
+export function quorumRedisFor(env: Env): Redis[] {
+  const config = env.LOCK_QUORUM_NODES;
+  if (!config) throw new Error("LOCK_QUORUM_NODES is not set");
+  const timeoutMs = timeoutOf(env);
+  if (cachedQuorum?.config !== config) {
+    const nodes = QuorumNodes.parse(JSON.parse(config)).map(
+      ({ url, token }) =>
+        new Redis({
+          url,
+          token,
+          automaticDeserialization: false,
+          enableTelemetry: false,
+          retry: false,
+          signal: () => AbortSignal.timeout(timeoutMs),
+        }),
+    );
+    cachedQuorum = { config, nodes };
+  }
+  return cachedQuorum.nodes;
 }
 
 /** HMGET's raw reply: with automatic deserialization off the client returns the array, one slot per field. */

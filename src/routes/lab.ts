@@ -9,8 +9,9 @@ import { atomicCheckout } from "../lab/strategies/atomic";
 import { lockCheckout } from "../lab/strategies/lock";
 import { naiveCheckout } from "../lab/strategies/naive";
 import { optimisticCheckout } from "../lab/strategies/optimistic";
+import { redlockCheckout } from "../lab/strategies/redlock";
 import type { LabOutcome, Strategy } from "../lab/strategy";
-import { redisFor } from "../redis/client";
+import { quorumRedisFor, redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
@@ -18,7 +19,7 @@ import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 
 /**
- * The oversell lab: the checkout contract under four strategies, each selling from its own
+ * The oversell lab: the checkout contract under five strategies, each selling from its own
  * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
  * "true"; when off, every lab route answers exactly like a route that does not exist.
  */
@@ -26,6 +27,7 @@ import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
 const strategies: Record<StrategyName, Strategy> = {
   naive: naiveCheckout,
   lock: lockCheckout,
+  redlock: redlockCheckout,
   optimistic: optimisticCheckout,
   atomic: atomicCheckout,
 };
@@ -64,10 +66,12 @@ export const labRoutes = new Hono<AppEnv>()
     const { labSaleId } = c.req.valid("param");
     const strategy = c.req.param("strategy");
     if (!isStrategy(strategy)) throw notFound("STRATEGY_NOT_FOUND", `the lab's strategies are ${STRATEGIES.join(", ")}`);
+    if (strategy === "redlock" && !c.env.LOCK_QUORUM_NODES) throw unavailable("the redlock strategy needs LOCK_QUORUM_NODES");
     let result: LabOutcome;
     try {
       const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-      result = await strategies[strategy](redisFor(c.env), labSaleId, c.get("userId"), keepAlive);
+      const quorum = () => quorumRedisFor(c.env);
+      result = await strategies[strategy](redisFor(c.env), labSaleId, c.get("userId"), keepAlive, quorum);
     } catch (err) {
       // Fail closed, like the real checkout.
       log.warn("lab checkout: redis unavailable", { strategy, labSaleId }, err);

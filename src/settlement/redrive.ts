@@ -1,3 +1,4 @@
+import { Lock, type LockOptions, LockTimeoutError } from "../locks";
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSaleIds } from "../sales/repository";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
@@ -12,6 +13,15 @@ const MAX_PER_SALE_PER_RUN = 1_000;
 
 const DEFAULT_REDRIVE_AFTER_MS = 30_000;
 
+/**
+ * A run re-drives a sale only while it holds the sale's re-drive lock (renewed while it
+ * works), so two overlapping runs never re-send one sale's records at once; a run that
+ * finds the lock taken leaves that sale to the run holding it. A single attempt: waiting
+ * would only re-send what the other run just sent.
+ */
+const REDRIVE_LOCK: LockOptions = { leaseMs: 15_000, waitMs: 0 };
+export const redriveLockName = (saleId: string) => `redrive:sale:${saleId}`;
+
 /** OUTBOX_REDRIVE_AFTER_MS as a number; "0" is a valid setting (re-drive every record). */
 function redriveThresholdMs(configured: string | undefined): number {
   const ms = configured?.trim() ? Number(configured) : Number.NaN;
@@ -23,6 +33,7 @@ function redriveThresholdMs(configured: string | undefined): number {
  * never sent, lost, or is still being retried; it is sent again (the consumer ignores
  * repeats) and its clock restarted. Returns how many orders were re-sent. One sale that
  * fails does not hold back the others; the run reports it and the next run retries it.
+ * A sale another run is re-driving right now is skipped.
  */
 export async function redriveOutbox(env: Env, now = Date.now()): Promise<number> {
   const threshold = redriveThresholdMs(env.OUTBOX_REDRIVE_AFTER_MS);
@@ -31,8 +42,15 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
   let failures = 0;
   for (const saleId of await listRecentSaleIds(env.DB, now, SCAN_SALES_ENDED_WITHIN_MS)) {
     try {
-      resent += await redriveSale(env, redis, saleId, now - threshold, now);
+      resent += await new Lock(redis, redriveLockName(saleId)).using(
+        () => redriveSale(env, redis, saleId, now - threshold, now),
+        REDRIVE_LOCK,
+      );
     } catch (err) {
+      if (err instanceof LockTimeoutError) {
+        console.log(`outbox re-drive: sale ${saleId} is being re-driven by another run; skipped`);
+        continue;
+      }
       failures++;
       log.error("outbox re-drive failed for a sale", { saleId }, err);
     }

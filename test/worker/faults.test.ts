@@ -12,7 +12,9 @@ import {
 } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
+import { lockKeys } from "../../src/locks/keys";
 import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
+import { redriveLockName } from "../../src/settlement/redrive";
 import { saleKeys } from "../../src/shared/keys";
 import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/shared/messages";
 import {
@@ -474,5 +476,61 @@ describe("nothing lost when the consumer or D1 fails", () => {
     // The outbox still holds it, so the re-drive settles it once D1 works again.
     await runRedrive();
     await expectSettledInvariants(sale.id, 2, new Map([[user, c.orderId as string]]));
+  });
+});
+
+describe("overlapping re-drive runs", () => {
+  it("never re-send one sale at once: the run holding the sale's lock re-drives it, the other skips it", async () => {
+    const sale = await createSale({ stock: 3, name: "overlapping re-drives" });
+    // FAULT INJECTION: send throws, so the orders wait in the outbox for the re-drive.
+    const failing = {
+      send: () => Promise.reject(new Error("Queue send failed (injected)")),
+    } as unknown as Queue<SettlementMessage>;
+    const results: Checkout[] = [];
+    for (const u of ["a", "b", "c"])
+      results.push(await checkoutWith({ ...env, ORDERS: failing }, sale.id, `overlap-${sale.id}-${u}`));
+    const accepted = acceptedOf(results, 3);
+
+    // FAULT INJECTION (a send cannot be made slow locally): the first run's send of this
+    // sale's records hangs until released, so the second run starts while the first is
+    // still re-driving the sale. Other sales' records pass straight through.
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const sent = { first: 0, second: 0 };
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let firstSending: () => void = () => undefined;
+    const firstIsSending = new Promise<void>((resolve) => {
+      firstSending = resolve;
+    });
+    const queueFor = (run: "first" | "second") =>
+      ({
+        async send(body: SettlementMessage, options?: QueueSendOptions) {
+          if (body.orders.some((o) => o.saleId === sale.id)) {
+            maxInFlight = Math.max(maxInFlight, ++inFlight);
+            sent[run]++;
+            if (run === "first") {
+              firstSending();
+              await released;
+            }
+            inFlight--;
+          }
+          return env.ORDERS.send(body, options);
+        },
+      }) as unknown as Queue<SettlementMessage>;
+
+    const first = runRedrive(queueFor("first"));
+    await firstIsSending;
+    await runRedrive(queueFor("second")); // ends while the first run still holds the sale
+    expect(sent.second).toBe(0);
+    release();
+    await first;
+    expect(sent.first).toBe(1);
+    expect(maxInFlight).toBe(1);
+    // The first run let the lock go: the next run may re-drive the sale again.
+    expect(await redis.exists(lockKeys(redriveLockName(sale.id)).lock)).toBe(0);
+    await expectSettledInvariants(sale.id, 3, accepted);
   });
 });
