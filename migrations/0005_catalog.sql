@@ -13,6 +13,8 @@ ALTER TABLE sales ADD COLUMN archived_at INTEGER;
 
 -- The catalog lists sales that have not ended, by start.
 CREATE INDEX sales_catalog ON sales (ends_at, starts_at, id);
+-- The cron puts recently created sales into the Bloom filter of sale ids again.
+CREATE INDEX sales_created ON sales (created_at);
 
 -- What the reconciliation report reads from Redis, kept when a sale's keys are removed.
 CREATE TABLE sale_archives (

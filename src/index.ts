@@ -3,6 +3,7 @@ import { memo } from "./checkout/isolate-memo";
 import { runJobs } from "./orders/jobs";
 import { sweepOrders } from "./orders/lifecycle";
 import { redisFor } from "./redis/client";
+import { keepBloomFilled } from "./sales/bloom-upkeep";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
@@ -36,11 +37,16 @@ export default {
   },
 
   /**
-   * Every minute: re-send unsettled orders, expire what is due, give back units not back yet.
-   * Both run to the end whatever the other does; a failure fails the run, so it shows.
+   * Every minute: re-send unsettled orders, expire what is due, give back units not back yet,
+   * keep the catalog's Bloom filter filled. Each runs to the end whatever the others do; a
+   * failure fails the run, so it shows.
    */
   async scheduled(_controller, env) {
-    const [redrive, sweep] = await Promise.allSettled([redriveOutbox(env), sweepOrders(env.DB, redisFor(env))]);
+    const [redrive, sweep, bloom] = await Promise.allSettled([
+      redriveOutbox(env),
+      sweepOrders(env.DB, redisFor(env)),
+      keepBloomFilled(env.DB, redisFor(env)),
+    ]);
     if (redrive.status === "fulfilled" && redrive.value > 0)
       log.info("outbox re-drive re-sent orders", { resent: redrive.value });
     if (sweep.status === "fulfilled") {
@@ -49,7 +55,8 @@ export default {
       if (expired > 0 || returned.length > 0)
         log.info("sweep expired orders and returned units", { expired, returned: returned.length });
     }
-    const failures = [redrive, sweep].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    if (bloom.status === "fulfilled" && bloom.value.added > 0) log.info("sale ids added to the Bloom filter", { ...bloom.value });
+    const failures = [redrive, sweep, bloom].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

@@ -42,6 +42,15 @@ function operation(route: ApiRoute, registry: ReturnType<typeof componentRegistr
     const { properties = {} } = z.toJSONSchema(route.params, { io: "input" }) as { properties?: Record<string, Json> };
     for (const [name, schema] of Object.entries(properties)) parameters.push({ name, in: "path", required: true, schema });
   }
+  if (route.query) {
+    const { properties = {}, required = [] } = z.toJSONSchema(route.query, { io: "input" }) as {
+      properties?: Record<string, Json>;
+      required?: string[];
+    };
+    for (const [name, schema] of Object.entries(properties)) {
+      parameters.push({ name, in: "query", required: required.includes(name), schema });
+    }
+  }
   for (const [name, description] of Object.entries(route.requestHeaders ?? {})) {
     parameters.push({ name, in: "header", required: false, description, schema: { type: "string" } });
   }

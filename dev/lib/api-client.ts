@@ -3,6 +3,7 @@
 // client. It needs nothing but `fetch`, so it runs in Node and in workerd alike.
 import type {
   AdminSaleView,
+  CatalogPage,
   CheckoutAccepted,
   ErrorBody,
   OrderView,
@@ -53,7 +54,14 @@ export interface SaleInput {
   currency?: string;
   paymentWindowSec?: number;
   perUserLimit?: number;
+  description?: string;
+  imageUrl?: string;
 }
+
+/** PATCH /admin/sales/:saleId: what an edit may change. */
+export type SaleEdit = Partial<Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description">> & {
+  imageUrl?: string | null;
+};
 
 export const checkoutPath = (saleId: string) => `/api/sales/${saleId}/checkout`;
 export const labCheckoutPath = (strategy: StrategyName, labSaleId: string) => `/lab/${strategy}/sales/${labSaleId}/checkout`;
@@ -135,6 +143,27 @@ export class ApiClient {
     });
   }
 
+  /** PATCH /admin/sales/:saleId, If-Match when `ifVersion` is given. */
+  editSale(saleId: string, edit: SaleEdit, ifVersion?: number): Promise<ApiResult<AdminSaleView>> {
+    return this.adminResult(`/admin/sales/${saleId}`, {
+      method: "PATCH",
+      body: JSON.stringify(edit),
+      headers: ifVersion === undefined ? {} : { "If-Match": `"${ifVersion}"` },
+    });
+  }
+
+  /** POST /admin/sales/:saleId/pause, /resume or /cancel. */
+  setSaleState(saleId: string, action: "pause" | "resume" | "cancel"): Promise<ApiResult<AdminSaleView>> {
+    return this.adminResult(`/admin/sales/${saleId}/${action}`, { method: "POST" });
+  }
+
+  /** GET /api/sales: a page of the catalog. */
+  async catalog(cursor?: string): Promise<CatalogPage> {
+    const res = await this.options.fetch(`/api/sales${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+    if (!res.ok) throw await errorOf(res, "catalog");
+    return (await res.json()) as CatalogPage;
+  }
+
   report(saleId: string): Promise<ReconciliationReport> {
     return this.adminJson<ReconciliationReport>(`/admin/sales/${saleId}/report`);
   }
@@ -180,7 +209,14 @@ export class ApiClient {
 
   /** A call whose answer is read either way: the body, or the error's code. */
   private async result<T>(path: string, init: RequestInit): Promise<ApiResult<T>> {
-    const res = await this.options.fetch(path, init);
+    return this.resultOf<T>(await this.options.fetch(path, init));
+  }
+
+  private async adminResult<T>(path: string, init: RequestInit): Promise<ApiResult<T>> {
+    return this.resultOf<T>(await this.admin(path, init));
+  }
+
+  private async resultOf<T>(res: Response): Promise<ApiResult<T>> {
     const body = (await res.json().catch(() => undefined)) as (T & Partial<ErrorBody>) | undefined;
     return { status: res.status, body: res.ok ? body : undefined, code: body?.error?.code, headers: res.headers };
   }

@@ -34,6 +34,10 @@ export class IsolateCache<T> {
     this.entries.delete(key);
   }
 
+  clear(): void {
+    this.entries.clear();
+  }
+
   async getOrLoad(key: string, load: () => Promise<T>): Promise<T> {
     const hit = this.get(key);
     if (hit !== undefined) return hit;

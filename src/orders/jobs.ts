@@ -1,14 +1,16 @@
 import * as z from "zod/mini";
 import { redisFor } from "../redis/client";
+import { evictSale } from "../sales/catalog";
 import { log } from "../shared/log";
-import { JobMessageSchema } from "../shared/messages";
+import { type JobMessage, JobMessageSchema } from "../shared/messages";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
 /**
- * The jobs queue's consumer: expiry jobs, each delivered when its orders' window closes.
- * A job that came early (delays are whole seconds) is delivered again when its orders are
- * due; one that fails (D1 or Redis unreachable) is retried with backoff, and the cron sweep
- * covers whatever never arrives. Returns the orders whose units came back.
+ * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
+ * job that came early (delays are whole seconds) is delivered again when its orders are
+ * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
+ * cached copies. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<EndedOrder[]> {
   const returned: EndedOrder[] = [];
@@ -20,15 +22,29 @@ export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<E
       continue;
     }
     try {
-      const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), parsed.data.orderIds);
-      returned.push(...expired);
-      const next = Math.min(...notYetDue.map((o) => o.expiresAt));
-      if (notYetDue.length > 0) message.retry({ delaySeconds: Math.max(1, Math.ceil((next - Date.now()) / 1000)) });
-      else message.ack();
+      const later = await run(parsed.data, env, returned);
+      if (later === undefined) message.ack();
+      else message.retry({ delaySeconds: later });
     } catch (err) {
-      log.warn("jobs: expiry failed; retrying", { messageId: message.id }, err);
+      log.warn("jobs: a job failed; retrying", { messageId: message.id, kind: parsed.data.kind }, err);
       message.retry({ delaySeconds: Math.min(2 ** message.attempts, 60) });
     }
   }
   return returned;
+}
+
+/** Runs one job; returns in how many seconds it must run again, if it must. */
+async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<number | undefined> {
+  switch (job.kind) {
+    case "expire-orders": {
+      const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), job.orderIds);
+      returned.push(...expired);
+      if (notYetDue.length === 0) return undefined;
+      const next = Math.min(...notYetDue.map((o) => o.expiresAt));
+      return Math.max(1, Math.ceil((next - Date.now()) / 1000));
+    }
+    case "evict-sale":
+      await evictSale(redisFor(env), job.saleId);
+      return undefined;
+  }
 }

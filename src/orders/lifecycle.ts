@@ -13,6 +13,7 @@ import { log } from "../shared/log";
 import {
   type AwaitingOrder,
   cancelAwaiting,
+  cancelOrdersOfCancelledSales,
   type EndedOrder,
   expireDue,
   markPaid,
@@ -85,13 +86,29 @@ export async function expireOrders(db: D1Database, redis: Redis, orderIds: strin
 }
 
 /**
- * The cron's backstop, whatever messages were lost: expires every order that is due, and
- * gives back the units of every ended order whose return has not happened yet.
+ * The cron's backstop, whatever messages were lost: expires every order that is due,
+ * cancels what cancelled sales' orders still hold, and gives back the units of every ended
+ * order whose return has not happened yet.
  */
 export async function sweepOrders(db: D1Database, redis: Redis): Promise<{ expired: number; returned: EndedOrder[] }> {
   const expired = await expireDue(db, undefined, SWEEP_BATCH);
+  await cancelOrdersOfCancelledSales(db, undefined, SWEEP_BATCH);
   const returned = await returnEnded(db, redis, await unreturnedOrders(db, SWEEP_BATCH));
   return { expired: expired.length, returned };
+}
+
+/**
+ * A sale was cancelled: its orders that hold units are cancelled (paid ones marked for a
+ * refund) and their units given back, up to SWEEP_BATCH now; the sweep does the rest, and
+ * orders still on their way are cancelled as they settle. Units not back yet (Redis
+ * unreachable) are left to the sweep too. Returns the orders cancelled now.
+ */
+export async function cancelSaleOrders(db: D1Database, redis: Redis, saleId: string): Promise<EndedOrder[]> {
+  const cancelled = await cancelOrdersOfCancelledSales(db, saleId, SWEEP_BATCH);
+  await returnEnded(db, redis, cancelled).catch((err) =>
+    log.warn("cancelled sale's units not returned yet; left to the sweep", { saleId }, err),
+  );
+  return cancelled;
 }
 
 /**

@@ -22,18 +22,21 @@ const selectFailed = (db: D1Database, orderIds: string[]) =>
 /**
  * Idempotent insert: a redelivered or re-driven order is a no-op (UNIQUE(order_id)). Its
  * amount, currency and first state come from the sale in the same statement: awaiting
- * payment until settled_at + the sale's window, or confirmed when the sale has none. ON
- * CONFLICT DO NOTHING covers only uniqueness, so the sold <= stock CHECK and the per-buyer
- * limit trigger still abort the statement, and with it the whole batch.
+ * payment until settled_at + the sale's window, or confirmed when the sale has none; or
+ * cancelled at once when the sale was cancelled while the order was on its way (its units
+ * then come back like any cancelled order's). ON CONFLICT DO NOTHING covers only
+ * uniqueness, so the sold <= stock CHECK and the per-buyer limit trigger still abort the
+ * statement, and with it the whole batch.
  */
 const insertOrder = (db: D1Database, o: OrderMessage) =>
   db
     .prepare(
-      `INSERT INTO orders (order_id, sale_id, user_id, quantity, amount, currency, status, created_at, settled_at, expires_at)
+      `INSERT INTO orders (order_id, sale_id, user_id, quantity, amount, currency, status, created_at, settled_at, expires_at, closed_at)
        SELECT ?1, s.id, ?3, ?4, s.price * ?4, s.currency,
-              CASE WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
+              CASE WHEN s.state = 'cancelled' THEN 'cancelled' WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
               ?5, ${NOW_MS},
-              CASE WHEN s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END
+              CASE WHEN s.state != 'cancelled' AND s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END,
+              CASE WHEN s.state = 'cancelled' THEN ${NOW_MS} END
        FROM sales s WHERE s.id = ?2
        ON CONFLICT DO NOTHING`,
     )
@@ -50,13 +53,15 @@ export interface SettleResult {
   failedIds: Set<string>;
   /** Among the orders, those awaiting payment: each needs its expiry scheduled. */
   awaiting: AwaitingOrder[];
+  /** Among the orders, those cancelled (their sale was) whose units are not back yet. */
+  cancelled: EndedOrder[];
 }
 
 /** Writes all orders in one D1 batch (one transaction, one round trip). */
 export async function settleOrders(db: D1Database, orders: OrderMessage[]): Promise<SettleResult> {
-  if (orders.length === 0) return { failedIds: new Set(), awaiting: [] };
+  if (orders.length === 0) return { failedIds: new Set(), awaiting: [], cancelled: [] };
   const ids = JSON.stringify(orders.map((o) => o.orderId));
-  const results = await db.batch<{ order_id: string; expires_at: number }>([
+  const results = await db.batch([
     ...orders.map((o) => insertOrder(db, o)),
     selectFailed(
       db,
@@ -67,11 +72,22 @@ export async function settleOrders(db: D1Database, orders: OrderMessage[]): Prom
         "SELECT order_id, expires_at FROM orders WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'awaiting_payment'",
       )
       .bind(ids),
+    db
+      .prepare(
+        `SELECT ${ENDED_COLUMNS} FROM orders
+         WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'cancelled' AND returned_at IS NULL`,
+      )
+      .bind(ids),
   ]);
-  const [failed, awaiting] = results.slice(-2);
+  const [failed, awaiting, cancelled] = results.slice(-3) as [
+    D1Result<{ order_id: string }>,
+    D1Result<{ order_id: string; expires_at: number }>,
+    D1Result<EndedRow>,
+  ];
   return {
-    failedIds: new Set(failed?.results.map((r) => r.order_id)),
-    awaiting: (awaiting?.results ?? []).map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at })),
+    failedIds: new Set(failed.results.map((r) => r.order_id)),
+    awaiting: awaiting.results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at })),
+    cancelled: cancelled.results.map(fromEnded),
   };
 }
 
@@ -162,7 +178,8 @@ export interface EndedOrder {
 }
 
 const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity";
-const fromEnded = (r: { order_id: string; sale_id: number; user_id: string; quantity: number }): EndedOrder => ({
+type EndedRow = { order_id: string; sale_id: number; user_id: string; quantity: number };
+const fromEnded = (r: EndedRow): EndedOrder => ({
   orderId: r.order_id,
   saleId: String(r.sale_id),
   userId: r.user_id,
@@ -185,7 +202,7 @@ export async function expireDue(db: D1Database, orderIds: string[] | undefined, 
     : statement(
         `order_id IN (SELECT order_id FROM orders WHERE status = 'awaiting_payment' AND expires_at <= ${NOW_MS} LIMIT ?1)`,
       ).bind(limit);
-  const { results } = await update.all<Parameters<typeof fromEnded>[0]>();
+  const { results } = await update.all<EndedRow>();
   return results.map(fromEnded);
 }
 
@@ -200,6 +217,30 @@ export async function stillAwaiting(db: D1Database, orderIds: string[]): Promise
   return results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at }));
 }
 
+/**
+ * Cancels orders of cancelled sales that still hold units, at most `limit`: those of one
+ * sale, or of any (the sweep's backstop). A paid one is marked for a refund. Returns the
+ * orders this statement cancelled; their units go back through the sweep's usual return.
+ */
+export async function cancelOrdersOfCancelledSales(
+  db: D1Database,
+  saleId: string | undefined,
+  limit: number,
+): Promise<EndedOrder[]> {
+  const { results } = await db
+    .prepare(
+      `UPDATE orders SET status = 'cancelled', closed_at = ${NOW_MS}, refund_due = refund_due OR status = 'paid'
+       WHERE order_id IN (
+         SELECT o.order_id FROM orders o JOIN sales s ON s.id = o.sale_id
+         WHERE s.state = 'cancelled' AND o.status IN ${HOLDING} AND (?1 IS NULL OR o.sale_id = ?1)
+         LIMIT ?2)
+       RETURNING ${ENDED_COLUMNS}`,
+    )
+    .bind(saleId === undefined ? null : Number(saleId), limit)
+    .all<EndedRow>();
+  return results.map(fromEnded);
+}
+
 /** Cancels the owner's order while it awaits payment and its window is open; undefined when it was not. */
 export async function cancelAwaiting(db: D1Database, orderId: string, userId: string): Promise<EndedOrder | undefined> {
   const row = await db
@@ -209,7 +250,7 @@ export async function cancelAwaiting(db: D1Database, orderId: string, userId: st
        RETURNING ${ENDED_COLUMNS}`,
     )
     .bind(orderId, userId)
-    .first<Parameters<typeof fromEnded>[0]>();
+    .first<EndedRow>();
   return row ? fromEnded(row) : undefined;
 }
 
@@ -243,9 +284,7 @@ export async function unreturnedOrders(db: D1Database, limit: number, orderIds?:
     `SELECT ${ENDED_COLUMNS} FROM orders WHERE status IN ('expired', 'cancelled') AND returned_at IS NULL ${among}
      ORDER BY closed_at LIMIT ?1`,
   );
-  const { results } = await (orderIds ? statement.bind(limit, JSON.stringify(orderIds)) : statement.bind(limit)).all<
-    Parameters<typeof fromEnded>[0]
-  >();
+  const { results } = await (orderIds ? statement.bind(limit, JSON.stringify(orderIds)) : statement.bind(limit)).all<EndedRow>();
   return results.map(fromEnded);
 }
 

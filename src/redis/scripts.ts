@@ -1,7 +1,11 @@
+import bloomSource from "../../lua/bloom.lua";
+import cacheEvictSource from "../../lua/cache-evict.lua";
+import cachePutSource from "../../lua/cache-put.lua";
+import cacheReadSource from "../../lua/cache-read.lua";
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
 import returnSource from "../../lua/return.lua";
-import saleInitSource from "../../lua/sale-init.lua";
+import saleSyncSource from "../../lua/sale-sync.lua";
 import type { Redis } from "./client";
 
 // @upstash/redis' Script runs EVALSHA and falls back to EVAL on NOSCRIPT; one per client.
@@ -27,8 +31,12 @@ export function runScript<T>(redis: Redis, source: string, keys: string[], args:
 }
 
 export const LUA = {
+  bloom: bloomSource,
+  cacheEvict: cacheEvictSource,
+  cachePut: cachePutSource,
+  cacheRead: cacheReadSource,
   checkout: checkoutSource,
   labCas: labCasSource,
   return: returnSource,
-  saleInit: saleInitSource,
+  saleSync: saleSyncSource,
 } as const;

@@ -1,19 +1,22 @@
 import { Hono } from "hono";
+import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, notFound, unavailable } from "../http/errors";
+import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
 import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
+import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
-import { preloadSale } from "../sales/live-state";
+import { readLiveSale } from "../sales/live-state";
+import { changeSaleState, type EditRefusal, editSale, propagateSale } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
-import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
-import { adminSaleView, type Sale } from "../sales/sale";
+import { findSale, findSaleByIdempotencyKey, insertSale, type SaleChanges } from "../sales/repository";
+import { adminSaleView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
-import type { SaleStats } from "../shared/api-types";
+import type { AdminSaleView, SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, SaleIdParam } from "../shared/requests";
+import { CreateSaleBody, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
@@ -37,6 +40,82 @@ async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<S
   const found = await findSaleByIdempotencyKey(db, idempotency.key);
   if (found) assertSameRequest(idempotency, found.fingerprint);
   return found?.sale;
+}
+
+/**
+ * D1 has the change; Redis' copy, the caches and this isolate's memo follow. When Redis
+ * cannot be reached the change stands in D1, and the same request again finishes it.
+ */
+async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
+  try {
+    await propagateSale(redisFor(env), env.JOBS, sale);
+  } catch (err) {
+    log.warn("sale change not propagated to Redis", { saleId: sale.id }, err);
+    throw unavailable(`the ${what} was recorded but could not reach Redis; send the same request again to finish it`);
+  }
+  memo.saleChanged(sale.id);
+}
+
+/** The admin's view after a change, with live remaining stock (none once archived), and its version as ETag. */
+async function changedView(env: Env, sale: Sale): Promise<{ view: AdminSaleView; etag: string }> {
+  const live = sale.archivedAt === null ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined) : undefined;
+  return { view: adminSaleView(sale, live?.remaining ?? 0, Date.now()), etag: `"${sale.version}"` };
+}
+
+/** If-Match: "<version>" (an ETag this API gave); absent: any version. */
+function ifMatchVersion(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const match = /^(?:W\/)?"(\d{1,15})"$/.exec(header.trim());
+  if (!match) throw badRequest('If-Match must be an ETag this API gave, such as "3"');
+  return Number(match[1]);
+}
+
+function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>): ApiError {
+  switch (refusal.code) {
+    case "VERSION_MISMATCH":
+      return new ApiError(412, "PRECONDITION_FAILED", `the sale changed since: it is at version ${refusal.version}`, {
+        ETag: `"${refusal.version}"`,
+      });
+    case "SALE_STARTED":
+      return new ApiError(409, "SALE_STARTED", "the window and the admission change only before the sale starts");
+    case "SALE_CLOSED":
+      return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
+    case "STOCK_DECREASE":
+      return new ApiError(409, "STOCK_DECREASE", `stock only grows: it is ${refusal.stock}`);
+    case "INVALID_WINDOW":
+      return badRequest(`${refusal.field}: ${refusal.message}`);
+    case "NO_ID_SLOT":
+      return new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
+    case "EDIT_CONFLICT":
+      return new ApiError(409, "EDIT_CONFLICT", "the sale kept changing during this edit; send it again");
+  }
+}
+
+/** The body's fields as the sale's, times as epoch ms; fields absent stay absent. */
+const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleChanges => ({
+  ...rest,
+  ...(startsAt !== undefined && { startsAt: Date.parse(startsAt) }),
+  ...(endsAt !== undefined && { endsAt: Date.parse(endsAt) }),
+});
+
+/**
+ * Pause, resume or cancel, propagated like an edit; the same request twice changes nothing
+ * more. A cancelled sale's orders that hold units are cancelled (paid ones marked for a
+ * refund) and their units given back; what this request cannot finish, the sweep does.
+ */
+async function changeState(env: Env, saleId: string, state: SaleState): Promise<{ view: AdminSaleView; etag: string }> {
+  const result = await changeSaleState(env.DB, saleId, state);
+  if ("code" in result) {
+    if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
+    throw new ApiError(409, "SALE_CANCELLED", "the sale was cancelled: it can be neither paused nor resumed");
+  }
+  await propagate(env, result.sale, "change");
+  if (state === "cancelled") {
+    await cancelSaleOrders(env.DB, redisFor(env), saleId).catch((err) =>
+      log.warn("cancelled sale's orders left to the sweep", { saleId }, err),
+    );
+  }
+  return changedView(env, result.sale);
 }
 
 export const adminRoutes = new Hono<AppEnv>()
@@ -74,13 +153,32 @@ export const adminRoutes = new Hono<AppEnv>()
 
     // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
     // with the same Idempotency-Key finishes loading.
-    try {
-      await preloadSale(redisFor(c.env), sale);
-    } catch (err) {
-      log.warn("sale preload failed", { saleId: sale.id }, err);
-      throw unavailable("the sale was recorded but could not be loaded into Redis; retry with the same Idempotency-Key");
+    await propagate(c.env, sale, "sale");
+    return c.json(adminSaleView(sale, sale.stock, Date.now()), created ? 201 : 200, { ETag: `"${sale.version}"` });
+  })
+  .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
+    const { saleId } = c.req.valid("param");
+    const ifVersion = ifMatchVersion(c.req.header("If-Match"));
+    const result = await editSale(c.env.DB, saleId, changesOf(c.req.valid("json")), ifVersion);
+    if ("code" in result) {
+      if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
+      throw editRefused(result);
     }
-    return c.json(adminSaleView(sale, sale.stock, Date.now()), created ? 201 : 200);
+    await propagate(c.env, result.sale, "edit");
+    const { view, etag } = await changedView(c.env, result.sale);
+    return c.json(view, 200, { ETag: etag });
+  })
+  .post("/sales/:saleId/pause", validate("param", SaleIdParam), async (c) => {
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "paused");
+    return c.json(view, 200, { ETag: etag });
+  })
+  .post("/sales/:saleId/resume", validate("param", SaleIdParam), async (c) => {
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "active");
+    return c.json(view, 200, { ETag: etag });
+  })
+  .post("/sales/:saleId/cancel", validate("param", SaleIdParam), async (c) => {
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "cancelled");
+    return c.json(view, 200, { ETag: etag });
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);

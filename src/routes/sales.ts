@@ -1,34 +1,50 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { notFound, unavailable } from "../http/errors";
+import { badRequest, notFound, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
-import { IsolateCache } from "../isolate/isolate-cache";
 import { redisFor } from "../redis/client";
-import { readLiveSale } from "../sales/live-state";
-import { findSale } from "../sales/repository";
-import { type Sale, saleView } from "../sales/sale";
+import { type CatalogDeps, decodeCursor, encodeCursor, readCatalogPage, readSalePage } from "../sales/catalog";
+import { saleView } from "../sales/sale";
+import type { CatalogPage } from "../shared/api-types";
 import { log } from "../shared/log";
-import { SaleIdParam } from "../shared/requests";
+import { CatalogQuery, SaleIdParam } from "../shared/requests";
 
-/** Polling pages read from here: at most one read per sale per isolate per TTL. */
-const SALE_PAGE_TTL_MS = 500;
-const salePages = new IsolateCache<{ sale: Sale; remaining: number } | null>(SALE_PAGE_TTL_MS, 1_000);
-
-/** GET /api/sales/:saleId: the sale page, with live remaining stock. */
-export const saleRoutes = new Hono<AppEnv>().get("/:saleId", validate("param", SaleIdParam), async (c) => {
-  const { saleId } = c.req.valid("param");
-  let page: { sale: Sale; remaining: number } | null;
+/** Reads fail as 503 when Redis or D1 cannot be reached; the page is never made up. */
+async function orUnavailable<T>(what: string, fields: Record<string, string>, read: () => Promise<T>): Promise<T> {
   try {
-    // Unknown ids are cached too (as null): probing random ids cannot reach D1 faster.
-    page = await salePages.getOrLoad(saleId, async () => {
-      const [sale, live] = await Promise.all([findSale(c.env.DB, saleId), readLiveSale(redisFor(c.env), saleId)]);
-      return sale && live ? { sale, remaining: live.remaining } : null;
-    });
+    return await read();
   } catch (err) {
-    log.warn("sale read failed", { saleId }, err);
-    throw unavailable("the sale cannot be read right now");
+    log.warn(`${what} read failed`, fields, err);
+    throw unavailable(`the ${what} cannot be read right now`);
   }
-  if (!page) throw notFound("SALE_NOT_FOUND", "no such sale");
-  c.header("Cache-Control", "public, max-age=1");
-  return c.json(saleView(page.sale, page.remaining, Date.now()));
+}
+
+const depsOf = (env: Env, ctx: { waitUntil(work: Promise<unknown>): void }): CatalogDeps => ({
+  db: env.DB,
+  redis: redisFor(env),
+  waitUntil: (work) => ctx.waitUntil(work),
 });
+
+/** The storefront's reads: cached (src/sales/catalog.ts), with live remaining stock. Edges may keep them a second. */
+export const saleRoutes = new Hono<AppEnv>()
+  // GET /api/sales: upcoming and live sales by start, CATALOG_PAGE_SIZE a page.
+  .get("/", validate("query", CatalogQuery), async (c) => {
+    const { cursor: text } = c.req.valid("query");
+    const cursor = text === undefined ? undefined : decodeCursor(text);
+    if (text !== undefined && !cursor) throw badRequest("cursor must be a nextCursor this API gave");
+    const page = await orUnavailable("catalog", {}, () => readCatalogPage(depsOf(c.env, c.executionCtx), cursor));
+    const now = Date.now();
+    c.header("Cache-Control", "public, max-age=1");
+    return c.json({
+      sales: page.sales.map(({ sale, remaining }) => saleView(sale, remaining, now)),
+      nextCursor: page.next ? encodeCursor(page.next) : null,
+    } satisfies CatalogPage);
+  })
+  // GET /api/sales/:saleId: the sale page.
+  .get("/:saleId", validate("param", SaleIdParam), async (c) => {
+    const { saleId } = c.req.valid("param");
+    const page = await orUnavailable("sale", { saleId }, () => readSalePage(depsOf(c.env, c.executionCtx), saleId));
+    if (!page) throw notFound("SALE_NOT_FOUND", "no such sale");
+    c.header("Cache-Control", "public, max-age=1");
+    return c.json(saleView(page.sale, page.remaining, Date.now()));
+  });

@@ -4,29 +4,37 @@ import { saleKeys } from "../shared/keys";
 import type { Sale } from "./sale";
 
 /**
- * Loads a sale into Redis; a no-op when it is already there, so creating a sale can be retried.
- * Also loads the hot-path script, so the crowd's first EVALSHA hits instead of thousands of
- * simultaneous NOSCRIPT misses each re-sending the source with EVAL.
+ * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads it
+ * when Redis does not have it, applies it when it is newer than the record applied last, and
+ * changes nothing otherwise, so a create or an edit can be retried. True when it changed.
+ */
+export async function syncSale(redis: Redis, sale: Sale): Promise<boolean> {
+  const applied = await runScript<number>(
+    redis,
+    LUA.saleSync,
+    [saleKeys(sale.id).meta],
+    [
+      sale.version,
+      sale.stock,
+      sale.startsAt,
+      sale.endsAt,
+      sale.idSlot,
+      sale.admission.rate,
+      sale.admission.burst,
+      sale.name,
+      sale.perUserLimit,
+      sale.state,
+    ].map(String),
+  );
+  return Number(applied) === 1;
+}
+
+/**
+ * Loads a sale into Redis, and the hot-path script with it, so the crowd's first EVALSHA hits
+ * instead of thousands of simultaneous NOSCRIPT misses each re-sending the source with EVAL.
  */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
-  await Promise.all([
-    runScript(
-      redis,
-      LUA.saleInit,
-      [saleKeys(sale.id).meta],
-      [
-        sale.stock,
-        sale.startsAt,
-        sale.endsAt,
-        sale.idSlot,
-        sale.admission.rate,
-        sale.admission.burst,
-        sale.name,
-        sale.perUserLimit,
-      ].map(String),
-    ),
-    redis.scriptLoad(LUA.checkout),
-  ]);
+  await Promise.all([syncSale(redis, sale), redis.scriptLoad(LUA.checkout)]);
 }
 
 export interface LiveSale {

@@ -123,8 +123,9 @@ export interface SaleChanges {
 /**
  * Applies an edit to the sale as it was read at `version` (optimistic concurrency: a
  * concurrent edit makes this one change nothing, and the caller reads again), with a fresh
- * order-id slot for the new window. Returns the sale as edited, undefined when the version
- * moved on, or "NO_ID_SLOT" when every slot is taken over the new window.
+ * order-id slot for the new window. A change of window or admission applies only while the
+ * sale has not started by D1's clock. Returns the sale as edited, undefined when the version
+ * moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken over the new window.
  */
 export async function updateSale(db: D1Database, sale: Sale, changes: SaleChanges): Promise<Sale | undefined | "NO_ID_SLOT"> {
   const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission };
@@ -134,6 +135,8 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
               admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
               id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
+         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst)
+              OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
        RETURNING ${SALE_COLUMNS}`,
     )
     .bind(
@@ -157,17 +160,20 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
   return row === "NO_ID_SLOT" ? row : row ? fromRow(row) : undefined;
 }
 
-/** Pauses, resumes or cancels a sale; a cancelled sale stays cancelled. Undefined when there is no such sale to change. */
+/**
+ * Pauses, resumes or cancels a sale, unless it is in that state already (nothing changes,
+ * the version stays) or cancelled (for good). Returns the sale as it is after the statement,
+ * undefined when there is no such sale.
+ */
 export async function setSaleState(db: D1Database, saleId: string, state: SaleState): Promise<Sale | undefined> {
-  const row = await db
-    .prepare(
-      `UPDATE sales SET state = ?2, version = version + 1
-       WHERE id = ?1 AND (state != 'cancelled' OR ?2 = 'cancelled')
-       RETURNING ${SALE_COLUMNS}`,
-    )
-    .bind(Number(saleId), state)
-    .first<SaleRow>();
-  return row ? fromRow(row) : undefined;
+  const [, row] = await db.batch<SaleRow>([
+    db
+      .prepare("UPDATE sales SET state = ?2, version = version + 1 WHERE id = ?1 AND state != ?2 AND state != 'cancelled'")
+      .bind(Number(saleId), state),
+    db.prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id = ?`).bind(Number(saleId)),
+  ]);
+  const found = row?.results[0];
+  return found ? fromRow(found) : undefined;
 }
 
 /** Where a catalog page starts: after the sale that ended the previous one. */
@@ -180,21 +186,27 @@ export interface CatalogCursor {
  * Sales that have not ended and are not cancelled, by start (then id), after `cursor`: one
  * more than `limit` is read, so the caller knows whether a next page exists.
  */
-export async function catalogSaleIds(
+export async function catalogSales(
   db: D1Database,
   now: number,
   cursor: CatalogCursor | undefined,
   limit: number,
-): Promise<{ id: string; startsAt: number }[]> {
+): Promise<Sale[]> {
   const { results } = await db
     .prepare(
-      `SELECT id, starts_at FROM sales
+      `SELECT ${SALE_COLUMNS} FROM sales
        WHERE ends_at > ?1 AND state != 'cancelled' AND (starts_at > ?2 OR (starts_at = ?2 AND id > ?3))
        ORDER BY starts_at, id LIMIT ?4`,
     )
     .bind(now, cursor?.startsAt ?? -1, Number(cursor?.id ?? 0), limit + 1)
-    .all<{ id: number; starts_at: number }>();
-  return results.map((r) => ({ id: String(r.id), startsAt: r.starts_at }));
+    .all<SaleRow>();
+  return results.map(fromRow);
+}
+
+/** Sales created since `sinceMs`: the catalog's Bloom filter takes them in again, in case a create could not. */
+export async function saleIdsCreatedSince(db: D1Database, sinceMs: number): Promise<string[]> {
+  const { results } = await db.prepare("SELECT id FROM sales WHERE created_at >= ?").bind(sinceMs).all<{ id: number }>();
+  return results.map((r) => String(r.id));
 }
 
 /** Every sale id, a page at a time (for building the catalog's Bloom filter). */

@@ -55,8 +55,9 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
   };
 }
 
-/** What the admin sees: the buyers' view and the sale's admission bucket. */
+/** What the admin sees: the buyers' view, the sale's admission bucket and its version. */
 export const adminSaleView = (sale: Sale, remaining: number, now: number): AdminSaleView => ({
   ...saleView(sale, remaining, now),
   admission: sale.admission,
+  version: sale.version,
 });

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
-import { scheduleExpiries } from "../orders/lifecycle";
-import { type AwaitingOrder, settleOrders } from "../orders/repository";
+import { returnEnded, scheduleExpiries } from "../orders/lifecycle";
+import { type AwaitingOrder, type EndedOrder, settleOrders } from "../orders/repository";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
@@ -17,11 +17,12 @@ interface Delivery {
   orders: OrderMessage[];
 }
 
-/** What settling found: orders written (or already there), those D1 records as failed, those awaiting payment. */
+/** What settling found: orders written (or already there), those D1 records as failed, those awaiting payment, those cancelled with their sale. */
 interface Settled {
   orders: OrderMessage[];
   failedIds: Set<string>;
   awaiting: AwaitingOrder[];
+  cancelled: EndedOrder[];
 }
 
 /**
@@ -30,11 +31,11 @@ interface Settled {
  * then (for a broken rule, or on the last attempt) order by order, so one poison order
  * cannot hold back the others. A message is acked once all its orders settled, else
  * retried; after MAX_ATTEMPTS its orders that still fail go to the dead-letter queue with
- * the last error. Outbox records are cleared only after D1 has committed, and orders that
- * await payment get their expiry scheduled. Returns the reservations it released, so the
- * caller can tell this isolate's memo.
+ * the last error. Outbox records are cleared only after D1 has committed, orders that
+ * await payment get their expiry scheduled, and orders of a cancelled sale their units
+ * back. Returns the orders whose units came back, so the caller can tell this isolate's memo.
  */
-export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<OrderMessage[]> {
+export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promise<{ saleId: string; userId: string }[]> {
   const deliveries: Delivery[] = [];
   for (const message of batch.messages) {
     const parsed = z.safeParse(SettlementMessageSchema, message.body);
@@ -47,7 +48,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     }
   }
 
-  const settled: Settled = { orders: [], failedIds: new Set(), awaiting: [] };
+  const settled: Settled = { orders: [], failedIds: new Set(), awaiting: [], cancelled: [] };
   for (const group of groupsOf(deliveries, QUEUE_MESSAGE_MAX_ORDERS)) {
     const orders = group.flatMap((d) => d.orders);
     try {
@@ -67,7 +68,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     // An order a dead letter failed may come back (a re-drive, a redelivery): its release
     // may never have run (e.g. the dead letter was dropped while Redis was unreachable), so
     // do it here; return.lua is idempotent and also clears the outbox record.
-    const [, released] = await Promise.all([
+    const [, released, cancelled] = await Promise.all([
       clearOutbox(
         redis,
         settled.orders.filter((o) => !settled.failedIds.has(o.orderId)),
@@ -76,8 +77,9 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
         redis,
         settled.orders.filter((o) => settled.failedIds.has(o.orderId)),
       ),
+      returnEnded(env.DB, redis, settled.cancelled),
     ]);
-    return released;
+    return [...released, ...cancelled];
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
     log.warn("settlement: outbox clear failed; re-drive will repeat these", {}, err);
@@ -89,6 +91,7 @@ function record(settled: Settled, orders: OrderMessage[], result: Awaited<Return
   settled.orders.push(...orders);
   for (const id of result.failedIds) settled.failedIds.add(id);
   settled.awaiting.push(...result.awaiting);
+  settled.cancelled.push(...result.cancelled);
 }
 
 /** Consecutive deliveries holding at most `maxOrders` orders in all. */

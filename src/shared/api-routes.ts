@@ -20,7 +20,7 @@ export interface ApiResponse {
 }
 
 export interface ApiRoute {
-  method: "get" | "post";
+  method: "get" | "post" | "patch";
   /** As the app mounts it (hono's `:param` form). */
   path: string;
   tag: "storefront" | "admin" | "lab" | "operations";
@@ -28,6 +28,8 @@ export interface ApiRoute {
   description?: string;
   auth: Auth;
   params?: z.ZodMiniObject;
+  /** Query parameters. */
+  query?: z.ZodMiniObject;
   /** Request headers the route reads, besides Authorization. */
   requestHeaders?: Record<string, string>;
   body?: { schema: $ZodType; required: boolean };
@@ -43,6 +45,7 @@ export const RESPONSE_HEADERS = {
   "RateLimit-Remaining": "requests left now: 0 on a 429",
   "RateLimit-Reset": "seconds until a request is admitted again",
   "WWW-Authenticate": "the bearer challenge",
+  ETag: 'the sale\'s version, quoted ("3"): send it as If-Match to change only that version',
 } as const;
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS;
 
@@ -105,10 +108,27 @@ const ROUTES: readonly ApiRoute[] = [
   },
   {
     method: "get",
+    path: "/api/sales",
+    tag: "storefront",
+    summary: "The catalog: upcoming and live sales by start, a page at a time",
+    description:
+      "20 sales a page, each with its live remaining stock; nextCursor (null on the last page) asks for the next. Pages are cached (a second in each isolate, seconds in Redis, evicted when any sale changes).",
+    auth: "none",
+    query: Requests.CatalogQuery,
+    responses: {
+      200: { description: "a page of the catalog", body: Bodies.CatalogPage },
+      400: BAD_REQUEST,
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
     path: "/api/sales/:saleId",
     tag: "storefront",
     summary: "A sale with its live remaining stock",
-    description: "Cached for 500 ms in each isolate: polling faster shows nothing new.",
+    description:
+      "The sale's record is cached (500 ms in each isolate, then Redis in front of D1, evicted on every change); remaining stock is read live from Redis. Polling faster than 500 ms shows nothing new.",
     auth: "none",
     params: Requests.SaleIdParam,
     responses: {
@@ -239,8 +259,8 @@ const ROUTES: readonly ApiRoute[] = [
     },
     body: { schema: Requests.CreateSaleBody, required: true },
     responses: {
-      200: { description: "the sale this Idempotency-Key created before", body: Bodies.AdminSaleView },
-      201: { description: "the sale, created", body: Bodies.AdminSaleView },
+      200: { description: "the sale this Idempotency-Key created before", body: Bodies.AdminSaleView, headers: ["ETag"] },
+      201: { description: "the sale, created", body: Bodies.AdminSaleView, headers: ["ETag"] },
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
       403: CROSS_ORIGIN,
@@ -249,6 +269,65 @@ const ROUTES: readonly ApiRoute[] = [
       503: UNAVAILABLE,
     },
   },
+  {
+    method: "patch",
+    path: "/admin/sales/:saleId",
+    tag: "admin",
+    summary: "Edit a sale",
+    description:
+      "Name, description and image at any time; the window and the admission only before the sale starts; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    requestHeaders: { "If-Match": 'optional: the ETag of the version this edit is based on ("3"); another version answers 412' },
+    body: { schema: Requests.UpdateSaleBody, required: true },
+    responses: {
+      200: { description: "the sale as edited", body: Bodies.AdminSaleView, headers: ["ETag"] },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      409: error(
+        "SALE_STARTED (window or admission after the start), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, or EDIT_CONFLICT",
+      ),
+      412: error("PRECONDITION_FAILED: If-Match named another version", ["ETag"]),
+      413: TOO_LARGE,
+      503: error("UNAVAILABLE: the edit is recorded in D1 but Redis could not be reached; send it again to finish", [
+        "Retry-After",
+      ]),
+    },
+  },
+  ...(
+    [
+      ["pause", "Pause a sale: checkout answers 409 SALE_PAUSED until it is resumed"],
+      ["resume", "Resume a paused sale"],
+      [
+        "cancel",
+        "Cancel a sale for good: checkout answers 409 SALE_CANCELLED; orders holding units are cancelled (paid ones marked for a refund) and their units given back, orders still settling as they settle",
+      ],
+    ] as const
+  ).map(([action, summary]): ApiRoute => {
+    const responses: Record<number, ApiResponse> = {
+      200: { description: "the sale after the change", body: Bodies.AdminSaleView, headers: ["ETag"] },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      503: error("UNAVAILABLE: the change is recorded in D1 but Redis could not be reached; send it again to finish", [
+        "Retry-After",
+      ]),
+    };
+    if (action !== "cancel") responses[409] = error("SALE_CANCELLED: a cancelled sale is neither paused nor resumed");
+    return {
+      method: "post",
+      path: `/admin/sales/:saleId/${action}`,
+      tag: "admin",
+      summary,
+      description: "Idempotent: the same request twice changes nothing more. Checkout's isolates learn it within a second.",
+      auth: "admin",
+      params: Requests.SaleIdParam,
+      responses,
+    };
+  }),
   {
     method: "get",
     path: "/admin/sales/:saleId/report",
@@ -335,7 +414,7 @@ const ROUTES: readonly ApiRoute[] = [
 
 const NOT_JSON = error("UNSUPPORTED_MEDIA_TYPE: a request body that is not JSON (every body the API reads is)");
 
-/** The table, with what every route shares: any POST may be refused a body that is not JSON. */
+/** The table, with what every route shares: any POST or PATCH may be refused a body that is not JSON. */
 export const API_ROUTES: readonly ApiRoute[] = ROUTES.map((route) =>
-  route.method === "post" ? { ...route, responses: { ...route.responses, 415: NOT_JSON } } : route,
+  route.method !== "get" ? { ...route, responses: { ...route.responses, 415: NOT_JSON } } : route,
 );

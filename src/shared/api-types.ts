@@ -42,7 +42,11 @@ export const CatalogPage = z.object({
 export type CatalogPage = z.infer<typeof CatalogPage>;
 
 /** POST /admin/sales: the sale as created, with its admission bucket. */
-export const AdminSaleView = z.extend(SaleView, { admission: z.object({ rate: z.int(), burst: z.int() }) });
+export const AdminSaleView = z.extend(SaleView, {
+  admission: z.object({ rate: z.int(), burst: z.int() }),
+  /** Grows with every edit and change of state; send it back as If-Match to edit only this version. */
+  version: z.int(),
+});
 export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
 /** POST /api/sales/:saleId/checkout, 202. */

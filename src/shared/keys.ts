@@ -2,7 +2,7 @@
 // Redis Cluster (and on Upstash, which may shard): KEYS[] never cross a slot.
 
 export interface SaleKeys {
-  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state. */
+  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version. */
   meta: string;
   /** Hash: user id -> "<units held>:<latest order id>". */
   buyers: string;
@@ -30,6 +30,26 @@ export function saleKeys(saleId: string): SaleKeys {
     checkoutKeys: `${prefix}:keys`,
   };
 }
+
+/** A sale's cached card (what GET /api/sales/:saleId shows of D1's record) and its eviction floor (lua/cache-read.lua). */
+export function saleCardKeys(saleId: string): { entry: string; floor: string } {
+  const prefix = `fs:{sale:${saleId}}:card`;
+  return { entry: prefix, floor: `${prefix}:floor` };
+}
+
+/**
+ * The catalog's keys, under one hash tag: the Bloom filter of every sale id, its ready
+ * marker (lua/bloom.lua) and fill progress; cached pages of GET /api/sales, one per cursor, and the floor that
+ * evicts them all at once when any sale changes.
+ */
+export const catalogKeys = {
+  bloom: "fs:{catalog}:bloom",
+  bloomReady: "fs:{catalog}:bloom:ready",
+  /** The last sale id a fill of the filter from D1 has reached (a fill spans cron runs). */
+  bloomFill: "fs:{catalog}:bloom:fill",
+  floor: "fs:{catalog}:floor",
+  page: (cursor: string) => `fs:{catalog}:page:${cursor}`,
+} as const;
 
 /** A pending order's record, "<quantity>:<user id>": the first ':' ends the quantity, whatever the user id holds. */
 export function parsePendingRecord(record: string): { quantity: number; userId: string } {

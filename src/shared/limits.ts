@@ -37,6 +37,12 @@ export const MAX_IMAGE_URL_LENGTH = 2_000;
 /** Sales per page of GET /api/sales. */
 export const CATALOG_PAGE_SIZE = 20;
 
+/**
+ * The Bloom filter of sale ids, sized for a million sales at 1% false positives: bits =
+ * -n ln p / (ln 2)^2 (about 1.2 MB), hashes = (bits / n) ln 2, rounded.
+ */
+export const BLOOM = { capacity: 1_000_000, bits: 9_585_059, hashes: 7 } as const;
+
 /** The most admission a sale may be given: refill per second and bucket capacity. */
 export const MAX_ADMISSION = { rate: 100_000, burst: 1_000_000 } as const;
 

@@ -29,12 +29,13 @@ export type DeadLetter = OrderMessage & { reason?: string };
 
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
- * payment window closes then.
+ * payment window closes then; evicting a changed sale's cached copies a second time.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("expire-orders"),
     orderIds: z.array(z.string().check(z.regex(ORDER_ID_PATTERN))).check(z.minLength(1), z.maxLength(QUEUE_MESSAGE_MAX_ORDERS)),
   }),
+  z.object({ kind: z.literal("evict-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;

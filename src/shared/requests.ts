@@ -106,8 +106,10 @@ export const UpdateSaleBody = z
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
 
-/** GET /api/sales?cursor=: the next page, as the previous page's nextCursor gave it. */
-export const CatalogQuery = z.strictObject({ cursor: z.optional(z.string().check(z.regex(/^[A-Za-z0-9_-]{1,64}$/))) });
+/** GET /api/sales?cursor=: the next page, as the previous page's nextCursor gave it (other parameters are ignored). */
+export const CatalogQuery = z.object({
+  cursor: z.optional(z.string().check(z.regex(/^[0-9a-z]{1,11}_[0-9a-z]{1,11}$/, "cursor must be a nextCursor this API gave"))),
+});
 
 /** POST /api/sales/:saleId/checkout; the body is optional (one unit). */
 export const CheckoutBody = z.object({

@@ -34,6 +34,7 @@ async function newSale(
   const keys = saleKeys(id);
   const now = Date.now();
   const args = [
+    1,
     opts.stock ?? 3,
     opts.starts ?? now - 1000,
     opts.ends ?? now + 60_000,
@@ -42,10 +43,14 @@ async function newSale(
     opts.burst ?? 1000,
     "t",
     opts.limit ?? 1,
+    "active",
   ];
-  expect(await redis.eval(lua("sale-init"), [keys.meta], args.map(String))).toBe(1);
+  expect(await sync(keys, args)).toBe(1);
   return { id, keys };
 }
+
+const sync = (keys: { meta: string }, args: (string | number)[]) =>
+  redis.createScript<unknown>(lua("sale-sync")).exec([keys.meta], args.map(String));
 
 // Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it; the reply read by the
 // Worker's own parser, which checks its layout.
@@ -283,7 +288,7 @@ describe("checkout.lua with quantities, limits and sale states", () => {
   });
 });
 
-describe("return.lua and sale-init.lua", () => {
+describe("return.lua and sale-sync.lua", () => {
   it("returns an order's units once, and frees the buyer to buy again", async () => {
     const { keys } = await newSale({ stock: 3, limit: 3 });
     const orderId = orderOf(await checkout(keys, ["bob", 2])) as string;
@@ -314,10 +319,39 @@ describe("return.lua and sale-init.lua", () => {
     expect(await redis.exists(keys.meta, keys.returned)).toBe(0);
   });
 
-  it("sale-init never resets a live sale", async () => {
+  const record = (version: number, stock: number, state = "active") => {
+    const now = Date.now();
+    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state];
+  };
+
+  it("sale-sync never resets a live sale: the same version again changes nothing", async () => {
     const { keys } = await newSale({ stock: 5 });
     await checkout(keys, "dave");
-    expect(await redis.eval(lua("sale-init"), [keys.meta], ["5", "0", "1", "0", "1", "1", "t", "1"])).toBe(0);
+    expect(await sync(keys, record(1, 5))).toBe(0);
+    expect(await redis.hget(keys.meta, "remaining")).toBe("4");
+  });
+
+  it("sale-sync applies a newer record once: added stock goes on sale, minted ids stay", async () => {
+    const { keys } = await newSale({ stock: 2 });
+    await checkout(keys, "erin");
+    await checkout(keys, "frank");
+    expect((await checkout(keys, "gina")).code).toBe("SOLD_OUT");
+    expect(await sync(keys, record(3, 5))).toBe(1);
+    // An older edit arriving late (version 2) is refused, whatever it says.
+    expect(await sync(keys, record(2, 9, "paused"))).toBe(0);
+    expect(await redis.hmget(keys.meta, "stock", "remaining", "seq", "version", "state")).toEqual(["5", "3", "2", "3", "active"]);
+    expect((await checkout(keys, "gina")).code).toBe("OK");
+  });
+
+  it("sale-sync refuses to take stock away, and pauses, resumes and cancels checkout", async () => {
+    const { keys } = await newSale({ stock: 5 });
+    await expect(sync(keys, record(2, 4))).rejects.toThrow(/stock never shrinks/);
+    expect(await sync(keys, record(2, 5, "paused"))).toBe(1);
+    expect((await checkout(keys, "hal")).code).toBe("SALE_PAUSED");
+    expect(await sync(keys, record(3, 5, "active"))).toBe(1);
+    expect((await checkout(keys, "hal")).code).toBe("OK");
+    expect(await sync(keys, record(4, 5, "cancelled"))).toBe(1);
+    expect((await checkout(keys, "ivy")).code).toBe("SALE_CANCELLED");
     expect(await redis.hget(keys.meta, "remaining")).toBe("4");
   });
 });

@@ -120,6 +120,21 @@ describe("the OpenAPI document", () => {
     await hook(event, "t=1,v1=00"); // 401
     await hook("{}", await webhookSignature(env.PAYMENT_WEBHOOK_SECRET as string, "{}")); // 400
 
+    // The catalog, and a sale's operations.
+    await call("/api/sales");
+    await call("/api/sales?cursor=not-ours");
+    const patch = (id: string, body: unknown, extra: Record<string, string> = {}) =>
+      call(`/admin/sales/${id}`, { method: "PATCH", headers: admin(extra), body: JSON.stringify(body) });
+    expect((await patch(sale.id, { description: "contract", stock: 2 })).status).toBe(200);
+    await patch(sale.id, { stock: 1 }); // 409 STOCK_DECREASE
+    await patch(sale.id, { name: "again" }, { "If-Match": '"1"' }); // 412
+    await patch(sale.id, {}); // 400
+    await patch("987654321987", { name: "none" }); // 404
+    for (const action of ["pause", "resume", "cancel", "pause"]) {
+      await call(`/admin/sales/${sale.id}/${action}`, { method: "POST", headers: admin() }); // 200, 200, 200, 409
+    }
+    await call(`/admin/sales/987654321987/cancel`, { method: "POST", headers: admin() });
+
     for (const what of ["report", "stats"]) {
       await call(`/admin/sales/${sale.id}/${what}`, { headers: admin() });
       await call(`/admin/sales/987654321987/${what}`, { headers: admin() });

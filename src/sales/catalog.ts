@@ -1,0 +1,150 @@
+// The storefront's reads: a sale's page and the catalog's pages. Sale records come from D1
+// through Redis (src/sales/read-through.ts: cache-aside with every guard) and, in front of
+// Redis, this isolate's memory for a moment; remaining stock is never cached in Redis: it is
+// read live beside the entry, in the same call.
+import { IsolateCache } from "../isolate/isolate-cache";
+import { bloomMayHave } from "../redis/bloom";
+import { evictEntries, readEntry, type Ttl } from "../redis/cache-entries";
+import type { Redis } from "../redis/client";
+import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
+import { CATALOG_PAGE_SIZE } from "../shared/limits";
+import { ALL_GUARDS, type CacheContext, type CachedSource, type CacheGuards, resolveEntry } from "./read-through";
+import { type CatalogCursor, catalogSales, findSale } from "./repository";
+import { type Sale, saleStatus } from "./sale";
+
+/** A sale's record: fresh a minute, served stale up to ten while it is rebuilt. Edits evict it at once. */
+export const CARD_TTL: Ttl = { softMs: 60_000, hardMs: 600_000 };
+/** "No such sale", for ids the Bloom filter cannot rule out. */
+export const MISS_TTL: Ttl = { softMs: 30_000, hardMs: 30_000 };
+/** A catalog page: sales start and end by the clock, so pages are rebuilt often. */
+export const PAGE_TTL: Ttl = { softMs: 10_000, hardMs: 120_000 };
+/** An eviction's floor outlives every entry under it, jitter included. */
+export const FLOOR_TTL_MS = 2 * CARD_TTL.hardMs;
+
+/** A page poll per isolate reads Redis at most this often. */
+const SALE_PAGE_TTL_MS = 500;
+const CATALOG_PAGE_TTL_MS = 1_000;
+
+export interface SalePage {
+  sale: Sale;
+  remaining: number;
+}
+
+export interface CatalogSlice {
+  sales: SalePage[];
+  /** Where the next page starts; undefined on the last page. */
+  next: CatalogCursor | undefined;
+}
+
+/** What one isolate keeps for reads: the pages it served a moment ago, and its cache loads in flight. */
+export class IsolateReads {
+  readonly salePages = new IsolateCache<SalePage | null>(SALE_PAGE_TTL_MS, 1_000);
+  readonly catalogPages = new IsolateCache<CatalogSlice>(CATALOG_PAGE_TTL_MS, 100);
+  readonly inFlight = new Map<string, Promise<unknown>>();
+
+  /** A sale changed: this isolate forgets what it showed of it (others within their TTL). */
+  forget(saleId: string): void {
+    this.salePages.delete(saleId);
+    this.catalogPages.clear();
+  }
+}
+
+/** This isolate's. */
+export const isolateReads = new IsolateReads();
+
+export interface CatalogDeps {
+  db: D1Database;
+  redis: Redis;
+  waitUntil(work: Promise<unknown>): void;
+  /** All on unless a test or the bench turns one off. */
+  guards?: CacheGuards;
+  /** This isolate's unless a test stands for many isolates. */
+  isolate?: IsolateReads;
+}
+
+const contextOf = (deps: CatalogDeps, isolate: IsolateReads): CacheContext => ({
+  redis: deps.redis,
+  guards: deps.guards ?? ALL_GUARDS,
+  waitUntil: deps.waitUntil,
+  inFlight: isolate.inFlight,
+});
+
+function saleCard(deps: CatalogDeps, saleId: string): CachedSource<Sale> {
+  return {
+    keys: saleCardKeys(saleId),
+    lockName: `card:sale:${saleId}`,
+    ttl: CARD_TTL,
+    missTtl: MISS_TTL,
+    load: () => findSale(deps.db, saleId),
+    // Not filled yet (a new database, a lost filter): it cannot rule anything out.
+    mayExist: async () => (await bloomMayHave(deps.redis, [saleId]))?.[0] ?? true,
+  };
+}
+
+/** A sale and its remaining stock; undefined when there is no such sale. */
+export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<SalePage | undefined> {
+  const isolate = deps.isolate ?? isolateReads;
+  const page = await isolate.salePages.getOrLoad(saleId, async () => {
+    const card = saleCard(deps, saleId);
+    const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
+    const sale = await resolveEntry(contextOf(deps, isolate), card, read);
+    // Not in Redis (its keys archived after it ended): nothing remains to buy.
+    return sale ? { sale, remaining: Number(read.live[0] ?? 0) } : null;
+  });
+  return page ?? undefined;
+}
+
+/** The catalog's page after `cursor`: sales not ended nor cancelled, by start. */
+export async function readCatalogPage(deps: CatalogDeps, cursor: CatalogCursor | undefined): Promise<CatalogSlice> {
+  const isolate = deps.isolate ?? isolateReads;
+  const at = cursor ? encodeCursor(cursor) : "first";
+  return isolate.catalogPages.getOrLoad(at, async () => {
+    const keys = { entry: catalogKeys.page(at), floor: catalogKeys.floor };
+    const source: CachedSource<{ sales: Sale[]; next?: CatalogCursor }> = {
+      keys,
+      lockName: `catalog:page:${at}`,
+      ttl: PAGE_TTL,
+      missTtl: PAGE_TTL,
+      load: async () => {
+        const sales = await catalogSales(deps.db, Date.now(), cursor, CATALOG_PAGE_SIZE);
+        const last = sales[CATALOG_PAGE_SIZE - 1];
+        const next = sales.length > CATALOG_PAGE_SIZE && last ? { startsAt: last.startsAt, id: last.id } : undefined;
+        return { sales: sales.slice(0, CATALOG_PAGE_SIZE), next };
+      },
+    };
+    const page = (await resolveEntry(contextOf(deps, isolate), source, await readEntry(deps.redis, keys))) ?? { sales: [] };
+    // Issued together: one auto-pipelined request for every sale's remaining stock.
+    const remaining = await Promise.all(page.sales.map((s) => deps.redis.hget<string>(saleKeys(s.id).meta, "remaining")));
+    const now = Date.now();
+    const sales = page.sales
+      .map((sale, i) => ({ sale, remaining: Number(remaining[i] ?? 0) }))
+      // A page may be seconds old: a sale that ended or was cancelled since is not shown.
+      .filter(({ sale, remaining }) => !["ended", "cancelled"].includes(saleStatus(sale, remaining, now)));
+    return { sales, next: page.next };
+  });
+}
+
+/**
+ * A sale changed in D1: its cached record and every cached catalog page are evicted, and
+ * whatever was read before now can no longer be written back (the floors).
+ */
+export async function evictSale(redis: Redis, saleId: string): Promise<void> {
+  const card = saleCardKeys(saleId);
+  await Promise.all([
+    evictEntries(redis, card.floor, [card.entry], FLOOR_TTL_MS),
+    evictEntries(redis, catalogKeys.floor, [], FLOOR_TTL_MS),
+  ]);
+}
+
+/** Cursors are opaque to clients: the last sale's start and id, base 36. */
+export function encodeCursor(cursor: CatalogCursor): string {
+  return `${cursor.startsAt.toString(36)}_${Number(cursor.id).toString(36)}`;
+}
+
+export function decodeCursor(text: string): CatalogCursor | undefined {
+  const match = /^([0-9a-z]{1,11})_([0-9a-z]{1,11})$/.exec(text);
+  if (!match) return undefined;
+  const startsAt = Number.parseInt(match[1] as string, 36);
+  const id = Number.parseInt(match[2] as string, 36);
+  return Number.isSafeInteger(startsAt) && Number.isSafeInteger(id) && id > 0 ? { startsAt, id: String(id) } : undefined;
+}

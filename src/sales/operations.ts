@@ -1,0 +1,113 @@
+// What operators do to a sale: create, edit, pause, resume, cancel. D1 is the record and is
+// written first; then Redis' copy follows (lua/sale-sync.lua, newest version wins) and the
+// cached copies go: now, and again a moment later (a reader that loaded the old row just
+// before the write cannot leave it cached; the eviction floor already refuses its write-back).
+import { bloomAdd } from "../redis/bloom";
+import type { Redis } from "../redis/client";
+import { log } from "../shared/log";
+import type { JobMessage } from "../shared/messages";
+import { windowProblem } from "../shared/requests";
+import { evictSale, isolateReads } from "./catalog";
+import { preloadSale } from "./live-state";
+import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
+import type { Sale, SaleState } from "./sale";
+
+/** When the cached copies are evicted a second time after a change. */
+export const EVICT_AGAIN_AFTER_SECONDS = 2;
+/** Reads before an edit gives up on a sale that keeps changing under it. */
+const EDIT_ATTEMPTS = 3;
+
+/**
+ * After D1 recorded a sale (created, edited, paused...): Redis' copy of it follows, the Bloom
+ * filter knows it, its cached copies and the catalog's pages are evicted, and a second
+ * eviction is scheduled. Safe to repeat: a retry after a failure here finishes the job.
+ * Throws when Redis cannot be reached (D1 has the change; retrying the request finishes it).
+ */
+export async function propagateSale(redis: Redis, jobs: Queue<JobMessage>, sale: Sale): Promise<void> {
+  // An archived sale has no keys left in Redis, and must not get them back.
+  const sync = sale.archivedAt === null ? preloadSale(redis, sale) : undefined;
+  await Promise.all([sync, bloomAdd(redis, [sale.id]), evictSale(redis, sale.id)]);
+  isolateReads.forget(sale.id);
+  await jobs
+    .send({ kind: "evict-sale", saleId: sale.id }, { delaySeconds: EVICT_AGAIN_AFTER_SECONDS, contentType: "json" })
+    .catch((err) => log.warn("second eviction not scheduled; the eviction floor still holds", { saleId: sale.id }, err));
+}
+
+export type EditRefusal =
+  | { code: "SALE_NOT_FOUND" }
+  | { code: "VERSION_MISMATCH"; version: number }
+  | { code: "SALE_STARTED" }
+  | { code: "SALE_CLOSED" }
+  | { code: "STOCK_DECREASE"; stock: number }
+  | { code: "INVALID_WINDOW"; message: string; field: string }
+  | { code: "NO_ID_SLOT" }
+  | { code: "EDIT_CONFLICT" };
+
+/** Why `changes` cannot apply to `sale` now, if they cannot. */
+function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal | undefined {
+  const next = { ...sale, ...changes };
+  const windowMoves = next.startsAt !== sale.startsAt || next.endsAt !== sale.endsAt;
+  const admissionMoves =
+    changes.admission !== undefined &&
+    (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
+  if ((windowMoves || admissionMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+  if (next.stock !== sale.stock) {
+    if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
+    if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };
+  }
+  if (windowMoves) {
+    const problem = windowProblem(next.startsAt, next.endsAt, now);
+    if (problem) return { code: "INVALID_WINDOW", ...problem };
+  }
+  return undefined;
+}
+
+/** Whether `changes` would change anything of `sale` (absent fields change nothing). */
+function changesAnything(sale: Sale, changes: SaleChanges): boolean {
+  return Object.entries(changes).some(
+    ([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(sale[field as keyof Sale]),
+  );
+}
+
+/**
+ * Edits a sale as recorded in D1: name, description and image at any time; the window and
+ * the admission before it starts; stock upward only, until it ends. Optimistic: the sale is
+ * read, checked and written only if its version did not move meanwhile (else read again);
+ * `ifVersion` (If-Match) makes the caller's own read the one that must still hold. The same
+ * edit twice changes nothing the second time (and the version stays).
+ */
+export async function editSale(
+  db: D1Database,
+  saleId: string,
+  changes: SaleChanges,
+  ifVersion?: number,
+  now = Date.now(),
+): Promise<{ sale: Sale } | EditRefusal> {
+  for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt++) {
+    const sale = await findSale(db, saleId);
+    if (!sale) return { code: "SALE_NOT_FOUND" };
+    if (ifVersion !== undefined && sale.version !== ifVersion) return { code: "VERSION_MISMATCH", version: sale.version };
+    if (!changesAnything(sale, changes)) return { sale };
+    const problem = editProblem(sale, changes, now);
+    if (problem) return problem;
+    const edited = await updateSale(db, sale, changes);
+    if (edited === "NO_ID_SLOT") return { code: "NO_ID_SLOT" };
+    if (edited) return { sale: edited };
+  }
+  return { code: "EDIT_CONFLICT" };
+}
+
+/**
+ * Pauses, resumes or cancels a sale in D1. The same request twice changes nothing the second
+ * time; a cancelled sale is neither paused nor resumed again.
+ */
+export async function changeSaleState(
+  db: D1Database,
+  saleId: string,
+  state: SaleState,
+): Promise<{ sale: Sale } | { code: "SALE_NOT_FOUND" } | { code: "SALE_CANCELLED" }> {
+  const sale = await setSaleState(db, saleId, state);
+  if (!sale) return { code: "SALE_NOT_FOUND" };
+  if (sale.state === "cancelled" && state !== "cancelled") return { code: "SALE_CANCELLED" };
+  return { sale };
+}
