@@ -1,6 +1,8 @@
 // The API as its callers use it, typed: the Node-side tests, the load runner, the
 // benchmarks, `npm start` and the Worker tests (through SELF.fetch) all go through this one
 // client. It needs nothing but `fetch`, so it runs in Node and in workerd alike.
+
+import type * as z from "zod/mini";
 import type {
   AdminSaleView,
   CatalogPage,
@@ -11,7 +13,8 @@ import type {
   SaleView,
 } from "../../src/shared/api-types.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
-import type { LabSaleReport } from "../../src/shared/lab-types.ts";
+import type { LabSaleReport, ReadPathFigures } from "../../src/shared/lab-types.ts";
+import type { ReadPathExperimentBody } from "../../src/shared/requests.ts";
 import { mintUserToken } from "./user-tokens.ts";
 
 /** Sends a request to the Worker: `path` is the part after the origin. */
@@ -223,6 +226,11 @@ export class ApiClient {
 
   async createLabSale(stock: number): Promise<string> {
     return (await this.adminJson<{ id: string }>("/lab/sales", { method: "POST", body: JSON.stringify({ stock }) })).id;
+  }
+
+  /** POST /lab/read-path: page views with some cache guards off, D1's queries counted. */
+  labReadPath(experiment: z.input<typeof ReadPathExperimentBody>): Promise<ReadPathFigures> {
+    return this.adminJson<ReadPathFigures>("/lab/read-path", { method: "POST", body: JSON.stringify(experiment) });
   }
 
   labReport(labSaleId: string): Promise<LabSaleReport> {

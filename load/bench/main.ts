@@ -13,13 +13,17 @@
 //    at each --throughput-concurrency;
 // 3. settlement drain rate: orders/s into D1 after a spike;
 // 4. Upstash round trips and Redis commands per checkout outcome;
-// 5. the lock library against its peers (load/bench/locks.ts).
+// 5. the lock library against its peers (load/bench/locks.ts);
+// 6. the read path: D1 reads, Upstash round trips and Redis commands per 1,000 page views
+//    (a sale's page, the catalog's), cold, warm, going stale and for ids that never
+//    existed, each with every cache guard on and with the one it exists for off.
 // Local absolute numbers mean little (2 shared cores): read the ratios.
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
+import { measureReadPath } from "../runner/read-path.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
 import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
 import { latencyFigures } from "../runner/stats.ts";
@@ -41,7 +45,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
-const SECTIONS = ["round-trips", "admission", "strategies", "drain", "throughput", "locks"] as const;
+const SECTIONS = ["round-trips", "read-path", "admission", "strategies", "drain", "throughput", "locks"] as const;
 const only = values.only?.split(",");
 for (const name of only ?? []) {
   if (!(SECTIONS as readonly string[]).includes(name)) {
@@ -193,6 +197,11 @@ try {
     progress("round trips per outcome");
     roundTrips = await measureRoundTrips(stack);
   }
+  let readPath: Awaited<ReturnType<typeof measureReadPath>> | undefined;
+  if (wants("read-path")) {
+    progress("read path: 1,000 page views per scenario, guards on and off");
+    readPath = await measureReadPath(stack);
+  }
   let admission: { placement: PlacementFigures[]; spike: SpikeFigures[] } | undefined;
   if (wants("admission")) {
     progress("admission: bucket placement, and a spike with and without it");
@@ -228,6 +237,7 @@ try {
     ...(wants("throughput") && { checkoutVsTrivial: vsTrivial }),
     ...(drain && { drain }),
     ...(roundTrips && { roundTrips }),
+    ...(readPath && { readPath }),
     ...(admission && { admission }),
     ...(locks && { locks }),
   };
@@ -313,6 +323,22 @@ try {
             "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
             "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
             note: r.note ?? "",
+          })),
+        ),
+      );
+    }
+
+    if (readPath) {
+      log("\nRead path: per 1,000 page views, each in an isolate of its own (no isolate memory helps)");
+      log(
+        formatTable(
+          readPath.map((r) => ({
+            page: r.page,
+            scenario: r.scenario,
+            guards: r.off ? `${r.off} off` : "all on",
+            "D1 reads": Math.round((r.d1Reads * 1_000) / r.views),
+            "round trips": Math.round((r.roundTrips * 1_000) / r.views),
+            "redis commands": Math.round((r.redisCommands * 1_000) / r.views),
           })),
         ),
       );

@@ -6,32 +6,35 @@ export type { Redis };
 const DEFAULT_TIMEOUT_MS = 1500;
 let cached: { key: string; redis: Redis } | undefined;
 
+const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
+
 /**
  * One Upstash client per isolate. Every request is bounded by REDIS_TIMEOUT_MS and retried
  * once on a network error, so an unreachable Redis turns into a quick 503 instead of a hang.
  * Auto-pipelining (the client's default) folds the commands one request issues together
  * into a single HTTP round trip.
  */
-const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
-
 export function redisFor(env: Env): Redis {
-  const timeoutMs = timeoutOf(env);
-  const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutMs}`;
-  if (cached?.key !== key) {
-    cached = {
-      key,
-      redis: new Redis({
-        url: env.UPSTASH_REDIS_REST_URL,
-        token: env.UPSTASH_REDIS_REST_TOKEN,
-        // Order ids are 19-digit strings; never let the client turn replies into numbers.
-        automaticDeserialization: false,
-        enableTelemetry: false,
-        retry: { retries: 1, backoff: () => 25 },
-        signal: () => AbortSignal.timeout(timeoutMs),
-      }),
-    };
-  }
+  const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutOf(env)}`;
+  if (cached?.key !== key) cached = { key, redis: newRedisClient(env) };
   return cached.redis;
+}
+
+/**
+ * A client of its own. Auto-pipelining folds together only what one client sends, so the
+ * lab gives each isolate it stands for a client, as each real isolate has.
+ */
+export function newRedisClient(env: Env): Redis {
+  const timeoutMs = timeoutOf(env);
+  return new Redis({
+    url: env.UPSTASH_REDIS_REST_URL,
+    token: env.UPSTASH_REDIS_REST_TOKEN,
+    // Order ids are 19-digit strings; never let the client turn replies into numbers.
+    automaticDeserialization: false,
+    enableTelemetry: false,
+    retry: { retries: 1, backoff: () => 25 },
+    signal: () => AbortSignal.timeout(timeoutMs),
+  });
 }
 
 /** LOCK_QUORUM_NODES: the independent databases of quorum locks, as Upstash URL/token pairs. */

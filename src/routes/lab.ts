@@ -1,9 +1,10 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
-import { notFound, refusalError, unavailable } from "../http/errors";
+import { badRequest, notFound, refusalError, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
+import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
 import { lockCheckout } from "../lab/strategies/lock";
@@ -16,7 +17,7 @@ import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
 import { log } from "../shared/log";
-import { CreateLabSaleBody, LabSaleIdParam } from "../shared/requests";
+import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
 
 /**
  * The oversell lab: the checkout contract under five strategies, each selling from its own
@@ -49,6 +50,18 @@ export const labRoutes = new Hono<AppEnv>()
       throw unavailable("redis cannot be reached right now");
     }
     return c.json({ id, stock, strategies: [...STRATEGIES] } satisfies LabSaleCreated, 201);
+  })
+  // The read path's cache guards, on and off, by the D1 reads of many page views.
+  .post("/read-path", requireAdmin, validate("json", ReadPathExperimentBody), async (c) => {
+    const input = c.req.valid("json");
+    if (input.scenario !== "absent" && input.saleId === undefined) throw badRequest("saleId: this scenario reads a sale");
+    if (input.scenario === "absent" && input.page !== "sale") throw badRequest("scenario: absent ids are sale pages' only");
+    try {
+      return c.json(await readPathExperiment(c.env, input));
+    } catch (err) {
+      log.warn("lab read-path experiment failed", {}, err);
+      throw unavailable("redis or D1 cannot be reached right now");
+    }
   })
   .get("/sales/:labSaleId/report", requireAdmin, validate("param", LabSaleIdParam), async (c) => {
     const { labSaleId } = c.req.valid("param");

@@ -4,7 +4,7 @@
 // read live beside the entry, in the same call.
 import { IsolateCache } from "../isolate/isolate-cache";
 import { bloomMayHave } from "../redis/bloom";
-import { evictEntries, readEntry, type Ttl } from "../redis/cache-entries";
+import { type EntryKeys, evictEntries, readEntry, type Ttl } from "../redis/cache-entries";
 import type { Redis } from "../redis/client";
 import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
 import { CATALOG_PAGE_SIZE } from "../shared/limits";
@@ -94,12 +94,17 @@ export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<S
   return page ?? undefined;
 }
 
+/** Where the catalog's page after `cursor` (undefined: the first page) is cached. */
+export function catalogPageKeys(cursor: CatalogCursor | undefined): EntryKeys {
+  return { entry: catalogKeys.page(cursor ? encodeCursor(cursor) : "first"), floor: catalogKeys.floor };
+}
+
 /** The catalog's page after `cursor`: sales not ended nor cancelled, by start. */
 export async function readCatalogPage(deps: CatalogDeps, cursor: CatalogCursor | undefined): Promise<CatalogSlice> {
   const isolate = deps.isolate ?? isolateReads;
   const at = cursor ? encodeCursor(cursor) : "first";
   return isolate.catalogPages.getOrLoad(at, async () => {
-    const keys = { entry: catalogKeys.page(at), floor: catalogKeys.floor };
+    const keys = catalogPageKeys(cursor);
     const source: CachedSource<{ sales: Sale[]; next?: CatalogCursor }> = {
       keys,
       lockName: `catalog:page:${at}`,

@@ -31,6 +31,8 @@ const TTL_JITTER = 0.2;
 const REBUILD_LEASE_MS = 5_000;
 /** How long a reader of a missing entry waits for the caller rebuilding it before reading D1 itself. */
 const MISSING_WAIT_MS = 1_000;
+/** How often such a reader looks for the entry meanwhile: first soon, then at most this often. */
+const POLL_MS = { first: 10, max: 100 };
 
 /** What a read needs around it: Redis, the guards, and where background work goes. */
 export interface CacheContext {
@@ -69,16 +71,31 @@ export async function resolveEntry<T>(ctx: CacheContext, source: CachedSource<T>
   if (read.state === "fresh") return decode<T>(read.body);
   if (read.state === "stale") {
     // Stale entries exist only under rebuildOnce (otherwise soft TTL = hard TTL).
-    once(ctx, `rebuild:${source.keys.entry}`, () => rebuild(ctx, source, 0), ctx.waitUntil);
+    once(ctx, `rebuild:${source.keys.entry}`, () => rebuild(ctx, source), ctx.waitUntil);
     return decode<T>(read.body);
   }
   if (ctx.guards.bloom && source.mayExist && !(await source.mayExist())) return undefined;
   if (!ctx.guards.rebuildOnce) return loadAndPut(ctx, source, read.nowMs);
   return once(ctx, `load:${source.keys.entry}`, async () => {
-    const rebuilt = await rebuild(ctx, source, MISSING_WAIT_MS);
-    // Whoever held the lock took longer than we wait: read D1 rather than keep the reader waiting.
-    return rebuilt ? rebuilt.value : loadAndPut(ctx, source, read.nowMs);
+    const rebuilt = await rebuild(ctx, source);
+    if (rebuilt) return rebuilt.value;
+    // Another caller holds the lock and is loading it: read its write rather than D1.
+    const written = await entryWritten(ctx, source.keys);
+    if (written) return decode<T>(written.body);
+    // It took longer than a reader should wait: read D1 after all (bounded, and rare).
+    return loadAndPut(ctx, source, read.nowMs);
   });
+}
+
+/** The entry, once another caller has written it; undefined if it did not within MISSING_WAIT_MS. */
+async function entryWritten(ctx: CacheContext, keys: EntryKeys): Promise<EntryRead | undefined> {
+  const deadline = Date.now() + MISSING_WAIT_MS;
+  for (let pause = POLL_MS.first; Date.now() + pause < deadline; pause = Math.min(pause * 2, POLL_MS.max)) {
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    const read = await readEntry(ctx.redis, keys);
+    if (read.state !== "missing") return read;
+  }
+  return undefined;
 }
 
 /** Runs `work` once per key in this isolate at a time; concurrent callers share its promise. */
@@ -92,22 +109,12 @@ function once<R>(ctx: CacheContext, key: string, work: () => Promise<R>, keepAli
 }
 
 /**
- * Rebuilds an entry holding its lock, waiting up to `waitMs` for it. Read again once held:
+ * Rebuilds an entry if its lock is free (one attempt, one round trip). Read again once held:
  * the caller that held it before may have rebuilt it already (then D1 is not read).
- * Undefined when the lock stayed taken: another caller is rebuilding it.
+ * Undefined when the lock is taken: another caller is rebuilding it.
  */
-async function rebuild<T>(
-  ctx: CacheContext,
-  source: CachedSource<T>,
-  waitMs: number,
-): Promise<{ value: T | undefined } | undefined> {
-  const lease = await new Lock(ctx.redis, source.lockName).tryAcquire({
-    leaseMs: REBUILD_LEASE_MS,
-    waitMs,
-    // Each isolate sends one caller per entry (once()), so waiting by polling costs little.
-    wakeOnRelease: false,
-    fair: false,
-  });
+async function rebuild<T>(ctx: CacheContext, source: CachedSource<T>): Promise<{ value: T | undefined } | undefined> {
+  const lease = await new Lock(ctx.redis, source.lockName).tryAcquire({ leaseMs: REBUILD_LEASE_MS });
   if (!lease) return undefined;
   try {
     const again = await readEntry(ctx.redis, source.keys);

@@ -378,6 +378,23 @@ const ROUTES: readonly ApiRoute[] = [
     },
   },
   {
+    method: "post",
+    path: "/lab/read-path",
+    tag: "lab",
+    summary: "Page views with some cache guards off: what reaches D1",
+    description: `The read path's failure modes, shown: cold, warm and stale entries and ids that never existed, each guard (bloom, jitter, rebuildOnce, setIfNewer) on or off.${LAB_OFF}`,
+    auth: "admin",
+    body: { schema: Requests.ReadPathExperimentBody, required: true },
+    responses: {
+      200: { description: "D1's queries for the views", body: Lab.ReadPathFigures },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: error("NOT_FOUND: the lab is off"),
+      413: TOO_LARGE,
+      503: UNAVAILABLE,
+    },
+  },
+  {
     method: "get",
     path: "/lab/sales/:labSaleId/report",
     tag: "lab",

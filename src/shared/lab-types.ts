@@ -29,6 +29,18 @@ export const LabSaleReport = z.object({
 });
 export type LabSaleReport = z.infer<typeof LabSaleReport>;
 
+/** POST /lab/read-path: what the page views cost D1 (their Redis round trips are counted outside, at the gateway). */
+export const ReadPathFigures = z.object({
+  views: z.int(),
+  isolates: z.int(),
+  /** Queries that reached D1, the background rebuilds' included. */
+  d1Reads: z.int(),
+  /** Views answered with no sale (absent ids). */
+  notFound: z.int(),
+  elapsedMs: z.number(),
+});
+export type ReadPathFigures = z.infer<typeof ReadPathFigures>;
+
 /** POST /lab/sales, 201. */
 export const LabSaleCreated = z.object({ id: z.string(), stock: z.int(), strategies: z.array(z.enum(STRATEGIES)) });
 export type LabSaleCreated = z.infer<typeof LabSaleCreated>;

@@ -139,3 +139,22 @@ export const DevLoginBody = z.strictObject({
 
 /** POST /lab/sales */
 export const CreateLabSaleBody = z.strictObject({ stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)) });
+
+/** The read path's cache guards, each of which a lab experiment may turn off. */
+export const CACHE_GUARDS = ["bloom", "jitter", "rebuildOnce", "setIfNewer"] as const;
+
+/**
+ * POST /lab/read-path: `views` page views, spread over `isolates` isolates (each with its own
+ * memory; by default one per view), with some cache guards off, D1's queries counted. The
+ * scenario sets the cache up first: cold (evicted), warm (fresh), stale (just past its
+ * logical expiry, or gone where entries expire for good), absent (ids that never existed).
+ */
+export const ReadPathExperimentBody = z.strictObject({
+  page: z.enum(["sale", "catalog"]),
+  scenario: z.enum(["cold", "warm", "stale", "absent"]),
+  saleId: z.optional(z.string().check(z.regex(SALE_ID_PATTERN, "saleId must be a sale's id"))),
+  views: z.int().check(z.minimum(1), z.maximum(10_000)),
+  isolates: z.optional(z.int().check(z.minimum(1), z.maximum(10_000))),
+  off: z._default(z.array(z.enum(CACHE_GUARDS)), []),
+});
+export type ReadPathExperimentBody = z.infer<typeof ReadPathExperimentBody>;

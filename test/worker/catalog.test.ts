@@ -12,7 +12,7 @@ import { CARD_TTL, type CatalogDeps, IsolateReads, readCatalogPage, readSalePage
 import { ALL_GUARDS, type CacheGuards, resolveEntry } from "../../src/sales/read-through";
 import { findSale } from "../../src/sales/repository";
 import { catalogKeys, saleCardKeys } from "../../src/shared/keys";
-import { countingDb } from "./counting-db";
+import { heldDb } from "./held-db";
 import { api, createSale, redis } from "./helpers";
 
 const workerRedis = redisFor(env);
@@ -80,14 +80,14 @@ describe("penetration: lookups of ids that were never created", () => {
   beforeAll(bloomFilled);
 
   it("without the Bloom filter, every new id reaches D1", async () => {
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     const pages = await inBatches(absentIds(1_000), 100, (id) => readSalePage(reader(d1.db, { bloom: false }), id));
     expect(pages.filter((p) => p !== undefined)).toEqual([]);
     expect(d1.queries).toBe(1_000);
   });
 
   it("with it, 10,000 random ids reach D1 for at most 1% of them, and a repeated id never again", async () => {
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     const ids = absentIds(10_000);
     const pages = await inBatches(ids, 250, (id) => readSalePage(reader(d1.db), id));
     expect(pages.filter((p) => p !== undefined)).toEqual([]);
@@ -111,7 +111,7 @@ describe("penetration: lookups of ids that were never created", () => {
     const sale = await createSale({ name: "outlives its filter" });
     await redis.del(catalogKeys.bloom);
     expect(await bloomMayHave(workerRedis, ["1"])).toBeUndefined();
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     const [absent] = absentIds(1);
     expect(await readSalePage(reader(d1.db), absent as string)).toBeUndefined();
     expect(d1.queries).toBe(1);
@@ -157,7 +157,7 @@ describe("breakdown: a hot entry going stale under load", () => {
   it("without the guard, 500 readers of an expired entry all wait on D1, each reading it", async () => {
     const sale = await createSale({ name: "hot" });
     await redis.del(saleCardKeys(sale.id).entry);
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     d1.hold();
     let answered = 0;
     const readers = Array.from({ length: 500 }, () =>
@@ -177,7 +177,7 @@ describe("breakdown: a hot entry going stale under load", () => {
     const before = await findSale(env.DB, sale.id);
     await api.editSale(sale.id, { description: "after" }); // the record moves on; the rebuild must show it...
     await staleCard(before as NonNullable<typeof before>); // ...while the cache holds the card from before, stale now
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     d1.hold();
     const bg = background();
     // 500 isolates: one reader each, so only the entry's lock in Redis keeps them from all rebuilding.
@@ -299,7 +299,7 @@ describe("the catalog", () => {
     const sale = await createSale({ name: "catalogued", stock: 3 });
     await api.catalog(); // warm
     expect((await api.editSale(sale.id, { name: "renamed", stock: 5 })).status).toBe(200);
-    const d1 = countingDb(env.DB);
+    const d1 = heldDb(env.DB);
     const first = await readSalePage(reader(d1.db), sale.id);
     expect(first?.sale.name).toBe("renamed");
     expect(first?.remaining).toBe(5);

@@ -150,6 +150,13 @@ describe("the OpenAPI document", () => {
     await fetchWithVars(LAB, `/lab/atomic/sales/${labId}/checkout`, { method: "POST", headers: buyer }); // 409
     await fetchWithVars(LAB, `/lab/nope/sales/${labId}/checkout`, { method: "POST", headers: buyer });
     await fetchWithVars(LAB, `/lab/sales/${labId}/report`, { headers: admin() });
+    const experiment = { page: "sale", scenario: "warm", saleId: sale.id, views: 3 };
+    await fetchWithVars(LAB, "/lab/read-path", { method: "POST", headers: admin(), body: JSON.stringify(experiment) });
+    await fetchWithVars(LAB, "/lab/read-path", {
+      method: "POST",
+      headers: admin(),
+      body: JSON.stringify({ ...experiment, saleId: undefined }),
+    });
     await fetchWithVars(LAB, `/lab/sales/${crypto.randomUUID()}/report`, { headers: admin() });
 
     // Every operation answered with success at least once, and each answer above matched.
