@@ -7,6 +7,7 @@ import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
 import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
+import { BLOOM } from "../../src/shared/limits.ts";
 import { decodeOrderId, ORDER_ID_EPOCH_SECONDS } from "../../src/shared/order-id.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
@@ -353,5 +354,101 @@ describe("return.lua and sale-sync.lua", () => {
     expect(await sync(keys, record(4, 5, "cancelled"))).toBe(1);
     expect((await checkout(keys, "ivy")).code).toBe("SALE_CANCELLED");
     expect(await redis.hget(keys.meta, "remaining")).toBe("4");
+  });
+});
+
+describe("bloom.lua", () => {
+  const keys = ["test:{bloom}:bits", "test:{bloom}:ready", "test:{bloom}:fill"];
+  const run = async (op: string, bits: number, hashes: number, args: string[]) =>
+    redis.createScript<unknown>(lua("bloom")).exec(keys, [op, String(bits), String(hashes), ...args]);
+  const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => String(from + i));
+
+  it("is sized for a million sale ids at 1% false positives", () => {
+    const bits = Math.ceil((-BLOOM.capacity * Math.log(0.01)) / Math.LN2 ** 2);
+    expect(BLOOM.bits).toBe(bits);
+    expect(BLOOM.hashes).toBe(Math.round((bits / BLOOM.capacity) * Math.LN2));
+  });
+
+  it("filled to its capacity, says maybe for every id it holds and for about 1% of the others", async () => {
+    await redis.del(...keys);
+    const n = 10_000;
+    const bits = Math.ceil((-n * Math.log(0.01)) / Math.LN2 ** 2);
+    let after = "0";
+    for (let page = 0; page < n / 1_000; page++) {
+      const pageIds = ids(1 + page * 1_000, 1_000);
+      expect(await run("fill", bits, 7, [after, ...pageIds])).toBeGreaterThan(900);
+      after = pageIds.at(-1) as string;
+    }
+    expect(await run("has", bits, 7, ids(1, 10))).toEqual([0, ...Array(10).fill(1)]); // not trusted before it is marked filled
+    expect(await run("ready", bits, 7, [])).toBe(1);
+    const held = (await Promise.all(
+      Array.from({ length: 10 }, (_, p) => run("has", bits, 7, ids(1 + p * 1_000, 1_000))),
+    )) as number[][];
+    expect(held.flatMap((r) => r.slice(1)).every((m) => m === 1)).toBe(true);
+    const absent = (await Promise.all(
+      Array.from({ length: 20 }, (_, p) => run("has", bits, 7, ids(1_000_000 + p * 1_000, 1_000))),
+    )) as number[][];
+    const falsePositives = absent.flatMap((r) => r.slice(1)).filter((m) => m === 1).length;
+    expect(falsePositives / 20_000).toBeLessThan(0.013);
+  });
+
+  it("distrusts itself when its bits are lost, and a fill in progress starts again from the first id", async () => {
+    await redis.del(...keys);
+    expect(await run("fill", 1_000, 3, ["0", "1", "2"])).toBe(2);
+    expect(await run("fill", 1_000, 3, ["7", "8"])).toBe(-1); // not where the fill is
+    await redis.del(keys[0] as string); // the bits are evicted
+    expect(await run("fill", 1_000, 3, ["2", "3"])).toBe(-1); // must start over
+    expect(await redis.exists(keys[2] as string)).toBe(0);
+    expect(await run("fill", 1_000, 3, ["0"])).toBe(0); // an empty database: the filter exists, empty
+    expect(await run("ready", 1_000, 3, [])).toBe(1);
+    expect(await run("has", 1_000, 3, ["1"])).toEqual([1, 0]);
+    await redis.del(keys[0] as string);
+    expect(await run("add", 1_000, 3, ["5"])).toBe(1); // a new sale while the bits are gone...
+    expect(await run("has", 1_000, 3, ["1", "5"])).toEqual([0, 1, 1]); // ...leaves the filter untrusted
+  });
+});
+
+describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
+  const keys = { entry: "test:{cache}:entry", floor: "test:{cache}:floor", live: "test:{cache}:live" };
+  const read = async () =>
+    (await redis.createScript<unknown>(lua("cache-read")).exec([keys.entry, keys.floor, keys.live], ["remaining"])) as [
+      number,
+      string,
+      string,
+      string | null,
+    ];
+  const put = (version: number, body: string, softMs: number, setIfNewer = "1") =>
+    redis
+      .createScript<unknown>(lua("cache-put"))
+      .exec([keys.entry, keys.floor], [String(version), body, String(softMs), "60000", setIfNewer]);
+  const evict = () => redis.createScript<unknown>(lua("cache-evict")).exec([keys.floor, keys.entry], ["60000"]);
+
+  it("serves fresh, then stale past its logical expiry, with live figures beside it", async () => {
+    await redis.del(keys.entry, keys.floor);
+    await redis.hset(keys.live, { remaining: 7 });
+    const [now, state] = await read();
+    expect(state).toBe("missing");
+    expect(await put(now, "card", 30)).toBe(1);
+    expect((await read()).slice(1)).toEqual(["fresh", "card", "7"]);
+    await new Promise((r) => setTimeout(r, 40));
+    expect((await read()).slice(1)).toEqual(["stale", "card", "7"]);
+    expect(Number(await redis.pttl(keys.entry))).toBeGreaterThan(50_000);
+  });
+
+  it("an eviction drops the entry and refuses every write-back read before it", async () => {
+    await redis.del(keys.entry, keys.floor);
+    const [before] = await read();
+    await new Promise((r) => setTimeout(r, 2));
+    await evict();
+    expect(await put(before, "old", 60_000)).toBe(0);
+    expect((await read())[1]).toBe("missing");
+    // Without the comparison it goes in, as if new: the failure the floor prevents.
+    expect(await put(before, "old", 60_000, "0")).toBe(1);
+    expect((await read())[1]).toBe("fresh");
+    await new Promise((r) => setTimeout(r, 2));
+    await evict();
+    const [after] = await read();
+    expect(await put(after, "new", 60_000)).toBe(1);
+    expect((await read()).slice(1, 3)).toEqual(["fresh", "new"]);
   });
 });
