@@ -11,7 +11,10 @@ ARGV
   1  order id   2  user id   3  quantity
 Replies
   1  the units went back on sale now
-  0  nothing to do: returned before, or the sale is not in Redis (never re-created here)
+  0  nothing to do: returned before
+  -1 the sale is not in Redis (never re-created here): nothing done; a restore from D1
+     counts the order's units as back (src/settlement/restore.ts), so the caller must not
+     record them as returned now, or forget them
 ]]
 
 local meta, buyers, outbox, pending, returned = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -20,7 +23,7 @@ local orderId, user, quantity = ARGV[1], ARGV[2], tonumber(ARGV[3])
 redis.call('ZREM', outbox, orderId)
 redis.call('HDEL', pending, orderId)
 if redis.call('EXISTS', meta) == 0 then
-  return 0
+  return -1
 end
 if redis.call('SADD', returned, orderId) == 0 then
   return 0

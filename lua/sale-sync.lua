@@ -2,8 +2,10 @@
 --[[
 sale-sync.lua: bring a sale's meta hash to the record D1 holds at `version`.
 
-Loads the sale when Redis does not have it yet; otherwise applies the record only if it is
-newer than the one applied last, so a retried create never resets live counters and two
+Loads the sale when Redis does not have it yet and the record is the sale's first (version
+1: just created, nothing sold); a later record for a sale Redis does not hold means Redis
+lost its live state, which only a restore from D1 may rebuild (src/settlement/restore.ts).
+Otherwise applies the record only if it is newer than the one applied last, so a retried create never resets live counters and two
 edits racing each other leave the newer one, whatever order their syncs arrive in. Stock
 only grows: the units added go on sale at once (remaining grows by the same amount), and
 order ids already minted (seq) are kept.
@@ -17,6 +19,7 @@ ARGV
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
+  -1 Redis does not hold the sale and this is not its first record (nothing changed)
   error when the record would take stock away
 ]]
 
@@ -33,8 +36,10 @@ if current[2] then
     return redis.error_reply('sale-sync.lua: stock never shrinks')
   end
   redis.call('HINCRBY', meta, 'remaining', added)
-else
+elseif version == 1 then
   redis.call('HSET', meta, 'remaining', stock, 'seq', 0)
+else
+  return -1
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
   'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10])

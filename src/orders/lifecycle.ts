@@ -31,17 +31,19 @@ const SWEEP_BATCH = 500;
 const EXPIRY_MESSAGE_MAX_ORDERS = 100;
 
 /**
- * Gives ended orders' units back and records it in D1. Throws when Redis cannot be reached:
- * D1 keeps them as not returned, and the next sweep tries again.
+ * Gives ended orders' units back and records it in D1; returns the orders whose units are
+ * back. Throws when Redis cannot be reached: D1 keeps them as not returned, and the next
+ * sweep tries again. An order of a sale Redis lost stays not returned in D1 too, until a
+ * restore has rebuilt the sale (which counts its units as back: the return is then a no-op).
  */
 export async function returnEnded(db: D1Database, redis: Redis, ended: EndedOrder[]): Promise<EndedOrder[]> {
   if (ended.length === 0) return [];
-  await returnUnits(redis, ended);
+  const { done } = await returnUnits(redis, ended);
   await markReturned(
     db,
-    ended.map((o) => o.orderId),
+    done.map((o) => o.orderId),
   );
-  return ended;
+  return done;
 }
 
 /**

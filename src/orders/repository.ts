@@ -375,3 +375,52 @@ export async function settlementCounts(
     refundsDue: first(refundsDue),
   };
 }
+
+/** What a restore rebuilds a sale's live state from: D1's record of its orders, read as one snapshot. */
+export interface RestoreSnapshot {
+  /** Order ids minted that D1 knows: settled in any state, or failed. */
+  minted: number;
+  /** Buyers holding units (awaiting payment, paid, confirmed): their units and latest order. */
+  holders: { userId: string; units: number; lastOrderId: string }[];
+  /** Orders whose units are back on sale, or will be: expired, cancelled, failed. */
+  endedOrderIds: string[];
+  /** When an order of the sale last reached D1 (settled or failed), ms; 0 when none did. */
+  lastLandedAt: number;
+}
+
+/** One D1 batch, so the figures agree with each other (a batch is one transaction). */
+export async function restoreSnapshot(db: D1Database, saleId: string): Promise<RestoreSnapshot> {
+  const sale = Number(saleId);
+  const [counts, holders, ended] = (await db.batch([
+    db
+      .prepare(
+        `SELECT (SELECT COUNT(*) FROM orders WHERE sale_id = ?1) + (SELECT COUNT(*) FROM failed_orders WHERE sale_id = ?1) AS minted,
+                MAX(COALESCE((SELECT MAX(settled_at) FROM orders WHERE sale_id = ?1), 0),
+                    COALESCE((SELECT MAX(failed_at) FROM failed_orders WHERE sale_id = ?1), 0)) AS landed`,
+      )
+      .bind(sale),
+    db
+      .prepare(
+        // printf keeps the 63-bit id exact (a JavaScript number would not).
+        `SELECT user_id, SUM(quantity) AS units, printf('%d', MAX(CAST(order_id AS INTEGER))) AS last_order_id
+         FROM orders WHERE sale_id = ? AND status IN ${HOLDING} GROUP BY user_id`,
+      )
+      .bind(sale),
+    db
+      .prepare(
+        `SELECT order_id FROM orders WHERE sale_id = ?1 AND status IN ('expired', 'cancelled')
+         UNION ALL SELECT order_id FROM failed_orders WHERE sale_id = ?1`,
+      )
+      .bind(sale),
+  ])) as [
+    D1Result<{ minted: number; landed: number }>,
+    D1Result<{ user_id: string; units: number; last_order_id: string }>,
+    D1Result<{ order_id: string }>,
+  ];
+  return {
+    minted: counts.results[0]?.minted ?? 0,
+    lastLandedAt: counts.results[0]?.landed ?? 0,
+    holders: holders.results.map((r) => ({ userId: r.user_id, units: r.units, lastOrderId: r.last_order_id })),
+    endedOrderIds: ended.results.map((r) => r.order_id),
+  };
+}

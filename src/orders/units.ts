@@ -10,14 +10,20 @@ export interface UnitsToReturn {
   quantity: number;
 }
 
+export interface Returned<T> {
+  /** Orders whose units came back now. */
+  now: T[];
+  /** Orders whose units are back, now or before: everything but those of sales Redis does not hold. */
+  done: T[];
+}
+
 /**
  * Gives orders' units back to their sales and takes them off their buyers' holds
  * (lua/return.lua, idempotent per order: each order's units come back once, however often
  * this runs). All scripts are issued in one tick, so auto-pipelining sends them as one round
- * trip. Returns the orders whose units came back now; throws when Redis cannot be reached,
- * and then the caller leaves them for a retry.
+ * trip. Throws when Redis cannot be reached, and then the caller leaves them for a retry.
  */
-export async function returnUnits<T extends UnitsToReturn>(redis: Redis, orders: T[]): Promise<T[]> {
+export async function returnUnits<T extends UnitsToReturn>(redis: Redis, orders: T[]): Promise<Returned<T>> {
   const results = await Promise.all(
     orders.map((o) => {
       const keys = saleKeys(o.saleId);
@@ -29,5 +35,5 @@ export async function returnUnits<T extends UnitsToReturn>(redis: Redis, orders:
       );
     }),
   );
-  return orders.filter((_, i) => Number(results[i]) === 1);
+  return { now: orders.filter((_, i) => Number(results[i]) === 1), done: orders.filter((_, i) => Number(results[i]) >= 0) };
 }

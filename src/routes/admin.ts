@@ -13,7 +13,8 @@ import { readOutcomeSeries } from "../sales/outcomes";
 import { findSale, findSaleByIdempotencyKey, insertSale, type SaleChanges } from "../sales/repository";
 import { adminSaleView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
-import type { AdminSaleView, SaleStats } from "../shared/api-types";
+import { restoreSale } from "../settlement/restore";
+import type { AdminSaleView, RestoreReport, SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateSaleBody, SaleIdParam, UpdateSaleBody } from "../shared/requests";
@@ -47,13 +48,21 @@ async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<S
  * cannot be reached the change stands in D1, and the same request again finishes it.
  */
 async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
+  let outcome: Awaited<ReturnType<typeof propagateSale>>;
   try {
-    await propagateSale(redisFor(env), env.JOBS, sale);
+    outcome = await propagateSale(redisFor(env), env.JOBS, sale);
   } catch (err) {
     log.warn("sale change not propagated to Redis", { saleId: sale.id }, err);
     throw unavailable(`the ${what} was recorded but could not reach Redis; send the same request again to finish it`);
   }
   memo.saleChanged(sale.id);
+  if (outcome === "missing") {
+    throw new ApiError(
+      409,
+      "SALE_NOT_LOADED",
+      `the ${what} is recorded, but Redis lost the sale's live state: POST /admin/sales/${sale.id}/restore rebuilds it from D1, this change included`,
+    );
+  }
 }
 
 /** The admin's view after a change, with live remaining stock (none once archived), and its version as ETag. */
@@ -179,6 +188,52 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/sales/:saleId/cancel", validate("param", SaleIdParam), async (c) => {
     const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "cancelled");
     return c.json(view, 200, { ETag: etag });
+  })
+  // After Redis lost a sale's live state: rebuild it from D1 (src/settlement/restore.ts).
+  .post("/sales/:saleId/restore", validate("param", SaleIdParam), async (c) => {
+    const { saleId } = c.req.valid("param");
+    const quietMs = Number(c.env.RESTORE_QUIET_MS);
+    let outcome: Awaited<ReturnType<typeof restoreSale>>;
+    try {
+      outcome = await restoreSale(c.env.DB, redisFor(c.env), saleId, {
+        quietMs: Number.isFinite(quietMs) && quietMs >= 0 ? quietMs : 30_000,
+        keepAlive: (work) => c.executionCtx.waitUntil(work),
+      });
+    } catch (err) {
+      log.warn("restore failed", { saleId }, err);
+      throw unavailable("Redis or D1 cannot be reached right now; nothing was restored, send it again");
+    }
+    switch (outcome.kind) {
+      case "restored":
+        memo.saleChanged(saleId);
+        log.info("sale restored from D1", { saleId, remaining: outcome.remaining, minted: outcome.minted });
+        return c.json({
+          saleId,
+          remaining: outcome.remaining,
+          minted: outcome.minted,
+          buyers: outcome.buyers,
+          returned: outcome.returned,
+        } satisfies RestoreReport);
+      case "not-found":
+        throw notFound("SALE_NOT_FOUND", "no such sale");
+      case "archived":
+        throw new ApiError(409, "SALE_ARCHIVED", "the sale ended and was archived: its record lives in D1, nothing to restore");
+      case "loaded":
+        throw new ApiError(409, "SALE_LOADED", "Redis holds the sale: nothing to restore");
+      case "busy":
+        throw new ApiError(409, "RESTORE_IN_PROGRESS", "another restore of this sale is running");
+      case "in-flight": {
+        const seconds = Math.ceil(outcome.retryAfterMs / 1000);
+        throw new ApiError(
+          409,
+          "ORDERS_IN_FLIGHT",
+          `orders accepted before Redis lost the sale are still reaching D1; restore in ${seconds} s`,
+          { "Retry-After": String(seconds) },
+        );
+      }
+      case "interrupted":
+        throw new ApiError(409, "RESTORE_INTERRUPTED", "the restore lost its lock and stopped writing; send it again");
+    }
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);

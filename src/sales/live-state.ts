@@ -4,11 +4,12 @@ import { saleKeys } from "../shared/keys";
 import type { Sale } from "./sale";
 
 /**
- * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads it
- * when Redis does not have it, applies it when it is newer than the record applied last, and
- * changes nothing otherwise, so a create or an edit can be retried. True when it changed.
+ * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads a new
+ * sale, applies a record newer than the one applied last, and changes nothing otherwise, so
+ * a create or an edit can be retried. "missing": Redis lost the sale's live state, which
+ * only a restore may rebuild.
  */
-export async function syncSale(redis: Redis, sale: Sale): Promise<boolean> {
+export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
   const applied = await runScript<number>(
     redis,
     LUA.saleSync,
@@ -26,15 +27,16 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<boolean> {
       sale.state,
     ].map(String),
   );
-  return Number(applied) === 1;
+  return Number(applied) === 1 ? "applied" : Number(applied) === 0 ? "unchanged" : "missing";
 }
 
 /**
  * Loads a sale into Redis, and the hot-path script with it, so the crowd's first EVALSHA hits
  * instead of thousands of simultaneous NOSCRIPT misses each re-sending the source with EVAL.
  */
-export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
-  await Promise.all([syncSale(redis, sale), redis.scriptLoad(LUA.checkout)]);
+export async function preloadSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
+  const [synced] = await Promise.all([syncSale(redis, sale), redis.scriptLoad(LUA.checkout)]);
+  return synced;
 }
 
 export interface LiveSale {

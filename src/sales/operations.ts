@@ -22,15 +22,18 @@ const EDIT_ATTEMPTS = 3;
  * filter knows it, its cached copies and the catalog's pages are evicted, and a second
  * eviction is scheduled. Safe to repeat: a retry after a failure here finishes the job.
  * Throws when Redis cannot be reached (D1 has the change; retrying the request finishes it).
+ * Returns "missing" when Redis lost the sale's live state: the change waits in D1 for the
+ * restore, which applies it.
  */
-export async function propagateSale(redis: Redis, jobs: Queue<JobMessage>, sale: Sale): Promise<void> {
+export async function propagateSale(redis: Redis, jobs: Queue<JobMessage>, sale: Sale): Promise<"synced" | "missing"> {
   // An archived sale has no keys left in Redis, and must not get them back.
   const sync = sale.archivedAt === null ? preloadSale(redis, sale) : undefined;
-  await Promise.all([sync, bloomAdd(redis, [sale.id]), evictSale(redis, sale.id)]);
+  const [synced] = await Promise.all([sync, bloomAdd(redis, [sale.id]), evictSale(redis, sale.id)]);
   isolateReads.forget(sale.id);
   await jobs
     .send({ kind: "evict-sale", saleId: sale.id }, { delaySeconds: EVICT_AGAIN_AFTER_SECONDS, contentType: "json" })
     .catch((err) => log.warn("second eviction not scheduled; the eviction floor still holds", { saleId: sale.id }, err));
+  return synced === "missing" ? "missing" : "synced";
 }
 
 export type EditRefusal =

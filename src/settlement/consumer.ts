@@ -79,7 +79,7 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
       ),
       returnEnded(env.DB, redis, settled.cancelled),
     ]);
-    return [...released, ...cancelled];
+    return [...released.now, ...cancelled];
   } catch (err) {
     // Harmless: the re-drive re-sends them and the idempotent insert ignores the repeat.
     log.warn("settlement: outbox clear failed; re-drive will repeat these", {}, err);

@@ -25,7 +25,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
   if (letters.length > 0) {
     const failed = await recordFailures(env.DB, letters);
     const redis = redisFor(env);
-    [, released] = await Promise.all([
+    const [, returned] = await Promise.all([
       clearOutbox(
         redis,
         letters.filter((l) => !failed.has(l.orderId)),
@@ -35,6 +35,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
         letters.filter((l) => failed.has(l.orderId)),
       ),
     ]);
+    released = returned.now;
   }
   batch.ackAll();
   return released;

@@ -329,6 +329,28 @@ const ROUTES: readonly ApiRoute[] = [
     };
   }),
   {
+    method: "post",
+    path: "/admin/sales/:saleId/restore",
+    tag: "admin",
+    summary: "Rebuild a sale's live state in Redis from D1, after Redis lost it",
+    description:
+      "Under the sale's fenced lock: remaining stock, each buyer's hold, ended orders as returned, the order-id sequence; checkout answers 503 for the sale until then. Refused while orders accepted before the loss are still reaching D1 (RESTORE_QUIET_MS).",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "what was rebuilt", body: Bodies.RestoreReport },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      409: error(
+        "SALE_LOADED (nothing to restore), RESTORE_IN_PROGRESS, ORDERS_IN_FLIGHT (with Retry-After), RESTORE_INTERRUPTED (the lock was lost; send it again) or SALE_ARCHIVED",
+        ["Retry-After"],
+      ),
+      503: UNAVAILABLE,
+    },
+  },
+  {
     method: "get",
     path: "/admin/sales/:saleId/report",
     tag: "admin",

@@ -33,6 +33,19 @@ export const SaleView = z.object({
 });
 export type SaleView = z.infer<typeof SaleView>;
 
+/** POST /admin/sales/:saleId/restore: what the restore rebuilt in Redis from D1. */
+export const RestoreReport = z.object({
+  saleId: z.string(),
+  remaining: z.int(),
+  /** Order ids D1 knows (the sequence goes on from here). */
+  minted: z.int(),
+  /** Buyers holding units, with their holds. */
+  buyers: z.int(),
+  /** Ended orders (expired, cancelled, failed) recorded as returned. */
+  returned: z.int(),
+});
+export type RestoreReport = z.infer<typeof RestoreReport>;
+
 /** GET /api/sales: upcoming and live sales by start, a page at a time. */
 export const CatalogPage = z.object({
   sales: z.array(SaleView),

@@ -314,9 +314,9 @@ describe("return.lua and sale-sync.lua", () => {
     expect(await redis.hget(keys.meta, "remaining")).toBe("3");
   });
 
-  it("never re-creates a sale Redis does not hold", async () => {
+  it("never re-creates a sale Redis does not hold, and says so", async () => {
     const keys = saleKeys("gone-1");
-    expect(await returnUnits(keys, "123", "nobody", 1)).toBe(0);
+    expect(await returnUnits(keys, "123", "nobody", 1)).toBe(-1);
     expect(await redis.exists(keys.meta, keys.returned)).toBe(0);
   });
 
@@ -342,6 +342,12 @@ describe("return.lua and sale-sync.lua", () => {
     expect(await sync(keys, record(2, 9, "paused"))).toBe(0);
     expect(await redis.hmget(keys.meta, "stock", "remaining", "seq", "version", "state")).toEqual(["5", "3", "2", "3", "active"]);
     expect((await checkout(keys, "gina")).code).toBe("OK");
+  });
+
+  it("sale-sync loads only a sale's first record: a later one for a sale Redis lost waits for a restore", async () => {
+    const keys = saleKeys(`lost-${++seq}`);
+    expect(await sync(keys, record(2, 5))).toBe(-1);
+    expect(await redis.exists(keys.meta)).toBe(0);
   });
 
   it("sale-sync refuses to take stock away, and pauses, resumes and cancels checkout", async () => {

@@ -7,8 +7,9 @@ import { webhookSignature } from "../../dev/lib/webhook-signing";
 import document from "../../public/openapi.json";
 import { app } from "../../src/app";
 import { API_ROUTES, openApiPath } from "../../src/shared/api-routes";
+import { saleKeys } from "../../src/shared/keys";
 import { checkedFetch, seen } from "./contract";
-import { BASE, bearer, createSale, fetchWithVars, userToken, waitForConfirmed } from "./helpers";
+import { BASE, bearer, createSale, fetchWithVars, redis, userToken, waitForConfirmed } from "./helpers";
 
 const call = (path: string, init?: RequestInit) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init);
 const admin = (extra: Record<string, string> = {}) => ({
@@ -134,6 +135,14 @@ describe("the OpenAPI document", () => {
       await call(`/admin/sales/${sale.id}/${action}`, { method: "POST", headers: admin() }); // 200, 200, 200, 409
     }
     await call(`/admin/sales/987654321987/cancel`, { method: "POST", headers: admin() });
+    const lost = await createSale();
+    await call(`/admin/sales/${lost.id}/restore`, { method: "POST", headers: admin() }); // 409 SALE_LOADED
+    await redis.del(saleKeys(lost.id).meta);
+    const restored = await fetchWithVars({ RESTORE_QUIET_MS: "0" }, `/admin/sales/${lost.id}/restore`, {
+      method: "POST",
+      headers: admin(),
+    });
+    expect(restored.status).toBe(200);
 
     for (const what of ["report", "stats"]) {
       await call(`/admin/sales/${sale.id}/${what}`, { headers: admin() });

@@ -1,0 +1,127 @@
+// Rebuilding a sale's live state in Redis from D1 after Redis lost it (a flush, a failover
+// without persistence). Until then checkout answers 503 for the sale: selling from a fresh
+// copy could oversell. docs/architecture.md, "Restoring a sale", says what is rebuilt and why
+// it is safe.
+import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
+import { restoreSnapshot } from "../orders/repository";
+import type { Redis } from "../redis/client";
+import { LUA, runScript } from "../redis/scripts";
+import { findSale } from "../sales/repository";
+import { saleKeys } from "../shared/keys";
+
+/** The restore's lock: its keys share the sale's hash tag, so restore.lua can check the fence beside the sale's keys. */
+export const restoreLockName = (saleId: string) => `sale:${saleId}`;
+/** Renewed while the restore works; one at a time, a second is refused rather than queued. */
+const RESTORE_LOCK = { leaseMs: 15_000, waitMs: 0, maxHoldMs: 120_000 };
+/** Buyers or order ids per script call. */
+const CHUNK = 1_000;
+/** How long the restore waits for Redis' clock to pass the second it started in. */
+const CLOCK_WAIT_MS = 3_000;
+
+export type RestoreOutcome =
+  | { kind: "restored"; remaining: number; minted: number; buyers: number; returned: number }
+  | { kind: "not-found" }
+  | { kind: "archived" }
+  | { kind: "loaded" }
+  | { kind: "busy" }
+  | { kind: "in-flight"; retryAfterMs: number }
+  | { kind: "interrupted" };
+
+const failedWith = (err: unknown, code: string) => err instanceof Error && err.message.includes(code);
+
+/**
+ * Rebuilds the sale from D1's record under its fenced lock: remaining = stock − units D1
+ * records as held; each holder's units and latest order (the per-buyer limit holds); every
+ * ended order counted as returned (its later return is a no-op); the sequence as the number
+ * of ids D1 knows, with new ids minted only once Redis' clock has passed the second the
+ * restore began (so none can equal an id minted before the loss); the admission bucket
+ * starts full. Refused while orders of the sale were still reaching D1 within `quietMs`:
+ * those accepted before the loss must land first, or their units would be sold twice.
+ */
+export async function restoreSale(
+  db: D1Database,
+  redis: Redis,
+  saleId: string,
+  options: { quietMs: number; keepAlive?: (work: Promise<unknown>) => void },
+): Promise<RestoreOutcome> {
+  const sale = await findSale(db, saleId);
+  if (!sale) return { kind: "not-found" };
+  // Archived on purpose once it ended and settled: its record lives in D1 now.
+  if (sale.archivedAt !== null) return { kind: "archived" };
+  const keys = saleKeys(saleId);
+  if ((await redis.exists(keys.meta)) === 1) return { kind: "loaded" };
+  try {
+    return await new Lock(redis, restoreLockName(saleId)).using(
+      async (signal, lease): Promise<RestoreOutcome> => {
+        const snapshot = await restoreSnapshot(db, saleId);
+        const sinceLanded = Date.now() - snapshot.lastLandedAt;
+        if (snapshot.lastLandedAt > 0 && sinceLanded < options.quietMs) {
+          return { kind: "in-flight", retryAfterMs: options.quietMs - sinceLanded };
+        }
+        const scriptKeys = [
+          lockKeys(restoreLockName(saleId)).fence,
+          keys.meta,
+          keys.buyers,
+          keys.returned,
+          keys.outbox,
+          keys.pending,
+          keys.checkoutKeys,
+          keys.admission,
+        ];
+        // Each part checks the fence first: once another restore took the lock, nothing more is written.
+        const part = (name: string, args: (string | number)[]) => {
+          signal.throwIfAborted();
+          return runScript<number>(redis, LUA.restore, scriptKeys, [String(lease.fence), name, ...args.map(String)]);
+        };
+        const startedSecond = Number(await part("clear", []));
+        for (let i = 0; i < snapshot.holders.length; i += CHUNK) {
+          await part(
+            "buyers",
+            snapshot.holders.slice(i, i + CHUNK).flatMap((h) => [h.userId, `${h.units}:${h.lastOrderId}`]),
+          );
+        }
+        for (let i = 0; i < snapshot.endedOrderIds.length; i += CHUNK) {
+          await part("returned", snapshot.endedOrderIds.slice(i, i + CHUNK));
+        }
+        const held = snapshot.holders.reduce((n, h) => n + h.units, 0);
+        const meta = {
+          version: sale.version,
+          stock: sale.stock,
+          remaining: sale.stock - held,
+          starts: sale.startsAt,
+          ends: sale.endsAt,
+          slot: sale.idSlot,
+          seq: snapshot.minted,
+          rate: sale.admission.rate,
+          burst: sale.admission.burst,
+          name: sale.name,
+          limit: sale.perUserLimit,
+          state: sale.state,
+        };
+        const deadline = Date.now() + CLOCK_WAIT_MS;
+        for (;;) {
+          try {
+            await part("meta", [startedSecond, ...Object.entries(meta).flat()]);
+            break;
+          } catch (err) {
+            if (!failedWith(err, "TOO_SOON") || Date.now() > deadline) throw err;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        return {
+          kind: "restored",
+          remaining: meta.remaining,
+          minted: snapshot.minted,
+          buyers: snapshot.holders.length,
+          returned: snapshot.endedOrderIds.length,
+        };
+      },
+      { ...RESTORE_LOCK, keepAlive: options.keepAlive },
+    );
+  } catch (err) {
+    if (err instanceof LockTimeoutError) return { kind: "busy" };
+    if (err instanceof LockLostError || failedWith(err, "STALE_FENCE")) return { kind: "interrupted" };
+    if (failedWith(err, "LOADED")) return { kind: "loaded" };
+    throw err;
+  }
+}
