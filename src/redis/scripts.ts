@@ -1,5 +1,6 @@
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
+import purgeChunkSource from "../../lua/purge-chunk.lua";
 import returnSource from "../../lua/return.lua";
 import saleInitSource from "../../lua/sale-init.lua";
 import type { Redis } from "./client";
@@ -29,6 +30,7 @@ export function runScript<T>(redis: Redis, source: string, keys: string[], args:
 export const LUA = {
   checkout: checkoutSource,
   labCas: labCasSource,
+  purgeChunk: purgeChunkSource,
   return: returnSource,
   saleInit: saleInitSource,
 } as const;
