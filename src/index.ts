@@ -3,6 +3,7 @@ import { memo } from "./checkout/isolate-memo";
 import { runJobs } from "./orders/jobs";
 import { sweepOrders } from "./orders/lifecycle";
 import { redisFor } from "./redis/client";
+import { archiveSettledSales } from "./settlement/archive";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
@@ -36,11 +37,16 @@ export default {
   },
 
   /**
-   * Every minute: re-send unsettled orders, expire what is due, give back units not back yet.
-   * Both run to the end whatever the other does; a failure fails the run, so it shows.
+   * Every minute: re-send unsettled orders, expire what is due, give back units not back yet,
+   * and archive sales ended and settled long enough ago, removing their Redis keys. Each runs
+   * to the end whatever the others do; a failure fails the run, so it shows.
    */
   async scheduled(_controller, env) {
-    const [redrive, sweep] = await Promise.allSettled([redriveOutbox(env), sweepOrders(env.DB, redisFor(env))]);
+    const [redrive, sweep, archive] = await Promise.allSettled([
+      redriveOutbox(env),
+      sweepOrders(env.DB, redisFor(env)),
+      archiveSettledSales(env),
+    ]);
     if (redrive.status === "fulfilled" && redrive.value > 0)
       log.info("outbox re-drive re-sent orders", { resent: redrive.value });
     if (sweep.status === "fulfilled") {
@@ -49,7 +55,17 @@ export default {
       if (expired > 0 || returned.length > 0)
         log.info("sweep expired orders and returned units", { expired, returned: returned.length });
     }
-    const failures = [redrive, sweep].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    if (archive.status === "fulfilled") {
+      const { archived, inProgress, commands, removed } = archive.value;
+      if (archived.length > 0 || inProgress.length > 0)
+        log.info("clean-up archived sales and removed their keys", {
+          archived: archived.join(","),
+          inProgress: inProgress.join(","),
+          commands,
+          removed,
+        });
+    }
+    const failures = [redrive, sweep, archive].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

@@ -6,9 +6,11 @@ import type { Sale } from "./sale";
 /**
  * Loads a sale into Redis; a no-op when it is already there, so creating a sale can be retried.
  * Also loads the hot-path script, so the crowd's first EVALSHA hits instead of thousands of
- * simultaneous NOSCRIPT misses each re-sending the source with EVAL.
+ * simultaneous NOSCRIPT misses each re-sending the source with EVAL. An archived sale is
+ * never loaded again (a late retry of its create): its keys were removed for good.
  */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<void> {
+  if (sale.archivedAt !== null) return;
   await Promise.all([
     runScript(
       redis,
