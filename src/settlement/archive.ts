@@ -37,9 +37,9 @@ export interface ArchiveOptions {
 const DEFAULTS: Required<Omit<ArchiveOptions, "saleIds">> = {
   graceMs: ARCHIVE_GRACE_MS,
   chunk: PURGE_CHUNK,
-  // 300 commands of 1,000 members: a million-buyer sale (its buyers and its checkout keys)
-  // is cleaned in about seven runs, leaving the invocation room for the re-drive and sweep.
-  maxCommands: 300,
+  // 400 commands of 500 members: a million-buyer sale (its buyers and its checkout keys) is
+  // cleaned in about ten runs, leaving the invocation's subrequests to the re-drive and sweep.
+  maxCommands: 400,
   budgetMs: 20_000,
   salesPerRun: 20,
 };
