@@ -131,7 +131,8 @@ async function archiveRun(
       const { remaining, minted, buyers, returned } = report.redis;
       await recordSaleArchive(env.DB, saleId, { remaining: remaining ?? 0, minted, buyers, returned });
     }
-    // The re-drive's lock counter goes too: the re-drive no longer lists an archived sale.
+    // The re-drive's lock counter goes too: the re-drive takes that lock only for a sale with
+    // outbox records to re-send (it looks first), and this one has none left.
     const done = await purgeSaleKeys(redis, saleId, budget, [lockKeys(redriveLockName(saleId)).fence]);
     if (!done) {
       run.inProgress.push(saleId);
