@@ -4,6 +4,7 @@ import { runJobs } from "./orders/jobs";
 import { sweepOrders } from "./orders/lifecycle";
 import { redisFor } from "./redis/client";
 import { keepBloomFilled } from "./sales/bloom-upkeep";
+import { archiveSettledSales } from "./settlement/archive";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
@@ -38,14 +39,16 @@ export default {
 
   /**
    * Every minute: re-send unsettled orders, expire what is due, give back units not back yet,
-   * keep the catalog's Bloom filter filled. Each runs to the end whatever the others do; a
-   * failure fails the run, so it shows.
+   * keep the catalog's Bloom filter filled, and archive sales ended and settled long enough
+   * ago, removing their Redis keys. Each runs to the end whatever the others do; a failure
+   * fails the run, so it shows.
    */
   async scheduled(_controller, env) {
-    const [redrive, sweep, bloom] = await Promise.allSettled([
+    const [redrive, sweep, bloom, archive] = await Promise.allSettled([
       redriveOutbox(env),
       sweepOrders(env.DB, redisFor(env)),
       keepBloomFilled(env.DB, redisFor(env)),
+      archiveSettledSales(env),
     ]);
     if (redrive.status === "fulfilled" && redrive.value > 0)
       log.info("outbox re-drive re-sent orders", { resent: redrive.value });
@@ -56,7 +59,17 @@ export default {
         log.info("sweep expired orders and returned units", { expired, returned: returned.length });
     }
     if (bloom.status === "fulfilled" && bloom.value.added > 0) log.info("sale ids added to the Bloom filter", { ...bloom.value });
-    const failures = [redrive, sweep, bloom].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    if (archive.status === "fulfilled") {
+      const { archived, inProgress, commands, removed } = archive.value;
+      if (archived.length > 0 || inProgress.length > 0)
+        log.info("clean-up archived sales and removed their keys", {
+          archived: archived.join(","),
+          inProgress: inProgress.join(","),
+          commands,
+          removed,
+        });
+    }
+    const failures = [redrive, sweep, bloom, archive].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

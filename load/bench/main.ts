@@ -4,7 +4,7 @@
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock),
 // these figures from one run (--only picks sections: round-trips, admission, strategies,
-// drain, throughput, locks; all by default):
+// drain, throughput, locks, big-keys; all by default):
 // 1. the lab's strategies side by side on the same crowd: time to sell out, accepted/s,
 //    latency, oversold, duplicates, buyers turned away while stock remained, stock unsold;
 //    then lock and atomic again with the gateway adding a --hop-ms round trip to every
@@ -17,6 +17,8 @@
 // 6. the read path: D1 reads, Upstash round trips and Redis commands per 1,000 page views
 //    (a sale's page, the catalog's), cold, warm, going stale and for ids that never
 //    existed, each with every cache guard on and with the one it exists for off.
+// 7. a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and removing the
+//    buyers hash with DEL, UNLINK or in chunks (load/bench/big-keys.ts, its own redis-server).
 // Local absolute numbers mean little (2 shared cores): read the ratios.
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
@@ -30,6 +32,7 @@ import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { stackTarget, type Target } from "../runner/target.ts";
 import { benchAdmissionPlacement, benchAdmissionSpike, type PlacementFigures, type SpikeFigures } from "./admission.ts";
+import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
 
 const { values } = parseArgs({
@@ -45,7 +48,7 @@ const { values } = parseArgs({
     json: { type: "boolean", default: false },
   },
 });
-const SECTIONS = ["round-trips", "read-path", "admission", "strategies", "drain", "throughput", "locks"] as const;
+const SECTIONS = ["round-trips", "read-path", "admission", "strategies", "drain", "throughput", "locks", "big-keys"] as const;
 const only = values.only?.split(",");
 for (const name of only ?? []) {
   if (!(SECTIONS as readonly string[]).includes(name)) {
@@ -185,6 +188,15 @@ async function benchDrain(stack: Stack, target: Target) {
   };
 }
 
+// Before the stack starts, on a redis-server of its own: nothing else shares the cores, and the
+// stack's Redis never holds the million-field keys. Alone, it needs no stack at all.
+const bigKeys = wants("big-keys") ? await benchBigKeys(progress) : undefined;
+if (bigKeys && only?.every((section) => section === "big-keys")) {
+  if (values.json) console.log(JSON.stringify({ bigKeys }));
+  else printBigKeys(bigKeys);
+  process.exit(0);
+}
+
 // No per-user limit: the round-trip figures send bursts from one buyer (the limit costs no round trip).
 const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" }, quorumNodes: 3 });
 try {
@@ -240,6 +252,7 @@ try {
     ...(readPath && { readPath }),
     ...(admission && { admission }),
     ...(locks && { locks }),
+    ...(bigKeys && { bigKeys }),
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -370,6 +383,7 @@ try {
       );
     }
     if (locks) printLocks(locks);
+    if (bigKeys) printBigKeys(bigKeys);
   }
 } finally {
   await stack.stop();
@@ -404,4 +418,62 @@ function printLocks(locks: NonNullable<Awaited<ReturnType<typeof benchLocks>>>) 
     `\n7d. A holder paused past its lease (${leaseMs} ms lease, ${pauseMs} ms pause), then a second holder writes, then the first`,
   );
   log(formatTable(rows.map((r) => ({ library: r.library, "the first holder's late write": r.staleWrite, how: r.how }))));
+}
+
+/** 8. A sale's big keys at each size. */
+function printBigKeys({ memory, checkout, removal }: BigKeyFigures) {
+  const count = (n: number) => n.toLocaleString("en-US");
+  const mib = (bytes: number) => `${fixed(bytes / 2 ** 20, 2)} MiB`;
+  log("\n8. Big keys: one sale's keys by its number of buyers (redis-server 7.0 on its own, over RESP)");
+  log("\n8a. Memory (MEMORY USAGE, every field counted); the keys filled with pipelined HSET/ZADD");
+  log(
+    formatTable(
+      memory.map((m) => ({
+        buyers: count(m.buyers),
+        "buyers hash": mib(m.buyersBytes),
+        "bytes per buyer": fixed(m.buyersBytes / m.buyers, 0),
+        "checkout keys hash": mib(m.checkoutKeysBytes),
+        "outbox + pending, a backlog of as many orders": mib(m.backlogBytes),
+        "filled in s": seconds(m.fillMs),
+      })),
+    ),
+  );
+  log("\n8b. lua/checkout.lua against that sale: each call reserves new buyers (client: loopback RESP; Redis: SLOWLOG)");
+  log(
+    formatTable(
+      checkout.flatMap((c) =>
+        [
+          ["1 buyer", c.single],
+          ["100 buyers (a merged call)", c.merged],
+        ].map(([per, f]) => {
+          const figures = f as CheckoutFigures["single"];
+          return {
+            buyers: count(c.buyers),
+            "per call": per as string,
+            "client p50 ms": fixed(figures.client.p50, 3),
+            "client p99 ms": fixed(figures.client.p99, 3),
+            "Redis p50 µs": fixed(figures.redisUs.p50, 0),
+            "Redis p99 µs": fixed(figures.redisUs.p99, 0),
+            "Redis max µs": fixed(figures.redisUs.max, 0),
+          };
+        }),
+      ),
+    ),
+  );
+  log("\n8c. Removing the buyers hash, median of 3 rounds: a command's time is time Redis serves nobody else (SLOWLOG)");
+  log(
+    formatTable(
+      removal.map((r) => ({
+        buyers: count(r.buyers),
+        how: r.how,
+        commands: count(r.commands),
+        "total ms": fixed(r.totalMs, 1),
+        "Redis busy ms": fixed(r.redisTotalMs, 1),
+        "p50 command ms": fixed(r.p50CommandMs, 3),
+        "p99 command ms": fixed(r.p99CommandMs, 3),
+        "longest command ms": fixed(r.longestCommandMs, 3),
+        "longest PING wait ms": fixed(r.longestPingMs, 1),
+      })),
+    ),
+  );
 }

@@ -4,6 +4,7 @@ import cachePutSource from "../../lua/cache-put.lua";
 import cacheReadSource from "../../lua/cache-read.lua";
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
+import purgeChunkSource from "../../lua/purge-chunk.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
 import saleSyncSource from "../../lua/sale-sync.lua";
@@ -38,6 +39,7 @@ export const LUA = {
   cacheRead: cacheReadSource,
   checkout: checkoutSource,
   labCas: labCasSource,
+  purgeChunk: purgeChunkSource,
   restore: restoreSource,
   return: returnSource,
   saleSync: saleSyncSource,

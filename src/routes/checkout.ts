@@ -11,20 +11,41 @@ import { idempotencyKeyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
+import type { Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { log } from "../shared/log";
+import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 
-/** Whether D1 has the sale; D1 unreachable is a 503 like Redis unreachable. */
-async function saleRecorded(db: D1Database, saleId: string): Promise<boolean> {
+/** The sale as D1 records it; D1 unreachable is a 503 like Redis unreachable. */
+async function recordedSale(db: D1Database, saleId: string): Promise<Sale | undefined> {
   try {
-    return (await findSale(db, saleId)) !== undefined;
+    return await findSale(db, saleId);
   } catch (err) {
     log.warn("checkout: D1 unavailable", { saleId }, err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
   }
 }
+
+/**
+ * Why a sale Redis no longer holds refuses every checkout, when D1 says it is over: it was
+ * cancelled, or it ended (an ended, settled sale is archived and its keys removed).
+ */
+function overRefusal(sale: Sale, now: number): Refusal | undefined {
+  if (sale.state === "cancelled") return { code: "SALE_CANCELLED" };
+  if (now >= sale.endsAt) return { code: "SALE_ENDED", endsAt: sale.endsAt };
+  return undefined;
+}
+
+/**
+ * Refusals the isolate answers alone are counted for the console's chart, except a sale
+ * that ended longer ago than the counters live: nobody charts it, and its keys may be
+ * archived away, so counting would only write keys back.
+ */
+const worthCounting = (refusal: Refusal, now: number) =>
+  refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
 
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
 function checkoutBody(text: string): CheckoutBody {
@@ -65,7 +86,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     // A retry with a key gets Redis' own answer (202 with the order it reserved), never the memo's 409.
     const refusal = localRefusal(saleId, userId, { trustBuyers: idempotencyKey === undefined });
     if (refusal) {
-      countLocalRefusal(redis, saleId, refusal.code, keepAlive);
+      if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
       throw refusalError(refusal);
     }
 
@@ -90,10 +111,16 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       log.warn("checkout: redis unavailable", { saleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
-    if (reservation.code === "SALE_NOT_FOUND" && (await saleRecorded(c.env.DB, saleId))) {
+    const recorded = reservation.code === "SALE_NOT_FOUND" ? await recordedSale(c.env.DB, saleId) : undefined;
+    if (recorded) {
+      const over = overRefusal(recorded, Date.now());
+      if (over) {
+        memo.learn(saleId, userId, over, askedAt);
+        throw refusalError(over);
+      }
       memo.admissionTokenUnused(saleId);
-      // D1 has the sale but Redis lost its live state: selling from a fresh copy could
-      // oversell, so refuse until an operator restores it.
+      // D1 has the sale, still open, but Redis lost its live state: selling from a fresh
+      // copy could oversell, so refuse until an operator restores it.
       log.error("checkout: the sale exists in D1 but not in Redis", { saleId });
       throw unavailable("the sale is temporarily unavailable", 30);
     }

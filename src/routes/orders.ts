@@ -46,7 +46,8 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   // Not settled yet: the id names its sale (slot + time), and Redis holds the order.
   const { slot, unixSeconds } = decodeOrderId(orderId);
   const sale = await findSaleBySlotAt(env.DB, slot, unixSeconds * 1000);
-  if (!sale) throw orderNotFound();
+  // An archived sale settled every order it minted into D1, and its keys are gone.
+  if (!sale || sale.archivedAt !== null) throw orderNotFound();
   let pending: string | null;
   try {
     pending = await redis.hget<string>(saleKeys(sale.id).pending, orderId);

@@ -245,10 +245,13 @@ export async function findSaleBySlotAt(db: D1Database, slot: number, atMs: numbe
   return row ? fromRow(row) : undefined;
 }
 
-/** Sales whose outboxes may still hold orders: every sale that ended less than `withinMs` ago. */
+/**
+ * Sales whose outboxes may still hold orders: every sale that ended less than `withinMs` ago,
+ * except archived ones (settled, their keys gone).
+ */
 export async function listRecentSaleIds(db: D1Database, now: number, withinMs: number): Promise<string[]> {
   const { results } = await db
-    .prepare("SELECT id FROM sales WHERE ends_at > ? ORDER BY id")
+    .prepare("SELECT id FROM sales WHERE ends_at > ? AND archived_at IS NULL ORDER BY id")
     .bind(now - withinMs)
     .all<{ id: number }>();
   return results.map((r) => String(r.id));

@@ -42,6 +42,11 @@ export async function staleOutboxOrders(
   return orders;
 }
 
+/** Whether any of the sale's outbox records was last sent before `olderThanMs` (one ZCOUNT; never creates the key). */
+export async function hasStaleOutboxOrders(redis: Redis, saleId: string, olderThanMs: number): Promise<boolean> {
+  return Number(await redis.zcount(saleKeys(saleId).outbox, "-inf", olderThanMs)) > 0;
+}
+
 /**
  * Marks re-driven records as sent now, so the next run waits another threshold before
  * re-sending them. XX: a record the consumer cleared meanwhile is not brought back.

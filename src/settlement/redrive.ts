@@ -5,10 +5,10 @@ import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { OrderMessage } from "../shared/messages";
 import { sendOrderMessage } from "./enqueue";
-import { staleOutboxOrders, touchOutbox } from "./outbox";
+import { hasStaleOutboxOrders, staleOutboxOrders, touchOutbox } from "./outbox";
 
-/** Outboxes of sales that ended longer ago than this are no longer scanned. */
-const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;
+/** Outboxes of sales that ended longer ago than this are no longer scanned (nor those of archived sales). */
+export const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;
 const MAX_PER_SALE_PER_RUN = 1_000;
 
 const DEFAULT_REDRIVE_AFTER_MS = 30_000;
@@ -42,6 +42,9 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
   let failures = 0;
   for (const saleId of await listRecentSaleIds(env.DB, now, SCAN_SALES_ENDED_WITHIN_MS)) {
     try {
+      // A look without the lock first: most sales have nothing to re-drive, and a sale whose
+      // keys the clean-up is removing never gets its lock's keys written back.
+      if (!(await hasStaleOutboxOrders(redis, saleId, now - threshold))) continue;
       resent += await new Lock(redis, redriveLockName(saleId)).using(
         () => redriveSale(env, redis, saleId, now - threshold, now),
         REDRIVE_LOCK,

@@ -1,10 +1,82 @@
-import { settlementCounts } from "../orders/repository";
+import { type SettlementCounts, settlementCounts } from "../orders/repository";
 import { redisFor } from "../redis/client";
+import { findSaleArchive, type SaleArchive } from "../sales/archives";
 import { readLiveSale } from "../sales/live-state";
 import type { Sale } from "../sales/sale";
 import type { ReconciliationReport } from "../shared/api-types";
 import { saleKeys } from "../shared/keys";
-import { pendingOrders } from "./outbox";
+import { type PendingOrder, pendingOrders } from "./outbox";
+
+/** What the report reads from Redis: live, or as archived when the sale's keys were removed. */
+interface RedisFigures {
+  /** Redis holds the sale's live state now. */
+  loaded: boolean;
+  /** Live or archived figures exist (false: Redis lost the sale and nothing was archived). */
+  known: boolean;
+  stock: number;
+  remaining: number | null;
+  minted: number;
+  buyers: number;
+  outbox: number;
+  returned: number;
+  pending: PendingOrder[];
+  archivedAt: number | null;
+}
+
+const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
+  loaded: false,
+  known: true,
+  stock: sale.stock,
+  remaining: archive.remaining,
+  minted: archive.minted,
+  buyers: archive.buyers,
+  // A sale is archived only with nothing left to settle.
+  outbox: 0,
+  returned: archive.returned,
+  pending: [],
+  archivedAt: archive.archivedAt,
+});
+
+/**
+ * The sale's figures as Redis holds them, or as archived. Once the sale is archived Redis
+ * is not asked at all. The meta hash is read last: the clean-up removes it before any
+ * other key, so a meta still there means the reads before it saw every key whole; a meta
+ * gone sends the report to the archive (a clean-up under way), or says Redis lost the sale.
+ */
+async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
+  if (sale.archivedAt !== null) {
+    const archive = await findSaleArchive(env.DB, sale.id);
+    if (archive) return archivedFigures(sale, archive);
+  }
+  const redis = redisFor(env);
+  const keys = saleKeys(sale.id);
+  // Issued together, these reads travel as one auto-pipelined round trip, in this order.
+  const [outbox, pending, buyers, returned, live] = await Promise.all([
+    redis.zcard(keys.outbox),
+    pendingOrders(redis, sale.id),
+    redis.hlen(keys.buyers),
+    redis.scard(keys.returned),
+    readLiveSale(redis, sale.id),
+  ]);
+  if (live) {
+    const { stock, remaining, minted } = live;
+    return { loaded: true, known: true, stock, remaining, minted, buyers, outbox, returned, pending, archivedAt: null };
+  }
+  const archive = await findSaleArchive(env.DB, sale.id);
+  if (archive) return archivedFigures(sale, archive);
+  return {
+    loaded: false,
+    known: false,
+    stock: 0,
+    remaining: null,
+    minted: 0,
+    buyers,
+    outbox,
+    returned,
+    pending,
+    archivedAt: null,
+  };
+}
 
 /**
  * Redis against D1 for one sale. Every minted order id is in exactly one state: pending (in
@@ -12,43 +84,39 @@ import { pendingOrders } from "./outbox";
  * cancelled, failed). The units Redis has taken (stock − remaining) are exactly those of the
  * orders that hold units: pending, awaiting payment, paid, confirmed; every expired,
  * cancelled or failed order's units are back. Outbox records already settled but not yet
- * cleared are counted once, as settled.
+ * cleared are counted once, as settled. An archived sale is checked the same way, with the
+ * figures Redis had when its keys were removed.
  */
 export async function reconciliationReport(env: Env, sale: Sale): Promise<ReconciliationReport> {
-  const redis = redisFor(env);
-  const keys = saleKeys(sale.id);
-  // Issued together, these reads travel as one auto-pipelined round trip.
-  const [live, outboxRecords, pendingRecords, buyers, returned] = await Promise.all([
-    readLiveSale(redis, sale.id),
-    redis.zcard(keys.outbox),
-    pendingOrders(redis, sale.id),
-    redis.hlen(keys.buyers),
-    redis.scard(keys.returned),
-  ]);
+  const figures = await redisFigures(env, sale);
   const d1 = await settlementCounts(
     env.DB,
     sale.id,
-    pendingRecords.map((o) => o.orderId),
-    [...new Set(pendingRecords.map((o) => o.userId))],
+    figures.pending.map((o) => o.orderId),
+    [...new Set(figures.pending.map((o) => o.userId))],
   );
+  return compare(sale, figures, d1);
+}
+
+function compare(sale: Sale, figures: RedisFigures, d1: SettlementCounts): ReconciliationReport {
   // Records of orders D1 already has are settled; the consumer clears them a moment later.
-  const pendingCount = pendingRecords.length - d1.settledOfThese.orders;
-  const pendingUnits = pendingRecords.reduce((n, o) => n + o.quantity, 0) - d1.settledOfThese.units;
+  const pendingCount = figures.pending.length - d1.settledOfThese.orders;
+  const pendingUnits = figures.pending.reduce((n, o) => n + o.quantity, 0) - d1.settledOfThese.units;
   const { states } = d1;
   const held = pendingUnits + states.awaiting_payment.units + states.paid.units + states.confirmed.units;
   const ended = states.expired.orders + states.cancelled.orders + states.failed.orders;
-  const minted = live?.minted ?? 0;
-  const reserved = live ? live.stock - live.remaining : 0;
+  const { minted, buyers, returned } = figures;
+  const reserved = figures.remaining === null ? 0 : figures.stock - figures.remaining;
   return {
     saleId: sale.id,
     stock: sale.stock,
     redis: {
-      loaded: live !== undefined,
-      remaining: live?.remaining ?? null,
+      loaded: figures.loaded,
+      remaining: figures.remaining,
       reserved,
       minted,
       buyers,
-      outbox: outboxRecords,
+      outbox: figures.outbox,
       returned,
     },
     d1: {
@@ -67,12 +135,13 @@ export async function reconciliationReport(env: Env, sale: Sale): Promise<Reconc
     refundsDue: d1.refundsDue,
     oversold: Math.max(0, reserved - sale.stock, d1.soldCounter - sale.stock),
     reconciled:
-      live !== undefined &&
+      figures.known &&
       minted === pendingCount + ended + states.awaiting_payment.orders + states.paid.orders + states.confirmed.orders &&
       reserved === held &&
       d1.soldCounter === held - pendingUnits &&
       buyers === d1.buyers &&
       d1.returnsPending === 0 &&
       returned === ended,
+    archivedAt: figures.archivedAt === null ? null : new Date(figures.archivedAt).toISOString(),
   };
 }

@@ -98,12 +98,14 @@ const StateCount = z.object({ orders: z.int(), units: z.int() });
  * GET /admin/sales/:saleId/report: Redis against D1 for one sale. It reconciles when every
  * minted order is in exactly one state, the units Redis holds for buyers are those of the
  * orders that still hold units, D1's sold counter agrees, and every ended order's units are
- * back on sale.
+ * back on sale. Once an ended, settled sale is archived, `redis` holds the figures Redis had
+ * when its keys were removed (`archivedAt`), and `loaded` is false.
  */
 export const ReconciliationReport = z.object({
   saleId: z.string(),
   stock: z.int(),
   redis: z.object({
+    /** Redis holds the sale's live state now (false once archived, or when Redis lost it). */
     loaded: z.boolean(),
     remaining: z.nullable(z.int()),
     /** Units taken: stock - remaining. */
@@ -137,6 +139,8 @@ export const ReconciliationReport = z.object({
   refundsDue: z.int(),
   oversold: z.int(),
   reconciled: z.boolean(),
+  /** When the sale's Redis figures were archived to D1 and its keys removed; null while Redis holds them. */
+  archivedAt: z.nullable(z.iso.datetime()),
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 

@@ -97,6 +97,7 @@ describe("invariant checks", () => {
     refundsDue: 0,
     oversold: 0,
     reconciled: true,
+    archivedAt: null,
   };
 
   it("pass a clean sale", () => {

@@ -75,8 +75,9 @@ it("a holder paused past its lease is aborted, a second holder takes over, and D
     .using(
       async (signal, lease) => {
         await write(resource, lease.fence as number, "first");
-        // From now on the first holder's Redis hop takes 2 s: its renewals cannot land in time.
-        await setLatency(gatewayA, 2_000);
+        // From now on the first holder's Redis hop takes 1 s (the most the gateway adds),
+        // over twice its lease: its renewals cannot land in time.
+        await setLatency(gatewayA, 1_000);
         await new Promise((resolve) => signal.addEventListener("abort", resolve));
         abortedAt = performance.now();
         secondHolder = new Lock(client(gatewayB), name).tryAcquire({ leaseMs: 5_000, waitMs: 5_000 }).then(async (second) => {

@@ -456,5 +456,92 @@ describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
     const [after] = await read();
     expect(await put(after, "new", 60_000)).toBe(1);
     expect((await read()).slice(1, 3)).toEqual(["fresh", "new"]);
+// purge-chunk.lua: how the clean-up empties an archived sale's big keys (src/sales/purge.ts).
+const purge = async (key: string, cursor: string, chunk: number) => {
+  const [next, removed, exists] = (await redis
+    .createScript<unknown[]>(lua("purge-chunk"))
+    .exec([key], [cursor, String(chunk)])) as unknown[];
+  return { cursor: String(next), removed: Number(removed), exists: Number(exists) === 1 };
+};
+
+const encoding = async (key: string) => String(await redis.exec(["OBJECT", "ENCODING", key]));
+
+/** Calls the script until the key is gone, as src/sales/purge.ts does; the size after each call. */
+async function purgeAll(key: string, size: () => Promise<number>, chunk: number) {
+  const sizes: number[] = [];
+  const removed: number[] = [];
+  let cursor = "0";
+  for (let calls = 0; calls < 10_000; calls++) {
+    const step = await purge(key, cursor, chunk);
+    removed.push(step.removed);
+    sizes.push(await size());
+    if (!step.exists) return { sizes, removed };
+    cursor = step.cursor;
+  }
+  throw new Error(`${key} was not gone after 10,000 calls`);
+}
+
+const fields = (n: number, prefix = "user-") =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, `1:${i}`]));
+
+describe("purge-chunk.lua", () => {
+  it("empties a hash past the listpack size a chunk at a time: never more than a chunk per call, the key gone at the end", async () => {
+    await redis.hset("purge:big-hash", fields(3_000));
+    expect(await encoding("purge:big-hash")).toBe("hashtable");
+    const { sizes, removed } = await purgeAll("purge:big-hash", () => redis.hlen("purge:big-hash"), 250);
+    expect(Math.max(...removed)).toBeLessThanOrEqual(250);
+    expect(removed.reduce((a, b) => a + b, 0)).toBe(3_000);
+    expect(sizes.length).toBeGreaterThanOrEqual(12);
+    // Every call left the hash no larger than the one before.
+    for (let i = 1; i < sizes.length; i++) expect(sizes[i]).toBeLessThanOrEqual(sizes[i - 1] as number);
+    expect(await redis.exists("purge:big-hash")).toBe(0);
+  });
+
+  it("cuts a small hash, scanned whole in one step, into chunks too", async () => {
+    await redis.hset("purge:small-hash", fields(100));
+    expect(await encoding("purge:small-hash")).toBe("listpack");
+    const first = await purge("purge:small-hash", "0", 30);
+    expect(first).toEqual({ cursor: "0", removed: 30, exists: true });
+    const { removed } = await purgeAll("purge:small-hash", () => redis.hlen("purge:small-hash"), 30);
+    expect(removed).toEqual([30, 30, 10]);
+  });
+
+  it("empties sorted sets and sets the same way, and unlinks a string at once", async () => {
+    const members = Array.from({ length: 1_500 }, (_, i) => ({ score: i, member: `order-${i}` }));
+    const [firstMember, ...rest] = members;
+    await redis.zadd("purge:zset", firstMember as { score: number; member: string }, ...rest);
+    await redis.sadd("purge:set", "order-0", ...members.slice(1).map((m) => m.member));
+    for (const [key, size] of [
+      ["purge:zset", () => redis.zcard("purge:zset")],
+      ["purge:set", () => redis.scard("purge:set")],
+    ] as const) {
+      const { removed } = await purgeAll(key, size, 200);
+      expect(Math.max(...removed), key).toBeLessThanOrEqual(200);
+      expect(
+        removed.reduce((a, b) => a + b, 0),
+        key,
+      ).toBe(1_500);
+      expect(await redis.exists(key)).toBe(0);
+    }
+    await redis.set("purge:string", "x");
+    expect(await purge("purge:string", "0", 10)).toEqual({ cursor: "0", removed: 1, exists: false });
+    expect(await redis.exists("purge:string")).toBe(0);
+    expect(await purge("purge:missing", "0", 10)).toEqual({ cursor: "0", removed: 0, exists: false });
+    expect(await redis.exists("purge:missing")).toBe(0); // never created
+  });
+
+  it("starts another scan when members came in during the last one, and refuses a chunk it cannot unpack", async () => {
+    await redis.hset("purge:growing", fields(1_000));
+    let step = await purge("purge:growing", "0", 100);
+    await redis.hset("purge:growing", fields(50, "late-"));
+    while (step.cursor !== "0") step = await purge("purge:growing", step.cursor, 100);
+    // A full scan ended, but whatever it may have missed is still there: the key says so.
+    const left = await redis.hlen("purge:growing");
+    expect(step.exists).toBe(left > 0);
+    await purgeAll("purge:growing", () => redis.hlen("purge:growing"), 100);
+    expect(await redis.exists("purge:growing")).toBe(0);
+
+    await expect(purge("purge:any", "0", 0)).rejects.toThrow(/chunk must be 1 to 5000/);
+    await expect(purge("purge:any", "0", 5_001)).rejects.toThrow(/chunk must be 1 to 5000/);
   });
 });
