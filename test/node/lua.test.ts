@@ -456,6 +456,9 @@ describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
     const [after] = await read();
     expect(await put(after, "new", 60_000)).toBe(1);
     expect((await read()).slice(1, 3)).toEqual(["fresh", "new"]);
+  });
+});
+
 // purge-chunk.lua: how the clean-up empties an archived sale's big keys (src/sales/purge.ts).
 const purge = async (key: string, cursor: string, chunk: number) => {
   const [next, removed, exists] = (await redis
