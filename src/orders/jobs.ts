@@ -44,7 +44,7 @@ async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<n
       return Math.max(1, Math.ceil((next - Date.now()) / 1000));
     }
     case "evict-sale":
-      await evictSale(redisFor(env), job.saleId);
+      await evictSale(redisFor(env), job.saleId, { archived: job.archived });
       return undefined;
   }
 }

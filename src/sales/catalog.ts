@@ -131,12 +131,13 @@ export async function readCatalogPage(deps: CatalogDeps, cursor: CatalogCursor |
 
 /**
  * A sale changed in D1: its cached record and every cached catalog page are evicted, and
- * whatever was read before now can no longer be written back (the floors).
+ * whatever was read before now can no longer be written back (the floors). An archived
+ * sale's record is only deleted: the clean-up removed its keys, and no floor brings one back.
  */
-export async function evictSale(redis: Redis, saleId: string): Promise<void> {
+export async function evictSale(redis: Redis, saleId: string, { archived = false } = {}): Promise<void> {
   const card = saleCardKeys(saleId);
   await Promise.all([
-    evictEntries(redis, card.floor, [card.entry], FLOOR_TTL_MS),
+    archived ? redis.unlink(card.entry) : evictEntries(redis, card.floor, [card.entry], FLOOR_TTL_MS),
     evictEntries(redis, catalogKeys.floor, [], FLOOR_TTL_MS),
   ]);
 }

@@ -28,10 +28,11 @@ const EDIT_ATTEMPTS = 3;
 export async function propagateSale(redis: Redis, jobs: Queue<JobMessage>, sale: Sale): Promise<"synced" | "missing"> {
   // An archived sale has no keys left in Redis, and must not get them back.
   const sync = sale.archivedAt === null ? preloadSale(redis, sale) : undefined;
-  const [synced] = await Promise.all([sync, bloomAdd(redis, [sale.id]), evictSale(redis, sale.id)]);
+  const archived = sale.archivedAt !== null;
+  const [synced] = await Promise.all([sync, bloomAdd(redis, [sale.id]), evictSale(redis, sale.id, { archived })]);
   isolateReads.forget(sale.id);
   await jobs
-    .send({ kind: "evict-sale", saleId: sale.id }, { delaySeconds: EVICT_AGAIN_AFTER_SECONDS, contentType: "json" })
+    .send({ kind: "evict-sale", saleId: sale.id, archived }, { delaySeconds: EVICT_AGAIN_AFTER_SECONDS, contentType: "json" })
     .catch((err) => log.warn("second eviction not scheduled; the eviction floor still holds", { saleId: sale.id }, err));
   return synced === "missing" ? "missing" : "synced";
 }

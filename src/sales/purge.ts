@@ -4,7 +4,7 @@
 // a run shares across its sales, and the emptied keys are unlinked at the end.
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { SALE_STATS_TTL_SECONDS, saleKeys, saleStatsKey } from "../shared/keys";
+import { SALE_STATS_TTL_SECONDS, saleCardKeys, saleKeys, saleStatsKey } from "../shared/keys";
 
 /**
  * Members one purge command removes at most (lua/purge-chunk.lua takes up to 5,000): about a
@@ -86,7 +86,13 @@ export async function purgeSaleKeys(
   // What is left is small: the admission bucket, the counters, keys emptied meanwhile.
   // One UNLINK per hash slot: the sale's keys share one, a cluster refuses to mix them.
   await Promise.all([
-    redis.unlink(keys.admission, ...bigKeys(saleId), ...liveStatsKeys(saleId, Date.now())),
+    redis.unlink(
+      keys.admission,
+      ...bigKeys(saleId),
+      ...liveStatsKeys(saleId, Date.now()),
+      // The cached card and its eviction floor (they would expire by themselves).
+      ...Object.values(saleCardKeys(saleId)),
+    ),
     ...otherKeys.map((key) => redis.unlink(key)),
   ]);
   return true;

@@ -36,6 +36,11 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
     kind: z.literal("expire-orders"),
     orderIds: z.array(z.string().check(z.regex(ORDER_ID_PATTERN))).check(z.minLength(1), z.maxLength(QUEUE_MESSAGE_MAX_ORDERS)),
   }),
-  z.object({ kind: z.literal("evict-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
+  z.object({
+    kind: z.literal("evict-sale"),
+    saleId: z.string().check(z.regex(SALE_ID_PATTERN)),
+    /** Its keys were archived away: evict without leaving a floor behind. */
+    archived: z._default(z.boolean(), false),
+  }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;
