@@ -13,6 +13,21 @@ import { saleKeys } from "../shared/keys";
 export const restoreLockName = (saleId: string) => `sale:${saleId}`;
 /** Renewed while the restore works; one at a time, a second is refused rather than queued. */
 const RESTORE_LOCK = { leaseMs: 15_000, waitMs: 0, maxHoldMs: 120_000 };
+/** lua/restore.lua's KEYS: the lock's fencing counter beside the sale's keys (one hash tag). */
+export function restoreScriptKeys(saleId: string): string[] {
+  const keys = saleKeys(saleId);
+  return [
+    lockKeys(restoreLockName(saleId)).fence,
+    keys.meta,
+    keys.buyers,
+    keys.returned,
+    keys.outbox,
+    keys.pending,
+    keys.checkoutKeys,
+    keys.admission,
+  ];
+}
+
 /** Buyers or order ids per script call. */
 const CHUNK = 1_000;
 /** How long the restore waits for Redis' clock to pass the second it started in. */
@@ -58,16 +73,7 @@ export async function restoreSale(
         if (snapshot.lastLandedAt > 0 && sinceLanded < options.quietMs) {
           return { kind: "in-flight", retryAfterMs: options.quietMs - sinceLanded };
         }
-        const scriptKeys = [
-          lockKeys(restoreLockName(saleId)).fence,
-          keys.meta,
-          keys.buyers,
-          keys.returned,
-          keys.outbox,
-          keys.pending,
-          keys.checkoutKeys,
-          keys.admission,
-        ];
+        const scriptKeys = restoreScriptKeys(saleId);
         // Each part checks the fence first: once another restore took the lock, nothing more is written.
         const part = (name: string, args: (string | number)[]) => {
           signal.throwIfAborted();

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { lockKeys } from "../../src/locks";
 import { redisFor } from "../../src/redis/client";
 import { LUA, runScript } from "../../src/redis/scripts";
-import { restoreLockName } from "../../src/settlement/restore";
+import { restoreLockName, restoreScriptKeys } from "../../src/settlement/restore";
 import type { RestoreReport } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
 import { api, createSale, d1Orders, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
@@ -104,7 +104,7 @@ describe("restore", () => {
     const sale = await createSale();
     await loseSale(sale.id);
     const keys = saleKeys(sale.id);
-    const scriptKeys = [
+    const scriptKeys = restoreScriptKeys(sale.id);
       lockKeys(restoreLockName(sale.id)).fence,
       keys.meta,
       keys.buyers,
