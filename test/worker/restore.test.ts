@@ -105,15 +105,6 @@ describe("restore", () => {
     await loseSale(sale.id);
     const keys = saleKeys(sale.id);
     const scriptKeys = restoreScriptKeys(sale.id);
-      lockKeys(restoreLockName(sale.id)).fence,
-      keys.meta,
-      keys.buyers,
-      keys.returned,
-      keys.outbox,
-      keys.pending,
-      keys.checkoutKeys,
-      keys.admission,
-    ];
     await redis.set(lockKeys(restoreLockName(sale.id)).fence, "7");
     await expect(runScript(redisFor(env), LUA.restore, scriptKeys, ["6", "buyers", "u", "1:1"])).rejects.toThrow(/STALE_FENCE/);
     expect(await redis.exists(keys.buyers)).toBe(0);
