@@ -285,7 +285,7 @@ describe("the storefront", () => {
   });
 
   it("is readable on a phone, keeps its layout still while numbers change, and passes axe", async () => {
-    const sale = await openSale({ name: "Phone drop", stock: 40 });
+    const sale = await openSale({ name: "Phone drop", stock: 40, price: 4_900, currency: "USD" });
     const page = await (await newContext(browser, PHONE)).newPage();
     await page.goto(`${BASE}/?sale=${sale.id}`);
     await page.getByRole("heading", { name: "Phone drop" }).waitFor();
