@@ -101,7 +101,8 @@ describe("the admin console", () => {
       .filter({ hasText: `Sale ${saleId} cancelled: it is now cancelled.` })
       .waitFor();
     expect(asked).toContain(`Cancel sale ${saleId}?`);
-    expect((await api.sale(saleId)).status).toBe("cancelled");
+    // Sale pages are cached up to 500 ms per isolate: the public read catches up within a second.
+    await expect.poll(async () => (await api.sale(saleId)).status, { timeout: 5_000 }).toBe("cancelled");
     await page.getByRole("button", { name: "Pause" }).click();
     await page
       .locator("#live-status")

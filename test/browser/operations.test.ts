@@ -118,8 +118,16 @@ describe("sale operations on both pages", () => {
     await form.getByLabel("Stock (up only)").fill("8");
     await admin.getByRole("button", { name: "Save changes" }).click();
     await admin.locator("#edit-status").filter({ hasText: "Saved: name, description, stock changed" }).waitFor();
-    const edited = await api.sale(sale.id);
-    expect([edited.name, edited.description, edited.stock]).toEqual(["After rename", "New words.", 8]);
+    // (Sale pages are cached up to 500 ms per isolate: the public read catches up within a second.)
+    await expect
+      .poll(
+        async () => {
+          const edited = await api.sale(sale.id);
+          return [edited.name, edited.description, edited.stock];
+        },
+        { timeout: 5_000 },
+      )
+      .toEqual(["After rename", "New words.", 8]);
 
     await shop.getByRole("heading", { name: "After rename" }).waitFor();
     expect(await shop.locator("#sale-description").textContent()).toBe("New words.");
@@ -132,17 +140,19 @@ describe("sale operations on both pages", () => {
     await form.getByLabel("Stock (up only)").fill("9");
     await admin.getByRole("button", { name: "Save changes" }).click();
     await admin.locator("#edit-status").filter({ hasText: "Press Save again to finish" }).waitFor();
-    expect((await api.sale(sale.id)).stock).toBe(9);
+    await expect.poll(async () => (await api.sale(sale.id)).stock, { timeout: 5_000 }).toBe(9);
     await admin.getByRole("button", { name: "Save changes" }).click();
     await admin.locator("#edit-status").filter({ hasText: "Saved: stock changed" }).waitFor();
     await shop.locator("#stock").filter({ hasText: /^9$/ }).waitFor();
 
     // Someone else renames it; this form still holds the version it loaded.
-    expect((await api.editSale(sale.id, { name: "Renamed elsewhere" })).status).toBe(200);
+    const elsewhere = await api.editSale(sale.id, { name: "Renamed elsewhere" });
+    expect(elsewhere.status).toBe(200);
     await form.getByLabel("Name").fill("Mine");
     await admin.getByRole("button", { name: "Save changes" }).click();
     await admin.locator("#edit-status").filter({ hasText: "The sale changed since you loaded it" }).waitFor();
-    expect((await api.sale(sale.id)).name).toBe("Renamed elsewhere");
+    // Nothing was written since: the other edit's version still holds (If-Match on it succeeds).
+    expect((await api.editSale(sale.id, { name: "Renamed elsewhere" }, elsewhere.body?.version)).status).toBe(200);
 
     await admin.getByRole("button", { name: "Reload the sale" }).click();
     await admin.locator("#edit-status").filter({ hasText: "Reloaded" }).waitFor();

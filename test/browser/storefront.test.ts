@@ -2,8 +2,9 @@
 // locally, buying and following the order to its end, paying (and a declined card), a second
 // buyer finding it sold out, the 429 wait shown and retried, a purchase by keyboard alone, and
 // every page's CSP, layout stability and accessibility.
+import { createServer } from "node:http";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import {
   api,
   BASE,
@@ -94,6 +95,17 @@ describe("the storefront", () => {
     expect((await api.setSaleState(nth(sales, 1).id, "pause")).status).toBe(200);
     expect((await api.checkout(nth(sales, 2).id, await api.userToken("catalog-buyer"))).status).toBe(202);
     expect((await api.checkout(nth(sales, 0).id, await api.userToken("catalog-buyer"))).status).toBe(202);
+
+    // Catalog pages are cached a second per isolate: wait until the API's first page shows all three.
+    await expect
+      .poll(
+        async () => {
+          const page = (await api.catalog()).sales;
+          return [0, 1, 2].map((i) => page.find((v) => v.id === nth(sales, i).id)).map((v) => `${v?.status} ${v?.remaining}`);
+        },
+        { timeout: 5_000 },
+      )
+      .toEqual(["live 4", "paused 5", "sold_out 0"]);
 
     const context = await newContext(browser, { locale: "en-US" });
     const images = await serveImages(context);
@@ -239,6 +251,43 @@ describe("the storefront", () => {
       expect(await cspViolations(page)).toEqual([]);
       expect(await seriousA11yViolations(page)).toEqual([]);
     }
+  });
+
+  it("works framed in a shop: the shop hands it the buyer's token by postMessage, and the buyer buys", async () => {
+    const sale = await openSale({ name: "Framed drop", stock: 2 });
+    const token = await api.userToken("framed-buyer");
+    const context = await newContext(browser);
+    // The shop's product page, as the README's embedding section writes it.
+    const shopPage = `<!doctype html><title>Shop</title>
+<iframe id="flash-sale" title="Flash sale" src="${BASE}/?sale=${sale.id}" width="1000" height="850"></iframe>
+<script>
+  const frame = document.getElementById("flash-sale");
+  window.addEventListener("message", (e) => {
+    if (e.origin !== ${JSON.stringify(BASE)}) return;
+    window.shopSaw = [...(window.shopSaw || []), e.data.type];
+    if (e.data.type === "flash-sale:ready") {
+      frame.contentWindow.postMessage({ type: "flash-sale:token", token: ${JSON.stringify(token)} }, ${JSON.stringify(BASE)});
+    }
+  });
+</script>`;
+    const shop = createServer((_, res) => res.writeHead(200, { "Content-Type": "text/html" }).end(shopPage));
+    await new Promise<void>((listening) => shop.listen(stack.shopPort, "127.0.0.1", listening));
+    onTestFinished(() => {
+      shop.closeAllConnections();
+      shop.close();
+    });
+    const page = await context.newPage();
+    await page.goto(`${stack.shopOrigin}/product`);
+    const framed = page.frameLocator("#flash-sale");
+    await framed.getByText("Signed in as framed-buyer").waitFor();
+    expect(await framed.locator("#sign-in").isHidden()).toBe(true); // the shop's token, not local sign-in
+    await framed.locator("#buy-button[aria-disabled='false']").waitFor();
+    await framed.getByRole("button", { name: "Buy now" }).click();
+    await framed.locator("#status").filter({ hasText: "Confirmed: it is yours." }).waitFor();
+    expect((await api.report(sale.id)).redis.buyers).toBe(1);
+    expect(await page.evaluate(() => (window as unknown as { shopSaw: string[] }).shopSaw)).toEqual(["flash-sale:ready"]);
+    const frame = page.frames().find((f) => f.url().startsWith(BASE));
+    expect(frame && (await frame.evaluate(() => (window as unknown as { __csp: string[] }).__csp))).toEqual([]);
   });
 
   it("shows the wait on 429 and retries by itself after Retry-After, buying once", async () => {
