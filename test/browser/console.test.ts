@@ -113,6 +113,19 @@ describe("the admin console", () => {
 
     expect(await cspViolations(page)).toEqual([]);
     expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // The storefront shows the cancelled sale as such, Buy disabled.
+    const shop = await (await newContext(browser)).newPage();
+    await shop.goto(`${BASE}/?sale=${saleId}`);
+    await shop.getByRole("heading", { name: "Console drop" }).waitFor();
+    expect(await shop.locator("#sale-state").textContent()).toBe("cancelled");
+    expect(await shop.locator("#sale-notice").textContent()).toMatch(/^Cancelled: this sale will not go on/);
+    expect(await shop.locator("#clock-label").textContent()).toBe("Cancelled");
+    await shop.getByLabel("Your name").fill("too-late");
+    await shop.getByRole("button", { name: "Sign in" }).click();
+    await shop.locator("#buy-note").filter({ hasText: "This sale was cancelled." }).waitFor();
+    expect(await shop.locator("#buy-button").getAttribute("aria-disabled")).toBe("true");
+    expect(await seriousA11yViolations(shop)).toEqual([]);
   });
 
   it("forgets the token when locked", async () => {
