@@ -1,9 +1,10 @@
 // @ts-check
-// The admin console: create a sale, then watch it live from one poll of
-// GET /admin/sales/:id/stats every 2 s (outcomes per second, remaining stock, orders by
-// state, the reconciliation verdict), and pause, resume or cancel it where the server can.
+// The admin console: the sales the storefront lists (or any by number), create a sale, then
+// watch it live from one poll of GET /admin/sales/:id/stats every 2 s (outcomes per second,
+// remaining stock, orders by state, the reconciliation verdict); pause, resume or cancel it,
+// and edit it with If-Match on the version the form loaded.
 // The admin token lives in this module's memory only: never in storage, never in the URL.
-import { call, idempotencyKey, routeMissing } from "./lib/api.js";
+import { call, idempotencyKey } from "./lib/api.js";
 import { drawChart } from "./lib/chart.js";
 import { formatTime, words } from "./lib/format.js";
 
@@ -16,7 +17,7 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 /** @type {string | undefined} */
 let adminToken;
-/** @type {{ saleId: string, stopped: boolean } | undefined} */
+/** @type {{ saleId: string, stopped: boolean, loaded: boolean } | undefined} */
 let watching;
 /** Colours stay with their code while the page lives, whatever order codes arrive in. */
 const seriesOf = new Map([["OK", 0]]);
@@ -74,7 +75,7 @@ $("token-form").addEventListener("submit", async (event) => {
   $("console").hidden = false;
   $("lock").hidden = false;
   setDefaultWindow();
-  void loadKnownSales();
+  void salesList.reload();
   $("console-title").focus();
 });
 
@@ -146,7 +147,7 @@ $("create-form").addEventListener("submit", async (event) => {
     const sale = answer.body;
     say("create-status", `${answer.status === 201 ? "Created" : "Already created"}: sale ${sale.id}, ${sale.name}.`, "good");
     createKey = idempotencyKey();
-    addKnownSale(sale);
+    void salesList.reload();
     watch(sale.id);
     $("live-title").focus();
   } else if (answer.status === 0 || answer.status === 503) {
@@ -157,20 +158,71 @@ $("create-form").addEventListener("submit", async (event) => {
 });
 
 // ---------------------------------------------------------------------------------------
-// Known sales, for the sale number field
+// The sales the storefront lists (upcoming and live, by start), a page at a time; ended and
+// cancelled ones are opened by number.
 
-/** @param {{ id: string, name: string }} sale */
-function addKnownSale(sale) {
-  const list = $("known-sales");
-  if ([...list.children].some((o) => /** @type {HTMLOptionElement} */ (o).value === sale.id)) return;
-  list.append(new Option(sale.name, sale.id));
+const salesList = {
+  /** @type {string | null} */
+  cursor: null,
+  loading: false,
+
+  /** The list again from its first page. */
+  async reload() {
+    if (this.loading) return;
+    this.cursor = null;
+    await this.load(true);
+  },
+
+  /** @param {boolean} [fresh] */
+  async load(fresh = false) {
+    if (this.loading) return;
+    this.loading = true;
+    try {
+      const answer = await call("", `/api/sales${this.cursor ? `?cursor=${encodeURIComponent(this.cursor)}` : ""}`);
+      if (answer.status !== 200) {
+        say("sales-status", `The list cannot be read right now (${answer.message}).`, "bad");
+        return;
+      }
+      const rows = answer.body.sales.map(saleRow);
+      if (fresh) $("sales-rows").replaceChildren(...rows);
+      else $("sales-rows").append(...rows);
+      this.cursor = answer.body.nextCursor;
+      $("more-admin-sales").hidden = !this.cursor;
+      const shown = $("sales-rows").childElementCount;
+      say("sales-status", shown === 0 ? "No upcoming or live sales." : `${shown} ${shown === 1 ? "sale" : "sales"} listed.`);
+    } finally {
+      this.loading = false;
+    }
+  },
+};
+
+/** @param {any} sale */
+function saleRow(sale) {
+  const tr = row([
+    [sale.id, "n"],
+    [sale.name, ""],
+    [words(sale.status), ""],
+    [String(sale.remaining), "n"],
+  ]);
+  const button = document.createElement("button");
+  button.type = "button";
+  button.append("Watch");
+  const which = document.createElement("span");
+  which.className = "visually-hidden";
+  which.textContent = ` sale ${sale.id}`;
+  button.append(which);
+  button.addEventListener("click", () => {
+    watch(sale.id);
+    $("live-title").focus();
+  });
+  const td = document.createElement("td");
+  td.append(button);
+  tr.append(td);
+  return tr;
 }
 
-async function loadKnownSales() {
-  const answer = await call("", "/api/sales");
-  if (answer.status === 200) for (const sale of answer.body.sales ?? []) addKnownSale(sale);
-  // A server without the catalog route answers 404: the field still takes any number.
-}
+$("more-admin-sales").addEventListener("click", () => void salesList.load());
+$("refresh-sales").addEventListener("click", () => void salesList.reload());
 
 // ---------------------------------------------------------------------------------------
 // Watching a sale
@@ -186,7 +238,7 @@ $("watch-form").addEventListener("submit", (event) => {
 /** @param {string} saleId */
 function watch(saleId) {
   if (watching) watching.stopped = true;
-  const run = { saleId, stopped: false };
+  const run = { saleId, stopped: false, loaded: false };
   watching = run;
   /** @type {HTMLInputElement} */ ($("watch-id")).value = saleId;
   $("live").hidden = false;
@@ -194,16 +246,22 @@ function watch(saleId) {
   $("live-name").textContent = "…";
   /** @type {HTMLAnchorElement} */ ($("live-storefront")).href = `/?sale=${saleId}`;
   say("live-status", "");
+  say("edit-status", "");
+  editing = undefined;
   void poll(run);
 }
 
-/** @param {{ saleId: string, stopped: boolean }} run */
+/** @param {{ saleId: string, stopped: boolean, loaded: boolean }} run */
 async function poll(run) {
   while (!run.stopped) {
     const answer = await admin(`/admin/sales/${run.saleId}/stats`);
     if (run.stopped) return;
     if (answer.status === 200) {
       render(answer.body);
+      // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.
+      if (!run.loaded) loadEditForm(answer.body.sale);
+      else sawSale(answer.body.sale);
+      run.loaded = true;
       if ($("live-status").dataset.tone === "wait") say("live-status", "");
     } else if (answer.status === 404 || answer.status === 400) {
       $("live-name").textContent = "no such sale";
@@ -216,16 +274,21 @@ async function poll(run) {
   }
 }
 
-/**
- * @param {{ sale: any, series: { from: number, to: number, points: { at: number, counts: Record<string, number> }[] }, report: any }} stats
- */
-function render({ sale, series, report }) {
+/** The sale's own figures: name, state, window, stock. @param {any} sale */
+function renderState(sale) {
   $("live-name").textContent = sale.name;
   $("live-state").dataset.state = sale.status;
   $("live-state").textContent = words(sale.status);
   $("live-window").textContent = `${formatTime(sale.startsAt)} to ${formatTime(sale.endsAt)}`;
   $("tile-remaining").textContent = String(sale.remaining);
   $("tile-stock").textContent = String(sale.stock);
+}
+
+/**
+ * @param {{ sale: any, series: { from: number, to: number, points: { at: number, counts: Record<string, number> }[] }, report: any }} stats
+ */
+function render({ sale, series, report }) {
+  renderState(sale);
 
   // Outcomes: per second and per code, whatever codes the counters hold.
   /** @type {Map<string, Map<number, number>>} */
@@ -341,17 +404,216 @@ function flatten(/** @type {any} */ value, prefix = "") {
 }
 
 // ---------------------------------------------------------------------------------------
-// Operations
+// Operations: pause, resume, cancel. Each is idempotent, so pressing again is always safe.
+
+/** What each operation did, said of the sale after it. */
+const DONE = /** @type {Record<string, string>} */ ({ pause: "paused", resume: "resumed", cancel: "cancelled" });
 
 for (const button of document.querySelectorAll("[data-operation]")) {
   button.addEventListener("click", async () => {
     const operation = /** @type {HTMLElement} */ (button).dataset.operation ?? "";
     const saleId = watching?.saleId;
     if (!saleId) return;
-    if (operation === "cancel" && !confirm(`Cancel sale ${saleId}? Buyers can no longer check out.`)) return;
+    if (
+      operation === "cancel" &&
+      !confirm(
+        `Cancel sale ${saleId}? Buyers can no longer check out, and orders holding units are cancelled (paid ones refunded). This cannot be undone.`,
+      )
+    )
+      return;
+    const label = /** @type {HTMLElement} */ (button).textContent?.trim() ?? operation;
+    say("live-status", `${label}…`, "wait");
     const answer = await admin(`/admin/sales/${saleId}/${operation}`, { method: "POST" });
-    if (answer.status === 200) say("live-status", `Sale ${saleId}: ${operation} done.`, "good");
-    else if (routeMissing(answer)) say("live-status", `This server cannot ${operation} sales yet.`, "bad");
-    else if (answer.status !== 401) say("live-status", `Not done: ${answer.message}`, "bad");
+    if (watching?.saleId !== saleId) return;
+    if (answer.status === 200) {
+      const sale = answer.body;
+      renderState(sale);
+      sawSale(sale);
+      say("live-status", `Sale ${saleId} ${DONE[operation]}: it is now ${words(sale.status)}.`, "good");
+      void salesList.reload();
+    } else if (answer.code === "SALE_CANCELLED") {
+      say("live-status", `Sale ${saleId} was cancelled: a cancelled sale can be neither paused nor resumed.`, "bad");
+    } else if (answer.status === 503) {
+      say(
+        "live-status",
+        `Recorded, but not yet in force everywhere (${answer.message}). Press ${label} again to finish: sending it again is safe.`,
+        "bad",
+      );
+    } else if (answer.status === 0) {
+      say("live-status", `The server did not answer. Press ${label} again: sending it again is safe.`, "bad");
+    } else if (answer.status !== 401) {
+      say("live-status", `Not done: ${answer.message}`, "bad");
+    }
   });
 }
+
+// ---------------------------------------------------------------------------------------
+// Editing: PATCH with If-Match on the version the form loaded. Only changed fields are sent.
+
+/** @type {any} the sale as the edit form loaded it (its version is what If-Match names) */
+let editing;
+/** An edit answered 503: recorded in D1, finished by sending it again. @type {string | undefined} */
+let unfinishedEdit;
+
+/** @param {string} id */
+const field = (id) => /** @type {HTMLInputElement} */ ($(id));
+
+/** The fields the form edits, as the API writes them. @param {any} sale */
+const editable = (sale) => ({
+  name: sale.name,
+  description: sale.description ?? "",
+  imageUrl: sale.imageUrl ?? null,
+  stock: sale.stock,
+  startsAt: Date.parse(sale.startsAt),
+  endsAt: Date.parse(sale.endsAt),
+  admission: { rate: sale.admission?.rate, burst: sale.admission?.burst },
+});
+
+/** Whether two reads of a sale agree on every field the form edits. @param {any} a @param {any} b */
+const sameEditable = (a, b) => JSON.stringify(editable(a)) === JSON.stringify(editable(b));
+
+/** @param {any} sale */
+function loadEditForm(sale) {
+  editing = sale;
+  unfinishedEdit = undefined;
+  field("edit-name").value = sale.name;
+  field("edit-description").value = sale.description ?? "";
+  field("edit-image").value = sale.imageUrl ?? "";
+  field("edit-stock").value = String(sale.stock);
+  field("edit-starts").value = localInput(Date.parse(sale.startsAt));
+  field("edit-ends").value = localInput(Date.parse(sale.endsAt));
+  field("edit-rate").value = String(sale.admission?.rate ?? "");
+  field("edit-burst").value = String(sale.admission?.burst ?? "");
+  renderEditLimits();
+}
+
+/**
+ * A newer read of the sale being edited: when only what the form does not edit moved (its
+ * state, its remaining stock), the form takes the new version, so the admin's own pause does
+ * not make the next save a conflict. When an edited field moved, the loaded version stays and
+ * saving answers 412: someone else's change is never overwritten unseen.
+ * @param {any} sale
+ */
+function sawSale(sale) {
+  if (!editing || editing.id !== sale.id || sale.version === editing.version) return;
+  if (sameEditable(editing, sale)) {
+    editing = sale;
+    renderEditLimits();
+  }
+}
+
+/** What the sale's state allows to change now. */
+function renderEditLimits() {
+  $("edit-version").textContent = String(editing.version);
+  const started = Date.now() >= Date.parse(editing.startsAt);
+  const closed = editing.status === "ended" || editing.status === "cancelled";
+  /** @type {HTMLFieldSetElement} */ ($("edit-before-start")).disabled = started;
+  $("edit-before-start-hint").textContent = started
+    ? "The sale has started: its window and admission are fixed."
+    : "These change only until the sale starts.";
+  field("edit-stock").min = String(editing.stock);
+  field("edit-stock").disabled = closed;
+  $("edit-stock-hint").textContent = closed
+    ? "The sale is over: its stock is fixed."
+    : `At least ${editing.stock}: units can be added, never taken away.`;
+}
+
+/** The fields that differ from the loaded sale, as PATCH takes them. */
+function editBody() {
+  /** @type {Record<string, unknown>} */
+  const body = {};
+  const name = field("edit-name").value.trim();
+  if (name !== editing.name) body.name = name;
+  const description = field("edit-description").value.trim();
+  if (description !== (editing.description ?? "")) body.description = description;
+  const imageUrl = field("edit-image").value.trim() || null;
+  if (imageUrl !== (editing.imageUrl ?? null)) body.imageUrl = imageUrl;
+  if (!field("edit-stock").disabled) {
+    const stock = Number(field("edit-stock").value);
+    if (stock !== editing.stock) body.stock = stock;
+  }
+  if (!(/** @type {HTMLFieldSetElement} */ ($("edit-before-start")).disabled)) {
+    // datetime-local holds minutes: a field sent only when its minutes changed.
+    for (const [id, key] of [
+      ["edit-starts", "startsAt"],
+      ["edit-ends", "endsAt"],
+    ]) {
+      if (field(id).value !== localInput(Date.parse(editing[key]))) body[key] = new Date(field(id).value).toISOString();
+    }
+    const admission = { rate: Number(field("edit-rate").value), burst: Number(field("edit-burst").value) };
+    if (admission.rate !== editing.admission?.rate || admission.burst !== editing.admission?.burst) body.admission = admission;
+  }
+  return body;
+}
+
+/** Whether `sale` already holds every field of `body` (an edit recorded before a 503). @param {any} sale @param {Record<string, any>} body */
+function holds(sale, body) {
+  const now = editable(sale);
+  return Object.entries(body).every(([key, value]) => {
+    const wanted = key === "startsAt" || key === "endsAt" ? Date.parse(value) : value;
+    return JSON.stringify(now[/** @type {keyof typeof now} */ (key)]) === JSON.stringify(wanted);
+  });
+}
+
+/** Edit refusals in words; others show the server's message. */
+const EDIT_REFUSALS = /** @type {Record<string, string>} */ ({
+  SALE_STARTED: "The sale has started: its window and admission can no longer change.",
+  SALE_CLOSED: "The sale is over: its stock can no longer change.",
+});
+
+$("edit-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const saleId = watching?.saleId;
+  if (!saleId || !editing) return;
+  const body = editBody();
+  if (Object.keys(body).length === 0) return say("edit-status", "Nothing to save: no field changed.");
+  say("edit-status", "Saving…", "wait");
+  let version = editing.version;
+  let answer = await patch(saleId, body, version);
+  if (answer.status === 412 && unfinishedEdit === JSON.stringify(body)) {
+    // The same edit after a 503: it is in D1 already (that is why the version moved) when the
+    // sale holds every field of it; sending it on that version finishes it.
+    const current = await admin(`/admin/sales/${saleId}/stats`);
+    if (current.status === 200 && holds(current.body.sale, body)) {
+      version = current.body.sale.version;
+      answer = await patch(saleId, body, version);
+    }
+  }
+  if (watching?.saleId !== saleId) return;
+  unfinishedEdit = undefined;
+  if (answer.status === 200) {
+    loadEditForm(answer.body);
+    say("edit-status", `Saved: ${Object.keys(body).map(words).join(", ")} changed (version ${answer.body.version}).`, "good");
+    void salesList.reload();
+  } else if (answer.status === 412) {
+    say(
+      "edit-status",
+      "The sale changed since you loaded it: reload it (your changes here are replaced), then edit again.",
+      "bad",
+    );
+  } else if (answer.status === 503) {
+    unfinishedEdit = JSON.stringify(body);
+    say("edit-status", `Recorded, but not yet in force everywhere (${answer.message}). Press Save again to finish.`, "bad");
+  } else if (answer.status === 0) {
+    say("edit-status", "The server did not answer. Press Save again.", "bad");
+  } else if (answer.status !== 401) {
+    say("edit-status", EDIT_REFUSALS[answer.code] ?? `Not saved: ${answer.message}`, "bad");
+  }
+});
+
+/** @param {string} saleId @param {Record<string, unknown>} body @param {number} version */
+const patch = (saleId, body, version) =>
+  admin(`/admin/sales/${saleId}`, { method: "PATCH", body, headers: { "If-Match": `"${version}"` } });
+
+$("edit-reload").addEventListener("click", async () => {
+  const saleId = watching?.saleId;
+  if (!saleId) return;
+  const answer = await admin(`/admin/sales/${saleId}/stats`);
+  if (watching?.saleId !== saleId) return;
+  if (answer.status === 200) {
+    loadEditForm(answer.body.sale);
+    say("edit-status", `Reloaded: version ${answer.body.sale.version}.`, "good");
+  } else if (answer.status !== 401) {
+    say("edit-status", `The sale cannot be read right now (${answer.message}).`, "bad");
+  }
+});

@@ -3,7 +3,7 @@
 // and the order followed to its end (paying or cancelling while it waits for payment).
 // Plain DOM code: two views and a few forms need no framework, and the page stays a handful
 // of small files with nothing to build.
-import { call, idempotencyKey, jitterMs, routeMissing, serverNow, sleep } from "./lib/api.js";
+import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
 import { Identity } from "./lib/identity.js";
 
@@ -14,8 +14,6 @@ const SALE_POLL_MS = 1000;
 const FINAL_ORDER_STATES = new Set(["confirmed", "paid", "expired", "cancelled", "failed"]);
 /** States in which the buyer holds the units. */
 const HELD_ORDER_STATES = new Set(["pending", "awaiting_payment", "confirmed", "paid"]);
-/** The dev payment provider's documented test tokens (offered where local sign-in is on). */
-const TEST_PAYMENT_TOKENS = ["tok_visa", "tok_chargeDeclined", "tok_timeout"];
 
 /** What a refused checkout means to a buyer; other codes show the server's own message. */
 const REFUSALS = /** @type {Record<string, string>} */ ({
@@ -34,6 +32,13 @@ const SALE_STATES = /** @type {Record<string, string>} */ ({
   ended: "This sale has ended.",
   paused: "The sale is paused for now.",
   cancelled: "This sale was cancelled.",
+});
+
+/** What the sale page says, in a box beside Buy, while the sale cannot be bought. */
+const SALE_NOTICES = /** @type {Record<string, string>} */ ({
+  paused: "Paused: buying is on hold until the sale resumes. Keep this page open to hear when it does.",
+  cancelled: "Cancelled: this sale will not go on. Orders in it were cancelled, and paid ones will be refunded.",
+  ended: "This sale has ended.",
 });
 
 /** What each order state means to its buyer. */
@@ -98,9 +103,13 @@ $("sign-out").addEventListener("click", () => {
 /** @type {View | undefined} */
 let current;
 
-/** @param {"catalog" | "sale"} which */
+/**
+ * A sale's page stays behind "Loading…" until its first answer, then appears whole: nothing
+ * on it moves when the product's details arrive.
+ * @param {"catalog" | "sale" | "loading"} which
+ */
 function showOnly(which) {
-  $("loading").hidden = true;
+  $("loading").hidden = which !== "loading";
   $("catalog").hidden = which !== "catalog";
   $("sale").hidden = which !== "sale";
 }
@@ -115,8 +124,13 @@ function route() {
 function navigate(url) {
   history.pushState(null, "", url);
   route();
-  // A new view: start reading from its heading, as after a page load.
-  (current instanceof SalePage ? $("sale-name") : $("catalog-title")).focus();
+  // A new view: start reading from its heading, as after a page load (a sale's once it shows).
+  if (current instanceof SalePage) {
+    current.focusOnLoad = true;
+    $("loading").focus();
+  } else {
+    $("catalog-title").focus();
+  }
 }
 
 document.addEventListener("click", (event) => {
@@ -128,12 +142,6 @@ document.addEventListener("click", (event) => {
 });
 window.addEventListener("popstate", route);
 
-$("open-sale").addEventListener("submit", (event) => {
-  event.preventDefault();
-  const id = /** @type {HTMLInputElement} */ ($("open-sale-id")).value.trim();
-  navigate(`/?sale=${encodeURIComponent(id)}`);
-});
-
 // ---------------------------------------------------------------------------------------
 // Catalog
 
@@ -141,33 +149,60 @@ class Catalog {
   stopped = false;
   /** @type {string | null} */
   cursor = null;
+  loading = false;
 
   constructor() {
     showOnly("catalog");
     document.title = "Sales · Flash sale";
     $("sale-list").replaceChildren();
-    $("more-sales").onclick = () => this.load();
-    void this.load();
+    $("catalog-status").textContent = "Loading the sales…";
+    $("more-sales").hidden = true;
+    $("catalog-retry").hidden = true;
+    $("more-sales").onclick = () => void this.load(true);
+    $("catalog-retry").onclick = () => void this.load(true);
+    void this.load(false);
   }
 
-  async load() {
-    const answer = await call(API, `/api/sales${this.cursor ? `?cursor=${encodeURIComponent(this.cursor)}` : ""}`);
-    if (this.stopped) return;
-    const note = $("catalog-note");
-    if (answer.status !== 200) {
-      note.textContent = routeMissing(answer)
-        ? "This server does not list its sales: open one by its number."
-        : `The sales cannot be listed right now (${answer.message}).`;
-      note.hidden = false;
-      $("more-sales").hidden = true;
-      return;
+  /** One page of the catalog, after the last one shown. @param {boolean} asked the buyer pressed a button */
+  async load(asked) {
+    if (this.loading) return;
+    this.loading = true;
+    try {
+      const status = $("catalog-status");
+      for (;;) {
+        const answer = await call(API, `/api/sales${this.cursor ? `?cursor=${encodeURIComponent(this.cursor)}` : ""}`);
+        if (this.stopped) return;
+        if (answer.status === 429) {
+          // Many visitors at once: wait as told (plus jitter), then ask again by itself.
+          const wait = (answer.retryAfterMs || 1000) + jitterMs();
+          status.textContent = `Many visitors right now: trying again in ${Math.ceil(wait / 1000)} s.`;
+          await sleep(wait);
+          if (this.stopped) return;
+          continue;
+        }
+        if (answer.status !== 200) {
+          status.textContent = `The sales cannot be listed right now (${answer.message}).`;
+          $("more-sales").hidden = true;
+          $("catalog-retry").hidden = false;
+          if (asked) $("catalog-retry").focus();
+          return;
+        }
+        $("catalog-retry").hidden = true;
+        const { sales, nextCursor } = answer.body;
+        const cards = sales.map(saleCard);
+        $("sale-list").append(...cards);
+        this.cursor = nextCursor;
+        $("more-sales").hidden = !nextCursor;
+        const shown = $("sale-list").childElementCount;
+        status.textContent =
+          shown === 0 ? "No sales right now." : `${shown} ${shown === 1 ? "sale" : "sales"}${nextCursor ? ", more below" : ""}.`;
+        // After "More sales", reading goes on at the first new sale (the button may be gone).
+        if (asked && cards.length > 0) cards[0].querySelector("a")?.focus();
+        return;
+      }
+    } finally {
+      this.loading = false;
     }
-    const { sales, nextCursor } = answer.body;
-    for (const sale of sales) $("sale-list").append(saleCard(sale));
-    this.cursor = nextCursor;
-    $("more-sales").hidden = !nextCursor;
-    note.hidden = $("sale-list").childElementCount > 0;
-    note.textContent = "No sales right now.";
   }
 
   stop() {
@@ -177,26 +212,44 @@ class Catalog {
   identityChanged() {}
 }
 
+/** An https image of a sale, or undefined: the page shows no other kind. @param {any} sale */
+const imageUrlOf = (sale) =>
+  typeof sale.imageUrl === "string" && sale.imageUrl.startsWith("https://") ? sale.imageUrl : undefined;
+
 /** @param {any} sale */
 function saleCard(sale) {
   const item = document.createElement("li");
   item.className = "sale-card";
+  const imageUrl = imageUrlOf(sale);
+  if (imageUrl) {
+    const image = document.createElement("img");
+    image.className = "card-image";
+    image.src = imageUrl;
+    image.alt = sale.name;
+    image.width = 400;
+    image.height = 300;
+    image.loading = "lazy";
+    item.append(image);
+  }
   const title = document.createElement("h2");
   const link = document.createElement("a");
-  link.href = `/?sale=${sale.id}`;
+  link.href = `/?sale=${encodeURIComponent(sale.id)}`;
   link.textContent = sale.name;
   title.append(link);
   const state = document.createElement("span");
   state.className = "badge";
   state.dataset.state = sale.status;
   state.textContent = words(sale.status);
-  const facts = document.createElement("p");
-  const when = sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`;
-  const price = typeof sale.price === "number" && sale.currency ? `${formatMoney(sale.price, sale.currency)} · ` : "";
-  facts.textContent = `${price}${sale.remaining} of ${sale.stock} left · ${when}`;
   const stateLine = document.createElement("p");
   stateLine.append(state);
-  item.append(title, stateLine, facts);
+  const price = document.createElement("p");
+  price.className = "card-price num";
+  price.textContent = formatMoney(sale.price, sale.currency);
+  const facts = document.createElement("p");
+  facts.className = "num";
+  const when = sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`;
+  facts.textContent = `${sale.remaining} of ${sale.stock} left · ${when}`;
+  item.append(title, stateLine, price, facts);
   return item;
 }
 
@@ -208,6 +261,11 @@ class SalePage {
   /** @type {any} the last SaleView read */
   sale;
   buying = false;
+  paying = false;
+  /** Whether focus goes to the sale's heading once it shows (after a navigation, not a page load). */
+  focusOnLoad = false;
+  /** Whether the status line says the sale could not be loaded yet. */
+  loadTrouble = false;
   /** @type {string | undefined} the order this page follows */
   orderId;
   /** @type {any} */
@@ -218,19 +276,22 @@ class SalePage {
   /** @param {string} saleId */
   constructor(saleId) {
     this.saleId = saleId;
-    showOnly("sale");
+    showOnly("loading");
     $("sale-name").textContent = "Loading…";
     for (const id of ["sale-description", "status", "buy-note"]) $(id).textContent = "";
     $("order").hidden = true;
     $("sale-image").hidden = true;
+    $("sale-image").removeAttribute("src");
+    $("sale-description").hidden = true;
     $("sale-price").hidden = true;
+    $("sale-notice").hidden = true;
     $("buy").onsubmit = (event) => {
       event.preventDefault();
       void this.buy();
     };
     $("pay").onsubmit = (event) => {
       event.preventDefault();
-      void this.pay(/** @type {HTMLInputElement} */ ($("payment-token")).value.trim());
+      void this.pay(chosenPaymentToken());
     };
     $("cancel-order").onclick = () => void this.cancel();
     $("quantity").onchange = () => this.renderPrice();
@@ -262,12 +323,23 @@ class SalePage {
         if (this.stopped) return;
         if (answer.status === 200) {
           this.render(answer.body, first);
+          if (first) this.shown();
           first = false;
         } else if (first && answer.status === 404) {
           $("sale-name").textContent = "No such sale";
           document.title = "No such sale · Flash sale";
           this.say(`There is no sale ${this.saleId}.`, "bad");
+          this.shown();
           return;
+        } else if (first) {
+          // Nothing shown yet: say why, and keep asking (a later answer draws the page).
+          this.say(`The sale cannot be loaded right now (${answer.message}); trying again…`, "wait");
+          this.loadTrouble = true;
+          this.shown();
+        }
+        if (answer.status === 200 && this.loadTrouble) {
+          this.loadTrouble = false;
+          this.say("");
         }
         await sleep(answer.retryAfterMs ? answer.retryAfterMs + jitterMs() : SALE_POLL_MS);
       } else {
@@ -276,27 +348,41 @@ class SalePage {
     }
   }
 
+  /** The page appears (from behind "Loading…"); after a navigation, reading starts at its heading. */
+  shown() {
+    showOnly("sale");
+    if (this.focusOnLoad && (document.activeElement === $("loading") || document.activeElement === document.body)) {
+      $("sale-name").focus();
+    }
+    this.focusOnLoad = false;
+  }
+
   /** @param {any} sale @param {boolean} first */
   render(sale, first) {
     const previous = this.sale;
     this.sale = sale;
-    if (first) {
+    // Name, description and image can be edited while the sale runs: drawn whenever they change.
+    if (first || sale.name !== previous?.name) {
       $("sale-name").textContent = sale.name;
       document.title = `${sale.name} · Flash sale`;
-      if (sale.description) {
-        $("sale-description").textContent = sale.description;
-        $("sale-description").hidden = false;
-      }
-      if (typeof sale.imageUrl === "string" && sale.imageUrl.startsWith("https://")) {
-        const image = /** @type {HTMLImageElement} */ ($("sale-image"));
-        image.src = sale.imageUrl;
-        image.hidden = false;
-      }
+    }
+    setText("sale-description", sale.description ?? "");
+    $("sale-description").hidden = !sale.description;
+    const imageUrl = imageUrlOf(sale);
+    const image = /** @type {HTMLImageElement} */ ($("sale-image"));
+    if (imageUrl && image.getAttribute("src") !== imageUrl) image.src = imageUrl;
+    if (image.alt !== sale.name) image.alt = sale.name;
+    image.hidden = !imageUrl;
+    if (first) {
       const limit = Math.max(1, Math.min(10, Number(sale.perUserLimit) || 1));
       const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
       quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
       $("quantity-field").hidden = limit === 1;
     }
+    const notice = SALE_NOTICES[sale.status];
+    $("sale-notice").hidden = !notice;
+    $("sale-notice").dataset.state = sale.status;
+    setText("sale-notice", notice ?? "");
     const state = $("sale-state");
     state.dataset.state = sale.status;
     state.textContent = words(sale.status);
@@ -357,8 +443,13 @@ class SalePage {
       const starts = Date.parse(sale.startsAt);
       const ends = Date.parse(sale.endsAt);
       const upcoming = now < starts;
-      setText("clock-label", upcoming ? "Starts in" : now < ends ? "Ends in" : "Ended");
-      setText("clock", now < ends ? formatDuration((upcoming ? starts : ends) - now) : "00:00");
+      if (sale.status === "cancelled") {
+        setText("clock-label", "Cancelled");
+        setText("clock", "–");
+      } else {
+        setText("clock-label", upcoming ? "Starts in" : now < ends ? "Ends in" : "Ended");
+        setText("clock", now < ends ? formatDuration((upcoming ? starts : ends) - now) : "00:00");
+      }
     }
     const expiresAt = this.order?.status === "awaiting_payment" && this.order.expiresAt ? Date.parse(this.order.expiresAt) : NaN;
     if (Number.isFinite(expiresAt)) setText("order-expiry", formatDuration(expiresAt - serverNow()));
@@ -486,26 +577,40 @@ class SalePage {
       "order-expiry",
       awaiting && order.expiresAt ? formatDuration(Date.parse(order.expiresAt) - serverNow()) : undefined,
     );
+    // The pay form holds Cancel too: both are for an order awaiting payment only.
     $("pay").hidden = !awaiting;
-    $("cancel-order").hidden = !awaiting;
     if (awaiting) {
-      const tokens = config.devLogin ? TEST_PAYMENT_TOKENS : [];
-      $("test-tokens").replaceChildren(...tokens.map((t) => new Option(t)));
-      $("payment-hint").textContent = config.devLogin
-        ? `Test tokens of the dev payment provider: ${TEST_PAYMENT_TOKENS.join(", ")}.`
-        : "The token your shop's payment form gave you.";
+      // Locally (DEV_LOGIN) the dev provider's test cards are offered as choices; otherwise
+      // the page takes the token the shop's payment form gave.
+      $("test-cards").hidden = !config.devLogin;
+      $("token-field").hidden = config.devLogin;
+      /** @type {HTMLInputElement} */ ($("payment-token")).required = !config.devLogin;
+      const amount = typeof order.amount === "number" && order.currency ? ` ${formatMoney(order.amount, order.currency)}` : "";
+      setText("pay-button", `Pay${amount}`);
     }
     this.renderBuy();
   }
 
   /** @param {string} paymentToken */
   async pay(paymentToken) {
-    if (!this.orderId || !paymentToken) return;
+    if (!this.orderId || !paymentToken || this.paying) return;
+    this.paying = true;
+    $("pay-button").setAttribute("aria-disabled", "true");
+    try {
+      await this.payOnce(this.orderId, paymentToken);
+    } finally {
+      this.paying = false;
+      $("pay-button").setAttribute("aria-disabled", "false");
+    }
+  }
+
+  /** @param {string} orderId @param {string} paymentToken */
+  async payOnce(orderId, paymentToken) {
     // One key for this payment and its retries: a provider that timed out never charges twice.
     const key = idempotencyKey();
     this.say("Paying…", "wait");
     for (let tries = 1; !this.stopped; tries++) {
-      const answer = await call(API, `/api/orders/${this.orderId}/pay`, {
+      const answer = await call(API, `/api/orders/${orderId}/pay`, {
         method: "POST",
         token: identity.token,
         body: { paymentToken },
@@ -517,14 +622,15 @@ class SalePage {
         this.sayOrder();
         return;
       }
-      if (routeMissing(answer)) return this.say("Paying is not available on this server yet.", "bad");
       if ((answer.status === 0 || answer.status === 503) && tries < 4) {
         this.say("The payment is taking long: trying again (you will not be charged twice).", "wait");
         await sleep(answer.retryAfterMs || 2000);
         continue;
       }
       if (answer.status === 401) return await this.tokenRefused("pay");
-      if (answer.code === "PAYMENT_DECLINED") return this.say("The payment was declined: try another card.", "bad");
+      if (answer.code === "PAYMENT_DECLINED") {
+        return this.say("The payment was declined: nothing was charged. Try another card before the time runs out.", "bad");
+      }
       return this.say(`Not paid: ${answer.message}`, "bad");
     }
   }
@@ -536,12 +642,21 @@ class SalePage {
       this.order = answer.body;
       this.renderOrder();
       this.sayOrder();
-    } else if (routeMissing(answer)) {
-      this.say("Cancelling is not available on this server yet.", "bad");
+    } else if (answer.status === 401) {
+      await this.tokenRefused("cancel");
     } else {
       this.say(`Not cancelled: ${answer.message}`, "bad");
     }
   }
+}
+
+/** The payment token chosen: a test card where they are offered, else the one typed in. */
+function chosenPaymentToken() {
+  if (config.devLogin) {
+    const chosen = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="testToken"]:checked'));
+    return chosen?.value ?? "";
+  }
+  return /** @type {HTMLInputElement} */ ($("payment-token")).value.trim();
 }
 
 /** Writes text only when it changed: no needless repaint or announcement. */

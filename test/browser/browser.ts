@@ -90,7 +90,38 @@ export const scrollsSideways = (page: Page) =>
 
 const SCREENSHOTS = path.resolve(ROOT, process.env.SCREENSHOT_DIR ?? "test-results/screenshots");
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+export async function screenshot(page: Page, name: string, { fullPage = true } = {}): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true, animations: "disabled" });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage, animations: "disabled" });
+}
+
+/** Opens the admin console in `page` and unlocks it with the stack's admin token. */
+export async function unlockConsole(page: Page): Promise<void> {
+  await page.goto(`${BASE}/admin/`);
+  await page.getByLabel("Admin token").fill(secrets.ADMIN_TOKEN);
+  await page.getByRole("button", { name: "Unlock" }).click();
+  await page.getByRole("heading", { name: "Create a sale" }).waitFor();
+}
+
+/** Where sales' images live in these tests: an https origin the context answers itself (no network here). */
+export const IMAGES = "https://images.example";
+
+/**
+ * Answers every request to IMAGES with a small SVG "product photo" in the colour its path
+ * names (`${IMAGES}/0b57d0.svg`), so pages load https images as in production while the
+ * page's CSP still decides whether they may. Returns the URLs the pages asked for.
+ */
+export async function serveImages(context: BrowserContext): Promise<string[]> {
+  const asked: string[] = [];
+  await context.route(`${IMAGES}/**`, (route) => {
+    const url = route.request().url();
+    asked.push(url);
+    const colour = /\/([0-9a-f]{6})\.svg$/.exec(url)?.[1] ?? "54545c";
+    const body =
+      `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 400 300"><rect width="400" height="300" fill="#${colour}"/>` +
+      `<path d="M70 200 q40-90 120-70 q50 10 90 40 q40 25 60 30 v25 h-270z" fill="#fff" opacity=".9"/>` +
+      `<rect x="70" y="225" width="270" height="14" rx="7" fill="#1b1b1f" opacity=".8"/></svg>`;
+    return route.fulfill({ status: 200, contentType: "image/svg+xml", body });
+  });
+  return asked;
 }

@@ -1,10 +1,8 @@
 // The admin console in Chromium against `npm start`: unlocking with the admin token, creating
-// a sale from the form, and watching its figures move while a small crowd buys.
-import { Redis } from "ioredis";
+// a sale from the form, watching its figures move while a small crowd buys, and pausing,
+// resuming and cancelling it (confirmed first; a cancelled sale's pause refused).
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Answer } from "../../dev/lib/api-client.ts";
-import { saleStatsKey } from "../../src/shared/keys.ts";
 import {
   api,
   BASE,
@@ -14,22 +12,19 @@ import {
   screenshot,
   secrets,
   seriousA11yViolations,
-  stack,
+  unlockConsole,
 } from "./browser.ts";
 
 let browser: Browser;
-let redis: Redis;
 beforeAll(async () => {
   browser = await launchChromium();
-  redis = new Redis({ port: stack.REDIS_PORT, host: "127.0.0.1", password: secrets.REDIS_PASSWORD, lazyConnect: true });
 });
 afterAll(async () => {
   await browser?.close();
-  redis?.disconnect();
 });
 
 describe("the admin console", () => {
-  it("refuses a wrong token, creates a sale and shows its counters moving during a small crowd", async () => {
+  it("refuses a wrong token, creates a sale, shows its counters moving during a small crowd, pauses and cancels it", async () => {
     const page = await (await newContext(browser)).newPage();
     await page.goto(`${BASE}/admin/`);
     await page.getByLabel("Admin token").fill("not-the-token");
@@ -41,10 +36,11 @@ describe("the admin console", () => {
     await page.getByRole("heading", { name: "Create a sale" }).waitFor();
     expect(await page.evaluate(() => JSON.stringify({ ...localStorage, ...sessionStorage }))).toBe("{}");
 
-    await page.getByLabel("Name").fill("Console drop");
-    await page.getByLabel("Stock").fill("12");
+    const create = page.locator("#create-form");
+    await create.getByLabel("Name").fill("Console drop");
+    await create.getByLabel("Stock").fill("12");
     const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-    await page.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
+    await create.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
     await page.getByRole("button", { name: "Create sale" }).click();
     const created = await page
       .locator("#create-status")
@@ -54,6 +50,9 @@ describe("the admin console", () => {
     await page.locator("#live-name").filter({ hasText: "Console drop" }).waitFor();
     expect(await page.locator("#tile-remaining").textContent()).toBe("12");
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
+    // The edit form holds the sale as loaded.
+    expect(await page.locator("#edit-form").getByLabel("Name").inputValue()).toBe("Console drop");
+    expect(await page.locator("#edit-form").getByLabel("Stock (up only)").inputValue()).toBe("12");
 
     // A small crowd: 20 buyers for 12 units.
     const answers = await Promise.all(
@@ -70,21 +69,68 @@ describe("the admin console", () => {
     // the verdict holds throughout.
     await page.locator("#state-rows tr", { hasText: "awaiting payment" }).filter({ hasText: "12" }).waitFor({ timeout: 20_000 });
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
+
+    // Pause: the server's answer is shown, and checkout refuses.
+    await page.getByRole("button", { name: "Pause" }).click();
+    await page
+      .locator("#live-status")
+      .filter({ hasText: `Sale ${saleId} paused: it is now paused.` })
+      .waitFor();
+    expect(await page.locator("#live-state").textContent()).toBe("paused");
+    expect((await api.checkout(saleId, await api.userToken("console-late"))).code).toBe("SALE_PAUSED");
     await screenshot(page, "console");
 
-    // Operations this server does not have yet say so.
+    // Cancel asks first; declined, nothing is sent (so resuming still works).
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await page.getByRole("button", { name: "Cancel the sale" }).click();
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page
+      .locator("#live-status")
+      .filter({ hasText: `Sale ${saleId} resumed: it is now sold out.` })
+      .waitFor();
+
+    // Accepted, the sale is cancelled with its orders; a cancelled sale is not paused again.
+    let asked = "";
+    page.once("dialog", (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByRole("button", { name: "Cancel the sale" }).click();
+    await page
+      .locator("#live-status")
+      .filter({ hasText: `Sale ${saleId} cancelled: it is now cancelled.` })
+      .waitFor();
+    expect(asked).toContain(`Cancel sale ${saleId}?`);
+    // Sale pages are cached up to 500 ms per isolate: the public read catches up within a second.
+    await expect.poll(async () => (await api.sale(saleId)).status, { timeout: 5_000 }).toBe("cancelled");
     await page.getByRole("button", { name: "Pause" }).click();
-    await page.locator("#live-status").filter({ hasText: /pause/ }).waitFor();
+    await page
+      .locator("#live-status")
+      .filter({ hasText: `Sale ${saleId} was cancelled: a cancelled sale can be neither paused nor resumed.` })
+      .waitFor();
+    await page.locator("#state-rows tr", { hasText: "cancelled" }).filter({ hasText: "12" }).waitFor();
+    expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
 
     expect(await cspViolations(page)).toEqual([]);
     expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // The storefront shows the cancelled sale as such, Buy disabled.
+    const shop = await (await newContext(browser)).newPage();
+    await shop.goto(`${BASE}/?sale=${saleId}`);
+    await shop.getByRole("heading", { name: "Console drop" }).waitFor();
+    expect(await shop.locator("#sale-state").textContent()).toBe("cancelled");
+    expect(await shop.locator("#sale-notice").textContent()).toMatch(/^Cancelled: this sale will not go on/);
+    expect(await shop.locator("#clock-label").textContent()).toBe("Cancelled");
+    await shop.getByLabel("Your name").fill("too-late");
+    await shop.getByRole("button", { name: "Sign in" }).click();
+    await shop.locator("#buy-note").filter({ hasText: "This sale was cancelled." }).waitFor();
+    expect(await shop.locator("#buy-button").getAttribute("aria-disabled")).toBe("true");
+    expect(await seriousA11yViolations(shop)).toEqual([]);
   });
 
   it("forgets the token when locked", async () => {
     const page = await (await newContext(browser)).newPage();
-    await page.goto(`${BASE}/admin/`);
-    await page.getByLabel("Admin token").fill(secrets.ADMIN_TOKEN);
-    await page.getByRole("button", { name: "Unlock" }).click();
+    await unlockConsole(page);
     await page.getByRole("button", { name: "Lock", exact: true }).click();
     await page.getByRole("button", { name: "Unlock" }).waitFor();
     expect(await page.getByLabel("Admin token").inputValue()).toBe("");

@@ -1,6 +1,6 @@
 // The browser tests' stack: `npm start` itself, on free ports and a state directory of its
-// own (DEV_LOGIN on, as a developer gets it), and Debian's chromium, installed like
-// redis-server when it is missing.
+// own (DEV_LOGIN on, as a developer gets it; one shop origin allowed to frame the storefront),
+// and Debian's chromium, installed like redis-server when it is missing.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,10 +15,14 @@ export default async function setup(project: TestProject) {
   const stateDir = mkdtempSync(path.join(tmpdir(), "browser-tests-"));
   const ports = { WORKER_PORT: await freePort(), GATEWAY_PORT: await freePort(), REDIS_PORT: await freePort() };
   // One address drives every browser here: no per-IP limit (the sale's own admission still applies).
-  const run = npmStart(ports, stateDir, { IP_RATE_LIMIT: "0" });
+  // The shop that frames the storefront: a page a test serves on this port (a loopback origin,
+  // since Chromium refuses a public page's frame of a loopback address).
+  const shopPort = await freePort();
+  const shopOrigin = `http://127.0.0.1:${shopPort}`;
+  const run = npmStart(ports, stateDir, { IP_RATE_LIMIT: "0", ALLOWED_ORIGINS: shopOrigin });
   const { output, exitCode } = await run.ready;
   if (exitCode !== null) throw new Error(`npm start exited (${exitCode}):\n${output}`);
-  project.provide("stack", { ...ports, stateDir, demoSaleId: demoSaleId(output) });
+  project.provide("stack", { ...ports, stateDir, shopPort, shopOrigin, demoSaleId: demoSaleId(output) });
 
   return async () => {
     run.child.kill("SIGTERM");
@@ -29,6 +33,15 @@ export default async function setup(project: TestProject) {
 
 declare module "vitest" {
   export interface ProvidedContext {
-    stack: { WORKER_PORT: number; GATEWAY_PORT: number; REDIS_PORT: number; stateDir: string; demoSaleId: string };
+    stack: {
+      WORKER_PORT: number;
+      GATEWAY_PORT: number;
+      REDIS_PORT: number;
+      stateDir: string;
+      /** An origin in ALLOWED_ORIGINS (127.0.0.1 on shopPort): a shop that may frame the storefront and hand it a token. */
+      shopPort: number;
+      shopOrigin: string;
+      demoSaleId: string;
+    };
   }
 }

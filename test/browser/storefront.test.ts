@@ -1,12 +1,15 @@
-// The storefront in Chromium against `npm start`: signing in locally, buying and following
-// the order to its end, a second buyer finding it sold out, the 429 wait shown and retried,
-// a purchase by keyboard alone, and every page's CSP, layout stability and accessibility.
+// The storefront in Chromium against `npm start`: the catalog a page at a time, signing in
+// locally, buying and following the order to its end, paying (and a declined card), a second
+// buyer finding it sold out, the 429 wait shown and retried, a purchase by keyboard alone, and
+// every page's CSP, layout stability and accessibility.
+import { createServer } from "node:http";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import {
   api,
   BASE,
   cspViolations,
+  IMAGES,
   launchChromium,
   layoutShift,
   newContext,
@@ -14,6 +17,8 @@ import {
   screenshot,
   scrollsSideways,
   seriousA11yViolations,
+  serveImages,
+  stack,
 } from "./browser.ts";
 
 let browser: Browser;
@@ -46,7 +51,180 @@ async function signIn(page: Page, name: string): Promise<void> {
 const openSale = (input: Parameters<typeof api.createSale>[0] = {}) =>
   api.createSale({ name: "Limited sneakers", startsAt: new Date(Date.now() - 60_000).toISOString(), ...input });
 
+/** The list's i-th item, which the test knows is there. */
+function nth<T>(list: T[], i: number): T {
+  const item = list[i];
+  if (item === undefined) throw new Error(`no item ${i} in a list of ${list.length}`);
+  return item;
+}
+
+/** Money as the page formats it (the contexts here run in en-US). */
+const money = (minor: number, currency: string, digits = 2) =>
+  new Intl.NumberFormat("en-US", { style: "currency", currency }).format(minor / 10 ** digits);
+
 describe("the storefront", () => {
+  it("lists the sales a page at a time: image, price in its currency, state and stock on each card", async () => {
+    // 21 sales that started nearly a day ago: the catalog (by start, then id) lists them before
+    // every other test's sale; only npm start's demo sale (from 00:00 UTC) may come earlier.
+    const dayAgo = Date.now() - 23 * 3_600_000;
+    const looks = [
+      { name: "Trail runner", price: 12_999, currency: "EUR", colour: "0b57d0", description: "Grippy soles for wet trails." },
+      { name: "Retro high-top", price: 250_000, currency: "JPY", colour: "7a4b00" },
+      { name: "Canvas slip-on", price: 8_900, currency: "GBP", colour: "0a6b2d" },
+    ];
+    const sales = await Promise.all(
+      Array.from({ length: 21 }, (_, i) => {
+        const look = looks[i];
+        return api.createSale({
+          name: look?.name ?? `Catalog sale ${String(i).padStart(2, "0")}`,
+          stock: i === 2 ? 1 : 5,
+          startsAt: new Date(dayAgo + i * 1000).toISOString(),
+          endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+          price: look?.price ?? 1_000 + i,
+          currency: look?.currency ?? "USD",
+          ...(look && { imageUrl: `${IMAGES}/${look.colour}.svg` }),
+          ...(look?.description && { description: look.description }),
+        });
+      }),
+    );
+    const demo = await api.sale(stack.demoSaleId);
+    const byStart = [...sales, demo].sort(
+      (x, y) => Date.parse(x.startsAt) - Date.parse(y.startsAt) || Number(x.id) - Number(y.id),
+    );
+    // States the cards must tell apart: live, paused, sold out.
+    expect((await api.setSaleState(nth(sales, 1).id, "pause")).status).toBe(200);
+    expect((await api.checkout(nth(sales, 2).id, await api.userToken("catalog-buyer"))).status).toBe(202);
+    expect((await api.checkout(nth(sales, 0).id, await api.userToken("catalog-buyer"))).status).toBe(202);
+
+    // Catalog pages are cached a second per isolate: wait until the API's first page shows all three.
+    await expect
+      .poll(
+        async () => {
+          const page = (await api.catalog()).sales;
+          return [0, 1, 2].map((i) => page.find((v) => v.id === nth(sales, i).id)).map((v) => `${v?.status} ${v?.remaining}`);
+        },
+        { timeout: 5_000 },
+      )
+      .toEqual(["live 4", "paused 5", "sold_out 0"]);
+
+    const context = await newContext(browser, { locale: "en-US" });
+    const images = await serveImages(context);
+    const page = await context.newPage();
+    await page.goto(`${BASE}/`);
+    await page.locator("#catalog-status").filter({ hasText: "20 sales, more below." }).waitFor();
+    const cards = page.locator("#sale-list > li");
+    const card = (name: string) => cards.filter({ has: page.getByRole("link", { name, exact: true }) });
+    const cardIds = () =>
+      page
+        .locator("#sale-list > li h2 a")
+        .evaluateAll((links) => links.map((a) => new URL((a as HTMLAnchorElement).href).searchParams.get("sale")));
+    expect(await cardIds()).toEqual(byStart.slice(0, 20).map((s) => s.id));
+
+    const runner = card("Trail runner");
+    expect(await runner.locator(".card-price").textContent()).toBe(money(12_999, "EUR"));
+    expect(await runner.locator(".badge").textContent()).toBe("live");
+    expect(await runner.textContent()).toContain("4 of 5 left");
+    expect(await runner.getByRole("img", { name: "Trail runner" }).getAttribute("src")).toBe(`${IMAGES}/0b57d0.svg`);
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll<HTMLImageElement>(".card-image")).every((i) => i.complete && i.naturalWidth > 0),
+    );
+    expect(images).toContain(`${IMAGES}/0b57d0.svg`);
+    expect(await card("Retro high-top").locator(".card-price").textContent()).toBe(money(250_000, "JPY", 0)); // no minor unit
+    expect(await card("Retro high-top").locator(".badge").textContent()).toBe("paused");
+    expect(await card("Canvas slip-on").locator(".badge").textContent()).toBe("sold out");
+    expect(await card("Canvas slip-on").textContent()).toContain("0 of 1 left");
+    expect(await card("Catalog sale 03").locator("img").count()).toBe(0); // no image: none drawn
+    await screenshot(page, "storefront-catalog", { fullPage: false });
+
+    // The next page opens with the 21st sale, focus moves to it, and no sale repeats.
+    await page.getByRole("button", { name: "More sales" }).click();
+    await cards.nth(20).waitFor();
+    expect((await cardIds())[20]).toBe(nth(byStart, 20).id);
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(nth(byStart, 20).name);
+    const more = page.getByRole("button", { name: "More sales" });
+    while (await more.isVisible()) {
+      const shown = await cards.count();
+      await more.click();
+      await cards.nth(shown).waitFor();
+    }
+    const ids = await cardIds();
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(await page.locator("#catalog-status").textContent()).toBe(`${ids.length} sales.`);
+
+    // A card leads to its sale's page: description, image with its alt text, price.
+    await runner.getByRole("link").click();
+    await page.getByRole("heading", { name: "Trail runner" }).waitFor();
+    expect(await page.locator("#sale-description").textContent()).toBe("Grippy soles for wet trails.");
+    expect(await page.getByRole("img", { name: "Trail runner" }).getAttribute("src")).toBe(`${IMAGES}/0b57d0.svg`);
+    expect(await page.locator("#sale-price").textContent()).toBe(money(12_999, "EUR"));
+    expect(await cspViolations(page)).toEqual([]);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.goBack();
+    await page.getByRole("heading", { name: "Sales" }).waitFor();
+    await cards.nth(19).waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
+  it("buys two units and pays with tok_visa; another buyer's tok_chargeDeclined is declined, then cancelled", async () => {
+    const sale = await openSale({
+      name: "Court classic",
+      description: "Leather court shoes, white and green. Two pairs per buyer.",
+      imageUrl: `${IMAGES}/0a6b2d.svg`,
+      stock: 6,
+      price: 2_599,
+      currency: "EUR",
+      paymentWindowSec: 600,
+      perUserLimit: 2,
+    });
+    const context = await newContext(browser, { locale: "en-US" });
+    await serveImages(context);
+    const payer = await context.newPage();
+    await payer.goto(`${BASE}/?sale=${sale.id}`);
+    await payer.getByRole("heading", { name: "Court classic" }).waitFor();
+    await signIn(payer, "payer");
+    await payer.getByLabel("Quantity").selectOption("2");
+    expect(await payer.locator("#sale-price").textContent()).toBe(`${money(5_198, "EUR")} (2 × ${money(2_599, "EUR")})`);
+    await payer.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(payer, /Reserved for you: pay before the time runs out/);
+    const orderId = (await payer.locator("#order-id").textContent()) ?? "";
+    expect(await payer.locator("#order-state").textContent()).toBe("awaiting payment");
+    expect(await payer.locator("#order-amount").textContent()).toBe(money(5_198, "EUR"));
+    // The payment window counts down from ten minutes.
+    expect(await payer.locator("#order-expiry").textContent()).toMatch(/^(10:00|09:[0-5]\d)$/);
+    expect(await payer.getByRole("radio", { name: /Visa, pays/ }).isChecked()).toBe(true);
+    expect(await seriousA11yViolations(payer)).toEqual([]);
+    await screenshot(payer, "storefront-sale");
+
+    await payer.getByRole("button", { name: `Pay ${money(5_198, "EUR")}` }).click();
+    await statusReads(payer, /Paid: it is yours/);
+    expect(await payer.locator("#order-state").textContent()).toBe("paid");
+    expect(await payer.locator("#pay").isHidden()).toBe(true);
+    const payerToken = await api.userToken("payer");
+    const paid = await api.order(orderId, payerToken);
+    expect([paid.body?.status, paid.body?.quantity, paid.body?.amount]).toEqual(["paid", 2, 5_198]);
+
+    const decliner = await (await newContext(browser, { locale: "en-US" })).newPage();
+    await decliner.goto(`${BASE}/?sale=${sale.id}`);
+    await signIn(decliner, "decliner");
+    await decliner.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(decliner, /Reserved for you: pay before/);
+    const declinedId = (await decliner.locator("#order-id").textContent()) ?? "";
+    await decliner.getByRole("radio", { name: /declined/ }).check();
+    await decliner.getByRole("button", { name: /^Pay/ }).click();
+    await statusReads(decliner, /The payment was declined: nothing was charged/);
+    expect(await decliner.locator("#order-state").textContent()).toBe("awaiting payment");
+    const declinerToken = await api.userToken("decliner");
+    expect((await api.order(declinedId, declinerToken)).body?.status).toBe("awaiting_payment");
+
+    // Still waiting for payment, the buyer gives the unit back.
+    await decliner.getByRole("button", { name: "Cancel order" }).click();
+    await statusReads(decliner, /Cancelled: the unit went back on sale/);
+    expect((await api.order(declinedId, declinerToken)).body?.status).toBe("cancelled");
+    await decliner.locator("#remaining").filter({ hasText: /^4$/ }).waitFor(); // 6 - the 2 paid
+    for (const page of [payer, decliner]) expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("signs in, buys, follows the order from pending to confirmed; a second buyer finds it sold out", async () => {
     const sale = await openSale({ stock: 1 });
     const first = await (await newContext(browser)).newPage();
@@ -62,7 +240,6 @@ describe("the storefront", () => {
     await statusReads(first, /Confirmed: it is yours/);
     expect(await first.locator("#order-state").textContent()).toBe("confirmed");
     await first.locator("#remaining").filter({ hasText: "0" }).waitFor();
-    await screenshot(first, "storefront-sale");
 
     // The other buyer presses Buy while the page may still show a unit: either the server
     // refuses it or the page already knows (and the press does nothing); either way it says so.
@@ -74,6 +251,43 @@ describe("the storefront", () => {
       expect(await cspViolations(page)).toEqual([]);
       expect(await seriousA11yViolations(page)).toEqual([]);
     }
+  });
+
+  it("works framed in a shop: the shop hands it the buyer's token by postMessage, and the buyer buys", async () => {
+    const sale = await openSale({ name: "Framed drop", stock: 2 });
+    const token = await api.userToken("framed-buyer");
+    const context = await newContext(browser);
+    // The shop's product page, as the README's embedding section writes it.
+    const shopPage = `<!doctype html><title>Shop</title>
+<iframe id="flash-sale" title="Flash sale" src="${BASE}/?sale=${sale.id}" width="1000" height="850"></iframe>
+<script>
+  const frame = document.getElementById("flash-sale");
+  window.addEventListener("message", (e) => {
+    if (e.origin !== ${JSON.stringify(BASE)}) return;
+    window.shopSaw = [...(window.shopSaw || []), e.data.type];
+    if (e.data.type === "flash-sale:ready") {
+      frame.contentWindow.postMessage({ type: "flash-sale:token", token: ${JSON.stringify(token)} }, ${JSON.stringify(BASE)});
+    }
+  });
+</script>`;
+    const shop = createServer((_, res) => res.writeHead(200, { "Content-Type": "text/html" }).end(shopPage));
+    await new Promise<void>((listening) => shop.listen(stack.shopPort, "127.0.0.1", listening));
+    onTestFinished(() => {
+      shop.closeAllConnections();
+      shop.close();
+    });
+    const page = await context.newPage();
+    await page.goto(`${stack.shopOrigin}/product`);
+    const framed = page.frameLocator("#flash-sale");
+    await framed.getByText("Signed in as framed-buyer").waitFor();
+    expect(await framed.locator("#sign-in").isHidden()).toBe(true); // the shop's token, not local sign-in
+    await framed.locator("#buy-button[aria-disabled='false']").waitFor();
+    await framed.getByRole("button", { name: "Buy now" }).click();
+    await framed.locator("#status").filter({ hasText: "Confirmed: it is yours." }).waitFor();
+    expect((await api.report(sale.id)).redis.buyers).toBe(1);
+    expect(await page.evaluate(() => (window as unknown as { shopSaw: string[] }).shopSaw)).toEqual(["flash-sale:ready"]);
+    const frame = page.frames().find((f) => f.url().startsWith(BASE));
+    expect(frame && (await frame.evaluate(() => (window as unknown as { __csp: string[] }).__csp))).toEqual([]);
   });
 
   it("shows the wait on 429 and retries by itself after Retry-After, buying once", async () => {
@@ -120,7 +334,7 @@ describe("the storefront", () => {
   });
 
   it("is readable on a phone, keeps its layout still while numbers change, and passes axe", async () => {
-    const sale = await openSale({ name: "Phone drop", stock: 40 });
+    const sale = await openSale({ name: "Phone drop", stock: 40, price: 4_900, currency: "USD" });
     const page = await (await newContext(browser, PHONE)).newPage();
     await page.goto(`${BASE}/?sale=${sale.id}`);
     await page.getByRole("heading", { name: "Phone drop" }).waitFor();

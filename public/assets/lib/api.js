@@ -53,13 +53,6 @@ export async function call(base, path, options = {}) {
   };
 }
 
-/**
- * A route this server does not have yet answers 404 NOT_FOUND ("no such route"), unlike a
- * missing sale or order (SALE_NOT_FOUND, ORDER_NOT_FOUND): the pages hide what it would offer.
- * @param {Answer} answer
- */
-export const routeMissing = (answer) => answer.status === 404 && answer.code === "NOT_FOUND";
-
 /** @param {number} ms */
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
