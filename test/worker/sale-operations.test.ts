@@ -1,9 +1,10 @@
 // An operator's changes to a sale through the admin routes: what an edit may change and
 // when, idempotent repeats, and pause, resume and cancel while a crowd is buying, ending in
 // the usual invariants and a reconciled report.
-import { env } from "cloudflare:test";
+import { createScheduledController, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Answer } from "../../dev/lib/api-client";
+import worker from "../../src/index";
 import { redisFor } from "../../src/redis/client";
 import { readLiveSale } from "../../src/sales/live-state";
 import type { AdminSaleView, OrderView } from "../../src/shared/api-types";
@@ -110,15 +111,15 @@ describe("PATCH /admin/sales/:saleId", () => {
 
 describe("pause, resume and cancel under a running crowd", () => {
   it("accepts no checkout while paused or after the cancel, then cancels every order and reconciles", async () => {
-    const stock = 150;
+    const stock = 80;
     const sale = await createSale({ stock });
-    const tokens = await Promise.all(Array.from({ length: 400 }, (_, i) => api.userToken(`crowd-${i}`)));
+    const tokens = await Promise.all(Array.from({ length: 200 }, (_, i) => api.userToken(`crowd-${i}`)));
     type Attempt = Answer & { user: number; sentAt: number; answeredAt: number };
     const attempts: Attempt[] = [];
     let next = 0;
     let stop = false;
-    // 40 buyers at a time, each trying until bought, for as long as the test runs.
-    const crowd = Array.from({ length: 40 }, async () => {
+    // 24 buyers at a time, each trying until bought, for as long as the test runs.
+    const crowd = Array.from({ length: 24 }, async () => {
       while (!stop) {
         const user = next++ % tokens.length;
         if (attempts.some((a) => a.user === user && a.status === 202)) continue;
@@ -171,7 +172,11 @@ describe("pause, resume and cancel under a running crowd", () => {
       "every order cancelled, its units back",
       async () => {
         const r = await report(sale.id);
-        return r.d1.cancelled === orders.size && r.returnsPending === 0 && r.redis.outbox === 0 && r;
+        if (r.d1.cancelled === orders.size && r.returnsPending === 0 && r.redis.outbox === 0) return r;
+        // What a request or the consumer could not finish (Redis slow to answer on a loaded
+        // machine), the minute's cron finishes: run it as the trigger would.
+        await worker.scheduled(createScheduledController(), env);
+        return undefined;
       },
       30_000,
     );
