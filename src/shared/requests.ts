@@ -20,6 +20,7 @@ import {
   SALE_WINDOW,
 } from "./limits";
 import { isOrderId } from "./order-id";
+import { LONE_SURROGATE } from "./user-id";
 import "./zod-english";
 
 export const SaleIdParam = z.object({
@@ -40,9 +41,11 @@ const Admission = z.strictObject({
 });
 
 /** POST /admin/sales */
-const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(200));
+/** Names and descriptions reach Redis and D1 alike, so they must read the same in both. */
+const wellFormed = z.refine<string>((text) => !LONE_SURROGATE.test(text), "must be well-formed Unicode (no lone surrogate)");
+const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(200), wellFormed);
 const Stock = z.int().check(z.minimum(1), z.maximum(MAX_STOCK));
-const Description = z.string().check(z.trim(), z.maxLength(MAX_DESCRIPTION_LENGTH));
+const Description = z.string().check(z.trim(), z.maxLength(MAX_DESCRIPTION_LENGTH), wellFormed);
 /** https only: the storefront shows it on its own pages. */
 const ImageUrl = z.url({ protocol: /^https$/, error: "imageUrl must be an https URL" }).check(z.maxLength(MAX_IMAGE_URL_LENGTH));
 

@@ -3,7 +3,8 @@
 // in Redis and two in D1; control characters and blank ids break logs and support tools.
 import { MAX_USER_ID_LENGTH } from "./limits";
 
-const LONE_SURROGATE = /\p{Cs}/u;
+/** Text that is not well-formed Unicode: Redis would store U+FFFD where D1 keeps what was sent. */
+export const LONE_SURROGATE = /\p{Cs}/u;
 const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** Why `userId` cannot name a buyer, or undefined when it can. */

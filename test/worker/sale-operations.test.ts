@@ -85,6 +85,7 @@ describe("PATCH /admin/sales/:saleId", () => {
     await refused(sale.id, { imageUrl: "http://img.example/a.png" }, 400, "BAD_REQUEST");
     await refused(sale.id, { description: "x".repeat(2_001) }, 400, "BAD_REQUEST");
     await refused(sale.id, { owner: "me" }, 400, "BAD_REQUEST");
+    await refused(sale.id, { name: "half \ud800 a character" }, 400, "BAD_REQUEST");
     await refused(sale.id, {}, 400, "BAD_REQUEST");
     await refused("987654321987", { name: "nobody" }, 404, "SALE_NOT_FOUND");
     const upcoming = await createSale({ startsAt: minutes(30), endsAt: minutes(90) });
