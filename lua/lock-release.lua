@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 lock-release.lua: release a lock only while the caller still owns it (compare-and-delete).
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 sale-init.lua: load a sale into Redis once; a retry never resets live counters.
 

@@ -1,6 +1,6 @@
 // The Lua scripts on a real redis-server, called the way the Worker calls them: through the
 // project's Upstash gateway with @upstash/redis (EVALSHA, EVAL fallback).
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
@@ -319,5 +319,34 @@ describe("return.lua and sale-init.lua", () => {
     await checkout(keys, "dave");
     expect(await redis.eval(lua("sale-init"), [keys.meta], ["5", "0", "1", "0", "1", "1", "t", "1"])).toBe(0);
     expect(await redis.hget(keys.meta, "remaining")).toBe("4");
+  });
+});
+
+describe("every script the Worker runs", () => {
+  // One call each, with what the Worker passes: every key in KEYS, so Upstash may lock only those.
+  const k = saleKeys("flags");
+  const smoke: Record<string, { keys: string[]; args: string[]; reply: (r: unknown) => boolean }> = {
+    "sale-init": { keys: [k.meta], args: ["1", "0", "9e12", "0", "1", "1", "t", "1"], reply: (r) => r === 1 },
+    checkout: {
+      keys: [k.meta, k.buyers, k.outbox, k.pending, k.admission, statsKey(k), k.checkoutKeys],
+      args: ["u", "1", ""],
+      reply: (r) => parseCheckoutReply(r, 1)[0]?.code === "OK",
+    },
+    return: { keys: [k.meta, k.buyers, k.outbox, k.pending, k.returned], args: ["1", "u", "1"], reply: (r) => r === 1 },
+    "lab-cas": { keys: ["flag:{cas}"], args: ["0", "1"], reply: (r) => r === 0 },
+    "lock-release": { keys: ["flag:{lock}"], args: ["owner"], reply: (r) => r === 0 },
+  };
+  const files = readdirSync(new URL("../../lua/", import.meta.url)).filter((f) => f.endsWith(".lua"));
+
+  it("are all listed here", () => {
+    expect(files.map((f) => f.replace(/\.lua$/, "")).sort()).toEqual(Object.keys(smoke).sort());
+  });
+
+  // In this order: sale-init loads the sale that checkout buys from and return gives back to.
+  it.each(Object.keys(smoke))("%s declares allow-key-locking and still runs through the gateway", async (name) => {
+    const source = lua(name);
+    expect(source.split("\n")[0]).toBe("#!lua flags=allow-key-locking");
+    const { keys, args, reply } = smoke[name] as (typeof smoke)[string];
+    expect(reply(await redis.createScript<unknown>(source).exec(keys, args))).toBe(true);
   });
 });
