@@ -77,6 +77,7 @@ export async function startLocalWorker(opts: {
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
   const configPath = path.join(ROOT, "wrangler.toml");
   const config = unstable_readConfig({ config: configPath });
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(configPath);
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     cf: false, // no network: never fetch the `Request.cf` placeholder
@@ -86,7 +87,9 @@ export async function startLocalWorker(opts: {
     modulesRoot: path.dirname(scriptPath),
     modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
     // The pages under public/ in front of the Worker, routed as in production ([assets]).
-    assets: unstable_getMiniflareWorkerOptions(configPath).workerOptions.assets,
+    assets: workerOptions.assets,
+    // The lab's Durable Objects, SQLite-backed as [[migrations]] declares (in memory: lab sales are throwaway).
+    durableObjects: workerOptions.durableObjects,
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
     bindings: {

@@ -4,8 +4,8 @@
 // writes a JSON and an HTML report, checks the invariants after the settlement queue has
 // drained, and exits 1 on any violation.
 //
-//   --strategy checkout|naive|lock|optimistic|atomic|all   what to drive (default checkout, the
-//              real route; all = the lab's four strategies; a comma-separated list also works)
+//   --strategy checkout|naive|lock|optimistic|atomic|durable-object|all   what to drive (default checkout, the
+//              real route; all = the lab's five strategies; a comma-separated list also works)
 //   --users 2000 --attempts 2 --stock 300                  the crowd: each user tries `attempts`
 //              times back to back; every strategy gets the same crowd
 //   --concurrency 500 | --rate <arrivals/s>                closed loop (default) or open loop

@@ -17,7 +17,7 @@ const LOCK: LockOptions = {
   retryCapMs: 250,
 };
 
-export const lockCheckout: Strategy = async (redis, labSaleId, userId) => {
+export const lockCheckout: Strategy = async ({ redis }, labSaleId, userId) => {
   const keys = labKeys("lock", labSaleId);
   try {
     return await withLock(redis, keys.lock, LOCK, () => readCheckWrite(redis, keys, userId));
