@@ -31,6 +31,10 @@ export interface StackOptions {
   stateDir?: string;
   /** Overrides wrangler.toml's consumer settings for the orders queue. */
   ordersConsumer?: QueueConsumerOptions;
+  /** No consumer on the orders queue: accepted orders stay queued (to measure the requests alone). */
+  unsettled?: boolean;
+  /** Opens workerd's inspector here, on an unminified bundle (see load/runner/profile.ts). */
+  inspectorPort?: number;
   /** Receives the Worker's console output instead of stdout/stderr. */
   onWorkerLog?: (log: { level: string; message: string }) => void;
 }
@@ -53,6 +57,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", PAYMENT_PROVIDER: "dev", ...opts.vars },
     stateDir: opts.stateDir,
     ordersConsumer: opts.ordersConsumer,
+    unsettled: opts.unsettled,
+    inspectorPort: opts.inspectorPort,
     onLog: opts.onWorkerLog,
   });
   return {

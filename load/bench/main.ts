@@ -1,5 +1,8 @@
-// npm run bench -- [--json] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500] [--requests 6000]
-//                   [--hop-ms 5] [--throughput-concurrency 50,200]
+// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500]
+//                   [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+//
+// Sections (--only picks some): round-trips, admission, strategies, drain, throughput, and in
+// modules of their own cpu, durable-object, scale, lifecycle (see each module's header).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true), four figures from one run:
@@ -16,6 +19,7 @@ import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
+import { measureCpu, pinToCores, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
 import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
@@ -23,6 +27,24 @@ import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { stackTarget, type Target } from "../runner/target.ts";
 import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
+import { benchCpu, printCpu } from "./cpu.ts";
+import { benchDurableObject, printDurableObject } from "./durable-object.ts";
+import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
+import { benchProfile, printProfile } from "./profile.ts";
+import { benchScale, printScale } from "./scale.ts";
+
+const SECTIONS = [
+  "round-trips",
+  "admission",
+  "strategies",
+  "drain",
+  "throughput",
+  "cpu",
+  "profile",
+  "durable-object",
+  "scale",
+  "lifecycle",
+] as const;
 
 const { values } = parseArgs({
   options: {
@@ -34,8 +56,13 @@ const { values } = parseArgs({
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
     json: { type: "boolean", default: false },
+    only: { type: "string" },
   },
 });
+const only = values.only?.split(",");
+const unknown = only?.filter((s) => !(SECTIONS as readonly string[]).includes(s));
+if (unknown?.length) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
+const want = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
 const users = Number(values.users);
 const attempts = Number(values.attempts);
 const stock = Number(values.stock);
@@ -81,6 +108,8 @@ async function benchStrategies(target: Target, strategies: readonly LabStrategy[
     };
   });
 }
+
+type StrategyFigures = Awaited<ReturnType<typeof benchStrategies>>[number];
 
 /** The first crowd pays for cold connections and JIT; no strategy should pay it alone. */
 async function warmUp(target: Target) {
@@ -167,46 +196,100 @@ async function benchDrain(stack: Stack, target: Target) {
   };
 }
 
+// The CPU figures need a stack of their own (no settlement consumer); it runs alone, first.
+if (want("cpu")) progress("server CPU per request: checkout and refusals vs GET /healthz (a stack of its own)");
+const cpu = want("cpu") ? await benchCpu() : undefined;
+if (want("profile")) progress("a V8 CPU profile of the Worker: /healthz, checkout and a refusal (a stack of its own)");
+const profile = want("profile") ? await benchProfile() : undefined;
+if (!SECTIONS.some((s) => s !== "cpu" && s !== "profile" && want(s))) {
+  if (values.json) console.log(JSON.stringify({ cpu, profile }));
+  else {
+    if (cpu) printCpu(cpu, log);
+    if (profile) printProfile(profile, log);
+    if (profile) printProfile(profile, log);
+  }
+  process.exit(0);
+}
 // No per-user limit: the round-trip figures send bursts from one buyer (the limit costs no round trip).
 const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" } });
 try {
   const target = stackTarget(stack);
+  const processes = stackProcesses(stack);
+  const pinning = pinToCores([
+    { role: "load generator", pids: processes.harness, core: 0 },
+    { role: "workerd", pids: processes.workerd, core: 1 },
+  ]);
+  progress(`pinning: ${pinning}`);
+  /** Runs a section when --only picks it, and notes how much of the cores other work took meanwhile. */
+  const conditions: { section: string; othersShare: number; interfered: boolean }[] = [];
+  const section = async <T>(name: (typeof SECTIONS)[number], label: string | undefined, work: () => Promise<T>) => {
+    if (!want(name)) return undefined;
+    if (label) progress(label);
+    const { result, cpu } = await measureCpu(processes, work);
+    conditions.push({ section: name, othersShare: cpu.othersShare, interfered: cpu.interfered });
+    return result;
+  };
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
-  progress("round trips per outcome");
-  const roundTrips = await measureRoundTrips(stack);
-  progress("admission: bucket placement, and a spike with and without it");
-  const admissionPlacement = await benchAdmissionPlacement(stack);
-  const admissionSpike = await benchAdmissionSpike(stack);
-  await warmUp(target);
-  progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
-  const strategies = await benchStrategies(target, LAB_STRATEGIES);
-  progress(`lock and atomic again with a ${hopMs} ms round trip added at the gateway`);
-  await stack.gateway.setLatency(hopMs);
-  const overHop = await benchStrategies(target, ["lock", "atomic"]);
-  await stack.gateway.setLatency(0);
-  const drain = await benchDrain(stack, target);
-  const vsTrivial = [];
-  for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
+  const roundTrips = await section("round-trips", "round trips per outcome", () => measureRoundTrips(stack));
+  const admission = await section("admission", "admission: bucket placement, and a spike with and without it", async () => ({
+    placement: await benchAdmissionPlacement(stack),
+    spike: await benchAdmissionSpike(stack),
+  }));
+  if (want("strategies") || want("durable-object") || want("scale")) await warmUp(target);
+  const strategies = await section(
+    "strategies",
+    `strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight; lock and atomic again over a ${hopMs} ms hop`,
+    async () => {
+      const all = await benchStrategies(target, LAB_STRATEGIES);
+      await stack.gateway.setLatency(hopMs);
+      const overHop = await benchStrategies(target, ["lock", "atomic"]);
+      await stack.gateway.setLatency(0);
+      return { all, overHop };
+    },
+  );
+  const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>
+    benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+  );
+  const drain = await section("drain", undefined, () => benchDrain(stack, target));
+  const vsTrivial = await section("throughput", undefined, async () => {
+    const rows = [];
+    for (const inFlight of throughputConcurrencies) rows.push(await benchCheckoutVsTrivial(target, inFlight));
+    return rows;
+  });
+  const scale = await section("scale", "scale: sell-out time and server CPU vs stock and crowd", () =>
+    benchScale(stack, { processes, progress }),
+  );
+  const lifecycle = await section("lifecycle", "lifecycle: payment window vs none, and expiry to buyable", () =>
+    benchLifecycle(stack, { processes }),
+  );
 
-  const speedups = (runs: typeof strategies) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
+  const speedups = (runs: StrategyFigures[]) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
+    pinning,
+    conditions,
     crowd: { users, attemptsPerUser: attempts, stock, concurrency },
-    strategies,
+    strategies: strategies?.all,
     /** How many times faster atomic sold out than each other strategy. */
-    sellOutSpeedup: speedups(strategies),
-    overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) },
+    sellOutSpeedup: strategies && speedups(strategies.all),
+    overHop: strategies && { hopMs, strategies: strategies.overHop, sellOutSpeedup: speedups(strategies.overHop) },
     checkoutVsTrivial: vsTrivial,
     drain,
     roundTrips,
-    admission: { placement: admissionPlacement, spike: admissionSpike },
+    admission,
+    cpu,
+    profile,
+    durableObject,
+    scale,
+    lifecycle,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
   } else {
+    log(`\nPinning: ${pinning}`);
     const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
     const crowd =
       attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
-    const strategyTable = (runs: typeof strategies) =>
+    const strategyTable = (runs: StrategyFigures[]) =>
       formatTable(
         runs.map((s) => ({
           strategy: s.strategy,
@@ -222,81 +305,106 @@ try {
           "unsold at end": s.unsold,
         })),
       );
-    log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
-    log(strategyTable(strategies));
-    log(
-      `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic`,
-    );
-    log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
-    log(strategyTable(overHop));
-    log(`atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock`);
-
-    log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
-    log(
-      formatTable(
-        vsTrivial.flatMap((v) =>
-          v.rows.map((r) => ({
-            "in flight": v.inFlight,
-            route: r.route,
-            requests: r.requests,
-            "req/s": fixed(r.reqPerSec, 0),
-            "p50 ms": fixed(r.p50Ms),
-            "p99 ms": fixed(r.p99Ms),
-          })),
-        ),
-      ),
-    );
-    for (const v of vsTrivial) {
+    if (strategies && summary.sellOutSpeedup && summary.overHop) {
+      log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
+      log(strategyTable(strategies.all));
       log(
-        `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object`,
+      );
+      log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
+      log(strategyTable(strategies.overHop));
+      log(`atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock`);
+    }
+    if (durableObject) printDurableObject(durableObject, log);
+
+    if (vsTrivial) {
+      log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
+      log(
+        formatTable(
+          vsTrivial.flatMap((v) =>
+            v.rows.map((r) => ({
+              "in flight": v.inFlight,
+              route: r.route,
+              requests: r.requests,
+              "req/s": fixed(r.reqPerSec, 0),
+              "p50 ms": fixed(r.p50Ms),
+              "p99 ms": fixed(r.p99Ms),
+            })),
+          ),
+        ),
+      );
+      for (const v of vsTrivial) {
+        log(
+          `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+        );
+      }
+    }
+    if (cpu) printCpu(cpu, log);
+
+    if (drain) {
+      log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
+      log(
+        formatTable([
+          {
+            orders: drain.orders,
+            "spike s": seconds(drain.spikeMs),
+            "all in D1 s": seconds(drain.settledMs),
+            "lag after last 202 s": seconds(drain.lagAfterLastAcceptMs),
+            "orders/s into D1": fixed(drain.ordersPerSec, 0),
+          },
+        ]),
       );
     }
 
-    log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
-    log(
-      formatTable([
-        {
-          orders: drain.orders,
-          "spike s": seconds(drain.spikeMs),
-          "all in D1 s": seconds(drain.settledMs),
-          "lag after last 202 s": seconds(drain.lagAfterLastAcceptMs),
-          "orders/s into D1": fixed(drain.ordersPerSec, 0),
-        },
-      ]),
-    );
+    if (roundTrips) {
+      log("\n4. Upstash round trips and Redis commands per checkout outcome");
+      log(
+        formatTable(
+          roundTrips.map((r) => ({
+            outcome: r.outcome,
+            "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
+            "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
+            note: r.note ?? "",
+          })),
+        ),
+      );
+    }
 
-    log("\n4. Upstash round trips and Redis commands per checkout outcome");
-    log(
-      formatTable(
-        roundTrips.map((r) => ({
-          outcome: r.outcome,
-          "round trips": Number.isInteger(r.roundTrips) ? r.roundTrips : fixed(r.roundTrips, 3),
-          "redis commands": Number.isInteger(r.redisCommands) ? r.redisCommands : fixed(r.redisCommands, 1),
-          note: r.note ?? "",
-        })),
-      ),
-    );
+    if (admission) {
+      log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
+      log(
+        formatTable(
+          admission.placement.map((p) => ({
+            placement: p.placement,
+            "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
+            "attempts/s": p.attemptsPerSecond,
+          })),
+        ),
+      );
+      log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
+      log(
+        formatTable(
+          admission.spike.map((f) => ({
+            admission: f.admission,
+            requests: f.requests,
+            accepted: f.accepted,
+            "429": f.rateLimited,
+            "round trips": f.roundTrips,
+            s: fixed(f.seconds),
+          })),
+        ),
+      );
+    }
+    if (scale) printScale(scale, log);
+    if (lifecycle) printLifecycle(lifecycle, log);
 
-    log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
+    log("\nMeasurement conditions: the share of both cores other work took during each section");
     log(
       formatTable(
-        admissionPlacement.map((p) => ({
-          placement: p.placement,
-          "round trips per attempt": fixed(p.roundTripsPerAttempt, 2),
-          "attempts/s": p.attemptsPerSecond,
-        })),
-      ),
-    );
-    log("\n6. The same spike with and without admission: 2000 users arriving at 1000/s, stock 300");
-    log(
-      formatTable(
-        admissionSpike.map((f) => ({
-          admission: f.admission,
-          requests: f.requests,
-          accepted: f.accepted,
-          "429": f.rateLimited,
-          "round trips": f.roundTrips,
-          s: fixed(f.seconds),
+        conditions.map((c) => ({
+          section: c.section,
+          "others' share": `${fixed(c.othersShare * 100, 0)}%`,
+          verdict: c.interfered ? "INTERFERED: other work took the cores; rerun for trustworthy ratios" : "ok",
         })),
       ),
     );
