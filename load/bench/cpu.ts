@@ -85,7 +85,7 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
 }
 
 export function printCpu(f: CpuFigures, log: (text: string) => void): void {
-  log(`\nServer CPU per request (workerd, from /proc), ${f.inFlight} in flight, alternating rounds; ${f.pinning}`);
+  log(`\n2b. Server CPU per request (workerd, from /proc), ${f.inFlight} in flight, alternating rounds; ${f.pinning}`);
   log(
     formatTable(
       f.rows.map((r) => ({

@@ -220,14 +220,24 @@ try {
     { role: "workerd", pids: processes.workerd, core: 1 },
   ]);
   progress(`pinning: ${pinning}`);
-  /** Runs a section when --only picks it, and notes how much of the cores other work took meanwhile. */
-  const conditions: { section: string; othersShare: number; interfered: boolean }[] = [];
+  /**
+   * Runs a section when --only picks it, and notes how much of the cores other work took
+   * meanwhile. A section that fails is reported and the others still run.
+   */
+  const conditions: { section: string; othersShare: number; interfered: boolean; failed?: string }[] = [];
   const section = async <T>(name: (typeof SECTIONS)[number], label: string | undefined, work: () => Promise<T>) => {
     if (!want(name)) return undefined;
     if (label) progress(label);
-    const { result, cpu } = await measureCpu(processes, work);
-    conditions.push({ section: name, othersShare: cpu.othersShare, interfered: cpu.interfered });
-    return result;
+    try {
+      const { result, cpu } = await measureCpu(processes, work);
+      conditions.push({ section: name, othersShare: cpu.othersShare, interfered: cpu.interfered });
+      return result;
+    } catch (err) {
+      console.error(`section ${name} failed:`, err);
+      conditions.push({ section: name, othersShare: 0, interfered: false, failed: String(err).slice(0, 200) });
+      process.exitCode = 1;
+      return undefined;
+    }
   };
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
   const roundTrips = await section("round-trips", "round trips per outcome", () => measureRoundTrips(stack));
@@ -404,7 +414,11 @@ try {
         conditions.map((c) => ({
           section: c.section,
           "others' share": `${fixed(c.othersShare * 100, 0)}%`,
-          verdict: c.interfered ? "INTERFERED: other work took the cores; rerun for trustworthy ratios" : "ok",
+          verdict: c.failed
+            ? `FAILED: ${c.failed}`
+            : c.interfered
+              ? "INTERFERED: other work took the cores; rerun for trustworthy ratios"
+              : "ok",
         })),
       ),
     );

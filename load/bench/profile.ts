@@ -53,7 +53,7 @@ export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Pr
 
 export function printProfile(f: ProfileFigures, log: (text: string) => void): void {
   log(
-    `\nWhere the isolate's CPU goes (V8 CPU profile, unminified bundle, ${f.requests} requests each, ${f.inFlight} in flight): self time per request by module`,
+    `\n2c. Where the isolate's CPU goes (V8 CPU profile, unminified bundle, ${f.requests} requests each, ${f.inFlight} in flight): self time per request by module`,
   );
   for (const { request, profile } of f.profiles) {
     log(`\n${request}: ${fixed(profile.busyMs, 3)} ms sampled in the isolate per request`);
