@@ -206,7 +206,6 @@ if (!SECTIONS.some((s) => s !== "cpu" && s !== "profile" && want(s))) {
   else {
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
-    if (profile) printProfile(profile, log);
   }
   process.exit(0);
 }
@@ -350,6 +349,7 @@ try {
       }
     }
     if (cpu) printCpu(cpu, log);
+    if (profile) printProfile(profile, log);
 
     if (drain) {
       log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
