@@ -46,11 +46,6 @@ export const INPUTS = {
   isolateUtilisation: 0.7,
   /** Buyers per merged script call at most (QUEUE_MESSAGE_MAX_ORDERS, src/shared/limits.ts). */
   maxBatch: 100,
-  /**
-   * A lane waits this long after its last call before the next (0: the project today, which
-   * sends as soon as the last call lands). The next step sketched in docs/scale.md.
-   */
-  gatherMs: 0,
   /** A waiter notices its answer within this (merged-calls poll, backing off to 8 ms). */
   pickupMs: 8,
   /** How long an isolate trusts a sold-out answer before asking again (isolate memo). */

@@ -1,4 +1,4 @@
-// npm run model -- [--seed 1] [--gather-ms 0] [--json]
+// npm run model -- [--seed 1] [--json]
 //
 // A global spike on one sale, 10k / 100k / 1M attempts in one second, through both designs
 // (see simulation.ts): accepted, answer times, time to sell out, the busiest second of each
@@ -10,14 +10,9 @@ import { INPUTS, PRICES } from "./inputs.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
 
 const { values } = parseArgs({
-  options: {
-    seed: { type: "string", default: "1" },
-    "gather-ms": { type: "string", default: String(INPUTS.gatherMs) },
-    json: { type: "boolean", default: false },
-  },
+  options: { seed: { type: "string", default: "1" }, json: { type: "boolean", default: false } },
 });
 const seed = Number(values.seed);
-const inputs = { ...INPUTS, gatherMs: Number(values["gather-ms"]) };
 const SPIKES = [10_000, 100_000, 1_000_000];
 const DESIGNS: Design[] = ["atomic", "durable-object"];
 
@@ -41,17 +36,16 @@ function bill(u: Usage, attempts: number) {
 const outcomes: (Outcome & { bill: ReturnType<typeof bill> })[] = [];
 for (const attempts of SPIKES) {
   for (const design of DESIGNS) {
-    const outcome = simulate(design, attempts, seed, inputs);
+    const outcome = simulate(design, attempts, seed);
     outcomes.push({ ...outcome, bill: bill(outcome.usage, attempts) });
   }
 }
 
 if (values.json) {
-  console.log(JSON.stringify({ seed, inputs, prices: PRICES, outcomes }));
+  console.log(JSON.stringify({ seed, inputs: INPUTS, prices: PRICES, outcomes }));
 } else {
   const pct = (n: number) => `${fixed(n * 100, n < 0.01 ? 2 : 1)}%`;
-  const gather = inputs.gatherMs > 0 ? `, lanes gathering ${inputs.gatherMs} ms between calls` : "";
-  console.log(`\nOne sale of ${INPUTS.stock} units, a spike of attempts within one second, seed ${seed}${gather}`);
+  console.log(`\nOne sale of ${INPUTS.stock} units, a spike of attempts within one second, seed ${seed}`);
   console.log(
     formatTable(
       outcomes.map((o) => ({

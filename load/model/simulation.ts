@@ -79,9 +79,6 @@ interface Isolate {
   cpuFreeAt: number;
   soldOutUntil: number;
   inFlight: boolean;
-  /** When its lane last sent a call, and whether a gathered send is scheduled. */
-  sentAt: number;
-  gathering: boolean;
   waiting: Attempt[];
   /** Seconds in which it refused from memory (each costs one counters write). */
   refusalSeconds: Set<number>;
@@ -150,8 +147,6 @@ function spike(attempts: number, rand: () => number, inputs: Inputs): Attempt[] 
         cpuFreeAt: 0,
         soldOutUntil: -1,
         inFlight: false,
-        sentAt: Number.NEGATIVE_INFINITY,
-        gathering: false,
         waiting: [],
         refusalSeconds: new Set(),
       }),
@@ -217,23 +212,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
     let storeFreeAt = 0;
     let lastStart = Number.NEGATIVE_INFINITY;
     const spacing = 1000 / inputs.upstashCommandsPerSec;
-    /** Sends who waits now, or once `gatherMs` has passed since the lane's last call. */
-    const next = (isolate: Isolate, at: number) => {
-      if (isolate.inFlight || isolate.gathering || isolate.waiting.length === 0) return;
-      const due = isolate.sentAt + inputs.gatherMs;
-      if (at >= due) {
-        send(isolate, isolate.waiting.splice(0, inputs.maxBatch), at);
-        return;
-      }
-      isolate.gathering = true;
-      events.at(due, () => {
-        isolate.gathering = false;
-        next(isolate, due);
-      });
-    };
     const send = (isolate: Isolate, batch: Attempt[], at: number) => {
       isolate.inFlight = true;
-      isolate.sentAt = at;
       const rtt = (batch[0] as Attempt).region.rttMs;
       const start = Math.max(at + rtt / 2, storeFreeAt, lastStart + spacing);
       lastStart = start;
@@ -252,7 +232,7 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
           answer(a, replyAt + (i === 0 ? 0 : rand() * inputs.pickupMs));
         });
         isolate.inFlight = false;
-        next(isolate, replyAt);
+        if (isolate.waiting.length > 0) send(isolate, isolate.waiting.splice(0, inputs.maxBatch), replyAt);
       });
     };
     for (const a of list) {
@@ -269,8 +249,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         usage.workerCpuMs += inputs.cpuMsPerCheckout;
         const done = useCpu(isolate, now, inputs.cpuMsPerCheckout);
         events.at(done, () => {
-          isolate.waiting.push(a);
-          next(isolate, done);
+          if (isolate.inFlight) isolate.waiting.push(a);
+          else send(isolate, [a], done);
         });
       });
     }
