@@ -12,7 +12,7 @@ import http from "k6/http";
 import { admin, checkoutRequest, countOutcome } from "./lib/api.js";
 import { number } from "./lib/env.js";
 
-const STRATEGIES = /** @type {const} */ (["naive", "lock", "redlock", "optimistic", "atomic"]);
+const STRATEGIES = /** @type {const} */ (["naive", "lock", "redlock", "optimistic", "atomic", "durable-object"]);
 const STOCK = number("STOCK", 300);
 const RATE = number("RATE", 200);
 const DURATION_S = number("DURATION_S", 10);
@@ -28,7 +28,7 @@ export const options = {
       strategy,
       {
         executor: "constant-arrival-rate",
-        exec: strategy,
+        exec: strategy.replace("-", "_"),
         rate: RATE,
         timeUnit: "1s",
         duration: `${DURATION_S}s`,
@@ -67,6 +67,8 @@ export const redlock = (data) => buy("redlock", data);
 export const optimistic = (data) => buy("optimistic", data);
 /** @param {{ labSaleId: string }} data */
 export const atomic = (data) => buy("atomic", data);
+/** @param {{ labSaleId: string }} data */
+export const durable_object = (data) => buy("durable-object", data);
 
 /** @param {{ labSaleId: string }} data */
 export function teardown(data) {

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 checkout.lua: reserve units of a flash sale for each of a batch of buyers, atomically.
 

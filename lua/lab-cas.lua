@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 lab-cas.lua: the lab's optimistic write, a compare-and-set on a version (optimistic concurrency).
 Sets the remaining stock only if nobody wrote since the caller read it.

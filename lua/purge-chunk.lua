@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 purge-chunk.lua: remove one chunk of a big key (a hash, set or sorted set): at most
 ARGV[2] members per call, so no single command holds Redis for long. Freeing a hash of a

@@ -1,3 +1,4 @@
+#!lua flags=allow-key-locking
 --[[
 return.lua: give an order's units back to the sale and take them off the buyer's hold, once.
 Used for every order whose units come back: dead-lettered (it never settled), expired

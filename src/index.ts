@@ -10,6 +10,9 @@ import { handleDeadLetters } from "./settlement/dead-letters";
 import { redriveOutbox } from "./settlement/redrive";
 import { log } from "./shared/log";
 
+/** The lab's durable-object strategy: one object per lab sale (wrangler.toml binds LAB_SALES). */
+export { LabSaleObject } from "./lab/sale-object";
+
 /**
  * Units came back to these buyers' sales: this isolate forgets it saw them at their limit
  * (or the sale sold out) at once; other isolates forget within the memo's second.

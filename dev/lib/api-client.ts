@@ -224,8 +224,10 @@ export class ApiClient {
     return { status: res.status, body: res.ok ? body : undefined, code: body?.error?.code, headers: res.headers };
   }
 
-  async createLabSale(stock: number): Promise<string> {
-    return (await this.adminJson<{ id: string }>("/lab/sales", { method: "POST", body: JSON.stringify({ stock }) })).id;
+  /** `objectHopMs`: an emulated round trip the durable-object copy waits on each checkout. */
+  async createLabSale(stock: number, { objectHopMs = 0 } = {}): Promise<string> {
+    const body = JSON.stringify({ stock, objectHopMs });
+    return (await this.adminJson<{ id: string }>("/lab/sales", { method: "POST", body })).id;
   }
 
   /** POST /lab/read-path: page views with some cache guards off, D1's queries counted. */

@@ -39,6 +39,10 @@ export interface StackOptions {
   stateDir?: string;
   /** Overrides wrangler.toml's consumer settings for the orders queue. */
   ordersConsumer?: QueueConsumerOptions;
+  /** No consumer on the orders queue: accepted orders stay queued (to measure the requests alone). */
+  unsettled?: boolean;
+  /** Opens workerd's inspector here, on an unminified bundle (see load/runner/profile.ts). */
+  inspectorPort?: number;
   /** Receives the Worker's console output instead of stdout/stderr. */
   onWorkerLog?: (log: { level: string; message: string }) => void;
   /** Independent redis-server + gateway pairs to start for the quorum lock (the lab's redlock); none by default. */
@@ -71,6 +75,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", PAYMENT_PROVIDER: "dev", ...opts.vars },
     stateDir: opts.stateDir,
     ordersConsumer: opts.ordersConsumer,
+    unsettled: opts.unsettled,
+    inspectorPort: opts.inspectorPort,
     onLog: opts.onWorkerLog,
   });
   return {

@@ -26,15 +26,18 @@ export interface WorkerSecrets {
 
 export interface LocalWorker {
   mf: Miniflare;
+  /** The bundle it runs. */
+  bundlePath: string;
   fetch(pathname: string, init?: RequestInit): Promise<Response>;
   /** Runs the Worker's scheduled handler once, as the cron trigger would. */
   scheduled(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Bundles the Worker exactly as `wrangler deploy` would, without uploading it. */
-function buildWorker(outDir: string): string {
-  execFileSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outDir], { cwd: ROOT, env: QUIET_WRANGLER, stdio: "ignore" });
+/** Bundles the Worker exactly as `wrangler deploy` would, without uploading it (unminified for a profiler to read). */
+function buildWorker(outDir: string, minify: boolean): string {
+  const args = ["deploy", "--dry-run", "--outdir", outDir, ...(minify ? [] : ["--no-minify"])];
+  execFileSync(WRANGLER, args, { cwd: ROOT, env: QUIET_WRANGLER, stdio: "ignore" });
   return path.join(outDir, "index.js");
 }
 
@@ -68,27 +71,35 @@ export async function startLocalWorker(opts: {
   stateDir?: string;
   /** Overrides wrangler.toml's consumer settings for the orders queue. */
   ordersConsumer?: QueueConsumerOptions;
+  /** No consumer on the orders queue: accepted orders stay queued (to measure the requests alone). */
+  unsettled?: boolean;
+  /** Opens workerd's inspector (Chrome DevTools protocol) here, on an unminified bundle, for a CPU profiler. */
+  inspectorPort?: number;
   /** Receives the Worker's console output instead of stdout/stderr (e.g. to count or quiet it). */
   onLog?: (log: { level: string; message: string }) => void;
 }): Promise<LocalWorker> {
   const ownsState = !opts.stateDir;
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flash-sale-"));
-  const scriptPath = buildWorker(path.join(stateDir, "build"));
+  const scriptPath = buildWorker(path.join(stateDir, "build"), opts.inspectorPort === undefined);
   migrateLocalD1(stateDir);
 
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
   const configPath = path.join(ROOT, "wrangler.toml");
   const config = unstable_readConfig({ config: configPath });
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(configPath);
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     cf: false, // no network: never fetch the `Request.cf` placeholder
+    ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
     ...(opts.onLog && { handleStructuredLogs: opts.onLog }),
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
     modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
     // The pages under public/ in front of the Worker, routed as in production ([assets]).
-    assets: unstable_getMiniflareWorkerOptions(configPath).workerOptions.assets,
+    assets: workerOptions.assets,
+    // The lab's Durable Objects, SQLite-backed as [[migrations]] declares (in memory: lab sales are throwaway).
+    durableObjects: workerOptions.durableObjects,
     compatibilityDate: config.compatibility_date,
     compatibilityFlags: config.compatibility_flags,
     bindings: {
@@ -102,16 +113,18 @@ export async function startLocalWorker(opts: {
       (config.queues.producers ?? []).map((p: { binding: string; queue: string }) => [p.binding, { queueName: p.queue }]),
     ),
     queueConsumers: Object.fromEntries(
-      (config.queues.consumers ?? []).map((c: ConsumerConfig) => [
-        c.queue,
-        {
-          maxBatchSize: c.max_batch_size,
-          maxBatchTimeout: c.max_batch_timeout,
-          maxRetries: c.max_retries,
-          deadLetterQueue: c.dead_letter_queue,
-          ...(c.queue === ORDERS_QUEUE && opts.ordersConsumer),
-        },
-      ]),
+      (config.queues.consumers ?? [])
+        .filter((c: ConsumerConfig) => !(opts.unsettled && c.queue === ORDERS_QUEUE))
+        .map((c: ConsumerConfig) => [
+          c.queue,
+          {
+            maxBatchSize: c.max_batch_size,
+            maxBatchTimeout: c.max_batch_timeout,
+            maxRetries: c.max_retries,
+            deadLetterQueue: c.dead_letter_queue,
+            ...(c.queue === ORDERS_QUEUE && opts.ordersConsumer),
+          },
+        ]),
     ),
   });
   await mf.ready;
@@ -120,6 +133,7 @@ export async function startLocalWorker(opts: {
 
   return {
     mf,
+    bundlePath: scriptPath,
     fetch: (pathname, init) => mf.dispatchFetch(`http://flash.local${pathname}`, init as never) as unknown as Promise<Response>,
     scheduled: async () => {
       await worker.scheduled({ cron: "* * * * *" });

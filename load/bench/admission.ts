@@ -8,10 +8,20 @@ import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { ROOT } from "../../dev/lib/project.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
+import { saleKeys, saleStatsKey } from "../../src/shared/keys.ts";
 import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
 
 const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf8");
+
+/** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them. */
+function checkoutCall(saleId: string, user: string): [string[], string[]] {
+  const keys = saleKeys(saleId);
+  const stats = saleStatsKey(saleId, Math.floor(Date.now() / 60_000));
+  return [
+    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats, keys.checkoutKeys],
+    [user, "1", ""],
+  ];
+}
 
 export interface PlacementFigures {
   placement: string;
@@ -34,8 +44,7 @@ export async function benchAdmissionPlacement(stack: Stack, attempts = 2_000, co
     attempt: (saleId: string, user: string) => Promise<unknown>,
   ): Promise<PlacementFigures> => {
     const sale = await stack.api.createSale({ stock: attempts, name: placement });
-    const keys = saleKeys(sale.id);
-    await script.exec([keys.meta, keys.buyers, keys.outbox, keys.admission], ["warm-up"]);
+    await script.exec(...checkoutCall(sale.id, "warm-up"));
     await stack.gateway.resetStats();
     const shots: Shot[] = Array.from({ length: attempts }, (_, i) => ({ userId: `${placement}-${i}`, token: "" }));
     const { durationMs } = await drive(
@@ -57,12 +66,10 @@ export async function benchAdmissionPlacement(stack: Stack, attempts = 2_000, co
   const library = await run("@upstash/ratelimit, then the script", async (saleId, user) => {
     const { success } = await limiter.limit(saleId);
     if (!success) return;
-    const keys = saleKeys(saleId);
-    await script.exec([keys.meta, keys.buyers, keys.outbox, keys.admission], [user]);
+    await script.exec(...checkoutCall(saleId, user));
   });
   const folded = await run("folded into checkout.lua", async (saleId, user) => {
-    const keys = saleKeys(saleId);
-    await script.exec([keys.meta, keys.buyers, keys.outbox, keys.admission], [user]);
+    await script.exec(...checkoutCall(saleId, user));
   });
   return [library, folded];
 }

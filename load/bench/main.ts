@@ -1,29 +1,35 @@
-// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300]
-//                   [--concurrency 500] [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500]
+//                   [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+//
+// Sections (--only picks some; all by default), numbered as the report prints them:
+// 1. strategies: the lab's strategies side by side on the same crowd: time to sell out,
+//    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
+//    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
+//    to every request (a Worker's hop to its Upstash region, which the local gateway does not
+//    have); durable-object: the Durable Object peer against atomic (durable-object.ts);
+// 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
+//    each --throughput-concurrency; cpu and profile: server CPU per request and where the
+//    isolate spends it (cpu.ts, profile.ts, each on a stack of its own);
+// 3. drain: settlement orders/s into D1 after a spike;
+// 4. round-trips: Upstash round trips and Redis commands per checkout outcome;
+// 5-6. admission: where the admission bucket lives, and a spike with and without it;
+// 7. scale (scale.ts); 8. lifecycle: the payment window's cost and expiry to buyable (lifecycle.ts);
+// 9. read-path: D1 reads, Upstash round trips and Redis commands per 1,000 page views (a sale's
+//    page, the catalog's), cold, warm, going stale and for ids that never existed, each with
+//    every cache guard on and with the one it exists for off;
+// 10. locks: the lock library against its peers (locks.ts);
+// 11. big-keys: a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and
+//    removing the buyers hash with DEL, UNLINK or in chunks (big-keys.ts, its own redis-server).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
-// and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock),
-// these figures from one run (--only picks sections: round-trips, admission, strategies,
-// drain, throughput, locks, big-keys; all by default):
-// 1. the lab's strategies side by side on the same crowd: time to sell out, accepted/s,
-//    latency, oversold, duplicates, buyers turned away while stock remained, stock unsold;
-//    then lock and atomic again with the gateway adding a --hop-ms round trip to every
-//    request (a Worker's hop to its Upstash region, which the local gateway does not have);
-// 2. checkout throughput against a trivial route (GET /healthz), same runtime and harness,
-//    at each --throughput-concurrency;
-// 3. settlement drain rate: orders/s into D1 after a spike;
-// 4. Upstash round trips and Redis commands per checkout outcome;
-// 5. the lock library against its peers (load/bench/locks.ts);
-// 6. the read path: D1 reads, Upstash round trips and Redis commands per 1,000 page views
-//    (a sale's page, the catalog's), cold, warm, going stale and for ids that never
-//    existed, each with every cache guard on and with the one it exists for off.
-// 7. a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and removing the
-//    buyers hash with DEL, UNLINK or in chunks (load/bench/big-keys.ts, its own redis-server).
-// Local absolute numbers mean little (2 shared cores): read the ratios.
+// and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
+// serves the sections that need no stack of their own. Local absolute numbers mean little
+// (2 shared cores): read the ratios.
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
+import { measureCpu, pinToCores, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
 import { measureReadPath } from "../runner/read-path.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
@@ -31,9 +37,32 @@ import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
 import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { stackTarget, type Target } from "../runner/target.ts";
-import { benchAdmissionPlacement, benchAdmissionSpike, type PlacementFigures, type SpikeFigures } from "./admission.ts";
+import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
+import { benchCpu, printCpu } from "./cpu.ts";
+import { benchDurableObject, printDurableObject } from "./durable-object.ts";
+import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
+import { benchProfile, printProfile } from "./profile.ts";
+import { benchScale, printScale } from "./scale.ts";
+
+const SECTIONS = [
+  "round-trips",
+  "admission",
+  "strategies",
+  "drain",
+  "throughput",
+  "cpu",
+  "profile",
+  "durable-object",
+  "scale",
+  "lifecycle",
+  "read-path",
+  "locks",
+  "big-keys",
+] as const;
+/** Sections that start what they need themselves, before the shared stack. */
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys"];
 
 const { values } = parseArgs({
   options: {
@@ -44,19 +73,14 @@ const { values } = parseArgs({
     requests: { type: "string", default: "6000" },
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
-    only: { type: "string" },
     json: { type: "boolean", default: false },
+    only: { type: "string" },
   },
 });
-const SECTIONS = ["round-trips", "read-path", "admission", "strategies", "drain", "throughput", "locks", "big-keys"] as const;
 const only = values.only?.split(",");
-for (const name of only ?? []) {
-  if (!(SECTIONS as readonly string[]).includes(name)) {
-    console.error(`unknown section ${name}; --only takes ${SECTIONS.join(",")}`);
-    process.exit(2);
-  }
-}
-const wants = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
+const unknown = only?.filter((s) => !(SECTIONS as readonly string[]).includes(s));
+if (unknown?.length) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
+const want = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
 const users = Number(values.users);
 const attempts = Number(values.attempts);
 const stock = Number(values.stock);
@@ -102,6 +126,8 @@ async function benchStrategies(target: Target, strategies: readonly LabStrategy[
     };
   });
 }
+
+type StrategyFigures = Awaited<ReturnType<typeof benchStrategies>>[number];
 
 /** The first crowd pays for cold connections and JIT; no strategy should pay it alone. */
 async function warmUp(target: Target) {
@@ -188,79 +214,120 @@ async function benchDrain(stack: Stack, target: Target) {
   };
 }
 
-// Before the stack starts, on a redis-server of its own: nothing else shares the cores, and the
-// stack's Redis never holds the million-field keys. Alone, it needs no stack at all.
-const bigKeys = wants("big-keys") ? await benchBigKeys(progress) : undefined;
-if (bigKeys && only?.every((section) => section === "big-keys")) {
-  if (values.json) console.log(JSON.stringify({ bigKeys }));
-  else printBigKeys(bigKeys);
+// The CPU figures need a stack of their own (no settlement consumer); it runs alone, first.
+if (want("cpu")) progress("server CPU per request: checkout and refusals vs GET /healthz (a stack of its own)");
+const cpu = want("cpu") ? await benchCpu() : undefined;
+if (want("profile")) progress("a V8 CPU profile of the Worker: /healthz, checkout and a refusal (a stack of its own)");
+const profile = want("profile") ? await benchProfile() : undefined;
+// On a redis-server of its own: the stack's Redis never holds the million-field keys.
+const bigKeys = want("big-keys") ? await benchBigKeys(progress) : undefined;
+if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
+  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys }));
+  else {
+    if (cpu) printCpu(cpu, log);
+    if (profile) printProfile(profile, log);
+    if (bigKeys) printBigKeys(bigKeys);
+  }
   process.exit(0);
 }
-
 // No per-user limit: the round-trip figures send bursts from one buyer (the limit costs no round trip).
 const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" }, quorumNodes: 3 });
 try {
   const target = stackTarget(stack);
-  type StrategyRows = Awaited<ReturnType<typeof benchStrategies>>;
-  const speedups = (runs: StrategyRows) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
+  const processes = stackProcesses(stack);
+  const pinning = pinToCores([
+    { role: "load generator", pids: processes.harness, core: 0 },
+    { role: "workerd", pids: processes.workerd, core: 1 },
+  ]);
+  progress(`pinning: ${pinning}`);
+  /**
+   * Runs a section when --only picks it, and notes how much of the cores other work took
+   * meanwhile. A section that fails is reported and the others still run.
+   */
+  const conditions: { section: string; othersShare: number; interfered: boolean; failed?: string }[] = [];
+  const section = async <T>(name: (typeof SECTIONS)[number], label: string | undefined, work: () => Promise<T>) => {
+    if (!want(name)) return undefined;
+    if (label) progress(label);
+    try {
+      const { result, cpu } = await measureCpu(processes, work);
+      conditions.push({ section: name, othersShare: cpu.othersShare, interfered: cpu.interfered });
+      return result;
+    } catch (err) {
+      console.error(`section ${name} failed:`, err);
+      conditions.push({ section: name, othersShare: 0, interfered: false, failed: String(err).slice(0, 200) });
+      process.exitCode = 1;
+      return undefined;
+    }
+  };
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
-  let roundTrips: Awaited<ReturnType<typeof measureRoundTrips>> | undefined;
-  if (wants("round-trips")) {
-    progress("round trips per outcome");
-    roundTrips = await measureRoundTrips(stack);
-  }
-  let readPath: Awaited<ReturnType<typeof measureReadPath>> | undefined;
-  if (wants("read-path")) {
-    progress("read path: 1,000 page views per scenario, guards on and off");
-    readPath = await measureReadPath(stack);
-  }
-  let admission: { placement: PlacementFigures[]; spike: SpikeFigures[] } | undefined;
-  if (wants("admission")) {
-    progress("admission: bucket placement, and a spike with and without it");
-    admission = { placement: await benchAdmissionPlacement(stack), spike: await benchAdmissionSpike(stack) };
-  }
-  // The lock section runs before any crowd, so no settlement or lab traffic shares its cores.
-  const locks = wants("locks") ? await benchLocks(stack, hopMs, progress) : undefined;
-  let strategies: StrategyRows | undefined;
-  let overHop: StrategyRows | undefined;
-  if (wants("strategies")) {
-    await warmUp(target);
-    progress(`strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight`);
-    strategies = await benchStrategies(target, LAB_STRATEGIES);
-    progress(`lock, redlock and atomic again with a ${hopMs} ms round trip added at the gateway`);
-    await stack.gateway.setLatency(hopMs);
-    overHop = await benchStrategies(target, ["lock", "redlock", "atomic"]);
-    await stack.gateway.setLatency(0);
-  }
-  const drain = wants("drain") ? await benchDrain(stack, target) : undefined;
-  const vsTrivial = [];
-  if (wants("throughput")) {
-    for (const inFlight of throughputConcurrencies) vsTrivial.push(await benchCheckoutVsTrivial(target, inFlight));
-  }
+  const roundTrips = await section("round-trips", "round trips per outcome", () => measureRoundTrips(stack));
+  const readPath = await section("read-path", "read path: 1,000 page views per scenario, guards on and off", () =>
+    measureReadPath(stack),
+  );
+  const admission = await section("admission", "admission: bucket placement, and a spike with and without it", async () => ({
+    placement: await benchAdmissionPlacement(stack),
+    spike: await benchAdmissionSpike(stack),
+  }));
+  // Before any crowd, so no settlement or lab traffic shares its cores.
+  const locks = await section("locks", undefined, () => benchLocks(stack, hopMs, progress));
+  if (want("strategies") || want("durable-object") || want("scale")) await warmUp(target);
+  const strategies = await section(
+    "strategies",
+    `strategies: ${users} users x ${attempts} attempts, stock ${stock}, ${concurrency} in flight; lock, redlock and atomic again over a ${hopMs} ms hop`,
+    async () => {
+      const all = await benchStrategies(target, LAB_STRATEGIES);
+      await stack.gateway.setLatency(hopMs);
+      const overHop = await benchStrategies(target, ["lock", "redlock", "atomic"]);
+      await stack.gateway.setLatency(0);
+      return { all, overHop };
+    },
+  );
+  const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>
+    benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+  );
+  const drain = await section("drain", undefined, () => benchDrain(stack, target));
+  const vsTrivial = await section("throughput", undefined, async () => {
+    const rows = [];
+    for (const inFlight of throughputConcurrencies) rows.push(await benchCheckoutVsTrivial(target, inFlight));
+    return rows;
+  });
+  const scale = await section("scale", "scale: sell-out time and server CPU vs stock and crowd", () =>
+    benchScale(stack, { processes, progress }),
+  );
+  const lifecycle = await section("lifecycle", "lifecycle: payment window vs none, and expiry to buyable", () =>
+    benchLifecycle(stack, { processes }),
+  );
 
+  const speedups = (runs: StrategyFigures[]) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
+    pinning,
+    conditions,
     crowd: { users, attemptsPerUser: attempts, stock, concurrency },
-    ...(strategies && {
-      strategies,
-      /** How many times faster atomic sold out than each other strategy. */
-      sellOutSpeedup: speedups(strategies),
-    }),
-    ...(overHop && { overHop: { hopMs, strategies: overHop, sellOutSpeedup: speedups(overHop) } }),
-    ...(wants("throughput") && { checkoutVsTrivial: vsTrivial }),
-    ...(drain && { drain }),
-    ...(roundTrips && { roundTrips }),
-    ...(readPath && { readPath }),
-    ...(admission && { admission }),
-    ...(locks && { locks }),
-    ...(bigKeys && { bigKeys }),
+    strategies: strategies?.all,
+    /** How many times faster atomic sold out than each other strategy. */
+    sellOutSpeedup: strategies && speedups(strategies.all),
+    overHop: strategies && { hopMs, strategies: strategies.overHop, sellOutSpeedup: speedups(strategies.overHop) },
+    checkoutVsTrivial: vsTrivial,
+    drain,
+    roundTrips,
+    admission,
+    cpu,
+    profile,
+    durableObject,
+    scale,
+    lifecycle,
+    readPath,
+    locks,
+    bigKeys,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
   } else {
+    log(`\nPinning: ${pinning}`);
     const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
     const crowd =
       attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
-    const strategyTable = (runs: StrategyRows) =>
+    const strategyTable = (runs: StrategyFigures[]) =>
       formatTable(
         runs.map((s) => ({
           strategy: s.strategy,
@@ -276,20 +343,21 @@ try {
           "unsold at end": s.unsold,
         })),
       );
-    if (strategies && overHop) {
-      const speedup = speedups(strategies);
+    if (strategies && summary.sellOutSpeedup && summary.overHop) {
       log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
-      log(strategyTable(strategies));
+      log(strategyTable(strategies.all));
       log(
-        `atomic sells out ${times(speedup.lock)} faster than lock, ${times(speedup.redlock)} faster than redlock, ${times(speedup.naive)} faster than naive, ${times(speedup.optimistic)} faster than optimistic`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object`,
       );
       log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
-      log(strategyTable(overHop));
-      const hopSpeedup = speedups(overHop);
-      log(`atomic sells out ${times(hopSpeedup.lock)} faster than lock, ${times(hopSpeedup.redlock)} faster than redlock`);
+      log(strategyTable(strategies.overHop));
+      log(
+        `atomic sells out ${times(summary.overHop.sellOutSpeedup.lock)} faster than lock, ${times(summary.overHop.sellOutSpeedup.redlock)} faster than redlock`,
+      );
     }
+    if (durableObject) printDurableObject(durableObject, log);
 
-    if (vsTrivial.length > 0) {
+    if (vsTrivial) {
       log(`\n2. Checkout vs a trivial route, same Miniflare runtime and harness, ${THROUGHPUT_ROUNDS} alternating rounds`);
       log(
         formatTable(
@@ -311,6 +379,8 @@ try {
         );
       }
     }
+    if (cpu) printCpu(cpu, log);
+    if (profile) printProfile(profile, log);
 
     if (drain) {
       log(`\n3. Settlement drain: ${drain.orders} accepted orders into D1`);
@@ -341,22 +411,6 @@ try {
       );
     }
 
-    if (readPath) {
-      log("\nRead path: per 1,000 page views, each in an isolate of its own (no isolate memory helps)");
-      log(
-        formatTable(
-          readPath.map((r) => ({
-            page: r.page,
-            scenario: r.scenario,
-            guards: r.off ? `${r.off} off` : "all on",
-            "D1 reads": Math.round((r.d1Reads * 1_000) / r.views),
-            "round trips": Math.round((r.roundTrips * 1_000) / r.views),
-            "redis commands": Math.round((r.redisCommands * 1_000) / r.views),
-          })),
-        ),
-      );
-    }
-
     if (admission) {
       log("\n5. Where the sale's admission bucket lives: 2000 attempts, 50 in flight, auto-pipelining off");
       log(
@@ -382,16 +436,49 @@ try {
         ),
       );
     }
+    if (scale) printScale(scale, log);
+    if (lifecycle) printLifecycle(lifecycle, log);
+    if (readPath) {
+      log("\n9. Read path: per 1,000 page views, each in an isolate of its own (no isolate memory helps)");
+      log(
+        formatTable(
+          readPath.map((r) => ({
+            page: r.page,
+            scenario: r.scenario,
+            guards: r.off ? `${r.off} off` : "all on",
+            "D1 reads": Math.round((r.d1Reads * 1_000) / r.views),
+            "round trips": Math.round((r.roundTrips * 1_000) / r.views),
+            "redis commands": Math.round((r.redisCommands * 1_000) / r.views),
+          })),
+        ),
+      );
+    }
+
     if (locks) printLocks(locks);
     if (bigKeys) printBigKeys(bigKeys);
+
+    log("\nMeasurement conditions: the share of both cores other work took during each section");
+    log(
+      formatTable(
+        conditions.map((c) => ({
+          section: c.section,
+          "others' share": `${fixed(c.othersShare * 100, 0)}%`,
+          verdict: c.failed
+            ? `FAILED: ${c.failed}`
+            : c.interfered
+              ? "INTERFERED: other work took the cores; rerun for trustworthy ratios"
+              : "ok",
+        })),
+      ),
+    );
   }
 } finally {
   await stack.stop();
 }
 
-/** 7. The lock library against its peers. */
+/** 10. The lock library against its peers. */
 function printLocks(locks: NonNullable<Awaited<ReturnType<typeof benchLocks>>>) {
-  log("\n7. Locks: round trips per acquire and release, counted at the gateways (uncontended unless said)");
+  log("\n10. Locks: round trips per acquire and release, counted at the gateways (uncontended unless said)");
   log(formatTable(locks.roundTrips.map((r) => ({ lock: r.lock, acquire: r.acquire, release: r.release, note: r.note }))));
   const contentionTable = (rows: ContentionFigures[]) =>
     formatTable(
@@ -409,23 +496,23 @@ function printLocks(locks: NonNullable<Awaited<ReturnType<typeof benchLocks>>>) 
       })),
     );
   const job = `${locks.contenders} contenders on one key, each ${locks.rounds} times: acquire, ${locks.workMs} ms of work, release`;
-  log(`\n7b. ${job}; bare`);
+  log(`\n10b. ${job}; bare`);
   log(contentionTable(locks.bare));
-  log(`\n7c. The same over a ${locks.hopMs} ms hop (gateway latency for REST and pub/sub; a delaying TCP proxy for RESP)`);
+  log(`\n10c. The same over a ${locks.hopMs} ms hop (gateway latency for REST and pub/sub; a delaying TCP proxy for RESP)`);
   log(contentionTable(locks.overHop));
   const { leaseMs, pauseMs, rows } = locks.pausedHolder;
   log(
-    `\n7d. A holder paused past its lease (${leaseMs} ms lease, ${pauseMs} ms pause), then a second holder writes, then the first`,
+    `\n10d. A holder paused past its lease (${leaseMs} ms lease, ${pauseMs} ms pause), then a second holder writes, then the first`,
   );
   log(formatTable(rows.map((r) => ({ library: r.library, "the first holder's late write": r.staleWrite, how: r.how }))));
 }
 
-/** 8. A sale's big keys at each size. */
+/** 11. A sale's big keys at each size. */
 function printBigKeys({ memory, checkout, removal }: BigKeyFigures) {
   const count = (n: number) => n.toLocaleString("en-US");
   const mib = (bytes: number) => `${fixed(bytes / 2 ** 20, 2)} MiB`;
-  log("\n8. Big keys: one sale's keys by its number of buyers (redis-server 7.0 on its own, over RESP)");
-  log("\n8a. Memory (MEMORY USAGE, every field counted); the keys filled with pipelined HSET/ZADD");
+  log("\n11. Big keys: one sale's keys by its number of buyers (redis-server 7.0 on its own, over RESP)");
+  log("\n11a. Memory (MEMORY USAGE, every field counted); the keys filled with pipelined HSET/ZADD");
   log(
     formatTable(
       memory.map((m) => ({
@@ -438,7 +525,7 @@ function printBigKeys({ memory, checkout, removal }: BigKeyFigures) {
       })),
     ),
   );
-  log("\n8b. lua/checkout.lua against that sale: each call reserves new buyers (client: loopback RESP; Redis: SLOWLOG)");
+  log("\n11b. lua/checkout.lua against that sale: each call reserves new buyers (client: loopback RESP; Redis: SLOWLOG)");
   log(
     formatTable(
       checkout.flatMap((c) =>
@@ -460,7 +547,7 @@ function printBigKeys({ memory, checkout, removal }: BigKeyFigures) {
       ),
     ),
   );
-  log("\n8c. Removing the buyers hash, median of 3 rounds: a command's time is time Redis serves nobody else (SLOWLOG)");
+  log("\n11c. Removing the buyers hash, median of 3 rounds: a command's time is time Redis serves nobody else (SLOWLOG)");
   log(
     formatTable(
       removal.map((r) => ({

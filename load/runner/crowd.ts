@@ -15,7 +15,8 @@ export interface Sample extends Answer {
   latencyMs: number;
 }
 
-export type Pace = { concurrency: number } | { ratePerSec: number };
+/** `stopAfterMs` bounds a crowd in time: no request is sent after it (those in flight finish). */
+export type Pace = ({ concurrency: number } | { ratePerSec: number }) & { stopAfterMs?: number };
 
 export interface Progress {
   sent: number;
@@ -59,11 +60,12 @@ export async function drive(
   };
 
   const ticker = onProgress && setInterval(() => onProgress({ ...progress }), 200);
+  const inTime = () => pace.stopAfterMs === undefined || performance.now() - started < pace.stopAfterMs;
   try {
     if ("concurrency" in pace) {
       let next = 0;
       const worker = async () => {
-        while (next < shots.length) await fire(shots[next++] as Shot);
+        while (next < shots.length && inTime()) await fire(shots[next++] as Shot);
       };
       await Promise.all(Array.from({ length: Math.min(pace.concurrency, shots.length) }, worker));
     } else {
@@ -71,6 +73,7 @@ export async function drive(
       for (const [i, shot] of shots.entries()) {
         const wait = started + (i * 1000) / pace.ratePerSec - performance.now();
         if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (!inTime()) break;
         inFlight.push(fire(shot));
       }
       await Promise.all(inFlight);

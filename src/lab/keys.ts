@@ -3,8 +3,11 @@ import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 
 export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as readonly string[]).includes(name);
 
-/** The copies the lab lays out itself; the atomic copy is a real sale (see atomicSaleId). */
-export type HandRolledStrategy = Exclude<StrategyName, "atomic">;
+/**
+ * The copies the lab lays out itself in Redis; the atomic copy is a real sale (see
+ * atomicSaleId), the durable-object copy lives in its own object.
+ */
+export type HandRolledStrategy = Exclude<StrategyName, "atomic" | "durable-object">;
 
 export interface LabKeys {
   /** Hash: stock, remaining, seq (the copy's exact count of accepted checkouts). */

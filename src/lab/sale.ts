@@ -4,6 +4,7 @@ import { preloadSale, readLiveSale } from "../sales/live-state";
 import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
 import { DEFAULT_CURRENCY, MAX_ADMISSION } from "../shared/limits";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
+import type { LabBackends } from "./strategy";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic"];
 /** Lab sales open at once and stay open this long: long enough for any run. */
@@ -11,12 +12,18 @@ const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
 
 /**
  * Creates a lab sale: one copy per strategy with the same stock. The atomic copy is a real
- * sale loaded by preloadSale; the others are plain hashes. Also loads the scripts the
- * strategies run, so the crowd's first EVALSHAs hit.
+ * sale loaded by preloadSale; the durable-object copy is the sale's own object; the others
+ * are plain hashes. Also loads the scripts the strategies run, so the crowd's first EVALSHAs
+ * hit. `objectHopMs` is the emulated round trip to the object (see LabSaleObject.seed).
  */
-export async function createLabSale(redis: Redis, stock: number): Promise<string> {
+export async function createLabSale(
+  { redis, objects }: Pick<LabBackends, "redis" | "objects">,
+  stock: number,
+  objectHopMs = 0,
+): Promise<string> {
   const id = crypto.randomUUID();
   await Promise.all([
+    objects.getByName(id).seed(stock, objectHopMs),
     preloadSale(redis, {
       id: atomicSaleId(id),
       name: "lab: atomic",
@@ -71,13 +78,22 @@ async function atomicReport(redis: Redis, labSaleId: string) {
   return live && copyReport(live.stock, live.remaining, live.minted, buyers);
 }
 
+async function objectReport(objects: LabBackends["objects"], labSaleId: string) {
+  const report = await objects.getByName(labSaleId).report();
+  return report && copyReport(report.stock, report.remaining, report.accepted, report.buyers);
+}
+
 /** Every copy of a lab sale, or undefined when the lab sale does not exist. */
-export async function labSaleReport(redis: Redis, labSaleId: string): Promise<LabSaleReport | undefined> {
-  // Issued in the same tick, all the reads travel as one auto-pipelined round trip.
-  const [naive, lock, redlock, optimistic, atomic] = await Promise.all([
+export async function labSaleReport(
+  { redis, objects }: Pick<LabBackends, "redis" | "objects">,
+  labSaleId: string,
+): Promise<LabSaleReport | undefined> {
+  // Issued in the same tick, all the Redis reads travel as one auto-pipelined round trip.
+  const [naive, lock, redlock, optimistic, atomic, durableObject] = await Promise.all([
     ...HAND_ROLLED.map((strategy) => handRolledReport(redis, strategy, labSaleId)),
     atomicReport(redis, labSaleId),
+    objectReport(objects, labSaleId),
   ]);
-  if (!naive || !lock || !redlock || !optimistic || !atomic) return undefined;
-  return { id: labSaleId, strategies: { naive, lock, redlock, optimistic, atomic } };
+  if (!naive || !lock || !redlock || !optimistic || !atomic || !durableObject) return undefined;
+  return { id: labSaleId, strategies: { naive, lock, redlock, optimistic, atomic, "durable-object": durableObject } };
 }

@@ -1,6 +1,7 @@
 import type { KeepAlive } from "../checkout/merged-calls";
 import type { Redis } from "../redis/client";
 import type { Refusal } from "../shared/refusal";
+import type { LabSaleObject } from "./sale-object";
 
 /**
  * What one lab checkout ended in: an order, or a refusal in the checkout's own vocabulary
@@ -11,14 +12,14 @@ import type { Refusal } from "../shared/refusal";
  */
 export type LabOutcome = { code: "OK"; orderId: string } | Refusal;
 
-/**
- * `keepAlive` is the request's waitUntil, for strategies whose calls other requests share;
- * `quorum` gives the independent databases the redlock strategy locks on.
- */
-export type Strategy = (
-  redis: Redis,
-  labSaleId: string,
-  userId: string,
-  keepAlive: KeepAlive,
-  quorum: () => Redis[],
-) => Promise<LabOutcome>;
+/** Where the copies live, and the request's waitUntil for strategies whose calls other requests share. */
+export interface LabBackends {
+  redis: Redis;
+  /** One Durable Object per lab sale, named by its id (the durable-object copy). */
+  objects: DurableObjectNamespace<LabSaleObject>;
+  keepAlive: KeepAlive;
+  /** The independent databases the redlock copy locks on. */
+  quorum: () => Redis[];
+}
+
+export type Strategy = (backends: LabBackends, labSaleId: string, userId: string) => Promise<LabOutcome>;

@@ -7,6 +7,7 @@ import { isStrategy } from "../lab/keys";
 import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
+import { durableObjectCheckout } from "../lab/strategies/durable-object";
 import { lockCheckout } from "../lab/strategies/lock";
 import { naiveCheckout } from "../lab/strategies/naive";
 import { optimisticCheckout } from "../lab/strategies/optimistic";
@@ -31,6 +32,7 @@ const strategies: Record<StrategyName, Strategy> = {
   redlock: redlockCheckout,
   optimistic: optimisticCheckout,
   atomic: atomicCheckout,
+  "durable-object": durableObjectCheckout,
 };
 
 const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -41,10 +43,10 @@ const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const labRoutes = new Hono<AppEnv>()
   .use(labEnabled)
   .post("/sales", requireAdmin, validate("json", CreateLabSaleBody), async (c) => {
-    const { stock } = c.req.valid("json");
+    const { stock, objectHopMs } = c.req.valid("json");
     let id: string;
     try {
-      id = await createLabSale(redisFor(c.env), stock);
+      id = await createLabSale({ redis: redisFor(c.env), objects: c.env.LAB_SALES }, stock, objectHopMs);
     } catch (err) {
       log.warn("lab sale creation failed", {}, err);
       throw unavailable("redis cannot be reached right now");
@@ -67,7 +69,7 @@ export const labRoutes = new Hono<AppEnv>()
     const { labSaleId } = c.req.valid("param");
     let report: LabSaleReport | undefined;
     try {
-      report = await labSaleReport(redisFor(c.env), labSaleId);
+      report = await labSaleReport({ redis: redisFor(c.env), objects: c.env.LAB_SALES }, labSaleId);
     } catch (err) {
       log.warn("lab report failed", { labSaleId }, err);
       throw unavailable("redis cannot be reached right now");
@@ -83,11 +85,11 @@ export const labRoutes = new Hono<AppEnv>()
     let result: LabOutcome;
     try {
       const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-      const quorum = () => quorumRedisFor(c.env);
-      result = await strategies[strategy](redisFor(c.env), labSaleId, c.get("userId"), keepAlive, quorum);
+      const backends = { redis: redisFor(c.env), objects: c.env.LAB_SALES, keepAlive, quorum: () => quorumRedisFor(c.env) };
+      result = await strategies[strategy](backends, labSaleId, c.get("userId"));
     } catch (err) {
       // Fail closed, like the real checkout.
-      log.warn("lab checkout: redis unavailable", { strategy, labSaleId }, err);
+      log.warn("lab checkout: its store is unavailable", { strategy, labSaleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
     // The real checkout's answers, so the same clients and load scripts drive either.

@@ -141,7 +141,14 @@ export const DevLoginBody = z.strictObject({
 });
 
 /** POST /lab/sales */
-export const CreateLabSaleBody = z.strictObject({ stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)) });
+export const CreateLabSaleBody = z.strictObject({
+  stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)),
+  /**
+   * An emulated round trip (ms) the durable-object copy waits on every checkout: the hop
+   * from a buyer's isolate to the object's one location, which one machine does not have.
+   */
+  objectHopMs: z._default(z.int().check(z.minimum(0), z.maximum(1_000)), 0),
+});
 
 /** The read path's cache guards, each of which a lab experiment may turn off. */
 export const CACHE_GUARDS = ["bloom", "jitter", "rebuildOnce", "setIfNewer"] as const;

@@ -8,7 +8,7 @@ import type { Strategy } from "../strategy";
  * and the buyer record for every checkout this isolate holds for the copy at that moment;
  * the script's `seq` counts the order ids it minted.
  */
-export const atomicCheckout: Strategy = async (redis, labSaleId, userId, keepAlive) => {
+export const atomicCheckout: Strategy = async ({ redis, keepAlive }, labSaleId, userId) => {
   const reservation = await reserve(redis, atomicSaleId(labSaleId), { userId, quantity: 1 }, { keepAlive });
   switch (reservation.code) {
     case "OK":

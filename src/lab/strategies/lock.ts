@@ -22,7 +22,7 @@ const LOCK: LockOptions = {
   retry: { baseMs: 10, capMs: 250 },
 };
 
-export const lockCheckout: Strategy = async (redis, labSaleId, userId) => {
+export const lockCheckout: Strategy = async ({ redis }, labSaleId, userId) => {
   const keys = labKeys("lock", labSaleId);
   try {
     return await new Lock(redis, keys.lockName).using(() => readCheckWrite(redis, keys, userId), LOCK);

@@ -27,4 +27,5 @@ export async function readCheckWrite(redis: Redis, keys: LabKeys, userId: string
   return { code: "OK", orderId: String(accepted) };
 }
 
-export const naiveCheckout: Strategy = (redis, labSaleId, userId) => readCheckWrite(redis, labKeys("naive", labSaleId), userId);
+export const naiveCheckout: Strategy = ({ redis }, labSaleId, userId) =>
+  readCheckWrite(redis, labKeys("naive", labSaleId), userId);

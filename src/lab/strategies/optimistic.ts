@@ -15,7 +15,7 @@ const RETRY_CAP_MS = 100;
  * textbook version takes a lock there); HSETNX claims the user in one command and the
  * claim is given back when no unit is bought.
  */
-export const optimisticCheckout: Strategy = async (redis, labSaleId, userId) => {
+export const optimisticCheckout: Strategy = async ({ redis }, labSaleId, userId) => {
   const keys = labKeys("optimistic", labSaleId);
   if ((await redis.hsetnx(keys.buyers, userId, 1)) === 0) return { code: "ALREADY_PURCHASED" };
   const giveBack = async (code: "SOLD_OUT" | "SALE_NOT_FOUND" | "BUSY") => {

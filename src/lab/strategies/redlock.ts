@@ -19,7 +19,7 @@ const REDLOCK: QuorumOptions = {
   nodeTimeoutMs: 500,
 };
 
-export const redlockCheckout: Strategy = async (redis, labSaleId, userId, _keepAlive, quorum) => {
+export const redlockCheckout: Strategy = async ({ redis, quorum }, labSaleId, userId) => {
   const keys = labKeys("redlock", labSaleId);
   try {
     return await new QuorumLock(quorum(), keys.lockName).using(() => readCheckWrite(redis, keys, userId), REDLOCK);

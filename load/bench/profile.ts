@@ -1,0 +1,75 @@
+// Where a request's CPU goes inside the isolate: a V8 CPU profile of the Worker (through
+// workerd's inspector) during GET /healthz, accepted checkouts and warm sold-out refusals,
+// summed by module of the Worker's source. What the isolate does not run (workerd's HTTP,
+// Miniflare's entry and assets router) shows only in section "cpu"'s /proc figures.
+import type { Answer } from "../../dev/lib/api-client.ts";
+import { freePort } from "../../dev/lib/net.ts";
+import { startStack } from "../../dev/stack/local-stack.ts";
+import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
+import { type ProfileSummary, profileWorker } from "../runner/profile.ts";
+import { fixed, formatTable } from "../runner/table.ts";
+
+export interface ProfileFigures {
+  requests: number;
+  inFlight: number;
+  profiles: { request: string; profile: ProfileSummary }[];
+}
+
+export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Promise<ProfileFigures> {
+  const port = await freePort();
+  const stack = await startStack({ vars: { USER_RATE_LIMIT: "0" }, unsettled: true, inspectorPort: port });
+  try {
+    const { api } = stack;
+    const tag = Date.now().toString(36);
+    const buyers = await planCrowd(api, 2 * requests, 1, `profile-${tag}-`);
+    const open = await api.createSale({ stock: 2 * requests, name: "profile: accepted" });
+    const soldOut = await api.createSale({ stock: 1, name: "profile: sold out" });
+    await api.checkout(soldOut.id, (buyers[0] as Shot).token);
+    const healthz = async (): Promise<Answer> => {
+      const res = await api.fetch("/healthz");
+      await res.arrayBuffer();
+      return { status: res.status, code: "OK" };
+    };
+    const kinds: [string, (shot: Shot) => Promise<Answer>][] = [
+      ["GET /healthz", healthz],
+      ["checkout, accepted", (s) => api.checkout(open.id, s.token)],
+      ["checkout, sold out (warm)", (s) => api.checkout(soldOut.id, s.token)],
+    ];
+    const profiles = [];
+    for (const [request, send] of kinds) {
+      // Warm first (JIT, the sale's memo), then profile a fresh slice of buyers.
+      await drive(buyers.slice(0, 500), send, { concurrency: inFlight });
+      const slice = buyers.slice(requests, 2 * requests);
+      const profile = await profileWorker(port, stack.worker.bundlePath, slice.length, () =>
+        drive(slice, send, { concurrency: inFlight }),
+      );
+      profiles.push({ request, profile });
+    }
+    return { requests, inFlight, profiles };
+  } finally {
+    await stack.stop();
+  }
+}
+
+export function printProfile(f: ProfileFigures, log: (text: string) => void): void {
+  log(
+    `\n2c. Where the isolate's CPU goes (V8 CPU profile, unminified bundle, ${f.requests} requests each, ${f.inFlight} in flight): self time per request by module`,
+  );
+  for (const { request, profile } of f.profiles) {
+    log(`\n${request}: ${fixed(profile.busyMs, 3)} ms sampled in the isolate per request`);
+    log(
+      formatTable(
+        profile.byModule
+          .slice(0, 12)
+          .map((l) => ({ module: l.name, "ms/req": fixed(l.selfMs, 4), share: `${fixed(l.share * 100, 1)}%` })),
+      ),
+    );
+    log(
+      formatTable(
+        profile.byFunction
+          .slice(0, 12)
+          .map((l) => ({ function: l.name, "ms/req": fixed(l.selfMs, 4), share: `${fixed(l.share * 100, 1)}%` })),
+      ),
+    );
+  }
+}

@@ -1,0 +1,84 @@
+// npm run model -- [--seed 1] [--json]
+//
+// A global spike on one sale, 10k / 100k / 1M attempts in one second, through both designs
+// (see simulation.ts): accepted, answer times, time to sell out, the busiest second of each
+// store against its published limit, and the bill per million attempts at list prices.
+// Inputs and their sources: inputs.ts and docs/scale.md.
+import { parseArgs } from "node:util";
+import { fixed, formatTable, seconds } from "../runner/table.ts";
+import { INPUTS, PRICES } from "./inputs.ts";
+import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
+
+const { values } = parseArgs({
+  options: { seed: { type: "string", default: "1" }, json: { type: "boolean", default: false } },
+});
+const seed = Number(values.seed);
+const SPIKES = [10_000, 100_000, 1_000_000];
+const DESIGNS: Design[] = ["atomic", "durable-object"];
+
+/** Dollars per million attempts, by line of the bill. */
+function bill(u: Usage, attempts: number) {
+  const perMillion = 1_000_000 / attempts;
+  const lines = {
+    workersRequests: (u.workerRequests / 1e6) * PRICES.workersPerMillionRequests,
+    workersCpu: (u.workerCpuMs / 1e6) * PRICES.workersPerMillionCpuMs,
+    upstashCommands: (u.upstashCommands / 1e6) * PRICES.upstashPerMillionCommands,
+    queueOperations: ((u.queueMessages * PRICES.queueOperationsPerMessage) / 1e6) * PRICES.queuesPerMillionOperations,
+    d1RowsWritten: (u.d1RowsWritten / 1e6) * PRICES.d1PerMillionRowsWritten,
+    objectRequests: (u.objectRequests / 1e6) * PRICES.objectsPerMillionRequests,
+    objectDuration: (u.objectGbSeconds / 1e6) * PRICES.objectsPerMillionGbSeconds,
+    objectRowsWritten: (u.objectRowsWritten / 1e6) * PRICES.objectsPerMillionRowsWritten,
+  };
+  const scaled = Object.fromEntries(Object.entries(lines).map(([k, v]) => [k, v * perMillion])) as typeof lines;
+  return { ...scaled, total: Object.values(scaled).reduce((a, b) => a + b, 0) };
+}
+
+const outcomes: (Outcome & { bill: ReturnType<typeof bill> })[] = [];
+for (const attempts of SPIKES) {
+  for (const design of DESIGNS) {
+    const outcome = simulate(design, attempts, seed);
+    outcomes.push({ ...outcome, bill: bill(outcome.usage, attempts) });
+  }
+}
+
+if (values.json) {
+  console.log(JSON.stringify({ seed, inputs: INPUTS, prices: PRICES, outcomes }));
+} else {
+  const pct = (n: number) => `${fixed(n * 100, n < 0.01 ? 2 : 1)}%`;
+  console.log(`\nOne sale of ${INPUTS.stock} units, a spike of attempts within one second, seed ${seed}`);
+  console.log(
+    formatTable(
+      outcomes.map((o) => ({
+        attempts: o.attempts,
+        design: o.design,
+        accepted: o.accepted,
+        "accepted rate": pct(o.accepted / o.attempts),
+        "p50 ms": fixed(o.p50Ms, 0),
+        "p99 ms": fixed(o.p99Ms, 0),
+        "sold out s": seconds(o.sellOutMs),
+        "last answer s": seconds(o.lastAnswerMs),
+        "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${o.storeLimitPerSec}/s`,
+        "queue msgs/s": o.design === "atomic" ? `${Math.round(o.peakQueueMessagesPerSec)} of ${INPUTS.queueMessagesPerSec}` : "-",
+        "D1 settled s": o.design === "atomic" ? seconds(o.d1SettleMs) : "-",
+      })),
+    ),
+  );
+  console.log("\nCost per million attempts at list prices (USD, beyond included usage)");
+  console.log(
+    formatTable(
+      outcomes.map((o) => ({
+        attempts: o.attempts,
+        design: o.design,
+        "Workers requests": fixed(o.bill.workersRequests, 3),
+        "Workers CPU": fixed(o.bill.workersCpu, 3),
+        "Upstash commands": fixed(o.bill.upstashCommands, 3),
+        "Queue ops": fixed(o.bill.queueOperations, 3),
+        "D1 rows": fixed(o.bill.d1RowsWritten, 3),
+        "DO requests": fixed(o.bill.objectRequests, 3),
+        "DO duration": fixed(o.bill.objectDuration, 4),
+        "DO rows": fixed(o.bill.objectRowsWritten, 3),
+        total: fixed(o.bill.total, 3),
+      })),
+    ),
+  );
+}

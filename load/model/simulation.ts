@@ -1,0 +1,304 @@
+// A discrete-event simulation of one sale's global spike: every attempt from a buyer in some
+// region reaches a Cloudflare location, takes CPU in one of its isolates, and is decided by
+// either design. Deterministic: the same seed gives the same figures.
+//
+// atomic: an isolate refuses from its memo what it knows is sold out; otherwise the checkout
+//   joins the isolate's lane for the sale, which keeps one script call in flight to Upstash
+//   and sends everyone waiting (up to 100) when it lands. Upstash runs one call at a time on
+//   the sale's keys, at most `upstashCommandsPerSec` calls a second. One queue message per
+//   call that reserved; settlement into D1 behind it.
+// durable-object: every attempt is one request to the sale's one object, which serves them
+//   one at a time (`objectServiceMs` each), wherever the buyer is.
+import { INPUTS, REGIONS, type Region } from "./inputs.ts";
+
+export type Design = "atomic" | "durable-object";
+type Inputs = { [K in keyof typeof INPUTS]: (typeof INPUTS)[K] extends readonly unknown[] ? [number, number] : number };
+
+/** mulberry32: a small seeded generator, enough for a model. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Events in time order (ties in the order they were scheduled). */
+class Events {
+  private heap: { at: number; seq: number; run: () => void }[] = [];
+  private seq = 0;
+  now = 0;
+
+  at(at: number, run: () => void): void {
+    const heap = this.heap;
+    heap.push({ at, seq: this.seq++, run });
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.before(i, parent)) break;
+      [heap[i], heap[parent]] = [heap[parent] as (typeof heap)[number], heap[i] as (typeof heap)[number]];
+      i = parent;
+    }
+  }
+
+  private before(i: number, j: number): boolean {
+    const a = this.heap[i] as (typeof this.heap)[number];
+    const b = this.heap[j] as (typeof this.heap)[number];
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  }
+
+  run(): void {
+    const heap = this.heap;
+    while (heap.length > 0) {
+      const top = heap[0] as (typeof heap)[number];
+      const last = heap.pop() as (typeof heap)[number];
+      if (heap.length > 0) {
+        heap[0] = last;
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1;
+          const r = l + 1;
+          let m = i;
+          if (l < heap.length && this.before(l, m)) m = l;
+          if (r < heap.length && this.before(r, m)) m = r;
+          if (m === i) break;
+          [heap[i], heap[m]] = [heap[m] as (typeof heap)[number], heap[i] as (typeof heap)[number]];
+          i = m;
+        }
+      }
+      this.now = top.at;
+      top.run();
+    }
+  }
+}
+
+interface Isolate {
+  cpuFreeAt: number;
+  soldOutUntil: number;
+  inFlight: boolean;
+  waiting: Attempt[];
+  /** Seconds in which it refused from memory (each costs one counters write). */
+  refusalSeconds: Set<number>;
+}
+
+interface Attempt {
+  arriveMs: number;
+  clientRttMs: number;
+  region: Region;
+  isolate: Isolate;
+}
+
+export interface Outcome {
+  design: Design;
+  attempts: number;
+  accepted: number;
+  /** Answer time as the buyer sees it (ms). */
+  p50Ms: number;
+  p99Ms: number;
+  /** When the last unit was taken, from the spike's start (ms); null when units were left. */
+  sellOutMs: number | null;
+  /** When the last attempt was answered (ms). */
+  lastAnswerMs: number;
+  /** The busiest second of the store (Upstash calls, or requests to the object). */
+  peakStoreRequestsPerSec: number;
+  storeLimitPerSec: number;
+  /** atomic: the queue's busiest second, and how long D1 takes to hold every order. */
+  peakQueueMessagesPerSec: number;
+  d1SettleMs: number;
+  usage: Usage;
+}
+
+/** What the spike consumed, for the bill. */
+export interface Usage {
+  workerRequests: number;
+  workerCpuMs: number;
+  upstashCommands: number;
+  queueMessages: number;
+  d1RowsWritten: number;
+  objectRequests: number;
+  objectGbSeconds: number;
+  objectRowsWritten: number;
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  return sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number);
+}
+
+/** Peak of events per second, counted in 100 ms windows. */
+function peakPerSecond(times: number[]): number {
+  const windows = new Map<number, number>();
+  for (const t of times) windows.set(Math.floor(t / 100), (windows.get(Math.floor(t / 100)) ?? 0) + 1);
+  return Math.max(0, ...windows.values()) * 10;
+}
+
+/** The spike: `attempts` arrivals spread uniformly over one second, each placed in a region, a location and an isolate. */
+function spike(attempts: number, rand: () => number, inputs: Inputs): Attempt[] {
+  const cpu = Math.max(inputs.cpuMsPerCheckout, inputs.cpuMsPerLocalRefusal);
+  const isolatesOf = REGIONS.map((region) => {
+    const perLocationPerSec = (attempts * region.share) / region.locations;
+    const needed = Math.ceil((perLocationPerSec * cpu) / 1000 / inputs.isolateUtilisation);
+    const count = Math.max(inputs.minIsolatesPerLocation, needed);
+    return Array.from(
+      { length: region.locations * count },
+      (): Isolate => ({
+        cpuFreeAt: 0,
+        soldOutUntil: -1,
+        inFlight: false,
+        waiting: [],
+        refusalSeconds: new Set(),
+      }),
+    );
+  });
+  const list: Attempt[] = [];
+  for (let i = 0; i < attempts; i++) {
+    let pick = rand();
+    let r = 0;
+    while (r < REGIONS.length - 1 && pick >= (REGIONS[r] as Region).share) pick -= (REGIONS[r++] as Region).share;
+    const isolates = isolatesOf[r] as Isolate[];
+    const [lo, hi] = inputs.clientRttMs;
+    list.push({
+      arriveMs: rand() * 1000,
+      clientRttMs: lo + rand() * (hi - lo),
+      region: REGIONS[r] as Region,
+      isolate: isolates[Math.floor(rand() * isolates.length)] as Isolate,
+    });
+  }
+  return list;
+}
+
+/** CPU in the isolate, one request at a time: when it is done. */
+function useCpu(isolate: Isolate, at: number, ms: number): number {
+  const start = Math.max(at, isolate.cpuFreeAt);
+  isolate.cpuFreeAt = start + ms;
+  return isolate.cpuFreeAt;
+}
+
+export function simulate(design: Design, attempts: number, seed: number, inputs: Inputs = INPUTS as Inputs): Outcome {
+  const rand = random(seed);
+  const events = new Events();
+  const list = spike(attempts, rand, inputs);
+  const latencies = new Float64Array(attempts);
+  let answered = 0;
+  let lastAnswerMs = 0;
+  let remaining = inputs.stock;
+  let sellOutMs: number | null = null;
+  const storeStarts: number[] = [];
+  const messageTimes: number[] = [];
+  const usage: Usage = {
+    workerRequests: attempts,
+    workerCpuMs: 0,
+    upstashCommands: 0,
+    queueMessages: 0,
+    d1RowsWritten: 0,
+    objectRequests: 0,
+    objectGbSeconds: 0,
+    objectRowsWritten: 0,
+  };
+  const answer = (a: Attempt, atLocationMs: number) => {
+    const at = atLocationMs + a.clientRttMs / 2;
+    latencies[answered++] = at - a.arriveMs;
+    lastAnswerMs = Math.max(lastAnswerMs, at);
+  };
+  const take = (at: number): boolean => {
+    if (remaining <= 0) return false;
+    if (--remaining === 0) sellOutMs = at;
+    return true;
+  };
+
+  if (design === "atomic") {
+    let storeFreeAt = 0;
+    let lastStart = Number.NEGATIVE_INFINITY;
+    const spacing = 1000 / inputs.upstashCommandsPerSec;
+    const send = (isolate: Isolate, batch: Attempt[], at: number) => {
+      isolate.inFlight = true;
+      const rtt = (batch[0] as Attempt).region.rttMs;
+      const start = Math.max(at + rtt / 2, storeFreeAt, lastStart + spacing);
+      lastStart = start;
+      storeStarts.push(start);
+      usage.upstashCommands++;
+      storeFreeAt = start + inputs.scriptMsPerCall + inputs.scriptMsPerBuyer * batch.length;
+      const outcomes = batch.map(() => take(storeFreeAt));
+      const replyAt = storeFreeAt + rtt / 2;
+      events.at(replyAt, () => {
+        if (outcomes.some(Boolean)) {
+          usage.queueMessages++;
+          messageTimes.push(replyAt);
+        }
+        if (remaining === 0) isolate.soldOutUntil = replyAt + inputs.soldOutMemoMs;
+        batch.forEach((a, i) => {
+          answer(a, replyAt + (i === 0 ? 0 : rand() * inputs.pickupMs));
+        });
+        isolate.inFlight = false;
+        if (isolate.waiting.length > 0) send(isolate, isolate.waiting.splice(0, inputs.maxBatch), replyAt);
+      });
+    };
+    for (const a of list) {
+      events.at(a.arriveMs + a.clientRttMs / 2, () => {
+        const { isolate } = a;
+        const now = events.now;
+        if (isolate.soldOutUntil > now) {
+          usage.workerCpuMs += inputs.cpuMsPerLocalRefusal;
+          const done = useCpu(isolate, now, inputs.cpuMsPerLocalRefusal);
+          isolate.refusalSeconds.add(Math.floor(done / 1000));
+          events.at(done, () => answer(a, done));
+          return;
+        }
+        usage.workerCpuMs += inputs.cpuMsPerCheckout;
+        const done = useCpu(isolate, now, inputs.cpuMsPerCheckout);
+        events.at(done, () => {
+          if (isolate.inFlight) isolate.waiting.push(a);
+          else send(isolate, [a], done);
+        });
+      });
+    }
+    events.run();
+    const isolates = new Set(list.map((a) => a.isolate));
+    // Settlement clears the outbox once per message; each isolate writes its refusal counters once a second.
+    usage.upstashCommands += usage.queueMessages * inputs.settlementCommandsPerMessage;
+    for (const isolate of isolates) usage.upstashCommands += 2 * isolate.refusalSeconds.size;
+    usage.d1RowsWritten = (inputs.stock - remaining) * inputs.d1RowsPerOrder;
+  } else {
+    let objectFreeAt = 0;
+    let firstArrival = Number.POSITIVE_INFINITY;
+    for (const a of list) {
+      events.at(a.arriveMs + a.clientRttMs / 2, () => {
+        usage.workerCpuMs += inputs.cpuMsPerCheckout;
+        const done = useCpu(a.isolate, events.now, inputs.cpuMsPerCheckout);
+        const rtt = a.region.rttMs;
+        const arrive = done + rtt / 2;
+        firstArrival = Math.min(firstArrival, arrive);
+        const start = Math.max(arrive, objectFreeAt);
+        storeStarts.push(start);
+        objectFreeAt = start + inputs.objectServiceMs;
+        const ok = take(objectFreeAt);
+        if (ok) usage.objectRowsWritten += inputs.objectRowsPerAccepted;
+        const replyAt = objectFreeAt + rtt / 2;
+        events.at(replyAt, () => answer(a, replyAt));
+      });
+    }
+    events.run();
+    usage.objectRequests = attempts;
+    // Billed for wall-clock time while busy: the object never idles during the spike.
+    usage.objectGbSeconds = ((objectFreeAt - firstArrival) / 1000) * inputs.objectGb;
+  }
+
+  const sorted = latencies.slice(0, answered).sort();
+  const accepted = inputs.stock - remaining;
+  return {
+    design,
+    attempts,
+    accepted,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    sellOutMs,
+    lastAnswerMs,
+    peakStoreRequestsPerSec: peakPerSecond(storeStarts),
+    storeLimitPerSec: design === "atomic" ? inputs.upstashCommandsPerSec : 1000 / inputs.objectServiceMs,
+    peakQueueMessagesPerSec: peakPerSecond(messageTimes),
+    d1SettleMs: design === "atomic" ? (accepted * 1000) / inputs.d1OrdersPerSec : 0,
+    usage,
+  };
+}
