@@ -138,7 +138,21 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number) {
   const keys = saleKeys(saleId);
   const now = Date.now();
   // Room for the calls below; admission far above what one client sends.
-  await redis.eval(lua("sale-sync"), 1, keys.meta, 1, buyers + 1_000_000, now - 1_000, now + 3_600_000, 1, 1e9, 1e9, "bench", 1, "active");
+  await redis.eval(
+    lua("sale-sync"),
+    1,
+    keys.meta,
+    1,
+    buyers + 1_000_000,
+    now - 1_000,
+    now + 3_600_000,
+    1,
+    1e9,
+    1e9,
+    "bench",
+    1,
+    "active",
+  );
   await redis.hset(keys.meta, "remaining", 1_000_000, "seq", buyers);
   const started = performance.now();
   await fill(redis, "hset", keys.buyers, buyers, (i) => [userId(i), `1:${orderId(i)}`]);

@@ -6,7 +6,8 @@ import type { Answer } from "../../dev/lib/api-client.ts";
 import { totalCommands } from "../../dev/lib/redis-stats.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
+import { saleCardKeys, saleKeys } from "../../src/shared/keys.ts";
+import { EVICT_AGAIN_AFTER_SECONDS } from "../../src/shared/limits.ts";
 
 export interface OutcomeCost {
   outcome: string;
@@ -32,6 +33,13 @@ async function measure(
 const WARM_BURST = 20;
 /** Locally answered refusals are counted in Redis a second after the first of them. */
 const COUNTERS_FLUSHED_MS = 1_300;
+/**
+ * What an isolate learns it keeps about a second (src/checkout/isolate-memo.ts). What an
+ * accepted reply taught it (a buyer's order, the last unit's remaining 0) is let go before
+ * the warm figures that follow one: a slow settlement wait may have left it only a moment,
+ * and the burst would then be partly answered by Redis.
+ */
+const forgetAcceptedReplies = () => new Promise((r) => setTimeout(r, 1_100));
 
 const expectStatus = async (p: Promise<Answer>, status: number) => {
   const res = await p;
@@ -47,7 +55,20 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   const { api } = stack;
   const redis = new IORedis(stack.redis.url);
   try {
-    const sale = await api.createSale({ stock: 2, name: "round trips" });
+    // Every sale first: each creation evicts its cached pages again a moment later, a round
+    // trip of its own that must not land inside a figure.
+    const [sale, ended, throttled, crowd] = await Promise.all([
+      api.createSale({ stock: 2, name: "round trips" }),
+      api.createSale({
+        name: "ended",
+        startsAt: new Date(Date.now() - 7_200_000).toISOString(),
+        endsAt: new Date(Date.now() - 3_600_000).toISOString(),
+      }),
+      // A bucket of one token refilled once a second: the second buyer, right after its first, is throttled.
+      api.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } }),
+      api.createSale({ stock: 200, name: "stampede" }),
+    ]);
+    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id]);
     const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => api.userToken(`${sale.id}-${u}`)))) as [
       string,
       string,
@@ -84,30 +105,23 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
       await waitForOutboxEmpty(redis, sale.id);
     });
     costs.push({ outcome: "accepted", ...accepted, note: "includes 1 round trip of its settlement (outbox clear)" });
+    await forgetAcceptedReplies();
     await warmCost("repeat buyer (warm)", sale.id, a, 409);
 
     await expectStatus(api.checkout(sale.id, b), 202);
     await waitForOutboxEmpty(redis, sale.id); // keep its settlement out of the next figure
-    // The last unit's reply said remaining 0, so this isolate already knows it is sold out.
+    await forgetAcceptedReplies();
     await warmCost("sold out (warm)", sale.id, c, 409);
 
-    const ended = await api.createSale({
-      name: "ended",
-      startsAt: new Date(Date.now() - 7_200_000).toISOString(),
-      endsAt: new Date(Date.now() - 3_600_000).toISOString(),
-    });
     await checkoutCost("ended (first)", ended.id, a, 409);
     await warmCost("ended (warm)", ended.id, b, 409);
 
-    // A bucket of one token refilled once a second: the second buyer, right after, is throttled.
-    const throttled = await api.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } });
     await expectStatus(api.checkout(throttled.id, a), 202);
     await waitForOutboxEmpty(redis, throttled.id);
     await checkoutCost("rate limited (first)", throttled.id, b, 429);
     await warmCost("rate limited (warm)", throttled.id, c, 429);
 
     // A stampede: the isolate merges the buyers it holds into one script call per round trip.
-    const crowd = await api.createSale({ stock: 200, name: "stampede" });
     const crowdTokens = await Promise.all(Array.from({ length: 200 }, (_, i) => api.userToken(`${crowd.id}-rt-crowd-${i}`)));
     const stampede = await measure(stack, redis, async () => {
       await Promise.all(crowdTokens.map((t) => expectStatus(api.checkout(crowd.id, t), 202)));
@@ -121,8 +135,7 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
     });
 
     // 200 clients polling the sale page at once, twice, 600 ms apart, once its record is in
-    // the cache (the first read after the sale's creation loads it from D1; the creation's
-    // second eviction, two seconds after it, is long past: the warm bursts above wait longer).
+    // the cache (the first read after the sale's creation loads it from D1).
     const poll = () =>
       Promise.all(Array.from({ length: 200 }, () => stack.worker.fetch(`/api/sales/${sale.id}`).then((r) => r.arrayBuffer())));
     await poll();
@@ -139,6 +152,17 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * Waits until each sale's cached card was evicted the second time (its eviction floor, set
+ * at the creation's first eviction, moves again), reading Redis directly.
+ */
+async function waitForSecondEvictions(redis: IORedis, saleIds: string[]): Promise<void> {
+  const floors = async () => Promise.all(saleIds.map((id) => redis.get(saleCardKeys(id).floor)));
+  const first = await floors();
+  const deadline = (EVICT_AGAIN_AFTER_SECONDS + 5) * 1_000;
+  await eventually("the sales' second evictions", async () => (await floors()).every((floor, i) => floor !== first[i]), deadline);
 }
 
 /** Polls Redis directly (not through the gateway, which is counting). */

@@ -21,7 +21,7 @@ import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
 
 /**
- * The oversell lab: the checkout contract under five strategies, each selling from its own
+ * The oversell lab: the checkout contract under six strategies, each selling from its own
  * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
  * "true"; when off, every lab route answers exactly like a route that does not exist.
  */

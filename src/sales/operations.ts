@@ -4,6 +4,7 @@
 // before the write cannot leave it cached; the eviction floor already refuses its write-back).
 import { bloomAdd } from "../redis/bloom";
 import type { Redis } from "../redis/client";
+import { EVICT_AGAIN_AFTER_SECONDS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import { windowProblem } from "../shared/requests";
@@ -12,8 +13,6 @@ import { preloadSale } from "./live-state";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
 import type { Sale, SaleState } from "./sale";
 
-/** When the cached copies are evicted a second time after a change. */
-export const EVICT_AGAIN_AFTER_SECONDS = 2;
 /** Reads before an edit gives up on a sale that keeps changing under it. */
 const EDIT_ATTEMPTS = 3;
 

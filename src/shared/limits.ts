@@ -36,6 +36,8 @@ export const MAX_IMAGE_URL_LENGTH = 2_000;
 
 /** Sales per page of GET /api/sales. */
 export const CATALOG_PAGE_SIZE = 20;
+/** After a sale changes, its cached pages are evicted at once and again this much later. */
+export const EVICT_AGAIN_AFTER_SECONDS = 2;
 
 /**
  * The Bloom filter of sale ids, sized for a million sales at 1% false positives: bits =
