@@ -6,7 +6,7 @@ import { type Reservation, reserve } from "../checkout/reserve";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { badRequest, refusalError, unavailable } from "../http/errors";
+import { badRequest, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { validate } from "../http/validate";
@@ -89,7 +89,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const refusal = localRefusal(saleId, userId, { trustBuyers: idempotencyKey === undefined });
     if (refusal) {
       if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
-      throw refusalError(refusal);
+      return refusalResponse(c, refusal);
     }
 
     let reservation: Reservation;
@@ -118,7 +118,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       const over = overRefusal(recorded, Date.now());
       if (over) {
         memo.learn(saleId, userId, over, askedAt);
-        throw refusalError(over);
+        return refusalResponse(c, over);
       }
       memo.admissionTokenUnused(saleId);
       // D1 has the sale, still open, but Redis lost its live state: selling from a fresh
@@ -130,7 +130,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
-    if (reservation.code !== "OK") throw refusalError(reservation);
+    if (reservation.code !== "OK") return refusalResponse(c, reservation);
     return c.json({ orderId: reservation.orderId, status: "pending", quantity } satisfies CheckoutAccepted, 202);
   },
 );

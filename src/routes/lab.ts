@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
-import { badRequest, notFound, refusalError, unavailable } from "../http/errors";
+import { badRequest, notFound, refusalResponse, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
 import { readPathExperiment } from "../lab/read-path";
@@ -93,6 +93,6 @@ export const labRoutes = new Hono<AppEnv>()
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
     // The real checkout's answers, so the same clients and load scripts drive either.
-    if (result.code !== "OK") throw refusalError(result);
+    if (result.code !== "OK") return refusalResponse(c, result);
     return c.json({ orderId: result.orderId, status: "pending", quantity: 1 } satisfies CheckoutAccepted, 202);
   });

@@ -51,7 +51,7 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
       );
     } catch (err) {
       if (err instanceof LockTimeoutError) {
-        console.log(`outbox re-drive: sale ${saleId} is being re-driven by another run; skipped`);
+        log.info("outbox re-drive: another run holds this sale; skipped", { saleId });
         continue;
       }
       failures++;
