@@ -34,9 +34,9 @@ export const INPUTS = {
    * checkout on this project's local runtime (section "cpu"), an upper bound: Miniflare's own
    * routing is in it and this machine's cores are slower than Cloudflare's.
    */
-  cpuMsPerCheckout: 1.5,
+  cpuMsPerCheckout: 1.48,
   /** Server CPU of a refusal answered from the isolate's memo (ms), measured the same way. */
-  cpuMsPerLocalRefusal: 1.44,
+  cpuMsPerLocalRefusal: 1.31,
   /**
    * Isolates per location taking the spike: at least this many (a location's traffic is spread
    * over its machines, each with its own isolate), more when the CPU demands it. Assumption.
