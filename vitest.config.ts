@@ -29,9 +29,12 @@ export default defineConfig({
         },
       },
       {
-        // The storefront and the admin console in Debian's chromium against `npm start`.
+        // The storefront and the admin console in Debian's chromium against `npm start`, after
+        // the other projects: Chromium beside two other test files starved the local stack's
+        // Redis calls past their timeout on two cores.
         test: {
           name: "browser",
+          sequence: { groupOrder: 1 },
           environment: "node",
           include: ["test/browser/**/*.test.ts"],
           globalSetup: ["test/browser/global-setup.ts"],

@@ -41,6 +41,10 @@ it("a first refusal costs exactly the one script call that teaches the isolate",
 });
 
 it("a polled sale page reads Redis at most once per isolate per 500 ms", () => {
-  expect(roundTrips("sale page, 200 polls x 2 (600 ms apart)")).toBeLessThanOrEqual(2);
-  expect(roundTrips("sale page, 200 polls x 2 (600 ms apart)")).toBeGreaterThanOrEqual(1);
+  const polls = costs.get("sale page, 200 polls x 2 (600 ms apart)");
+  // Two bursts 600 ms apart: two reads when the bursts are quick, one more per 500 ms a slow
+  // machine stretches them, never one per poll.
+  const windows = Math.ceil((polls?.elapsedMs ?? 0) / 500);
+  expect(polls?.roundTrips).toBeLessThanOrEqual(Math.max(2, windows));
+  expect(polls?.roundTrips).toBeGreaterThanOrEqual(1);
 });
