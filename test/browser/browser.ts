@@ -60,8 +60,14 @@ export async function newContext(browser: Browser, options: BrowserContextOption
 /** What the CSP refused on this page so far. */
 export const cspViolations = (page: Page) => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp);
 
-/** Cumulative layout shift not caused by the user, so far. */
+/** Cumulative layout shift not caused by the user, since the page loaded or the last reset. */
 export const layoutShift = (page: Page) => page.evaluate(() => (window as unknown as { __cls: number }).__cls);
+
+/** Starts the layout-shift count again, from a page that is already laid out. */
+export const resetLayoutShift = (page: Page) =>
+  page.evaluate(() => {
+    (window as unknown as { __cls: number }).__cls = 0;
+  });
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
