@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, type Page } from "playwright-core";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { ROOT } from "../../dev/lib/project.ts";
 import { stackApi, stackSecrets } from "../support/npm-start.ts";
 
@@ -14,8 +14,25 @@ export const BASE = `http://127.0.0.1:${stack.WORKER_PORT}`;
 export const api = stackApi(stack.WORKER_PORT, stack.stateDir);
 export const secrets = stackSecrets(stack.stateDir);
 
-/** Debian's chromium; playwright gives every launch a fresh temporary profile. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * One Debian chromium for the calling test file, launched before its tests and closed after
+ * them (playwright gives every launch a fresh temporary profile); call at the file's top level.
+ */
+export function chromiumForThisFile(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (!browser) throw new Error("chromium is not running: call chromiumForThisFile() at a test file's top level");
+    return browser;
+  };
+}
+
+function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: "/usr/bin/chromium",
     args: [

@@ -1,13 +1,12 @@
 // The admin console in Chromium against `npm start`: unlocking with the admin token, creating
 // a sale from the form, watching its figures move while a small crowd buys, and pausing,
 // resuming and cancelling it (confirmed first; a cancelled sale's pause refused).
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   api,
   BASE,
+  chromiumForThisFile,
   cspViolations,
-  launchChromium,
   newContext,
   screenshot,
   secrets,
@@ -15,17 +14,11 @@ import {
   unlockConsole,
 } from "./browser.ts";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = chromiumForThisFile();
 
 describe("the admin console", () => {
   it("refuses a wrong token, creates a sale, shows its counters moving during a small crowd, pauses and cancels it", async () => {
-    const page = await (await newContext(browser)).newPage();
+    const page = await (await newContext(browser())).newPage();
     await page.goto(`${BASE}/admin/`);
     await page.getByLabel("Admin token").fill("not-the-token");
     await page.getByRole("button", { name: "Unlock" }).click();
@@ -115,7 +108,7 @@ describe("the admin console", () => {
     expect(await seriousA11yViolations(page)).toEqual([]);
 
     // The storefront shows the cancelled sale as such, Buy disabled.
-    const shop = await (await newContext(browser)).newPage();
+    const shop = await (await newContext(browser())).newPage();
     await shop.goto(`${BASE}/?sale=${saleId}`);
     await shop.getByRole("heading", { name: "Console drop" }).waitFor();
     expect(await shop.locator("#sale-state").textContent()).toBe("cancelled");
@@ -129,7 +122,7 @@ describe("the admin console", () => {
   });
 
   it("forgets the token when locked", async () => {
-    const page = await (await newContext(browser)).newPage();
+    const page = await (await newContext(browser())).newPage();
     await unlockConsole(page);
     await page.getByRole("button", { name: "Lock", exact: true }).click();
     await page.getByRole("button", { name: "Unlock" }).waitFor();

@@ -2,17 +2,11 @@
 // in the console and a buyer's open storefront page shows it paused with Buy disabled, then
 // open again after the resume; an admin's edit (a rename, more stock) reaches the storefront,
 // and an edit based on a version someone else changed meanwhile is refused with 412.
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { api, BASE, cspViolations, launchChromium, newContext, seriousA11yViolations, unlockConsole } from "./browser.ts";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { api, BASE, chromiumForThisFile, cspViolations, newContext, seriousA11yViolations, unlockConsole } from "./browser.ts";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = chromiumForThisFile();
 
 /**
  * The next request to `url` reaches the server, but its answer is replaced by a 503, as when
@@ -37,7 +31,7 @@ const openSale = (input: Parameters<typeof api.createSale>[0]) =>
 
 /** The console, unlocked, watching `saleId` (found in its list of sales, a page at a time). */
 async function consoleWatching(saleId: string): Promise<Page> {
-  const page = await (await newContext(browser)).newPage();
+  const page = await (await newContext(browser())).newPage();
   await unlockConsole(page);
   const watch = page.getByRole("button", { name: `Watch sale ${saleId}`, exact: true });
   const more = page.getByRole("button", { name: "More sales" });
@@ -56,7 +50,7 @@ async function consoleWatching(saleId: string): Promise<Page> {
 }
 
 async function storefront(saleId: string, buyer: string): Promise<Page> {
-  const page = await (await newContext(browser)).newPage();
+  const page = await (await newContext(browser())).newPage();
   await page.goto(`${BASE}/?sale=${saleId}`);
   await page.getByLabel("Your name").fill(buyer);
   await page.getByRole("button", { name: "Sign in" }).click();
@@ -106,7 +100,7 @@ describe("sale operations on both pages", () => {
 
   it("an edit in the console reaches the storefront; an edit on a version changed meanwhile gets 412 until reloaded", async () => {
     const sale = await openSale({ name: "Before rename", description: "Old words.", stock: 5 });
-    const shop = await (await newContext(browser)).newPage();
+    const shop = await (await newContext(browser())).newPage();
     await shop.goto(`${BASE}/?sale=${sale.id}`);
     await shop.getByRole("heading", { name: "Before rename" }).waitFor();
     const admin = await consoleWatching(sale.id);

@@ -3,14 +3,14 @@
 // buyer finding it sold out, the 429 wait shown and retried, a purchase by keyboard alone, and
 // every page's CSP, layout stability and accessibility.
 import { createServer } from "node:http";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it, onTestFinished } from "vitest";
 import {
   api,
   BASE,
+  chromiumForThisFile,
   cspViolations,
   IMAGES,
-  launchChromium,
   layoutShift,
   newContext,
   PHONE,
@@ -22,13 +22,7 @@ import {
   stack,
 } from "./browser.ts";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = chromiumForThisFile();
 
 const statusLine = (page: Page) => page.locator("#status");
 
@@ -108,7 +102,7 @@ describe("the storefront", () => {
       )
       .toEqual(["live 4", "paused 5", "sold_out 0"]);
 
-    const context = await newContext(browser, { locale: "en-US" });
+    const context = await newContext(browser(), { locale: "en-US" });
     const images = await serveImages(context);
     const page = await context.newPage();
     await page.goto(`${BASE}/`);
@@ -178,7 +172,7 @@ describe("the storefront", () => {
       paymentWindowSec: 600,
       perUserLimit: 2,
     });
-    const context = await newContext(browser, { locale: "en-US" });
+    const context = await newContext(browser(), { locale: "en-US" });
     await serveImages(context);
     const payer = await context.newPage();
     await payer.goto(`${BASE}/?sale=${sale.id}`);
@@ -205,7 +199,7 @@ describe("the storefront", () => {
     const paid = await api.order(orderId, payerToken);
     expect([paid.body?.status, paid.body?.quantity, paid.body?.amount]).toEqual(["paid", 2, 5_198]);
 
-    const decliner = await (await newContext(browser, { locale: "en-US" })).newPage();
+    const decliner = await (await newContext(browser(), { locale: "en-US" })).newPage();
     await decliner.goto(`${BASE}/?sale=${sale.id}`);
     await signIn(decliner, "decliner");
     await decliner.getByRole("button", { name: "Buy now" }).click();
@@ -228,8 +222,8 @@ describe("the storefront", () => {
 
   it("signs in, buys, follows the order from pending to confirmed; a second buyer finds it sold out", async () => {
     const sale = await openSale({ stock: 1 });
-    const first = await (await newContext(browser)).newPage();
-    const second = await (await newContext(browser)).newPage();
+    const first = await (await newContext(browser())).newPage();
+    const second = await (await newContext(browser())).newPage();
     for (const page of [first, second]) await page.goto(`${BASE}/?sale=${sale.id}`);
     await first.getByRole("heading", { name: "Limited sneakers" }).waitFor();
     expect(await first.locator("#remaining").textContent()).toBe("1");
@@ -257,7 +251,7 @@ describe("the storefront", () => {
   it("works framed in a shop: the shop hands it the buyer's token by postMessage, and the buyer buys", async () => {
     const sale = await openSale({ name: "Framed drop", stock: 2 });
     const token = await api.userToken("framed-buyer");
-    const context = await newContext(browser);
+    const context = await newContext(browser());
     // The shop's product page, as the README's embedding section writes it.
     const shopPage = `<!doctype html><title>Shop</title>
 <iframe id="flash-sale" title="Flash sale" src="${BASE}/?sale=${sale.id}" width="1000" height="850"></iframe>
@@ -293,7 +287,7 @@ describe("the storefront", () => {
 
   it("shows the wait on 429 and retries by itself after Retry-After, buying once", async () => {
     const sale = await openSale({ stock: 5, admission: { rate: 1, burst: 1 } });
-    const page = await (await newContext(browser)).newPage();
+    const page = await (await newContext(browser())).newPage();
     await page.goto(`${BASE}/?sale=${sale.id}`);
     await signIn(page, "patient");
     await page.locator("#buy-button[aria-disabled='false']").waitFor();
@@ -311,7 +305,7 @@ describe("the storefront", () => {
 
   it("can be used by keyboard alone, in a sensible order", async () => {
     const sale = await openSale({ stock: 3 });
-    const page = await (await newContext(browser)).newPage();
+    const page = await (await newContext(browser())).newPage();
     await page.goto(`${BASE}/?sale=${sale.id}`);
     await page.getByRole("heading", { name: "Limited sneakers" }).waitFor();
 
@@ -336,7 +330,7 @@ describe("the storefront", () => {
 
   it("is readable on a phone, keeps its layout still while numbers change, and passes axe", async () => {
     const sale = await openSale({ name: "Phone drop", stock: 40, price: 4_900, currency: "USD" });
-    const page = await (await newContext(browser, PHONE)).newPage();
+    const page = await (await newContext(browser(), PHONE)).newPage();
     await page.goto(`${BASE}/?sale=${sale.id}`);
     await page.getByRole("heading", { name: "Phone drop" }).waitFor();
     await signIn(page, "on-the-go");
