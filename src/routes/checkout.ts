@@ -41,12 +41,15 @@ function overRefusal(sale: Sale, now: number): Refusal | undefined {
 }
 
 /**
- * Refusals the isolate answers alone are counted for the console's chart, except a sale
- * that ended longer ago than the counters live: nobody charts it, and its keys may be
+ * Refusals the isolate answers alone are counted for the console's chart, except an id no
+ * sale has (checkout.lua never counts those: a probe of made-up ids must write no keys) and
+ * a sale that ended longer ago than the counters live: nobody charts it, and its keys may be
  * archived away, so counting would only write keys back.
  */
-const worthCounting = (refusal: Refusal, now: number) =>
-  refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
+function worthCounting(refusal: Refusal, now: number): boolean {
+  if (refusal.code === "SALE_NOT_FOUND") return false;
+  return refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
+}
 
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
 function checkoutBody(text: string): CheckoutBody {

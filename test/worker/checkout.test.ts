@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { saleKeys } from "../../src/shared/keys";
+import { saleKeys, saleStatsKey } from "../../src/shared/keys";
 import { BASE, bearer, checkout, createSale, expectSettledInvariants, redis, userToken } from "./helpers";
 
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
@@ -68,6 +68,12 @@ describe("checkout", () => {
     const unknown = await checkout("999999999", token);
     expect(unknown.status).toBe(404);
     expect(await errorCode(unknown)).toBe("SALE_NOT_FOUND");
+    // Asked again, the isolate answers from memory, and counts nothing: a probe of made-up
+    // ids writes no keys (the counters would go out a second later).
+    expect(await errorCode(await checkout("999999999", token))).toBe("SALE_NOT_FOUND");
+    await new Promise((r) => setTimeout(r, 1_300));
+    const minute = Math.floor(Date.now() / 60_000);
+    expect(await redis.exists(saleStatsKey("999999999", minute), saleStatsKey("999999999", minute - 1))).toBe(0);
     const malformed = await checkout("abc", token);
     expect(malformed.status).toBe(400);
     expect(await errorCode(malformed)).toBe("BAD_REQUEST");
