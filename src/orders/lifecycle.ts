@@ -4,7 +4,7 @@
 import type { Redis } from "../redis/client";
 import type { JobMessage } from "../shared/messages";
 import type { PaymentEvent } from "../shared/requests";
-import { claimAttempt, finishAttempt } from "./payment-attempts";
+import { claimAttempt, findAttempt, finishAttempt } from "./payment-attempts";
 import type { PaymentProvider } from "./payment-provider";
 
 export type { EndedOrder } from "./repository";
@@ -173,14 +173,18 @@ export async function payOrder(
   request: PayRequest,
   timeoutMs: number,
 ): Promise<PayOutcome> {
-  const attempt = await claimAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint);
+  // An order that cannot be paid gets no attempt recorded: a retry with the same key meets the
+  // order as it is then, and never charges for an attempt that charged nothing. An attempt
+  // that began before (charging, its outcome unknown) goes on: the provider answers from its charge.
+  const payable = order.status === "awaiting_payment" && (order.expiresAt ?? 0) > Date.now();
+  const attempt = payable
+    ? await claimAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint)
+    : await findAttempt(db, order.orderId, request.idempotencyKey);
+  if (!attempt) return notPayable(order);
   if (attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
   if (attempt.status === "succeeded") return { kind: "paid" };
   if (attempt.status === "declined") return { kind: "declined", reason: "the card was declined" };
   if (attempt.status === "refund_due") return { kind: "not_payable", reason: REFUND_REASON };
-  // A fresh attempt on an order that cannot be paid charges nothing. An attempt that began
-  // before (charging, its outcome unknown) goes on: the provider answers from its charge.
-  if (attempt.fresh && (order.status !== "awaiting_payment" || (order.expiresAt ?? 0) <= Date.now())) return notPayable(order);
 
   let result: Awaited<ReturnType<PaymentProvider["charge"]>>;
   try {

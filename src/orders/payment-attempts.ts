@@ -9,18 +9,22 @@ export interface PayAttempt {
   status: AttemptStatus;
 }
 
+/** The attempt recorded for (order, key), if any. */
+export async function findAttempt(db: D1Database, orderId: string, key: string): Promise<PayAttempt | undefined> {
+  const row = await db
+    .prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?")
+    .bind(orderId, key)
+    .first<PayAttempt>();
+  return row ?? undefined;
+}
+
 /**
  * The attempt for (order, key): the one recorded before, or a new one recorded now as
- * charging with this fingerprint (one batch: one D1 round trip). `fresh`: it is this request's.
+ * charging with this fingerprint (one batch: one D1 round trip).
  */
-export async function claimAttempt(
-  db: D1Database,
-  orderId: string,
-  key: string,
-  fingerprint: string,
-): Promise<PayAttempt & { fresh: boolean }> {
+export async function claimAttempt(db: D1Database, orderId: string, key: string, fingerprint: string): Promise<PayAttempt> {
   const now = Date.now();
-  const [insert, select] = await db.batch<PayAttempt>([
+  const [, select] = await db.batch<PayAttempt>([
     db
       .prepare(
         `INSERT INTO payments (order_id, idempotency_key, fingerprint, status, created_at, updated_at)
@@ -29,8 +33,7 @@ export async function claimAttempt(
       .bind(orderId, key, fingerprint, now),
     db.prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?").bind(orderId, key),
   ]);
-  const attempt = select?.results[0] as PayAttempt;
-  return { ...attempt, fresh: insert?.meta.changes === 1 };
+  return select?.results[0] as PayAttempt;
 }
 
 export async function finishAttempt(

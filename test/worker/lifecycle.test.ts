@@ -181,10 +181,14 @@ describe("a sale with a payment window", () => {
     const paid = await pay(orderId, "payer", "tok_visa", "key-2");
     expect(paid).toMatchObject({ status: 200, body: { orderId, status: "paid", amount: 500, expiresAt: null } });
     expect(await pay(orderId, "payer", "tok_visa", "key-2")).toMatchObject({ status: 200, body: { status: "paid" } });
-    expect(await pay(orderId, "payer", "tok_visa", "key-3")).toMatchObject({
+    const alreadyPaid = {
       status: 409,
       body: { error: { code: "ORDER_NOT_PAYABLE", message: expect.stringContaining("already paid") } },
-    });
+    };
+    expect(await pay(orderId, "payer", "tok_visa", "key-3")).toMatchObject(alreadyPaid);
+    // The same key again: the same answer, and no second charge (the order is not owed a refund).
+    expect(await pay(orderId, "payer", "tok_visa", "key-3")).toMatchObject(alreadyPaid);
+    expect(await orderOf(orderId, "payer")).toMatchObject({ status: "paid", refundDue: false });
     expect(await api.cancel(orderId, await api.userToken("payer"))).toMatchObject({ status: 409, code: "ORDER_NOT_CANCELLABLE" });
 
     // Someone else's order is nobody's business: 404, like a missing one.
@@ -224,10 +228,9 @@ describe("a sale with a payment window", () => {
     const expired = await settledAs(orderId, "sleeper", "expired");
     expect(expired.expiresAt).toBeNull();
     await eventually("the unit to be back", async () => (await remaining(sale.id)) === 1);
-    expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject({
-      status: 409,
-      body: { error: { code: "ORDER_NOT_PAYABLE", message: expect.stringContaining("expired") } },
-    });
+    const tooLate = { status: 409, body: { error: { code: "ORDER_NOT_PAYABLE", message: expect.stringContaining("expired") } } };
+    expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate);
+    expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate); // no charge on the retry either
     // Another expiry run or sweep changes nothing: the unit came back once.
     await runJobs([{ kind: "expire-orders", orderIds: [orderId] }]);
     await runSweep();
