@@ -186,14 +186,16 @@ describe("using: lease renewal", () => {
     const lock = new Lock(redis, fresh("max-hold"));
     const started = performance.now();
     let abortedAt = Number.NaN;
+    let heldAfterHang = Number.NaN;
     const outcome = lock
       .using(
         async (signal) => {
           await new Promise((resolve) => signal.addEventListener("abort", resolve));
           abortedAt = performance.now() - started;
-          // Hung past the abort: the lock must lapse without this fn's help.
+          // Hung past the abort: the lock must lapse without this fn's help. Read here, asserted
+          // below: using() wraps whatever fn throws into its LockLostError.
           await sleep(500);
-          expect(await direct.exists(lockKeys(lock.name).lock)).toBe(0);
+          heldAfterHang = await direct.exists(lockKeys(lock.name).lock);
         },
         { leaseMs: 300, maxHoldMs: 450 },
       )
@@ -201,6 +203,7 @@ describe("using: lease renewal", () => {
     const err = await outcome;
     expect(err).toBeInstanceOf(LockLostError);
     expect((err as LockLostError).reason).toBe("max-hold");
+    expect(heldAfterHang).toBe(0);
     expect(abortedAt).toBeGreaterThanOrEqual(440);
     expect(abortedAt).toBeLessThan(700);
   });
