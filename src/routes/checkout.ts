@@ -10,6 +10,7 @@ import { badRequest, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { validate } from "../http/validate";
+import { IsolateCache } from "../isolate/isolate-cache";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
@@ -20,10 +21,16 @@ import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 
+/**
+ * D1's record of sales Redis answered SALE_NOT_FOUND for, a second per isolate: the waiters of
+ * one merged call all get that answer, and one D1 read serves them all.
+ */
+const recordedSales = new IsolateCache<Sale | null>(1_000, 1_000);
+
 /** The sale as D1 records it; D1 unreachable is a 503 like Redis unreachable. */
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale | undefined> {
   try {
-    return await findSale(db, saleId);
+    return (await recordedSales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null)) ?? undefined;
   } catch (err) {
     log.warn("checkout: D1 unavailable", { saleId }, err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
