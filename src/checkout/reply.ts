@@ -16,11 +16,11 @@ export type Reservation =
   | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
-export const CHECKOUT_REPLY_LAYOUT = "checkout/2";
+const CHECKOUT_REPLY_LAYOUT = "checkout/2";
 const HEADER_FIELDS = 8;
 const FIELDS_PER_BUYER = 4;
 
-export class ReplyLayoutError extends Error {}
+class ReplyLayoutError extends Error {}
 
 /**
  * Reads the script's one flat reply (header, then four fields per buyer; see the header of

@@ -33,7 +33,7 @@ const calls = new MergedCalls<CheckoutItem, Reservation>({
   pollMs: 2,
 });
 
-export interface ReserveOptions {
+interface ReserveOptions {
   /** The request's waitUntil: keeps it alive while others may wait on its call. */
   keepAlive: KeepAlive;
   /**

@@ -5,7 +5,7 @@ import type { ErrorBody } from "../shared/api-types";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 
-export const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
+const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
 
 /** What the API answers for an error: the one error shape, its status and headers. */
 interface ErrorAnswer {
