@@ -115,7 +115,7 @@ export const CatalogQuery = z.object({
 });
 
 /** POST /api/sales/:saleId/checkout; the body is optional (one unit). */
-export const CheckoutBody = z.object({
+export const CheckoutBody = z.strictObject({
   quantity: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
 });
 export type CheckoutBody = z.infer<typeof CheckoutBody>;

@@ -109,11 +109,16 @@ describe("checkout", () => {
     expect(array.status).toBe(400);
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
 
+    // A body naming a buyer is refused (the body has no such field), and reserves nothing.
     const spoof = await checkout(sale.id, token, {
       body: JSON.stringify({ userId: "eve" }),
       headers: { "Content-Type": "application/json" },
     });
-    expect(spoof.status).toBe(202);
+    expect(spoof.status).toBe(400);
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
+    expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
+    // The buyer is who the token says.
+    expect((await checkout(sale.id, token)).status).toBe(202);
     expect(await redis.hget(saleKeys(sale.id).buyers, "dave")).toBeTruthy();
     expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
   });

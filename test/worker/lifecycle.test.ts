@@ -153,6 +153,12 @@ describe("a sale with a payment window", () => {
     expect(over).toMatchObject({ status: 409, code: "PER_USER_LIMIT_EXCEEDED" });
     const tooMany = await api.checkout(sale.id, await api.userToken("quinn-2"), 4);
     expect(tooMany).toMatchObject({ status: 400, code: "BAD_REQUEST" });
+    // Unknown fields are refused, like every other body's (a misspelt field is not ignored).
+    const misspelt = await api.checkoutResponse(sale.id, await api.userToken("quinn-3"), {
+      body: JSON.stringify({ quantity: 1, qty: 2 }),
+      headers: { "Content-Type": "application/json" },
+    });
+    expect(misspelt.status).toBe(400);
     expect(await remaining(sale.id)).toBe(8);
   });
 
