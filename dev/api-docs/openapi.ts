@@ -51,8 +51,8 @@ function operation(route: ApiRoute, registry: ReturnType<typeof componentRegistr
       parameters.push({ name, in: "query", required: required.includes(name), schema });
     }
   }
-  for (const [name, description] of Object.entries(route.requestHeaders ?? {})) {
-    parameters.push({ name, in: "header", required: false, description, schema: { type: "string" } });
+  for (const [name, { required, description }] of Object.entries(route.requestHeaders ?? {})) {
+    parameters.push({ name, in: "header", required, description, schema: { type: "string" } });
   }
   const responses: Json = {};
   for (const [status, response] of Object.entries(route.responses)) {

@@ -31,7 +31,7 @@ export interface ApiRoute {
   /** Query parameters. */
   query?: z.ZodMiniObject;
   /** Request headers the route reads, besides Authorization. */
-  requestHeaders?: Record<string, string>;
+  requestHeaders?: Record<string, { required: boolean; description: string }>;
   body?: { schema: $ZodType; required: boolean };
   responses: Record<number, ApiResponse>;
 }
@@ -149,7 +149,10 @@ const ROUTES: readonly ApiRoute[] = [
     auth: "user",
     params: Requests.SaleIdParam,
     requestHeaders: {
-      "Idempotency-Key": "optional, 1 to 200 characters: a retry with the same key and quantity reserves nothing new",
+      "Idempotency-Key": {
+        required: false,
+        description: "1 to 200 characters: a retry with the same key and quantity reserves nothing new",
+      },
     },
     body: { schema: Requests.CheckoutBody, required: false },
     responses: {
@@ -191,7 +194,7 @@ const ROUTES: readonly ApiRoute[] = [
       "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires.",
     auth: "user",
     params: Requests.OrderIdParam,
-    requestHeaders: { "Idempotency-Key": "required, 1 to 200 characters" },
+    requestHeaders: { "Idempotency-Key": { required: true, description: "1 to 200 characters" } },
     body: { schema: Requests.PayBody, required: true },
     responses: {
       200: { description: "paid", body: Bodies.OrderView },
@@ -238,7 +241,7 @@ const ROUTES: readonly ApiRoute[] = [
     description:
       'Signed: Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> with PAYMENT_WEBHOOK_SECRET (404 NOT_FOUND when unset), within 5 minutes of now. Each event id is applied once: a replay answers outcome duplicate and changes nothing. A payment for an order that ended is recorded for refund (outcome refund_due).',
     auth: "none",
-    requestHeaders: { "Webhook-Signature": "required" },
+    requestHeaders: { "Webhook-Signature": { required: true, description: "the provider's signature of the body" } },
     body: { schema: Requests.PaymentEvent, required: true },
     responses: {
       200: { description: "received", body: Bodies.WebhookReceived },
@@ -255,7 +258,10 @@ const ROUTES: readonly ApiRoute[] = [
     summary: "Create a sale",
     auth: "admin",
     requestHeaders: {
-      "Idempotency-Key": "optional, 1 to 200 characters: a retry with the same key never creates a second sale",
+      "Idempotency-Key": {
+        required: false,
+        description: "1 to 200 characters: a retry with the same key never creates a second sale",
+      },
     },
     body: { schema: Requests.CreateSaleBody, required: true },
     responses: {
@@ -278,7 +284,12 @@ const ROUTES: readonly ApiRoute[] = [
       "Name, description and image at any time; the window and the admission only before the sale starts; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
     auth: "admin",
     params: Requests.SaleIdParam,
-    requestHeaders: { "If-Match": 'optional: the ETag of the version this edit is based on ("3"); another version answers 412' },
+    requestHeaders: {
+      "If-Match": {
+        required: false,
+        description: 'the ETag of the version this edit is based on ("3"); another version answers 412',
+      },
+    },
     body: { schema: Requests.UpdateSaleBody, required: true },
     responses: {
       200: { description: "the sale as edited", body: Bodies.AdminSaleView, headers: ["ETag"] },
