@@ -125,6 +125,7 @@ export async function expectSettledInvariants(
     await new Promise((res) => setTimeout(res, 100));
     r = await report(saleId);
   }
+  expect(r.redis.outbox).toBe(0);
   expect(r.oversold).toBe(0);
   expect(r.redis.reserved).toBeLessThanOrEqual(stock);
   expect(r.redis.remaining).toBe(stock - accepted.size);

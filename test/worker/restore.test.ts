@@ -95,6 +95,10 @@ describe("restore", () => {
     );
     expect(codes.filter((c) => c === "OK")).toHaveLength(1);
     expect(codes.filter((c) => c !== "OK").every((c) => c === "RESTORE_IN_PROGRESS" || c === "SALE_LOADED")).toBe(true);
+    // Rebuilt once: a second rebuild would have counted the landed order's unit as free again.
+    const restored = await report(sale.id);
+    expect(restored.redis).toMatchObject({ remaining: 4, minted: 1, buyers: 1 });
+    expect(restored).toMatchObject({ oversold: 0, reconciled: true });
     expect((await restore(sale.id)).status).toBe(409); // SALE_LOADED
     expect((await buy(sale.id, "lands")).code).toBe("ALREADY_PURCHASED");
     expect((await buy(sale.id, "next")).status).toBe(202);
