@@ -91,8 +91,11 @@ describe("a crowd with a payment window", () => {
     for (const p of paid) expect(p).toMatchObject({ status: 200, body: { status: "paid" } });
     for (const c of cancelled) expect(c).toMatchObject({ status: 200, body: { status: "cancelled" } });
 
-    // The cancelled units are back at once; the walkers' come back when their window closes.
-    expect((await stack.api.report(sale.id)).redis.remaining).toBe(cancellers.length);
+    // The cancelled units are back at once; the walkers' come back when their window closes
+    // (on a slow machine some may have closed already).
+    const backAtOnce = (await stack.api.report(sale.id)).redis.remaining;
+    expect(backAtOnce).toBeGreaterThanOrEqual(cancellers.length);
+    expect(backAtOnce).toBeLessThanOrEqual(cancellers.length + walkers.length);
     await eventually(
       "the walkers' orders to expire and their units to come back",
       async () => (await stack.api.report(sale.id)).redis.remaining === cancellers.length + walkers.length,
