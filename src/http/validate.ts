@@ -1,8 +1,15 @@
 import { zValidator } from "@hono/zod-validator";
 import type { ValidationTargets } from "hono";
-import type { $ZodType } from "zod/v4/core";
-import { badRequest, unsupportedMediaType } from "./errors";
+import type { $ZodIssue, $ZodType } from "zod/v4/core";
+import { type ApiError, badRequest, unsupportedMediaType } from "./errors";
 import { isJsonContentType } from "./json-bodies";
+
+/** The API's 400 for a failed validation: its first issue, named by its field unless told not to. */
+export function invalid(issues: readonly $ZodIssue[], { nameField = true } = {}): ApiError {
+  const issue = issues[0];
+  const where = nameField && issue?.path.length ? `${issue.path.join(".")}: ` : "";
+  return badRequest(`${where}${issue?.message ?? "invalid request"}`);
+}
 
 /**
  * @hono/zod-validator with failures turned into the API's one error shape. A body field is
@@ -12,11 +19,7 @@ import { isJsonContentType } from "./json-bodies";
  */
 export const validate = <T extends $ZodType, Target extends keyof ValidationTargets>(target: Target, schema: T) => {
   const validator = zValidator(target, schema, (result) => {
-    if (!result.success) {
-      const issue = result.error.issues[0];
-      const where = target !== "param" && issue?.path.length ? `${issue.path.join(".")}: ` : "";
-      throw badRequest(`${where}${issue?.message ?? "invalid request"}`);
-    }
+    if (!result.success) throw invalid(result.error.issues, { nameField: target !== "param" });
   });
   if (target !== "json") return validator;
   return (async (c, next) => {

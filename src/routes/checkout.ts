@@ -9,7 +9,7 @@ import { limitPerUser } from "../http/caller-limits";
 import { badRequest, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
-import { validate } from "../http/validate";
+import { invalid, validate } from "../http/validate";
 import { IsolateCache } from "../isolate/isolate-cache";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
@@ -69,10 +69,7 @@ function checkoutBody(text: string): CheckoutBody {
     }
   }
   const result = z.safeParse(CheckoutBody, parsed);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw badRequest(`${issue?.path.length ? `${issue.path.join(".")}: ` : ""}${issue?.message ?? "invalid body"}`);
-  }
+  if (!result.success) throw invalid(result.error.issues);
   return result.data;
 }
 
