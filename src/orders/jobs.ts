@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { redisFor } from "../redis/client";
 import { evictSale } from "../sales/catalog";
+import { findSale } from "../sales/repository";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
 import { type EndedOrder, expireOrders } from "./lifecycle";
@@ -43,8 +44,12 @@ async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<n
       const next = Math.min(...notYetDue.map((o) => o.expiresAt));
       return Math.max(1, Math.ceil((next - Date.now()) / 1000));
     }
-    case "evict-sale":
-      await evictSale(redisFor(env), job.saleId, { archived: job.archived });
+    case "evict-sale": {
+      // The sale may have been archived since this second eviction was sent: then it writes
+      // no floor back among the keys the clean-up removed.
+      const archived = job.archived || ((await findSale(env.DB, job.saleId))?.archivedAt ?? null) !== null;
+      await evictSale(redisFor(env), job.saleId, { archived });
       return undefined;
+    }
   }
 }
