@@ -156,21 +156,24 @@ describe("payments landing at the deadline", () => {
   it("ends each of 500 orders paid xor expired, and returns exactly the expired units", async () => {
     const ORDERS = 500;
     // 500 buyers at once: their orders settle together, so their deadlines fall within a
-    // second or so. Every payment goes out in one burst, started half the burst's duration
-    // before the first deadline (the duration measured on a first burst of 100): its payments
-    // land across the deadlines whatever this machine's speed, and for each order D1 decides
-    // between the payment and the expiry (the expiry jobs and the cron's sweep run alike).
+    // second or so. Each order's payment is sent at its own deadline plus an offset, the
+    // offsets spread evenly over ±spread in a shuffled order: early payments should win,
+    // late ones lose, and those sent near their deadline race the expiry jobs and the cron's
+    // sweep, with D1 deciding each order. The spread paces the payments at half the rate this
+    // machine answered a first burst of 100 (at least ±1.5 s), so a slow or busy machine
+    // stretches the schedule instead of queueing every payment past its deadline.
     const paymentsPerSecond = await measurePaymentRate(100);
-    const sale = await stack.api.createSale({ stock: ORDERS, paymentWindowSec: 15, name: "deadline race" });
+    const spread = Math.round(Math.min(4_000, Math.max(1_500, (ORDERS / (paymentsPerSecond / 2) / 2) * 1000)));
+    const sale = await stack.api.createSale({ stock: ORDERS, paymentWindowSec: 20, name: "deadline race" });
     const rows = await ordersOf(sale.id, ORDERS, "race");
     const first = Math.min(...rows.map((r) => r.expires_at as number));
     const last = Math.max(...rows.map((r) => r.expires_at as number));
-    const start = first - (ORDERS / paymentsPerSecond / 2) * 1000;
-    expect(start, "the orders took too long to settle for the race").toBeGreaterThan(Date.now());
-    await new Promise((r) => setTimeout(r, start - Date.now()));
+    expect(first - spread, "the orders took too long to settle for the race").toBeGreaterThan(Date.now());
+    const offset = (i: number) => -spread + (2 * spread * ((i * 7919) % ORDERS)) / (ORDERS - 1); // 7919 is prime: a permutation
     const sweeping = setInterval(() => void stack.worker.scheduled(), 200); // the cron, racing as well
     const outcomes = await Promise.all(
-      rows.map(async (row) => {
+      rows.map(async (row, i) => {
+        await new Promise((r) => setTimeout(r, (row.expires_at as number) + offset(i) - Date.now()));
         const answer = await pay(row.order_id, row.user_id);
         return { orderId: row.order_id, answer, at: Date.now() - (row.expires_at as number) };
       }),
@@ -200,7 +203,7 @@ describe("payments landing at the deadline", () => {
     console.log(
       `deadline race: ${paid} paid, ${expired} expired, ${report.refundsDue} charges recorded for refund; ` +
         `deadlines within ${last - first} ms; answers from ${landed[0]} to ${landed.at(-1)} ms around their deadlines ` +
-        `(${paymentsPerSecond.toFixed(0)} payments/s)`,
+        `(${paymentsPerSecond.toFixed(0)} payments/s, sent from ${-spread} to ${spread} ms around them)`,
     );
     expect(paid, "no payment won the race: the test did not race").toBeGreaterThan(0);
     expect(expired, "no expiry won the race: the test did not race").toBeGreaterThan(0);
