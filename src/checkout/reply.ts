@@ -20,7 +20,10 @@ const CHECKOUT_REPLY_LAYOUT = "checkout/2";
 const HEADER_FIELDS = 8;
 const FIELDS_PER_BUYER = 4;
 
-class ReplyLayoutError extends Error {}
+/** The script and this Worker disagree on the reply: a deploy of mismatched versions. */
+export class ReplyLayoutError extends Error {
+  override name = "ReplyLayoutError";
+}
 
 /**
  * Reads the script's one flat reply (header, then four fields per buyer; see the header of

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod/mini";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
+import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -117,7 +118,9 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
       // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
       // with the order while the outbox makes sure it settles.
-      log.warn("checkout: redis unavailable", { saleId }, err);
+      if (err instanceof ReplyLayoutError)
+        log.error("checkout: lua/checkout.lua and this Worker disagree on the reply", { saleId }, err);
+      else log.warn("checkout: redis unavailable", { saleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
     const recorded = reservation.code === "SALE_NOT_FOUND" ? await recordedSale(c.env.DB, saleId) : undefined;

@@ -6,7 +6,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
-import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
+import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/checkout/reply.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
 import { BLOOM } from "../../src/shared/limits.ts";
 import { decodeOrderId, ORDER_ID_EPOCH_SECONDS } from "../../src/shared/order-id.ts";
@@ -211,6 +211,7 @@ describe("the reply layout", () => {
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
     expect(raw[0]).toBe("checkout/2");
     expect(raw).toHaveLength(8 + 4 * 2);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(ReplyLayoutError);
     expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/2 with 16 fields/);
     expect(() => parseCheckoutReply(["checkout/1", ...raw.slice(1)], 2)).toThrow(/layout checkout\/1/);
     expect(() => parseCheckoutReply([...raw.slice(0, 8), "MAYBE", "", 0, 0, ...raw.slice(12)], 2)).toThrow(/outcome MAYBE/);
