@@ -183,7 +183,7 @@ export async function payOrder(
   if (!attempt) return notPayable(order);
   if (attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
   if (attempt.status === "succeeded") return { kind: "paid" };
-  if (attempt.status === "declined") return { kind: "declined", reason: "the card was declined" };
+  if (attempt.status === "declined") return { kind: "declined", reason: attempt.declineReason ?? "the card was declined" };
   if (attempt.status === "refund_due") return { kind: "not_payable", reason: REFUND_REASON };
 
   let result: Awaited<ReturnType<PaymentProvider["charge"]>>;
@@ -204,15 +204,15 @@ export async function payOrder(
     throw err;
   }
   if (result.outcome === "declined") {
-    await finishAttempt(db, order.orderId, request.idempotencyKey, "declined");
+    await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "declined", declineReason: result.reason });
     return { kind: "declined", reason: result.reason };
   }
   if (await markPaid(db, order.orderId, `attempt:${request.idempotencyKey}`)) {
-    await finishAttempt(db, order.orderId, request.idempotencyKey, "succeeded", result.providerRef);
+    await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "succeeded", providerRef: result.providerRef });
     return { kind: "paid" };
   }
   await markRefundDue(db, order.orderId);
-  await finishAttempt(db, order.orderId, request.idempotencyKey, "refund_due", result.providerRef);
+  await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "refund_due", providerRef: result.providerRef });
   return { kind: "not_payable", reason: REFUND_REASON };
 }
 

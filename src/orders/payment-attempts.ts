@@ -7,12 +7,16 @@ export type AttemptStatus = "charging" | "succeeded" | "declined" | "refund_due"
 export interface PayAttempt {
   fingerprint: string;
   status: AttemptStatus;
+  /** The provider's words when it declined (null on attempts recorded before they were kept). */
+  declineReason: string | null;
 }
+
+const ATTEMPT_COLUMNS = "fingerprint, status, decline_reason AS declineReason";
 
 /** The attempt recorded for (order, key), if any. */
 export async function findAttempt(db: D1Database, orderId: string, key: string): Promise<PayAttempt | undefined> {
   const row = await db
-    .prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?")
+    .prepare(`SELECT ${ATTEMPT_COLUMNS} FROM payments WHERE order_id = ? AND idempotency_key = ?`)
     .bind(orderId, key)
     .first<PayAttempt>();
   return row ?? undefined;
@@ -31,20 +35,24 @@ export async function claimAttempt(db: D1Database, orderId: string, key: string,
          VALUES (?1, ?2, ?3, 'charging', ?4, ?4) ON CONFLICT DO NOTHING`,
       )
       .bind(orderId, key, fingerprint, now),
-    db.prepare("SELECT fingerprint, status FROM payments WHERE order_id = ? AND idempotency_key = ?").bind(orderId, key),
+    db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM payments WHERE order_id = ? AND idempotency_key = ?`).bind(orderId, key),
   ]);
   return select?.results[0] as PayAttempt;
 }
 
-export async function finishAttempt(
-  db: D1Database,
-  orderId: string,
-  key: string,
-  status: Exclude<AttemptStatus, "charging">,
-  providerRef?: string,
-): Promise<void> {
+/** How an attempt ended: the provider's reference for a charge, its reason for a decline. */
+export type AttemptEnd =
+  | { status: "succeeded" | "refund_due"; providerRef: string }
+  | { status: "declined"; declineReason: string };
+
+export async function finishAttempt(db: D1Database, orderId: string, key: string, end: AttemptEnd): Promise<void> {
+  const providerRef = end.status === "declined" ? null : end.providerRef;
+  const declineReason = end.status === "declined" ? end.declineReason : null;
   await db
-    .prepare("UPDATE payments SET status = ?3, provider_ref = ?4, updated_at = ?5 WHERE order_id = ?1 AND idempotency_key = ?2")
-    .bind(orderId, key, status, providerRef ?? null, Date.now())
+    .prepare(
+      `UPDATE payments SET status = ?3, provider_ref = ?4, decline_reason = ?5, updated_at = ?6
+       WHERE order_id = ?1 AND idempotency_key = ?2`,
+    )
+    .bind(orderId, key, end.status, providerRef, declineReason, Date.now())
     .run();
 }

@@ -177,7 +177,14 @@ describe("a sale with a payment window", () => {
     const declined = await pay(orderId, "payer", "tok_chargeDeclined", "key-1");
     expect(declined).toMatchObject({ status: 402, body: { error: { code: "PAYMENT_DECLINED" } } });
     expect((await orderOf(orderId, "payer")).status).toBe("awaiting_payment");
-    expect(await pay(orderId, "payer", "tok_chargeDeclined", "key-1")).toMatchObject({ status: 402 });
+    expect(await pay(orderId, "payer", "tok_chargeDeclined", "key-1")).toEqual(declined);
+    // A decline for the provider's own reason is replayed in its words, not in generic ones.
+    const unknownToken = await pay(orderId, "payer", "tok_nonesuch", "key-unknown");
+    expect(unknownToken).toMatchObject({
+      status: 402,
+      body: { error: { message: expect.stringContaining("unknown test token") } },
+    });
+    expect(await pay(orderId, "payer", "tok_nonesuch", "key-unknown")).toEqual(unknownToken);
     expect(await pay(orderId, "payer", "tok_visa", "key-1")).toMatchObject({
       status: 422,
       body: { error: { code: "IDEMPOTENCY_KEY_REUSED" } },
