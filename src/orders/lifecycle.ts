@@ -4,7 +4,7 @@
 import type { Redis } from "../redis/client";
 import type { JobMessage } from "../shared/messages";
 import type { PaymentEvent } from "../shared/requests";
-import { claimAttempt, findAttempt, finishAttempt } from "./payment-attempts";
+import { attemptOfCharge, claimAttempt, findAttempt, finishAttempt } from "./payment-attempts";
 import type { PaymentProvider } from "./payment-provider";
 
 export type { EndedOrder } from "./repository";
@@ -225,6 +225,9 @@ export type EventOutcome = "paid" | "refund_due" | "ignored" | "duplicate";
  * nothing. A success pays the order if it still awaits payment with its window open and the
  * amount matches; a success for an order that ended (or was paid otherwise, or for another
  * amount) is recorded for refund; a failure changes nothing (the order waits for its expiry).
+ * An event that reports the very charge the pay route already recorded (its `paymentRef`,
+ * a provider that confirms synchronous charges by webhook too) is that charge's outcome again,
+ * never a second charge to refund.
  */
 export async function applyPaymentEvent(db: D1Database, event: PaymentEvent, order: OrderRecord): Promise<EventOutcome> {
   const [, recorded] = await db.batch<{ applied: number; outcome: EventOutcome | null }>([
@@ -242,7 +245,10 @@ export async function applyPaymentEvent(db: D1Database, event: PaymentEvent, ord
   let outcome: EventOutcome = "ignored";
   if (event.type === "payment.succeeded") {
     const matches = event.amount === order.amount && event.currency === order.currency;
-    if (matches && (await markPaid(db, order.orderId, `event:${event.id}`))) outcome = "paid";
+    const known = event.paymentRef === undefined ? undefined : await attemptOfCharge(db, order.orderId, event.paymentRef);
+    if (known === "succeeded") outcome = "paid";
+    else if (known === "refund_due") outcome = "refund_due";
+    else if (matches && (await markPaid(db, order.orderId, `event:${event.id}`))) outcome = "paid";
     else {
       await markRefundDue(db, order.orderId);
       outcome = "refund_due";

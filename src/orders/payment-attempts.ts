@@ -40,6 +40,19 @@ export async function claimAttempt(db: D1Database, orderId: string, key: string,
   return select?.results[0] as PayAttempt;
 }
 
+/** How the pay route's attempt that charged `providerRef` on this order ended, if one did. */
+export async function attemptOfCharge(
+  db: D1Database,
+  orderId: string,
+  providerRef: string,
+): Promise<"succeeded" | "refund_due" | undefined> {
+  const row = await db
+    .prepare("SELECT status FROM payments WHERE order_id = ? AND provider_ref = ? AND status IN ('succeeded', 'refund_due')")
+    .bind(orderId, providerRef)
+    .first<{ status: "succeeded" | "refund_due" }>();
+  return row?.status;
+}
+
 /** How an attempt ended: the provider's reference for a charge, its reason for a decline. */
 export type AttemptEnd =
   | { status: "succeeded" | "refund_due"; providerRef: string }

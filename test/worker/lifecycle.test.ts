@@ -380,6 +380,24 @@ describe("the payments webhook", () => {
     expect(await orderOf(orderId, "hooked")).toMatchObject({ status: "paid", refundDue: false });
   });
 
+  it("an event for the charge the pay route recorded is that charge again; another charge is owed a refund", async () => {
+    const sale = await createSale({ stock: 2, price: 400, paymentWindowSec: 600 });
+    const orderId = await buy(sale.id, "confirmed-twice");
+    await settledAs(orderId, "confirmed-twice", "awaiting_payment");
+    expect(await pay(orderId, "confirmed-twice", "tok_visa", "key-1")).toMatchObject({ status: 200 });
+    const charge = await env.DB.prepare("SELECT provider_ref FROM payments WHERE order_id = ?")
+      .bind(orderId)
+      .first<{ provider_ref: string }>();
+    expect(charge?.provider_ref).toMatch(/^dev_ch_/);
+    const event = { type: "payment.succeeded", orderId, amount: 400, currency: "USD" };
+    const same = await signed({ ...event, id: `evt_same_${orderId}`, paymentRef: charge?.provider_ref });
+    expect(same).toMatchObject({ status: 200, body: { outcome: "paid" } });
+    expect(await orderOf(orderId, "confirmed-twice")).toMatchObject({ status: "paid", refundDue: false });
+    const other = await signed({ ...event, id: `evt_other_${orderId}`, paymentRef: "dev_ch_another" });
+    expect(other).toMatchObject({ status: 200, body: { outcome: "refund_due" } });
+    expect(await orderOf(orderId, "confirmed-twice")).toMatchObject({ status: "paid", refundDue: true });
+  });
+
   it("records a payment for an order that already expired for refund, visibly", async () => {
     const sale = await createSale({ stock: 1, price: 300, paymentWindowSec: 1 });
     const orderId = await buy(sale.id, "tardy");
