@@ -67,6 +67,9 @@ const RATE_LIMITED = error("RATE_LIMITED: too many requests from this address or
 ]);
 const UNAVAILABLE = error("UNAVAILABLE: Redis or D1 cannot be reached right now; nothing changed", ["Retry-After"]);
 const SALE_NOT_FOUND = error("SALE_NOT_FOUND: no such sale");
+/** A change recorded in D1 that Redis cannot take: the sale's live state is gone until a restore. */
+const SALE_NOT_LOADED =
+  "SALE_NOT_LOADED: recorded in D1, but Redis lost the sale's live state; POST /admin/sales/{saleId}/restore rebuilds it, this change included";
 const ORDER_NOT_FOUND = error("ORDER_NOT_FOUND: no such order, or another user's");
 const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABLED is true.";
 
@@ -239,7 +242,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "operations",
     summary: "An asynchronous payment provider reports a payment",
     description:
-      'Signed: Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> with PAYMENT_WEBHOOK_SECRET (404 NOT_FOUND when unset), within 5 minutes of now. Each event id is applied once: a replay answers outcome duplicate and changes nothing. A payment for an order that ended is recorded for refund (outcome refund_due).',
+      'Signed: Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>"> with PAYMENT_WEBHOOK_SECRET (404 NOT_FOUND when unset), within 5 minutes of now. Each event id is applied once: a replay answers outcome duplicate and changes nothing. A payment for an order that ended is recorded for refund (outcome refund_due); an event whose paymentRef names the charge the pay route already recorded is that charge again (outcome paid, or refund_due if it was), never a second one.',
     auth: "none",
     requestHeaders: { "Webhook-Signature": { required: true, description: "the provider's signature of the body" } },
     body: { schema: Requests.PaymentEvent, required: true },
@@ -270,7 +273,7 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
       403: CROSS_ORIGIN,
-      409: error("NO_ID_SLOT: too many sales overlap this window"),
+      409: error(`NO_ID_SLOT: too many sales overlap this window, or (a retry) ${SALE_NOT_LOADED}`),
       413: TOO_LARGE,
       503: UNAVAILABLE,
     },
@@ -298,7 +301,7 @@ const ROUTES: readonly ApiRoute[] = [
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
       409: error(
-        "SALE_STARTED (window or admission after the start), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, or EDIT_CONFLICT",
+        `SALE_STARTED (window or admission after the start), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
       ),
       412: error("PRECONDITION_FAILED: If-Match named another version", ["ETag"]),
       413: TOO_LARGE,
@@ -323,11 +326,15 @@ const ROUTES: readonly ApiRoute[] = [
       401: UNAUTHORIZED,
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
+      409: error(
+        action === "cancel"
+          ? SALE_NOT_LOADED
+          : `SALE_CANCELLED: a cancelled sale is neither paused nor resumed, or ${SALE_NOT_LOADED}`,
+      ),
       503: error("UNAVAILABLE: the change is recorded in D1 but Redis could not be reached; send it again to finish", [
         "Retry-After",
       ]),
     };
-    if (action !== "cancel") responses[409] = error("SALE_CANCELLED: a cancelled sale is neither paused nor resumed");
     return {
       method: "post",
       path: `/admin/sales/:saleId/${action}`,
