@@ -202,7 +202,9 @@ async function main() {
   }, CRON_INTERVAL_MS);
   stops.unshift(async () => clearInterval(cron));
 
-  // The demo sale is idempotent per day, so a restart finds the same sale and its orders.
+  // The demo sale is idempotent per day, so a restart finds the same sale and its orders. It
+  // has a price and a ten-minute payment window: the storefront shows the whole order life
+  // (pay with the dev provider's test tokens, cancel, or let it expire).
   const api = new ApiClient({
     fetch: (p, init) => fetch(`${base}${p}`, init),
     adminToken: secrets.ADMIN_TOKEN,
@@ -212,12 +214,16 @@ async function main() {
   const sale = await api.createSale(
     {
       name: "Demo drop: 100 limited sneakers",
+      description: "One pair per buyer. Pay within ten minutes, or the pair goes back on sale.",
       stock: 100,
+      price: 12_900,
+      currency: "EUR",
+      paymentWindowSec: 600,
       startsAt: `${day}T00:00:00Z`,
       endsAt: new Date(Date.parse(`${day}T00:00:00Z`) + 2 * 86_400_000).toISOString(),
       admission: undefined, // the product's default admission, not the client's test default
     },
-    { idempotencyKey: `demo-${day}` },
+    { idempotencyKey: `demo-sale-${day}` },
   );
   const token = await api.userToken("demo-user-1");
   console.log(`
@@ -229,6 +235,11 @@ Flash-sale checkout is running.
   Redis      ${redis.url} (Upstash REST)
   Demo sale  ${sale.id}: ${base}/api/sales/${sale.id}
   Admin      Authorization: Bearer ${secrets.ADMIN_TOKEN}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
+
+This stack's secrets (random, kept in ${path.relative(ROOT, path.join(STATE, "secrets.json"))}; local use only):
+${Object.entries(secrets)
+  .map(([name, value]) => `  ${name.padEnd(22)} ${value}`)
+  .join("\n")}
 
 A user token for demo-user-1 (mint more: npm run token -- <userId>):
   ${token}

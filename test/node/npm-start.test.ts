@@ -84,6 +84,7 @@ describe("npm start", () => {
     expect(new Set(Object.values(stored)).size).toBe(Object.keys(stored).length); // each its own
     for (const value of Object.values(stored)) expect(value.length).toBeGreaterThanOrEqual(32);
     expect(firstOutput).toContain(`Authorization: Bearer ${stored.ADMIN_TOKEN}`);
+    for (const [name, value] of Object.entries(stored)) expect(firstOutput).toMatch(new RegExp(`${name} +${value}`));
     const admin = { Authorization: `Bearer ${stored.ADMIN_TOKEN}` };
     const report = `/admin/sales/${saleId}/report`;
     expect(
