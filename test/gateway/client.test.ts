@@ -3,22 +3,22 @@
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandStat } from "../../dev/lib/redis-stats.ts";
-import { raw, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
+import { type GatewayFixture, raw, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
 
-let stack: Stack;
+let fixture: GatewayFixture;
 let redis: Redis;
 
 beforeAll(async () => {
-  stack = await startStack();
-  redis = stack.client;
+  fixture = await startGatewayFixture();
+  redis = fixture.client;
 });
-afterAll(() => stack.stop());
+afterAll(() => fixture.stop());
 
 describe("data types through @upstash/redis", () => {
   it("strings, including non-ASCII text stored as its UTF-8 bytes", async () => {
     expect(await redis.set("str", "héllo, 世界 🎉")).toBe("OK");
     expect(await redis.get("str")).toBe("héllo, 世界 🎉");
-    expect(await stack.direct.getBuffer("str")).toEqual(Buffer.from("héllo, 世界 🎉", "utf8"));
+    expect(await fixture.direct.getBuffer("str")).toEqual(Buffer.from("héllo, 世界 🎉", "utf8"));
     expect(await redis.get("missing")).toBeNull();
     expect(await redis.set("nx", "1", { nx: true })).toBe("OK");
     expect(await redis.set("nx", "2", { nx: true })).toBeNull();
@@ -29,11 +29,11 @@ describe("data types through @upstash/redis", () => {
     expect(await redis.incr("counter")).toBe(1);
     expect(await redis.incrby("counter", 41)).toBe(42);
     expect(await redis.incrbyfloat("float", 1.25)).toBe(1.25);
-    expect(await stack.direct.get("float")).toBe("1.25");
+    expect(await fixture.direct.get("float")).toBe("1.25");
     // On the wire INCRBYFLOAT stays a string, INCR a JSON number, even past 2^53.
-    const float = await raw(stack.gateway, "/", ["INCRBYFLOAT", "float", "0.5"]);
+    const float = await raw(fixture.gateway, "/", ["INCRBYFLOAT", "float", "0.5"]);
     expect(float.body).toEqual({ result: "1.75" });
-    const res = await fetch(`${stack.gateway.url}/`, {
+    const res = await fetch(`${fixture.gateway.url}/`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}` },
       body: JSON.stringify(["INCRBY", "big", "9007199254740993"]),
@@ -100,10 +100,10 @@ describe("pipelines and transactions", () => {
   });
 
   it("auto-pipelining batches concurrent commands into one round trip", async () => {
-    stack.gateway.resetStats();
+    fixture.gateway.resetStats();
     const values = await Promise.all([redis.set("ap:1", "a"), redis.set("ap:2", "b"), redis.incr("ap:3")]);
     expect(values).toEqual(["OK", "OK", 1]);
-    expect(stack.gateway.stats()).toEqual({ requests: 1, commands: 3 });
+    expect(fixture.gateway.stats()).toEqual({ requests: 1, commands: 3 });
   });
 
   it("multi-exec runs the commands as one transaction", async () => {
@@ -123,24 +123,24 @@ describe("scripts", () => {
 
   it("createScript falls back to EVAL once, then EVALSHA hits", async () => {
     const script = redis.createScript<number>("return redis.call('INCRBY', KEYS[1], ARGV[1]) * 2");
-    await stack.direct.config("RESETSTAT");
+    await fixture.direct.config("RESETSTAT");
     expect(await script.exec(["script:c"], ["1"])).toBe(2);
     expect(await script.exec(["script:c"], ["1"])).toBe(4);
     expect(await script.exec(["script:c"], ["1"])).toBe(6);
-    expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
-    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 3, failed: 1 });
+    expect(await commandStat(fixture.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(fixture.direct, "evalsha")).toEqual({ calls: 3, failed: 1 });
   });
 
   it("a script with the Upstash-only allow-key-locking flag runs, and its original SHA hits", async () => {
     const source = "#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])";
     // Stock Redis refuses the flag: this is what the gateway hides.
-    await expect(stack.direct.eval(source, 1, "flag:n")).rejects.toThrow(/Unexpected flag/);
+    await expect(fixture.direct.eval(source, 1, "flag:n")).rejects.toThrow(/Unexpected flag/);
     const script = redis.createScript<number>(source);
-    await stack.direct.config("RESETSTAT");
+    await fixture.direct.config("RESETSTAT");
     expect(await script.exec(["flag:n"], [])).toBe(1);
     expect(await script.exec(["flag:n"], [])).toBe(2);
-    expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
-    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 2, failed: 1 });
+    expect(await commandStat(fixture.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(fixture.direct, "evalsha")).toEqual({ calls: 2, failed: 1 });
   });
 
   it("SCRIPT LOAD of a flagged script answers the original SHA, which EXISTS and EVALSHA accept", async () => {
@@ -151,9 +151,9 @@ describe("scripts", () => {
     expect(sha).toBe(script.sha1);
     expect(await redis.scriptExists(sha)).toEqual([1]);
     await redis.set("flag:read", "v");
-    await stack.direct.config("RESETSTAT");
+    await fixture.direct.config("RESETSTAT");
     expect(await redis.evalsha(sha, ["flag:read"], [])).toBe("v");
-    expect(await commandStat(stack.direct, "evalsha")).toEqual({ calls: 1, failed: 0 });
+    expect(await commandStat(fixture.direct, "evalsha")).toEqual({ calls: 1, failed: 0 });
     // no-writes survived the stripping: the script may not write.
     const writer = "#!lua flags=no-writes,allow-key-locking\nreturn redis.call('SET', KEYS[1], 'x')";
     await expect(redis.eval(writer, ["flag:w"], [])).rejects.toThrow(/Write commands are not allowed/);
@@ -181,7 +181,7 @@ describe("errors", () => {
     await expect(redis.lpush("err:str", "y")).rejects.toThrow(
       "WRONGTYPE Operation against a key holding the wrong kind of value",
     );
-    const reply = await raw(stack.gateway, "/", ["LPUSH", "err:str", "y"]);
+    const reply = await raw(fixture.gateway, "/", ["LPUSH", "err:str", "y"]);
     expect(reply).toMatchObject({
       status: 400,
       body: { error: "WRONGTYPE Operation against a key holding the wrong kind of value" },
@@ -191,25 +191,25 @@ describe("errors", () => {
 
 describe("base URL and headers", () => {
   it("works under a path prefix on every route", async () => {
-    const prefixed = new Redis({ url: `${stack.gateway.url}/some/prefix`, token: TOKEN });
-    stack.gateway.resetStats();
+    const prefixed = new Redis({ url: `${fixture.gateway.url}/some/prefix`, token: TOKEN });
+    fixture.gateway.resetStats();
     expect(await prefixed.set("prefix:k", "v")).toBe("OK"); // /some/prefix/pipeline
     expect(await prefixed.hset("prefix:h", { f: "v" })).toBe(1);
     expect(await prefixed.hgetall("prefix:h")).toEqual({ f: "v" }); // /some/prefix (single command)
     expect(await prefixed.multi().get("prefix:k").exec()).toEqual(["v"]); // /some/prefix/multi-exec
-    expect(stack.gateway.stats().requests).toBe(4);
+    expect(fixture.gateway.stats().requests).toBe(4);
   });
 
   it("answers a different upstash-sync-token every time", async () => {
     const tokens = new Set<string | null>();
-    for (let i = 0; i < 3; i++) tokens.add((await raw(stack.gateway, "/", ["PING"])).headers.get("upstash-sync-token"));
-    tokens.add((await raw(stack.gateway, "/", ["PING"], { token: "wrong" })).headers.get("upstash-sync-token"));
+    for (let i = 0; i < 3; i++) tokens.add((await raw(fixture.gateway, "/", ["PING"])).headers.get("upstash-sync-token"));
+    tokens.add((await raw(fixture.gateway, "/", ["PING"], { token: "wrong" })).headers.get("upstash-sync-token"));
     expect(tokens.size).toBe(4);
     expect(tokens.has(null)).toBe(false);
   });
 
   it("ignores Upstash-Telemetry headers", async () => {
-    const res = await fetch(`${stack.gateway.url}/`, {
+    const res = await fetch(`${fixture.gateway.url}/`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "Upstash-Telemetry-Sdk": "x", "Upstash-Telemetry-Runtime": "y" },
       body: JSON.stringify(["PING"]),

@@ -7,7 +7,7 @@ import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.t
 
 export const TOKEN = "test-token-0123456789";
 
-export interface Stack {
+export interface GatewayFixture {
   redisServer: RedisServer;
   gateway: Gateway;
   /** Straight to Redis, to check what the gateway really wrote. */
@@ -17,7 +17,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(options: Partial<GatewayOptions> = {}): Promise<Stack> {
+export async function startGatewayFixture(options: Partial<GatewayOptions> = {}): Promise<GatewayFixture> {
   const redisServer = await startRedisServer();
   const gateway = await startGateway({ redisUrl: redisServer.url, token: TOKEN, ...options });
   const direct = new IORedis(redisServer.url, { lazyConnect: true, maxRetriesPerRequest: 1 });

@@ -2,19 +2,19 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
-import { raw, type Stack, startStack } from "./gateway-fixture.ts";
+import { type GatewayFixture, raw, startGatewayFixture } from "./gateway-fixture.ts";
 
-let stack: Stack;
+let fixture: GatewayFixture;
 
 beforeAll(async () => {
-  stack = await startStack();
+  fixture = await startGatewayFixture();
 });
-afterAll(() => stack.stop());
+afterAll(() => fixture.stop());
 
 describe("Redis outage", () => {
   it("answers 5xx JSON quickly while Redis is down and recovers when it is back", async () => {
-    expect(await stack.client.set("outage:k", "before")).toBe("OK");
-    await stack.redisServer.stop();
+    expect(await fixture.client.set("outage:k", "before")).toBe("OK");
+    await fixture.redisServer.stop();
 
     for (const [path, body] of [
       ["/", ["GET", "outage:k"]],
@@ -24,26 +24,26 @@ describe("Redis outage", () => {
       ["/", ["BLPOP", "outage:q", 1]],
     ] as const) {
       const started = Date.now();
-      const reply = await raw(stack.gateway, path, body);
+      const reply = await raw(fixture.gateway, path, body);
       expect(Date.now() - started, path).toBeLessThan(3000);
       expect(reply.status, path).toBeGreaterThanOrEqual(500);
       expect(reply.body).toEqual({ error: expect.stringMatching(/^Redis unavailable/) });
     }
     const started = Date.now();
-    await expect(stack.client.get("outage:k")).rejects.toThrow(/Redis unavailable/);
+    await expect(fixture.client.get("outage:k")).rejects.toThrow(/Redis unavailable/);
     expect(Date.now() - started).toBeLessThan(3000);
 
-    await stack.redisServer.restart();
-    await eventually("the gateway to answer PING", async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
-    expect(await stack.client.set("outage:k", "after")).toBe("OK");
-    expect(await stack.client.get("outage:k")).toBe("after");
-    expect(await stack.client.multi().incr("outage:n").exec()).toEqual([1]);
+    await fixture.redisServer.restart();
+    await eventually("the gateway to answer PING", async () => (await raw(fixture.gateway, "/", ["PING"])).status === 200, 5000);
+    expect(await fixture.client.set("outage:k", "after")).toBe("OK");
+    expect(await fixture.client.get("outage:k")).toBe("after");
+    expect(await fixture.client.multi().incr("outage:n").exec()).toEqual([1]);
   });
 });
 
 describe("Redis hanging", () => {
   it("answers 5xx JSON within the command timeout while Redis does not answer", async () => {
-    const pid = Number((await stack.direct.info("server")).match(/process_id:(\d+)/)?.[1]);
+    const pid = Number((await fixture.direct.info("server")).match(/process_id:(\d+)/)?.[1]);
     expect(pid).toBeGreaterThan(0);
     process.kill(pid, "SIGSTOP");
     try {
@@ -56,7 +56,7 @@ describe("Redis hanging", () => {
           ] as const
         ).map(async ([path, body]) => {
           const started = Date.now();
-          const reply = await raw(stack.gateway, path, body);
+          const reply = await raw(fixture.gateway, path, body);
           return { path, elapsed: Date.now() - started, status: reply.status, body: reply.body };
         }),
       );
@@ -68,7 +68,7 @@ describe("Redis hanging", () => {
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    await eventually("the gateway to answer PING", async () => (await raw(stack.gateway, "/", ["PING"])).status === 200, 5000);
-    expect(await stack.client.incr("hang:n")).toBe(1);
+    await eventually("the gateway to answer PING", async () => (await raw(fixture.gateway, "/", ["PING"])).status === 200, 5000);
+    expect(await fixture.client.incr("hang:n")).toBe(1);
   });
 });

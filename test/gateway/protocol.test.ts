@@ -3,16 +3,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.js";
 import { eventually } from "../../dev/lib/wait.ts";
-import { connectionsNamed, raw, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
+import { connectionsNamed, type GatewayFixture, raw, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
 
-let stack: Stack;
+let fixture: GatewayFixture;
 let gateway: Gateway;
 
 beforeAll(async () => {
-  stack = await startStack();
-  gateway = stack.gateway;
+  fixture = await startGatewayFixture();
+  gateway = fixture.gateway;
 });
-afterAll(() => stack.stop());
+afterAll(() => fixture.stop());
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
@@ -37,7 +37,7 @@ describe("auth", () => {
         expect(reply.body).toEqual({ error: expect.stringMatching(/unauthorized/i) });
       }
       expect(gateway.stats()).toEqual({ requests: 0, commands: 0 });
-      expect(await stack.direct.exists("auth:k")).toBe(0);
+      expect(await fixture.direct.exists("auth:k")).toBe(0);
     });
   }
 
@@ -53,8 +53,8 @@ describe("auth", () => {
 
 describe("encodings", () => {
   it("base64-encodes every string at every depth, but not integers, nulls or errors", async () => {
-    await stack.direct.del("enc:list");
-    await stack.direct.rpush("enc:list", "a", "bé");
+    await fixture.direct.del("enc:list");
+    await fixture.direct.rpush("enc:list", "a", "bé");
     const reply = await raw(
       gateway,
       "/pipeline",
@@ -88,7 +88,7 @@ describe("encodings", () => {
 
   it("is binary-safe: bytes that are not UTF-8 come back exactly with base64", async () => {
     const bytes = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x41, 0xc3, 0x28, 0x0a]);
-    await stack.direct.set("bin:raw", bytes);
+    await fixture.direct.set("bin:raw", bytes);
     const encoded = await raw(gateway, "/", ["GET", "bin:raw"], { base64: true });
     expect(Buffer.from((encoded.body as { result: string }).result, "base64")).toEqual(bytes);
     // Without base64 the bytes are decoded as UTF-8, as Upstash does (lossy by nature).
@@ -104,15 +104,15 @@ describe("encodings", () => {
       "bin:lua",
     ]);
     expect(set.status).toBe(200);
-    expect(await stack.direct.getBuffer("bin:lua")).toEqual(Buffer.from([255, 0, 128, 10]));
+    expect(await fixture.direct.getBuffer("bin:lua")).toEqual(Buffer.from([255, 0, 128, 10]));
     // Text arguments are written as their UTF-8 bytes.
     await raw(gateway, "/pipeline", [["SET", "bin:text", "ü€😀"]], { base64: true });
-    expect(await stack.direct.getBuffer("bin:text")).toEqual(Buffer.from("ü€😀", "utf8"));
+    expect(await fixture.direct.getBuffer("bin:text")).toEqual(Buffer.from("ü€😀", "utf8"));
   });
 
   it("turns JSON numbers and booleans into their text", async () => {
     await raw(gateway, "/", ["MSET", "num:a", 1.5, "num:b", true, "num:c", -7]);
-    expect(await stack.direct.mget("num:a", "num:b", "num:c")).toEqual(["1.5", "true", "-7"]);
+    expect(await fixture.direct.mget("num:a", "num:b", "num:c")).toEqual(["1.5", "true", "-7"]);
   });
 });
 
@@ -134,12 +134,12 @@ describe("bad input", () => {
       const reply = await raw(gateway, path, body);
       expect(reply.status).toBe(400);
       expect(reply.body).toEqual({ error: expect.stringMatching(message) });
-      expect(await stack.direct.exists("bad:k")).toBe(0);
+      expect(await fixture.direct.exists("bad:k")).toBe(0);
     });
   }
 
   it("answers 413 to a body over the limit and writes nothing", async () => {
-    const small = await startGateway({ redisUrl: stack.redisServer.url, token: TOKEN, maxBodyBytes: 1024 });
+    const small = await startGateway({ redisUrl: fixture.redisServer.url, token: TOKEN, maxBodyBytes: 1024 });
     try {
       const reply = await raw(small, "/", ["SET", "bad:big", "x".repeat(2000)]);
       expect(reply.status).toBe(413);
@@ -166,8 +166,8 @@ describe("bad input", () => {
     } finally {
       await small.close();
     }
-    expect(await stack.direct.exists("bad:big")).toBe(0);
-    expect(await stack.direct.strlen("bad:ok")).toBe(900);
+    expect(await fixture.direct.exists("bad:big")).toBe(0);
+    expect(await fixture.direct.strlen("bad:ok")).toBe(900);
   });
 
   it("answers 404 JSON to what it cannot route", async () => {
@@ -200,7 +200,7 @@ describe("bad input", () => {
     expect(pipeline.body).toEqual([{ result: "OK" }, { error: expect.stringMatching(/not supported/) }, { result: "1" }]);
     const tx = await raw(gateway, "/multi-exec", [["SET", "ref:tx", "1"], ["EXEC"]]);
     expect(tx.status).toBe(400);
-    expect(await stack.direct.exists("ref:tx")).toBe(0);
+    expect(await fixture.direct.exists("ref:tx")).toBe(0);
     // The shared connection still answers in database 0.
     expect((await raw(gateway, "/", ["GET", "ref:k"])).body).toEqual({ result: "1" });
   });
@@ -222,7 +222,7 @@ describe("transactions", () => {
   });
 
   it("is not interleaved with concurrent requests", async () => {
-    await stack.direct.set("tx:counter", "0");
+    await fixture.direct.set("tx:counter", "0");
     const script = [
       ["SET", "tx:counter", "100"],
       ["INCR", "tx:counter"],
@@ -234,7 +234,7 @@ describe("transactions", () => {
   });
 
   it("keeps runtime errors per command", async () => {
-    await stack.direct.set("tx:str", "x");
+    await fixture.direct.set("tx:str", "x");
     const reply = await raw(gateway, "/multi-exec", [
       ["INCR", "tx:str"],
       ["SET", "tx:after", "1"],
@@ -244,14 +244,14 @@ describe("transactions", () => {
   });
 
   it("answers 400 EXECABORT when Redis discards the transaction, and nothing is written", async () => {
-    await stack.direct.set("tx:abort", "1");
+    await fixture.direct.set("tx:abort", "1");
     const reply = await raw(gateway, "/multi-exec", [
       ["INCR", "tx:abort"],
       ["SET", "tx:abort"],
     ]);
     expect(reply.status).toBe(400);
     expect(reply.body).toEqual({ error: expect.stringMatching(/^EXECABORT/) });
-    expect(await stack.direct.get("tx:abort")).toBe("1");
+    expect(await fixture.direct.get("tx:abort")).toBe("1");
     // The pooled connection is fine afterwards.
     expect((await raw(gateway, "/multi-exec", [["INCR", "tx:abort"]])).body).toEqual([{ result: 2 }]);
   });
@@ -259,11 +259,11 @@ describe("transactions", () => {
 
 describe("blocking commands", () => {
   it("run on a connection of their own, so the shared one keeps serving", async () => {
-    await stack.direct.del("block:q");
+    await fixture.direct.del("block:q");
     const popped = raw(gateway, "/", ["BLPOP", "block:q", 5]);
     await eventually(
       "the blocking connection count",
-      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1,
+      async () => (await connectionsNamed(fixture.direct, "gateway-blocking")) === 1,
     );
     const started = Date.now();
     expect((await raw(gateway, "/pipeline", [["RPUSH", "block:q", "job"]])).body).toEqual([{ result: 1 }]);
@@ -271,7 +271,7 @@ describe("blocking commands", () => {
     expect((await popped).body).toEqual({ result: ["block:q", "job"] });
     await eventually(
       "the blocking connection count",
-      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0,
+      async () => (await connectionsNamed(fixture.direct, "gateway-blocking")) === 0,
     );
   });
 
@@ -285,13 +285,13 @@ describe("blocking commands", () => {
     }).catch((error: Error) => error.name);
     await eventually(
       "the blocking connection count",
-      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 1,
+      async () => (await connectionsNamed(fixture.direct, "gateway-blocking")) === 1,
     );
     abort.abort();
     expect(await pending).toBe("AbortError");
     await eventually(
       "the blocking connection count",
-      async () => (await connectionsNamed(stack.direct, "gateway-blocking")) === 0,
+      async () => (await connectionsNamed(fixture.direct, "gateway-blocking")) === 0,
     );
   });
 });

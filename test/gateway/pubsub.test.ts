@@ -2,21 +2,21 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
-import { connectionsNamed, type Stack, startStack, TOKEN } from "./gateway-fixture.ts";
+import { connectionsNamed, type GatewayFixture, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
 
-let stack: Stack;
+let fixture: GatewayFixture;
 
 beforeAll(async () => {
-  stack = await startStack();
+  fixture = await startGatewayFixture();
 });
-afterAll(() => stack.stop());
+afterAll(() => fixture.stop());
 
-const subscribers = () => connectionsNamed(stack.direct, "gateway-subscriber");
+const subscribers = () => connectionsNamed(fixture.direct, "gateway-subscriber");
 
 describe("subscribe", () => {
   it("delivers published messages and releases the Redis connection after unsubscribe", async () => {
     expect(await subscribers()).toBe(0);
-    const subscriber = stack.client.subscribe<{ sku: string; qty: number }>("orders");
+    const subscriber = fixture.client.subscribe<{ sku: string; qty: number }>("orders");
     const counts: number[] = [];
     const messages: unknown[] = [];
     subscriber.on("subscribe", (count) => counts.push(count));
@@ -24,8 +24,8 @@ describe("subscribe", () => {
     await eventually("the subscription to settle", async () => (await subscribers()) === 1 && counts.length === 1);
     expect(counts).toEqual([1]);
 
-    expect(await stack.client.publish("orders", { sku: "shoe", qty: 2 })).toBe(1);
-    expect(await stack.client.publish("orders", "héllo 🎉")).toBe(1);
+    expect(await fixture.client.publish("orders", { sku: "shoe", qty: 2 })).toBe(1);
+    expect(await fixture.client.publish("orders", "héllo 🎉")).toBe(1);
     await eventually("the subscription to settle", async () => messages.length === 2);
     expect(messages).toEqual([
       { channel: "orders", message: { sku: "shoe", qty: 2 } },
@@ -34,18 +34,18 @@ describe("subscribe", () => {
 
     await subscriber.unsubscribe();
     await eventually("the subscription to settle", async () => (await subscribers()) === 0);
-    expect(await stack.client.publish("orders", "nobody")).toBe(0);
+    expect(await fixture.client.publish("orders", "nobody")).toBe(0);
   });
 
   it("psubscribe delivers pattern messages", async () => {
-    const subscriber = stack.client.psubscribe<{ title: string }>("news.*");
+    const subscriber = fixture.client.psubscribe<{ title: string }>("news.*");
     try {
       const events: unknown[] = [];
       subscriber.on("pmessage", (event) => events.push(event));
-      await eventually("the subscription to settle", async () => Number(await stack.direct.pubsub("NUMPAT")) === 1);
+      await eventually("the subscription to settle", async () => Number(await fixture.direct.pubsub("NUMPAT")) === 1);
       // The client JSON-parses pmessage payloads without a fallback, so publish JSON.
-      expect(await stack.client.publish("news.tech", { title: "gateway shipped" })).toBe(1);
-      expect(await stack.client.publish("sports", { title: "ignored" })).toBe(0);
+      expect(await fixture.client.publish("news.tech", { title: "gateway shipped" })).toBe(1);
+      expect(await fixture.client.publish("sports", { title: "ignored" })).toBe(0);
       await eventually("the subscription to settle", async () => events.length === 1);
       expect(events).toEqual([{ pattern: "news.*", channel: "news.tech", message: { title: "gateway shipped" } }]);
     } finally {
@@ -56,7 +56,7 @@ describe("subscribe", () => {
 
   it("streams the SSE shape: one confirmation per channel, payloads as text", async () => {
     const abort = new AbortController();
-    const res = await fetch(`${stack.gateway.url}/subscribe/a%2Fb/plain`, {
+    const res = await fetch(`${fixture.gateway.url}/subscribe/a%2Fb/plain`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, accept: "text/event-stream" },
       body: "[]",
@@ -76,7 +76,7 @@ describe("subscribe", () => {
       }
     };
     await readUntil("subscribe,plain,2");
-    await stack.direct.publish("a/b", "x,y");
+    await fixture.direct.publish("a/b", "x,y");
     await readUntil("message,a/b,x,y");
     expect(text).toBe("data: subscribe,a/b,1\n\ndata: subscribe,plain,2\n\ndata: message,a/b,x,y\n\n");
     abort.abort();

@@ -4,14 +4,14 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandStat } from "../../dev/lib/redis-stats.ts";
-import { type Stack, startStack } from "./gateway-fixture.ts";
+import { type GatewayFixture, startGatewayFixture } from "./gateway-fixture.ts";
 
-let stack: Stack;
+let fixture: GatewayFixture;
 
 beforeAll(async () => {
-  stack = await startStack();
+  fixture = await startGatewayFixture();
 });
-afterAll(() => stack.stop());
+afterAll(() => fixture.stop());
 
 const LIMIT = 3;
 // Windows far longer than the test, so no window boundary falls inside it.
@@ -25,13 +25,13 @@ const algorithms = {
 describe("@upstash/ratelimit", () => {
   for (const [name, limiter] of Object.entries(algorithms)) {
     it(`${name} allows exactly ${LIMIT} then blocks, with EVALSHA hitting after the first call`, async () => {
-      const ratelimit = new Ratelimit({ redis: stack.client, limiter, prefix: `rl:${name}` });
-      await stack.direct.config("RESETSTAT");
-      stack.gateway.resetStats();
+      const ratelimit = new Ratelimit({ redis: fixture.client, limiter, prefix: `rl:${name}` });
+      await fixture.direct.config("RESETSTAT");
+      fixture.gateway.resetStats();
 
       const first = await ratelimit.limit("user-1");
       // The first call misses (NOSCRIPT) and loads the script with EVAL: two round trips.
-      expect(stack.gateway.stats().requests).toBe(2);
+      expect(fixture.gateway.stats().requests).toBe(2);
       const rest = [];
       for (let i = 0; i < LIMIT + 1; i++) {
         const result = await ratelimit.limit("user-1");
@@ -46,12 +46,12 @@ describe("@upstash/ratelimit", () => {
       // Another identifier is not affected.
       expect((await ratelimit.limit("user-2")).success).toBe(true);
 
-      const evalsha = await commandStat(stack.direct, "evalsha");
-      expect(await commandStat(stack.direct, "eval")).toEqual({ calls: 1, failed: 0 });
+      const evalsha = await commandStat(fixture.direct, "evalsha");
+      expect(await commandStat(fixture.direct, "eval")).toEqual({ calls: 1, failed: 0 });
       expect(evalsha.failed).toBe(1);
       expect(evalsha.calls).toBeGreaterThanOrEqual(LIMIT + 1);
       // Every later call that reached Redis was one round trip (no NOSCRIPT fallback).
-      expect(stack.gateway.stats().requests).toBe(2 + evalsha.calls - 1);
+      expect(fixture.gateway.stats().requests).toBe(2 + evalsha.calls - 1);
     });
   }
 });
