@@ -54,7 +54,7 @@ beforeAll(async () => {
     orderId,
     labSaleId,
     userTokens,
-    secrets: [env.ADMIN_TOKEN, env.JWT_SECRET, env.UPSTASH_REDIS_REST_TOKEN, ...userTokens],
+    secrets: [env.ADMIN_TOKEN, env.JWT_SECRET, env.UPSTASH_REDIS_REST_TOKEN, env.PAYMENT_WEBHOOK_SECRET as string, ...userTokens],
   };
 });
 

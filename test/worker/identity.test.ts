@@ -149,6 +149,8 @@ const corpus: Row[] = [
   { name: "a newline", token: () => hs256({ sub: "eve\nadmin" }), expect: refused(/control characters/) },
   { name: "NUL", token: () => hs256({ sub: "eve\u0000" }), expect: refused(/control characters/) },
   { name: "DEL", token: () => hs256({ sub: "eve\u007f" }), expect: refused(/control characters/) },
+  { name: "a line separator", token: () => hs256({ sub: "eve\u2028admin" }), expect: refused(/control characters/) },
+  { name: "a paragraph separator", token: () => hs256({ sub: "eve\u2029" }), expect: refused(/control characters/) },
   { name: "only whitespace", token: () => hs256({ sub: " \t " }), expect: refused(/blank/) },
   { name: "empty", token: () => hs256({ sub: "" }), expect: refused(/blank/) },
   {
