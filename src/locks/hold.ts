@@ -25,7 +25,9 @@ export async function holdWhile<T>(lease: Lease, fn: Held<T>, options: HoldOptio
   const controller = new AbortController();
   const holdUntil = options.maxHoldMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.maxHoldMs;
   const lose = (reason: LockLostReason) => {
-    if (!controller.signal.aborted) controller.abort(new LockLostError(lease.lock, reason));
+    if (controller.signal.aborted) return;
+    lease.markLost(reason);
+    controller.abort(new LockLostError(lease.lock, reason));
   };
   let done = false;
   // The watchdog's one pending wait; ending it early (fn settled, or the race it was in is

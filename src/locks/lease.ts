@@ -1,3 +1,5 @@
+import type { LockLostReason } from "./errors";
+
 /** What each lock kind does to renew or release one of its leases. */
 export interface LeaseOps {
   renew(): Promise<boolean>;
@@ -12,6 +14,8 @@ export interface LeaseOps {
  * watchdog's renewal at a third of the lease leaves ample room for.
  */
 export class Lease {
+  #lost: LockLostReason | undefined;
+
   constructor(
     /** The lock's name, for messages. */
     readonly lock: string,
@@ -26,6 +30,16 @@ export class Lease {
     private readonly ops: LeaseOps,
     private readonly driftMs = 0,
   ) {}
+
+  /** Why the lock was lost while held (set by `using` the moment it knows); undefined while it is not. */
+  get lost(): LockLostReason | undefined {
+    return this.#lost;
+  }
+
+  /** Marks the lease lost; the first reason stays. */
+  markLost(reason: LockLostReason): void {
+    this.#lost ??= reason;
+  }
 
   /** Extends the lease by leaseMs from now while it is still held; false when it is not. */
   async renew(): Promise<boolean> {

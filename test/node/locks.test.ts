@@ -164,13 +164,16 @@ describe("using: lease renewal", () => {
   it("aborts the signal the moment a renewal finds the lock gone, and rejects after fn settles", async () => {
     const lock = new Lock(redis, fresh("stolen"));
     let abortedAfterMs = Number.NaN;
+    let markedLost: { before: unknown; after: unknown } | undefined;
     const outcome = lock
       .using(
-        async (signal) => {
+        async (signal, lease) => {
           const start = performance.now();
+          const before = lease.lost;
           await direct.del(lockKeys(lock.name).lock); // the lease is gone (an operator, an eviction)
           await new Promise((resolve) => signal.addEventListener("abort", resolve));
           abortedAfterMs = performance.now() - start;
+          markedLost = { before, after: lease.lost };
           return "finished anyway";
         },
         { leaseMs: 600 },
@@ -179,6 +182,7 @@ describe("using: lease renewal", () => {
     const err = await outcome;
     expect(err).toBeInstanceOf(LockLostError);
     expect((err as LockLostError).reason).toBe("taken");
+    expect(markedLost).toEqual({ before: undefined, after: "taken" }); // marked lost as the signal aborts
     expect(abortedAfterMs).toBeLessThan(600 / 3 + 150);
   });
 
