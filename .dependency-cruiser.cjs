@@ -8,7 +8,8 @@
 //   src/shared/                         leaf: limits, id patterns, key names, message and body shapes
 //   src/locks/                          a library on its own: nothing of the application
 //
-// Tooling likewise: test -> load/bench -> load/runner -> dev/stack, dev/gateway -> dev/lib,
+// Tooling likewise: load/bench -> load/runner -> dev/stack, dev/gateway -> dev/lib; tests use
+// load/runner and dev/ but never load/bench (it only prints what the runner measures);
 // and all of it may read src/shared/ (the API's shapes) and use src/locks/ (a stand-alone
 // library, like any package), never the Worker's insides.
 // docs/architecture.md explains the layers.
