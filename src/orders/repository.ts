@@ -309,8 +309,9 @@ export interface SettlementCounts {
   settledOfThese: { orders: number; units: number };
   /** Distinct buyers holding units: settled holders, and the given pending buyers. */
   buyers: number;
-  /** Expired or cancelled orders whose units are not back in Redis yet. */
+  /** Expired or cancelled orders whose units are not back in Redis yet, and those units. */
   returnsPending: number;
+  returnsPendingUnits: number;
   refundsDue: number;
 }
 
@@ -348,7 +349,8 @@ export async function settlementCounts(
       .bind(sale, JSON.stringify(pendingBuyers)),
     db
       .prepare(
-        "SELECT COUNT(*) AS n FROM orders WHERE sale_id = ? AND status IN ('expired', 'cancelled') AND returned_at IS NULL",
+        `SELECT COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS units FROM orders
+         WHERE sale_id = ? AND status IN ('expired', 'cancelled') AND returned_at IS NULL`,
       )
       .bind(sale),
     db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ? AND refund_due = 1").bind(sale),
@@ -372,6 +374,7 @@ export async function settlementCounts(
     settledOfThese: { orders: first(settledOfThese), units: settledOfThese?.results[0]?.units ?? 0 },
     buyers: first(buyers),
     returnsPending: first(returnsPending),
+    returnsPendingUnits: returnsPending?.results[0]?.units ?? 0,
     refundsDue: first(refundsDue),
   };
 }

@@ -128,6 +128,7 @@ function compare(sale: Sale, figures: RedisFigures, d1: SettlementCounts): Recon
       expired: states.expired.orders,
       cancelled: states.cancelled.orders,
       buyers: d1.buyers,
+      returnedUnits: states.expired.units + states.cancelled.units + states.failed.units - d1.returnsPendingUnits,
     },
     states: { pending: { orders: pendingCount, units: pendingUnits }, ...states },
     pending: pendingCount,

@@ -129,6 +129,8 @@ export const ReconciliationReport = z.object({
     cancelled: z.int(),
     /** Buyers holding units, pending orders included. */
     buyers: z.int(),
+    /** Units of ended orders (expired, cancelled, failed) back on sale. */
+    returnedUnits: z.int(),
   }),
   /** Every state, by orders and units. */
   states: z.record(OrderStatus, StateCount),

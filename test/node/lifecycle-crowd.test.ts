@@ -157,6 +157,7 @@ describe("a crowd with a payment window", () => {
     expect(report.oversold).toBe(0);
     expect(report.redis.remaining).toBe(lapsed);
     expect(report.redis.returned).toBe(cancelled.length + walkers.length + lapsed);
+    expect(report.d1.returnedUnits).toBe(cancelled.length + walkers.length + lapsed); // one unit each
     expect(report.states.paid).toEqual({ orders: sold, units: sold });
     expect(report.d1.soldCounter).toBe(sold);
   });
@@ -356,6 +357,7 @@ describe("payments landing at the deadline", () => {
     for (const ms of paidLandings) expect(ms).toBeLessThan(0); // paid only before the deadline, by D1's clock
     expect(paid + expired).toBe(ORDERS);
     expect(report.redis.returned).toBe(expired);
+    expect(report.d1.returnedUnits).toBe(expired);
     expect(report.redis.remaining).toBe(expired);
     expect(report.states.expired.units).toBe(expired);
     expect(report.d1.soldCounter).toBe(paid);

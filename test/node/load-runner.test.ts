@@ -82,7 +82,17 @@ describe("invariant checks", () => {
     saleId: "1",
     stock: 1,
     redis: { loaded: true, remaining: 0, reserved: 1, minted: 1, buyers: 1, outbox: 0, returned: 0 },
-    d1: { confirmed: 1, failed: 0, soldCounter: 1, awaitingPayment: 0, paid: 0, expired: 0, cancelled: 0, buyers: 1 },
+    d1: {
+      confirmed: 1,
+      failed: 0,
+      soldCounter: 1,
+      awaitingPayment: 0,
+      paid: 0,
+      expired: 0,
+      cancelled: 0,
+      buyers: 1,
+      returnedUnits: 0,
+    },
     states: {
       pending: { orders: 0, units: 0 },
       awaiting_payment: { orders: 0, units: 0 },

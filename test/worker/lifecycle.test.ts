@@ -160,6 +160,14 @@ describe("a sale with a payment window", () => {
     });
     expect(misspelt.status).toBe(400);
     expect(await remaining(sale.id)).toBe(8);
+
+    // Cancelled, both units come back, and the report counts the units as well as the order.
+    expect(await api.cancel(accepted.orderId, await api.userToken("quinn"))).toMatchObject({ status: 200 });
+    expect(await remaining(sale.id)).toBe(10);
+    const r = await report(sale.id);
+    expect(r.redis.returned).toBe(1);
+    expect(r.d1.returnedUnits).toBe(2);
+    expect(r.reconciled).toBe(true);
   });
 
   it("pays with the dev provider: declined stays payable, the same key gets the same answer, another body is refused", async () => {
