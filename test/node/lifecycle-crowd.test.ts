@@ -195,10 +195,17 @@ function inTime(
   return done;
 }
 
-/** One every PACE_MS: 25 checkouts or payments a second, well within what the stack answers. */
-const PACE_MS = 40;
+/** One every PACE_MS: 33 checkouts or payments a second, well within what the stack answers. */
+const PACE_MS = 30;
 const sleepUntil = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * q)] as number;
+const median = (xs: number[]) => quantile(xs, 0.5);
+/**
+ * Which of the measured times to reach D1 a payment is aimed by: they have a long tail on a
+ * busy machine, and aiming by the median sends more than half of the payments past their
+ * deadline; by the third quartile the outcomes are nearer even.
+ */
+const AIM_QUANTILE = 0.75;
 
 /** Buys one unit for each of `count` fresh buyers of `saleId`, one checkout every PACE_MS. */
 async function trickleCheckouts(saleId: string, count: number, prefix: string): Promise<void> {
@@ -270,7 +277,10 @@ async function timeToDecide(count: number): Promise<{ decideMs: number; recorded
   const recordedAt = await attemptsFinished(sale.id);
   const closed = (s: Sent) => closedAt.get(s.orderId) as number;
   return {
-    decideMs: median(sent.map((s) => closed(s) - s.aim)),
+    decideMs: quantile(
+      sent.map((s) => closed(s) - s.aim),
+      AIM_QUANTILE,
+    ),
     recordedAfterMs: median(sent.map((s) => (recordedAt.get(s.orderId) as number) - closed(s))),
   };
 }
@@ -285,12 +295,12 @@ describe("payments landing at the deadline", () => {
     // decides between the payment and the expiry (the expiry jobs and the cron's sweep run alike).
     const sale = await stack.api.createSale({
       stock: ORDERS,
-      paymentWindowSec: Math.ceil((ORDERS * PACE_MS) / 1000) + 10, // every order settles before the first deadline
+      paymentWindowSec: Math.ceil((ORDERS * PACE_MS) / 1000) + 6, // every order settles, and is measured, before the first deadline
       name: "deadline race",
     });
     await trickleCheckouts(sale.id, ORDERS, "race");
     const rows = await settled(sale.id, ORDERS, ["pending"]);
-    const measured = await timeToDecide(40);
+    const measured = await timeToDecide(30);
     let decideMs = measured.decideMs;
     const first = Math.min(...rows.map((r) => r.expires_at as number));
     expect(first - decideMs - 300, "the orders took too long to settle for the race").toBeGreaterThan(Date.now());
@@ -302,7 +312,7 @@ describe("payments landing at the deadline", () => {
       return aim;
     };
     // Followed during the race as well (another test file may load the machine meanwhile): the
-    // median of the latest 25 charged attempts, from when each was meant to leave.
+    // AIM_QUANTILE of the latest 25 charged attempts, from when each was meant to leave.
     const recent: number[] = [];
     const sampled = new Set<string>();
     let reading = false;
@@ -317,7 +327,7 @@ describe("payments landing at the deadline", () => {
             sampled.add(orderId);
             recent.push(finishedAt - measured.recordedAfterMs - aim);
             if (recent.length > 25) recent.shift();
-            decideMs = median(recent);
+            decideMs = quantile(recent, AIM_QUANTILE);
           }
         })
         .finally(() => {
