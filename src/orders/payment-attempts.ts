@@ -11,15 +11,16 @@ export interface PayAttempt {
   declineReason: string | null;
 }
 
-const ATTEMPT_COLUMNS = "fingerprint, status, decline_reason AS declineReason";
+const selectAttempt = (db: D1Database, orderId: string, key: string) =>
+  db
+    .prepare(
+      "SELECT fingerprint, status, decline_reason AS declineReason FROM payments WHERE order_id = ? AND idempotency_key = ?",
+    )
+    .bind(orderId, key);
 
 /** The attempt recorded for (order, key), if any. */
 export async function findAttempt(db: D1Database, orderId: string, key: string): Promise<PayAttempt | undefined> {
-  const row = await db
-    .prepare(`SELECT ${ATTEMPT_COLUMNS} FROM payments WHERE order_id = ? AND idempotency_key = ?`)
-    .bind(orderId, key)
-    .first<PayAttempt>();
-  return row ?? undefined;
+  return (await selectAttempt(db, orderId, key).first<PayAttempt>()) ?? undefined;
 }
 
 /**
@@ -35,7 +36,7 @@ export async function claimAttempt(db: D1Database, orderId: string, key: string,
          VALUES (?1, ?2, ?3, 'charging', ?4, ?4) ON CONFLICT DO NOTHING`,
       )
       .bind(orderId, key, fingerprint, now),
-    db.prepare(`SELECT ${ATTEMPT_COLUMNS} FROM payments WHERE order_id = ? AND idempotency_key = ?`).bind(orderId, key),
+    selectAttempt(db, orderId, key),
   ]);
   return select?.results[0] as PayAttempt;
 }

@@ -7,6 +7,7 @@ import type { $ZodType } from "zod/v4/core";
 import * as Bodies from "./api-types";
 import { STRATEGIES } from "./lab-strategies";
 import * as Lab from "./lab-types";
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from "./limits";
 import * as Requests from "./requests";
 import "./zod-english";
 
@@ -70,6 +71,8 @@ const SALE_NOT_FOUND = error("SALE_NOT_FOUND: no such sale");
 /** A change recorded in D1 that Redis cannot take: the sale's live state is gone until a restore. */
 const SALE_NOT_LOADED =
   "SALE_NOT_LOADED: recorded in D1, but Redis lost the sale's live state; POST /admin/sales/{saleId}/restore rebuilds it, this change included";
+/** What an Idempotency-Key may be (src/http/idempotency.ts checks it). */
+const IDEMPOTENCY_KEY = `1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
 const ORDER_NOT_FOUND = error("ORDER_NOT_FOUND: no such order, or another user's");
 const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABLED is true.";
 
@@ -154,7 +157,7 @@ const ROUTES: readonly ApiRoute[] = [
     requestHeaders: {
       "Idempotency-Key": {
         required: false,
-        description: "1 to 200 characters: a retry with the same key and quantity reserves nothing new",
+        description: `${IDEMPOTENCY_KEY}: a retry with the same key and quantity reserves nothing new`,
       },
     },
     body: { schema: Requests.CheckoutBody, required: false },
@@ -197,7 +200,7 @@ const ROUTES: readonly ApiRoute[] = [
       "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires.",
     auth: "user",
     params: Requests.OrderIdParam,
-    requestHeaders: { "Idempotency-Key": { required: true, description: "1 to 200 characters" } },
+    requestHeaders: { "Idempotency-Key": { required: true, description: IDEMPOTENCY_KEY } },
     body: { schema: Requests.PayBody, required: true },
     responses: {
       200: { description: "paid", body: Bodies.OrderView },
@@ -263,7 +266,7 @@ const ROUTES: readonly ApiRoute[] = [
     requestHeaders: {
       "Idempotency-Key": {
         required: false,
-        description: "1 to 200 characters: a retry with the same key never creates a second sale",
+        description: `${IDEMPOTENCY_KEY}: a retry with the same key never creates a second sale`,
       },
     },
     body: { schema: Requests.CreateSaleBody, required: true },

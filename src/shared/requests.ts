@@ -40,7 +40,7 @@ const Admission = z.strictObject({
   burst: z.int().check(z.minimum(1), z.maximum(MAX_ADMISSION.burst)),
 });
 
-/** POST /admin/sales */
+// POST /admin/sales
 /** Names and descriptions reach Redis and D1 alike, so they must read the same in both. */
 const wellFormed = z.refine<string>((text) => !LONE_SURROGATE.test(text), "must be well-formed Unicode (no lone surrogate)");
 const Name = z.string().check(z.trim(), z.minLength(1), z.maxLength(200), wellFormed);
@@ -142,7 +142,7 @@ export const DevLoginBody = z.strictObject({
 
 /** POST /lab/sales */
 export const CreateLabSaleBody = z.strictObject({
-  stock: z.int().check(z.minimum(1), z.maximum(MAX_STOCK)),
+  stock: Stock,
   /**
    * An emulated round trip (ms) the durable-object copy waits on every checkout: the hop
    * from a buyer's isolate to the object's one location, which one machine does not have.
