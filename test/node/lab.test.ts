@@ -93,6 +93,7 @@ describe("a concurrent spike per strategy", () => {
       concurrency: crowd.length,
     });
     expect(samples.filter((s) => s.status === 202)).toHaveLength(5);
+    expect(samples.filter((s) => s.status !== 202).map((s) => s.code)).toEqual(Array(15).fill("SOLD_OUT"));
     expect(Math.min(...samples.map((s) => s.latencyMs))).toBeGreaterThanOrEqual(30);
     expect((await stack.api.labReport(hopped)).strategies["durable-object"]).toMatchObject({ accepted: 5, oversold: 0 });
   });

@@ -252,6 +252,11 @@ describe("a sale with a payment window", () => {
     const tooLate = { status: 409, body: { error: { code: "ORDER_NOT_PAYABLE", message: expect.stringContaining("expired") } } };
     expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate);
     expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate); // no charge on the retry either
+    const attempts = await env.DB.prepare("SELECT COUNT(*) AS n FROM payments WHERE order_id = ?")
+      .bind(orderId)
+      .first<{ n: number }>();
+    expect(attempts?.n).toBe(0);
+    expect(await orderOf(orderId, "sleeper")).toMatchObject({ status: "expired", refundDue: false });
     // Another expiry run or sweep changes nothing: the unit came back once.
     await runJobs([{ kind: "expire-orders", orderIds: [orderId] }]);
     await runSweep();
