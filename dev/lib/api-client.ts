@@ -186,6 +186,13 @@ export class ApiClient {
     });
   }
 
+  /** GET /healthz, the trivial route benchmarks set beside checkout: code OK when it answered 200. */
+  async healthz(): Promise<Answer> {
+    const res = await this.options.fetch("/healthz");
+    await res.arrayBuffer();
+    return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
+  }
+
   /** A checkout's outcome; a request that got no answer is status 0, NETWORK_ERROR. */
   checkout(saleId: string, token: string, quantity?: number): Promise<Answer> {
     return this.answer(checkoutPath(saleId), token, quantity === undefined ? undefined : JSON.stringify({ quantity }));

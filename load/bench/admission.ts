@@ -8,19 +8,14 @@ import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { ROOT } from "../../dev/lib/project.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
-import { saleKeys, saleStatsKey } from "../../src/shared/keys.ts";
+import { checkoutScriptKeys } from "../../src/shared/keys.ts";
 import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
 
 const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf8");
 
 /** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them. */
 function checkoutCall(saleId: string, user: string): [string[], string[]] {
-  const keys = saleKeys(saleId);
-  const stats = saleStatsKey(saleId, Math.floor(Date.now() / 60_000));
-  return [
-    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats, keys.checkoutKeys],
-    [user, "1", ""],
-  ];
+  return [checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000)), [user, "1", ""]];
 }
 
 export interface PlacementFigures {

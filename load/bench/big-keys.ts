@@ -19,7 +19,7 @@ import { Redis as IORedis } from "ioredis";
 import { stripUpstashFlags } from "../../dev/gateway/scripts.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
-import { saleKeys, saleStatsKey } from "../../src/shared/keys.ts";
+import { checkoutScriptKeys, saleKeys } from "../../src/shared/keys.ts";
 import { type LatencyFigures, latencyFigures } from "../runner/stats.ts";
 
 /** A script as redis-server 7.0 takes it: without the Upstash-only flag this bench's direct client cannot send. */
@@ -175,16 +175,7 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number) {
 }
 
 async function measureCheckout(redis: IORedis, saleId: string, buyers: number): Promise<CheckoutFigures> {
-  const keys = saleKeys(saleId);
-  const keyList = [
-    keys.meta,
-    keys.buyers,
-    keys.outbox,
-    keys.pending,
-    keys.admission,
-    saleStatsKey(saleId, Math.floor(Date.now() / 60_000)),
-    keys.checkoutKeys,
-  ];
+  const keyList = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000));
   const sha = String(await redis.script("LOAD", lua("checkout")));
   const run = async (calls: number, perCall: number, tag: string) => {
     await slowlogEverything(redis);

@@ -3,15 +3,14 @@
 // Its own stack runs without a consumer on the orders queue: in production settlement is
 // the consumer's invocation, billed apart, so the checkout's figure is its request alone
 // (token, memo, the merged script call, the queue send).
-import type { Answer } from "../../dev/lib/api-client.ts";
 import { startStack } from "../../dev/stack/local-stack.ts";
-import { pinToCores, stackProcesses } from "../runner/cpu.ts";
+import { pinStack, stackProcesses } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
 import { alternatingRounds, type ContenderFigures } from "../runner/rounds.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
 /** Goals: CPU per request as a multiple of /healthz's. */
-export const CPU_GOALS = { accepted: 1.3, refusal: 1.1 } as const;
+const CPU_GOALS = { accepted: 1.3, refusal: 1.1 } as const;
 
 export interface CpuFigures {
   pinning: string;
@@ -23,10 +22,7 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
   const stack = await startStack({ vars: { USER_RATE_LIMIT: "0" }, unsettled: true });
   try {
     const processes = stackProcesses(stack);
-    const pinning = pinToCores([
-      { role: "load generator", pids: processes.harness, core: 0 },
-      { role: "workerd", pids: processes.workerd, core: 1 },
-    ]);
+    const pinning = pinStack(processes);
     const { api } = stack;
     const warmup = 500;
     const total = warmup + rounds * perRound;
@@ -45,14 +41,9 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
     const [holder] = await planCrowd(api, 1, 1, `cpu-holder-${tag}-`);
     await api.checkout(repeat.id, (holder as Shot).token);
 
-    const healthz = async (): Promise<Answer> => {
-      const res = await api.fetch("/healthz");
-      await res.arrayBuffer();
-      return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
-    };
     const figures = await alternatingRounds(
       [
-        { name: "GET /healthz", send: healthz, expect: "OK", shots: buyers },
+        { name: "GET /healthz", send: () => api.healthz(), expect: "OK", shots: buyers },
         { name: "checkout, accepted", send: (s) => api.checkout(open.id, s.token), expect: "ACCEPTED", shots: buyers },
         {
           name: "checkout, sold out (warm)",

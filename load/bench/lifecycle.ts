@@ -5,6 +5,7 @@
 // 2. how long after an unpaid order's expiry its unit can be bought again: a buyer retrying
 //    every few milliseconds on a one-unit sale whose only order lets its window run out.
 import type { Answer } from "../../dev/lib/api-client.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
@@ -12,7 +13,7 @@ import { alternatingRounds, type ContenderFigures } from "../runner/rounds.ts";
 import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
-export const LIFECYCLE_GOAL = 0.95;
+const LIFECYCLE_GOAL = 0.95;
 /** The payment window of the expiry figure: short, so the bench does not wait long. */
 const EXPIRY_WINDOW_SEC = 1;
 const RETRY_EVERY_MS = 10;
@@ -32,12 +33,15 @@ async function expiryToBuyable(stack: Stack, tag: string, i: number): Promise<nu
   const [first, second] = (await planCrowd(api, 2, 1, `expiry-${tag}-${i}-`)) as [Shot, Shot];
   const bought = await api.checkout(sale.id, first.token);
   if (bought.status !== 202 || !bought.orderId) throw new Error(`the first buyer was refused: ${bought.code}`);
-  let expiresAt: number | undefined;
-  while (expiresAt === undefined) {
-    const order = await api.order(bought.orderId, first.token);
-    if (order.body?.expiresAt) expiresAt = Date.parse(order.body.expiresAt);
-    else await new Promise((resolve) => setTimeout(resolve, RETRY_EVERY_MS));
-  }
+  const orderId = bought.orderId;
+  const expiresAt = await eventually(
+    "the unpaid order to settle with its expiresAt",
+    async () => {
+      const { body } = await api.order(orderId, first.token);
+      return body?.expiresAt ? Date.parse(body.expiresAt) : undefined;
+    },
+    30_000,
+  );
   const deadline = Date.now() + 30_000;
   for (;;) {
     const answer: Answer = await api.checkout(sale.id, second.token);

@@ -29,7 +29,7 @@ import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
-import { measureCpu, pinToCores, stackProcesses } from "../runner/cpu.ts";
+import { measureCpu, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
 import { measureReadPath } from "../runner/read-path.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
@@ -156,11 +156,7 @@ async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
   const total = warmup + perRound * THROUGHPUT_ROUNDS;
   const { id: saleId } = await target.api.createSale({ stock: total, name: "bench throughput" });
   const shots = await planCrowd(target.api, total, 1, `bench-tp-${inFlight}-${Date.now().toString(36)}-`);
-  const healthz = async (): Promise<Answer> => {
-    const res = await target.api.fetch("/healthz");
-    await res.arrayBuffer();
-    return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
-  };
+  const healthz = () => target.api.healthz();
   const buy = (shot: Shot) => target.api.checkout(saleId, shot.token);
   await throughput(shots.slice(0, warmup), healthz, "OK", inFlight);
   await throughput(shots.slice(0, warmup), buy, "ACCEPTED", inFlight);
@@ -235,10 +231,7 @@ const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "
 try {
   const target = stackTarget(stack);
   const processes = stackProcesses(stack);
-  const pinning = pinToCores([
-    { role: "load generator", pids: processes.harness, core: 0 },
-    { role: "workerd", pids: processes.workerd, core: 1 },
-  ]);
+  const pinning = pinStack(processes);
   progress(`pinning: ${pinning}`);
   /**
    * Runs a section when --only picks it, and notes how much of the cores other work took
@@ -277,9 +270,11 @@ try {
     async () => {
       const all = await benchStrategies(target, LAB_STRATEGIES);
       await stack.gateway.setLatency(hopMs);
-      const overHop = await benchStrategies(target, ["lock", "redlock", "atomic"]);
-      await stack.gateway.setLatency(0);
-      return { all, overHop };
+      try {
+        return { all, overHop: await benchStrategies(target, ["lock", "redlock", "atomic"]) };
+      } finally {
+        await stack.gateway.setLatency(0); // a failed run must not leave the hop in later sections
+      }
     },
   );
   const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>

@@ -10,7 +10,7 @@ import { drive, planCrowd } from "../runner/crowd.ts";
 import { latencyFigures } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 
-export const SCALE_STEPS = [
+const SCALE_STEPS = [
   { stock: 300, attempts: 2_000 },
   { stock: 3_000, attempts: 20_000 },
   { stock: 30_000, attempts: 100_000 },

@@ -2,6 +2,8 @@
 // 2026-11-23, named in docs/scale.md with its address), a figure `npm run bench` measured, or
 // an assumption stated as one. Change a number here and `npm run model` shows what follows.
 
+import { QUEUE_MESSAGE_MAX_ORDERS } from "../../src/shared/limits.ts";
+
 /** Where buyers are, and the round trip from their Cloudflare location to the database's region. */
 export interface Region {
   name: string;
@@ -44,8 +46,8 @@ export const INPUTS = {
   minIsolatesPerLocation: 4,
   /** Highest CPU utilisation of an isolate before the platform adds one. Assumption. */
   isolateUtilisation: 0.7,
-  /** Buyers per merged script call at most (QUEUE_MESSAGE_MAX_ORDERS, src/shared/limits.ts). */
-  maxBatch: 100,
+  /** Buyers per merged script call at most. */
+  maxBatch: QUEUE_MESSAGE_MAX_ORDERS,
   /** A waiter notices its answer within this (merged-calls poll, backing off to 8 ms). */
   pickupMs: 8,
   /** How long an isolate trusts a sold-out answer before asking again (isolate memo). */

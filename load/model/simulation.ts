@@ -9,6 +9,7 @@
 //   call that reserved; settlement into D1 behind it.
 // durable-object: every attempt is one request to the sale's one object, which serves them
 //   one at a time (`objectServiceMs` each), wherever the buyer is.
+import { percentile } from "../runner/stats.ts";
 import { INPUTS, REGIONS, type Region } from "./inputs.ts";
 
 export type Design = "atomic" | "durable-object";
@@ -121,10 +122,6 @@ export interface Usage {
   objectRequests: number;
   objectGbSeconds: number;
   objectRowsWritten: number;
-}
-
-function percentile(sorted: Float64Array, q: number): number {
-  return sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number);
 }
 
 /** Peak of events per second, counted in 100 ms windows. */

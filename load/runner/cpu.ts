@@ -15,7 +15,7 @@ const onLinux = existsSync("/proc/stat");
 const CORES = cpus().length;
 
 /** User + system CPU of a process and all its threads, dead ones included (ms). */
-export function processCpuMs(pid: number): number {
+function processCpuMs(pid: number): number {
   try {
     // Fields after the command name, which may hold spaces: utime and stime are the 12th and 13th.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -35,7 +35,7 @@ function machineBusyMs(): number {
 }
 
 /** Process ids of `name` (its /proc comm) among the descendants of `root`. */
-export function descendantsNamed(root: number, name: string): number[] {
+function descendantsNamed(root: number, name: string): number[] {
   if (!onLinux) return [];
   const parentOf = new Map<number, number>();
   const commOf = new Map<number, string>();
@@ -88,7 +88,7 @@ export interface CpuReading {
 }
 
 /** Other work above this share of the machine's cores flags a measurement. */
-export const INTERFERENCE_SHARE = 0.1;
+const INTERFERENCE_SHARE = 0.1;
 
 /** Starts a reading; call the returned function to end it. */
 export function startCpuReading(processes: Processes): () => CpuReading {
@@ -116,11 +116,15 @@ export async function measureCpu<T>(processes: Processes, work: () => Promise<T>
 }
 
 /**
- * Pins each role's processes (all their threads) to its own core with taskset, so the load
- * generator and workerd do not take turns on one core. Returns what was done, in words, or
- * why nothing was.
+ * Pins the load generator (this process) to one core and workerd (all its threads) to the
+ * other with taskset, so they do not take turns on one core. Returns what was done, in
+ * words, or why nothing was.
  */
-export function pinToCores(placement: { pids: number[]; core: number; role: string }[]): string {
+export function pinStack(processes: { workerd: number[]; harness: number[] }): string {
+  const placement = [
+    { role: "load generator", pids: processes.harness, core: 0 },
+    { role: "workerd", pids: processes.workerd, core: 1 },
+  ];
   const cores = CORES;
   if (!onLinux || cores < 2) return "not pinned (needs Linux and 2 cores)";
   try {

@@ -37,7 +37,8 @@ const HISTOGRAM_BUCKETS = 40;
 const TIMELINE_BINS = 60;
 
 /** Nearest-rank percentile of ascending values. */
-function percentile(sorted: number[], q: number): number {
+/** The q-quantile of ascending `sorted` (nearest rank). */
+export function percentile(sorted: ArrayLike<number>, q: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] as number;
 }

@@ -1,6 +1,6 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { saleKeys, saleStatsKey } from "../shared/keys";
+import { checkoutScriptKeys } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { type KeepAlive, MergedCalls } from "./merged-calls";
@@ -61,15 +61,9 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
 }
 
 async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[]): Promise<Reservation[]> {
-  const keys = saleKeys(saleId);
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
-  const stats = saleStatsKey(saleId, Math.floor(Date.now() / 60_000));
+  const keys = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000));
   const args = items.flatMap((item) => [item.userId, String(item.quantity), item.idempotencyKey ?? ""]);
-  const reply = await runScript<unknown>(
-    redis,
-    LUA.checkout,
-    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, stats, keys.checkoutKeys],
-    args,
-  );
+  const reply = await runScript<unknown>(redis, LUA.checkout, keys, args);
   return parseCheckoutReply(reply, items.length);
 }

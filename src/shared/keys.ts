@@ -66,5 +66,11 @@ export function parsePendingRecord(record: string): { quantity: number; userId: 
  */
 export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${saleId}}:stats:${minute}`;
 
+/** lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters. */
+export function checkoutScriptKeys(saleId: string, minute: number): string[] {
+  const keys = saleKeys(saleId);
+  return [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, saleStatsKey(saleId, minute), keys.checkoutKeys];
+}
+
 /** How long a minute of outcome counters is kept. */
 export const SALE_STATS_TTL_SECONDS = 7_200;
