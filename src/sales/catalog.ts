@@ -8,6 +8,7 @@ import { type EntryKeys, evictEntries, readEntry, type Ttl } from "../redis/cach
 import type { Redis } from "../redis/client";
 import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
 import { CATALOG_PAGE_SIZE } from "../shared/limits";
+import { findSaleArchive } from "./archives";
 import { ALL_GUARDS, type CacheContext, type CachedSource, type CacheGuards, resolveEntry } from "./read-through";
 import { type CatalogCursor, catalogSales, findSale } from "./repository";
 import { type Sale, saleStatus } from "./sale";
@@ -88,8 +89,12 @@ export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<S
     const card = saleCard(deps, saleId);
     const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
     const sale = await resolveEntry(contextOf(deps, isolate), card, read);
-    // Not in Redis (its keys archived after it ended): nothing remains to buy.
-    return sale ? { sale, remaining: Number(read.live[0] ?? 0) } : null;
+    if (!sale) return null;
+    const live = read.live[0];
+    if (live !== null && live !== undefined) return { sale, remaining: Number(live) };
+    // Not in Redis: archived after it ended, with the figures Redis had then kept in D1.
+    const archive = sale.archivedAt === null ? undefined : await findSaleArchive(deps.db, saleId);
+    return { sale, remaining: archive?.remaining ?? 0 };
   });
   return page ?? undefined;
 }

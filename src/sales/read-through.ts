@@ -2,7 +2,7 @@
 // penetration (ids that do not exist), avalanche (entries expiring together), breakdown (a
 // hot entry expiring under load) and inconsistency (an old read written back after a change).
 // docs/architecture.md, "Cache protection", names each failure, its guard and its test.
-import { Lock } from "../locks";
+import { Lock, lockKeys } from "../locks";
 import { type EntryKeys, type EntryRead, jittered, putEntry, readEntry, type Ttl } from "../redis/cache-entries";
 import type { Redis } from "../redis/client";
 import { log } from "../shared/log";
@@ -117,7 +117,13 @@ async function rebuild<T>(ctx: CacheContext, source: CachedSource<T>): Promise<{
   const lease = await new Lock(ctx.redis, source.lockName).tryAcquire({ leaseMs: REBUILD_LEASE_MS });
   if (!lease) return undefined;
   try {
-    const again = await readEntry(ctx.redis, source.keys);
+    // The lock mints a fencing token, which no rebuild uses: its counter goes when the lease
+    // could (else one key per entry ever rebuilt stays forever). Sent in the same tick as the
+    // read, it travels in the same auto-pipelined request.
+    const [again] = await Promise.all([
+      readEntry(ctx.redis, source.keys),
+      ctx.redis.pexpire(lockKeys(source.lockName).fence, REBUILD_LEASE_MS),
+    ]);
     if (again.state === "fresh") return { value: decode<T>(again.body) };
     return { value: await loadAndPut(ctx, source, again.nowMs) };
   } finally {

@@ -10,6 +10,7 @@ import { findSale } from "../sales/repository";
 import type { ReconciliationReport } from "../shared/api-types";
 import { redriveLockName, SCAN_SALES_ENDED_WITHIN_MS } from "./redrive";
 import { reconciliationReport } from "./report";
+import { restoreLockName } from "./restore";
 
 /**
  * How long after its end a sale keeps its keys: past the re-drive's window (a week), so
@@ -131,9 +132,11 @@ async function archiveRun(
       const { remaining, minted, buyers, returned } = report.redis;
       await recordSaleArchive(env.DB, saleId, { remaining: remaining ?? 0, minted, buyers, returned });
     }
-    // The re-drive's lock counter goes too: the re-drive takes that lock only for a sale with
-    // outbox records to re-send (it looks first), and this one has none left.
-    const done = await purgeSaleKeys(redis, saleId, budget, [lockKeys(redriveLockName(saleId)).fence]);
+    // The re-drive's and the restore's lock counters go too: the re-drive takes its lock only
+    // for a sale with outbox records to re-send (it looks first), and this one has none left;
+    // a restore refuses a sale whose keys are archived.
+    const lockCounters = [lockKeys(redriveLockName(saleId)).fence, lockKeys(restoreLockName(saleId)).fence];
+    const done = await purgeSaleKeys(redis, saleId, budget, lockCounters);
     if (!done) {
       run.inProgress.push(saleId);
       break;

@@ -75,6 +75,8 @@ describe("clean-up of an ended, settled sale", () => {
     const sale = await createSale({ stock, endsAt: new Date(Date.now() + 6_000).toISOString() });
     // Not before the end.
     expect(await archive([sale.id])).toMatchObject({ archived: [], unsettled: [], commands: 0 });
+    // A shopper looks at the sale: its card is cached (and its rebuild lock taken once).
+    expect((await SELF.fetch(`${BASE}/api/sales/${sale.id}`)).status).toBe(200);
     // A crowd of buyers pressing twice, each press with the same Idempotency-Key (a retry), in
     // waves of 48 requests: one isolate slows down badly with hundreds in flight at once.
     const press = async (i: number) => {
@@ -166,6 +168,15 @@ describe("clean-up of an ended, settled sale", () => {
     for (const key of await keysOf(sale.id)) {
       expect(key).toMatch(/:stats:\d+$/);
       expect(await redis.ttl(key)).toBeGreaterThan(0);
+    }
+
+    // The sale page shows what was left unsold, from the archive; what it caches (the card, its
+    // rebuild lock's counter) expires by itself.
+    const page = await SELF.fetch(`${BASE}/api/sales/${sale.id}`);
+    expect(await page.json()).toMatchObject({ id: sale.id, remaining: stock - sold, status: "ended" });
+    for (const key of await keysOf(sale.id)) {
+      expect(key).toMatch(/:(stats:\d+|card|fence)$/);
+      expect(await redis.pttl(key), key).toBeGreaterThan(0);
     }
   });
 
