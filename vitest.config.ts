@@ -52,11 +52,15 @@ export default defineConfig({
               bindings: {
                 ...TEST_SECRETS,
                 PAYMENT_PROVIDER: "dev",
+                // Two shared cores run workerd, the gateway, Redis and another test file's whole
+                // stack: allow slow answers, as the local stack does (tests of the timeout set theirs).
+                REDIS_TIMEOUT_MS: "10000",
                 // Every request of the suite comes from one address (or none): no per-IP limit,
                 // except where test/worker/limits.test.ts turns it on.
                 IP_RATE_LIMIT: "0",
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
+                TEST_SCRATCH_REDIS_URL: inject("scratchGatewayUrl"),
                 JWT_JWKS_URL: inject("jwksUrl"),
                 TEST_SIGNING_KEYS: inject("signingKeys"),
                 TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),

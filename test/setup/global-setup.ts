@@ -6,18 +6,23 @@ import { type SigningJwk, startIdentityProvider } from "./identity-provider.ts";
 /**
  * One real redis-server and the project's Upstash gateway for the whole Worker suite, and a
  * shop's identity provider (a JWKS) whose tokens the Worker accepts besides its own HS256.
+ * A second gateway serves another database of the same server: a scratch Redis for a test
+ * that loses what every file shares (the catalog's Bloom filter), while the other files run.
  */
 export default async function setup(project: TestProject) {
   const redis = await startRedisServer();
   const token = "test-gateway-token";
   const gateway = await spawnGateway({ redisUrl: redis.url, token });
+  const scratchGateway = await spawnGateway({ redisUrl: `${redis.url}/1`, token });
   const identityProvider = await startIdentityProvider();
   project.provide("gatewayUrl", gateway.url);
   project.provide("gatewayToken", token);
+  project.provide("scratchGatewayUrl", scratchGateway.url);
   project.provide("jwksUrl", identityProvider.jwksUrl);
   project.provide("signingKeys", identityProvider.signingKeys);
   return async () => {
     await identityProvider.stop();
+    await scratchGateway.stop();
     await gateway.stop();
     await redis.stop();
   };
@@ -27,6 +32,7 @@ declare module "vitest" {
   export interface ProvidedContext {
     gatewayUrl: string;
     gatewayToken: string;
+    scratchGatewayUrl: string;
     jwksUrl: string;
     signingKeys: SigningJwk[];
   }

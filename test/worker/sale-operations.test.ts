@@ -138,20 +138,28 @@ describe("pause, resume and cancel under a running crowd", () => {
         30_000,
       );
 
-    await eventually("some sales", async () => accepted().length >= 20, 30_000);
-    expect((await operate(sale.id, "pause")).body?.status).toBe("paused");
-    const pausedAt = Date.now();
-    await answeredSince(pausedAt);
-    const resumeSentAt = Date.now();
-    expect((await operate(sale.id, "resume")).status).toBe(200);
-    const resumedAt = Date.now();
-    await eventually("sales after the resume", async () => accepted().some((a) => a.sentAt > resumedAt), 30_000);
-    const cancelSentAt = Date.now();
-    expect((await operate(sale.id, "cancel")).body?.status).toBe("cancelled");
-    const cancelledAt = Date.now();
-    await answeredSince(cancelledAt);
-    stop = true;
-    await Promise.all(crowd);
+    let pausedAt = 0;
+    let resumeSentAt = 0;
+    let cancelledAt = 0;
+    try {
+      await eventually("some sales", async () => accepted().length >= 20, 30_000);
+      expect((await operate(sale.id, "pause")).body?.status).toBe("paused");
+      pausedAt = Date.now();
+      await answeredSince(pausedAt);
+      resumeSentAt = Date.now();
+      expect((await operate(sale.id, "resume")).status).toBe(200);
+      const resumedAt = Date.now();
+      await eventually("sales after the resume", async () => accepted().some((a) => a.sentAt > resumedAt), 30_000);
+      // Attempts sent while the cancel is on its way may still buy: the cancel takes their
+      // orders back with the others (checked below).
+      expect((await operate(sale.id, "cancel")).body?.status).toBe("cancelled");
+      cancelledAt = Date.now();
+      await answeredSince(cancelledAt);
+    } finally {
+      // A failed step stops the crowd too, or it would go on loading the next tests.
+      stop = true;
+      await Promise.all(crowd);
+    }
 
     // Every answer is one the API promises for this crowd: an order, a refusal that says why,
     // or 503 when Redis is slow to answer on a loaded machine (fail closed). Never a 500.
@@ -170,7 +178,6 @@ describe("pause, resume and cancel under a running crowd", () => {
     const afterCancel = attempts.filter((a) => a.sentAt > cancelledAt);
     expect(afterCancel.filter((a) => a.status === 202)).toEqual([]);
     expect(afterCancel.some((a) => a.code === "SALE_CANCELLED")).toBe(true);
-    expect(attempts.filter((a) => a.status === 202 && a.sentAt > cancelSentAt)).toEqual([]);
 
     // The invariants: no more sold than stock, one order per buyer, every accepted order in D1
     // exactly once, and all of them cancelled with their units back.
