@@ -23,9 +23,9 @@ import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
 import { startRedisServer } from "./lib/redis-server.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
-import { migrateLocalD1 } from "./stack/miniflare-worker.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile } from "./stack/stack-record.ts";
+import { prepareLocalD1 } from "./stack/wrangler-cache.ts";
 
 const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
@@ -96,7 +96,7 @@ async function upstash(secrets: ReturnType<typeof localSecrets>): Promise<{ url:
 }
 
 function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess {
-  migrateLocalD1(path.join(STATE, "wrangler"));
+  prepareLocalD1(path.join(STATE, "wrangler"));
   // Its own process group: wrangler leaves workerd behind when only its own PID is killed.
   const child = spawn(
     WRANGLER,

@@ -1,15 +1,11 @@
 // The Worker on Miniflare, driven from Node: the same bundle `wrangler deploy` ships, with
 // local D1 and Queues. Used by the node-side tests, the load runner and the benchmarks,
 // where Miniflare's dispatchFetch is several times faster than wrangler dev's HTTP server.
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
-import { offlineWranglerEnv, ROOT, WRANGLER } from "../lib/project.ts";
-
-const QUIET_WRANGLER = offlineWranglerEnv({ WRANGLER_LOG: "error" });
+import { prepareLocalD1, workerBundle, workerConfig } from "./wrangler-cache.ts";
 
 /** The queue whose consumer settings `ordersConsumer` overrides. */
 const ORDERS_QUEUE = "flash-sale-orders";
@@ -34,31 +30,6 @@ export interface LocalWorker {
   stop(): Promise<void>;
 }
 
-/** Bundles the Worker exactly as `wrangler deploy` would, without uploading it (unminified for a profiler to read). */
-function buildWorker(outDir: string, minify: boolean): string {
-  const args = ["deploy", "--dry-run", "--outdir", outDir, ...(minify ? [] : ["--no-minify"])];
-  execFileSync(WRANGLER, args, { cwd: ROOT, env: QUIET_WRANGLER, stdio: "ignore" });
-  return path.join(outDir, "index.js");
-}
-
-/** Applies migrations/ to the local D1 under `stateDir` with wrangler (`npm start` and the stack). */
-export function migrateLocalD1(stateDir: string): void {
-  execFileSync(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
-    cwd: ROOT,
-    env: { ...QUIET_WRANGLER, CI: "true" },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-}
-
-/** A `[[queues.consumers]]` entry of wrangler.toml. */
-interface ConsumerConfig {
-  queue: string;
-  max_batch_size?: number;
-  max_batch_timeout?: number;
-  max_retries?: number;
-  dead_letter_queue?: string;
-}
-
 /** Overrides of wrangler.toml's orders consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
 export interface QueueConsumerOptions {
   maxBatchSize?: number;
@@ -80,13 +51,11 @@ export async function startLocalWorker(opts: {
 }): Promise<LocalWorker> {
   const ownsState = !opts.stateDir;
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flash-sale-"));
-  const scriptPath = buildWorker(path.join(stateDir, "build"), opts.inspectorPort === undefined);
-  migrateLocalD1(stateDir);
+  const scriptPath = workerBundle({ minify: opts.inspectorPort === undefined });
+  prepareLocalD1(stateDir);
 
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
-  const configPath = path.join(ROOT, "wrangler.toml");
-  const config = unstable_readConfig({ config: configPath });
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(configPath);
+  const config = workerConfig();
   const mf = new Miniflare({
     log: new Log(LogLevel.WARN),
     cf: false, // no network: never fetch the `Request.cf` placeholder
@@ -96,26 +65,23 @@ export async function startLocalWorker(opts: {
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
     modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
-    // The pages under public/ in front of the Worker, routed as in production ([assets]).
-    assets: workerOptions.assets,
-    // The lab's Durable Objects, SQLite-backed as [[migrations]] declares (in memory: lab sales are throwaway).
-    durableObjects: workerOptions.durableObjects,
-    compatibilityDate: config.compatibility_date,
-    compatibilityFlags: config.compatibility_flags,
+    assets: config.assets,
+    // SQLite-backed, in memory: lab sales are throwaway.
+    durableObjects: config.durableObjects,
+    compatibilityDate: config.compatibilityDate,
+    compatibilityFlags: config.compatibilityFlags,
     bindings: {
-      ...(config.vars as Record<string, string>),
+      ...config.vars,
       ...opts.secrets,
       ...opts.vars,
     },
     d1Databases: { DB: "00000000-0000-0000-0000-000000000000" },
     d1Persist: path.join(stateDir, "v3", "d1"),
-    queueProducers: Object.fromEntries(
-      (config.queues.producers ?? []).map((p: { binding: string; queue: string }) => [p.binding, { queueName: p.queue }]),
-    ),
+    queueProducers: Object.fromEntries(config.queueProducers.map((p) => [p.binding, { queueName: p.queue }])),
     queueConsumers: Object.fromEntries(
-      (config.queues.consumers ?? [])
-        .filter((c: ConsumerConfig) => !(opts.unsettled && c.queue === ORDERS_QUEUE))
-        .map((c: ConsumerConfig) => [
+      config.queueConsumers
+        .filter((c) => !(opts.unsettled && c.queue === ORDERS_QUEUE))
+        .map((c) => [
           c.queue,
           {
             maxBatchSize: c.max_batch_size,
