@@ -17,7 +17,6 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { unstable_readConfig } from "wrangler";
 import { spawnGateway } from "./gateway/process.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
@@ -25,7 +24,7 @@ import { startRedisServer } from "./lib/redis-server.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile } from "./stack/stack-record.ts";
-import { prepareLocalD1 } from "./stack/wrangler-cache.ts";
+import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
 
 const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
@@ -60,7 +59,7 @@ const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev", DEV_LOGIN:
 
 /** LOCAL_VARS and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
 function varOverrides(): { flags: string[]; names: string[] } {
-  const vars = Object.keys(unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }).vars ?? {});
+  const vars = Object.keys(workerConfig().vars);
   const names = vars.filter((name) => process.env[name] !== undefined);
   const values = { ...LOCAL_VARS, ...Object.fromEntries(names.map((name) => [name, process.env[name] as string])) };
   return { flags: Object.entries(values).flatMap(([name, value]) => ["--var", `${name}:${value}`]), names };

@@ -94,7 +94,7 @@ export function prepareLocalD1(stateDir: string): void {
 }
 
 /** A `[[queues.consumers]]` entry of wrangler.toml. */
-export interface ConsumerConfig {
+interface ConsumerConfig {
   queue: string;
   max_batch_size?: number;
   max_batch_timeout?: number;
