@@ -16,6 +16,8 @@ afterAll(async () => {
  * Worker on Miniflare, a real redis-server behind the gateway, local D1 and Queues.
  * Ends by asserting the invariants: exactly min(stock, USERS) distinct buyers, nobody
  * twice, Redis stock at 0 when sold out, and every 202 confirmed exactly once in D1.
+ * An attempt that waits past its bound in the stampede (a loaded machine) answers 503: it
+ * fails closed, and the buyer sends it again as the API asks.
  */
 describe.each([1, 50, 300])("a spike on %i units", (stock) => {
   it(`sells exactly ${stock} units to distinct users out of ${2 * USERS} attempts`, async () => {
@@ -23,11 +25,17 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     const users = Array.from({ length: USERS }, (_, i) => `spike${stock}-user${i}`);
     const tokens = await Promise.all(users.map((u) => stack.api.userToken(u)));
 
+    /** Users one of whose attempts answered 503: that attempt may have reserved a unit. */
+    const retried = new Set<string>();
     const results = await Promise.all(
-      [...tokens, ...tokens].map(async (token, i) => ({
-        user: users[i % USERS] as string,
-        ...(await stack.api.checkout(sale.id, token)),
-      })),
+      [...tokens, ...tokens].map(async (token, i) => {
+        const user = users[i % USERS] as string;
+        for (let attempt = 1; ; attempt++) {
+          const answer = await stack.api.checkout(sale.id, token);
+          if (answer.status !== 503 || attempt === 5) return { user, ...answer };
+          retried.add(user);
+        }
+      }),
     );
 
     const accepted = new Map<string, string>();
@@ -40,8 +48,8 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
         expect(["SOLD_OUT", "ALREADY_PURCHASED"]).toContain(r.code);
       }
     }
-    expect(accepted.size).toBe(stock);
-    expect(new Set(accepted.values()).size).toBe(stock);
+    expect(accepted.size).toBeLessThanOrEqual(stock);
+    expect(new Set(accepted.values()).size).toBe(accepted.size);
 
     const report = await waitForDrain(stack.api, sale.id, stock);
     expect(report.redis.remaining).toBe(0);
@@ -51,9 +59,15 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
 
-    // Exactly the accepted orders, each once, each to the user it was promised to.
+    // Exactly the stock, each unit once, one order per user: every accepted order to the user it
+    // was promised to, and any other only to a user whose 503 reserved it (told
+    // ALREADY_PURCHASED on the retry).
     const rows = await stack.settledOrders(sale.id);
-    expect(new Map(rows.map((r) => [r.userId, r.orderId]))).toEqual(accepted);
+    const settled = new Map(rows.map((r) => [r.userId, r.orderId]));
     expect(rows.length).toBe(stock);
+    expect(settled.size).toBe(stock);
+    for (const [user, orderId] of accepted) expect(settled.get(user), user).toBe(orderId);
+    for (const user of settled.keys())
+      if (!accepted.has(user)) expect(retried.has(user), `${user} holds an order no answer gave`).toBe(true);
   });
 });
