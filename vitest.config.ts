@@ -11,11 +11,17 @@ const luaAsText = {
   transform: (code: string, id: string) => (id.endsWith(".lua") ? `export default ${JSON.stringify(code)};` : undefined),
 };
 
+/** First in every project: marks the run before anything starts, so nothing it starts outlives it. */
+const PROCESS_GUARD = "test/setup/process-guard.ts";
+
 export default defineConfig({
   test: {
     // One test file per core: the files spend most of their time waiting on real processes,
     // queue delays and timers: on two cores, two files at once took a third off the wall time.
     maxWorkers: availableParallelism(),
+    // Stopping the stacks (npm start's wrangler, Miniflare, gateways) takes seconds on a busy
+    // machine: give the teardowns time to finish rather than exit from under them.
+    teardownTimeout: 30_000,
     projects: [
       {
         // Node-side tests: the gateway, Lua scripts and dev tooling against a real redis-server.
@@ -24,6 +30,7 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["test/node/**/*.test.ts", "test/gateway/**/*.test.ts"],
+          globalSetup: [PROCESS_GUARD],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },
@@ -37,7 +44,7 @@ export default defineConfig({
           sequence: { groupOrder: 1 },
           environment: "node",
           include: ["test/browser/**/*.test.ts"],
-          globalSetup: ["test/browser/global-setup.ts"],
+          globalSetup: [PROCESS_GUARD, "test/browser/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -71,7 +78,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          globalSetup: ["test/setup/global-setup.ts"],
+          globalSetup: [PROCESS_GUARD, "test/setup/global-setup.ts"],
           setupFiles: ["test/setup/apply-migrations.ts"],
           testTimeout: 120_000,
           hookTimeout: 60_000,

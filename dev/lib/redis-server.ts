@@ -4,6 +4,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { ensureDebianPackage } from "./debian-packages.ts";
 import { canConnect, freePort } from "./net.ts";
+import { markInTitle } from "./run-processes.ts";
 import { eventually } from "./wait.ts";
 
 export interface RedisServer {
@@ -45,7 +46,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const launch = async () => {
     const proc = spawn("redis-server", args, { stdio: ["pipe", "ignore", "inherit"] });
     child = proc;
-    proc.stdin?.end(options.password ? `requirepass "${options.password}"\n` : "");
+    const title = markInTitle();
+    proc.stdin?.end(
+      [
+        ...(options.password ? [`requirepass "${options.password}"`] : []),
+        // Its title replaces its environment in /proc: the run's mark goes there (run-processes.ts).
+        ...(title ? [`proc-title-template "{title} {listen-addr} {server-mode} ${title}"`] : []),
+      ].join("\n"),
+    );
     await eventually(`redis-server on port ${port}`, async () => {
       if (proc.exitCode !== null) throw new Error(`redis-server exited (${proc.exitCode}) before it listened on port ${port}`);
       return canConnect(port);

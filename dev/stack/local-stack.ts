@@ -49,61 +49,79 @@ export interface StackOptions {
   quorumNodes?: number;
 }
 
-async function startQuorumNode(secrets: LocalSecrets): Promise<QuorumNode> {
-  const redis = await startRedisServer({ password: secrets.REDIS_PASSWORD });
-  return { redis, gateway: await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN }) };
+async function startQuorumNode(
+  secrets: LocalSecrets,
+  begin: <T extends Stoppable>(start: Promise<T>) => Promise<T>,
+): Promise<QuorumNode> {
+  const redis = await begin(startRedisServer({ password: secrets.REDIS_PASSWORD }));
+  return { redis, gateway: await begin(spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN })) };
+}
+
+interface Stoppable {
+  stop(): Promise<void>;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const secrets = randomSecrets();
-  const redis = await startRedisServer({ dataDir: opts.redisDataDir, password: secrets.REDIS_PASSWORD });
-  const gateway = await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN });
-  const quorum = await Promise.all(Array.from({ length: opts.quorumNodes ?? 0 }, () => startQuorumNode(secrets)));
-  const quorumConfig = quorum.map((node) => ({ url: node.gateway.url, token: node.gateway.token }));
-  const worker = await startLocalWorker({
-    secrets: {
-      ADMIN_TOKEN: secrets.ADMIN_TOKEN,
-      JWT_SECRET: secrets.JWT_SECRET,
-      PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
-      UPSTASH_REDIS_REST_URL: gateway.url,
-      UPSTASH_REDIS_REST_TOKEN: gateway.token,
-      ...(quorum.length > 0 && { LOCK_QUORUM_NODES: JSON.stringify(quorumConfig) }),
-    },
-    // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
-    // The whole crowd comes from one address here: no per-IP limit.
-    // Payments through the dev provider's test tokens.
-    vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", PAYMENT_PROVIDER: "dev", ...opts.vars },
-    stateDir: opts.stateDir,
-    ordersConsumer: opts.ordersConsumer,
-    unsettled: opts.unsettled,
-    inspectorPort: opts.inspectorPort,
-    onLog: opts.onWorkerLog,
-  });
-  return {
-    redis,
-    gateway,
-    quorum,
-    worker,
-    secrets,
-    api: new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET }),
-    async settledOrders(saleId) {
-      const db = await worker.mf.getD1Database("DB");
-      const { results } = await db
-        .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-        .bind(Number(saleId))
-        .all<{ order_id: string; user_id: string }>();
-      return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
-    },
-    async stop() {
-      await worker.stop();
-      await gateway.stop();
-      await redis.stop();
-      for (const node of quorum) {
-        await node.gateway.stop();
-        await node.redis.stop();
-      }
-    },
+  // Every part that has started, stopped in reverse by stop(), and at once when a later step
+  // throws: a stack that fails half-way leaves nothing running.
+  const started: Stoppable[] = [];
+  const begin = async <T extends Stoppable>(start: Promise<T>): Promise<T> => {
+    const part = await start;
+    started.push(part);
+    return part;
   };
+  const stop = async () => {
+    for (const part of started.splice(0).reverse()) await part.stop();
+  };
+  try {
+    const redis = await begin(startRedisServer({ dataDir: opts.redisDataDir, password: secrets.REDIS_PASSWORD }));
+    const gateway = await begin(spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN }));
+    const quorum: QuorumNode[] = [];
+    for (let i = 0; i < (opts.quorumNodes ?? 0); i++) quorum.push(await startQuorumNode(secrets, begin));
+    const quorumConfig = quorum.map((node) => ({ url: node.gateway.url, token: node.gateway.token }));
+    const worker = await begin(
+      startLocalWorker({
+        secrets: {
+          ADMIN_TOKEN: secrets.ADMIN_TOKEN,
+          JWT_SECRET: secrets.JWT_SECRET,
+          PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
+          UPSTASH_REDIS_REST_URL: gateway.url,
+          UPSTASH_REDIS_REST_TOKEN: gateway.token,
+          ...(quorum.length > 0 && { LOCK_QUORUM_NODES: JSON.stringify(quorumConfig) }),
+        },
+        // Two shared cores run workerd, the gateway, Redis and the crowd: allow slow answers.
+        // The whole crowd comes from one address here: no per-IP limit.
+        // Payments through the dev provider's test tokens.
+        vars: { REDIS_TIMEOUT_MS: "10000", IP_RATE_LIMIT: "0", PAYMENT_PROVIDER: "dev", ...opts.vars },
+        stateDir: opts.stateDir,
+        ordersConsumer: opts.ordersConsumer,
+        unsettled: opts.unsettled,
+        inspectorPort: opts.inspectorPort,
+        onLog: opts.onWorkerLog,
+      }),
+    );
+    return {
+      redis,
+      gateway,
+      quorum,
+      worker,
+      secrets,
+      api: new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET }),
+      async settledOrders(saleId) {
+        const db = await worker.mf.getD1Database("DB");
+        const { results } = await db
+          .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
+          .bind(Number(saleId))
+          .all<{ order_id: string; user_id: string }>();
+        return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
 }
 
 /**

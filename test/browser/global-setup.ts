@@ -7,8 +7,7 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { ensureDebianPackage } from "../../dev/lib/debian-packages.ts";
 import { freePort } from "../../dev/lib/net.ts";
-import { eventually } from "../../dev/lib/wait.ts";
-import { demoSaleId, npmStart } from "../support/npm-start.ts";
+import { demoSaleId, npmStart, stopNpmStart } from "../support/npm-start.ts";
 
 export default async function setup(project: TestProject) {
   ensureDebianPackage("chromium", "chromium");
@@ -25,8 +24,7 @@ export default async function setup(project: TestProject) {
   project.provide("stack", { ...ports, stateDir, shopPort, shopOrigin, demoSaleId: demoSaleId(output) });
 
   return async () => {
-    run.child.kill("SIGTERM");
-    await eventually("npm start to stop", async () => run.child.exitCode !== null || run.child.signalCode !== null, 20_000);
+    await stopNpmStart(run.child);
     rmSync(stateDir, { recursive: true, force: true });
   };
 }

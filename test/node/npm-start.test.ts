@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { canConnect, freePort, requestAsHost } from "../../dev/lib/net.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import type { StackRecord } from "../../dev/stack/stack-record.ts";
-import { demoSaleId, type NpmStartRun, npmStart, stackApi, stackSecrets } from "../support/npm-start.ts";
+import { demoSaleId, type NpmStartRun, npmStart, stackApi, stackSecrets, stopNpmStart } from "../support/npm-start.ts";
 
 const stateDir = mkdtempSync(path.join(tmpdir(), "npm-start-"));
 const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0 };
@@ -46,12 +46,7 @@ function redisAnswer(port: number, command: string): Promise<string> {
 }
 
 afterAll(async () => {
-  for (const child of runs) child.kill("SIGTERM");
-  await eventually(
-    "every npm start to stop",
-    async () => runs.every((c) => c.exitCode !== null || c.signalCode !== null),
-    20_000,
-  );
+  await Promise.all(runs.map((child) => stopNpmStart(child)));
   rmSync(stateDir, { recursive: true, force: true });
 });
 

@@ -1,6 +1,10 @@
 // Redis really stopped in the middle of a spike (SIGTERM to redis-server), then started
 // again on the same port and data: the Worker on Miniflare, the gateway, local D1 and
 // Queues are all real; nothing is faked.
+// Guarantees, at any machine speed: while Redis is down every checkout is a 503 with
+// Retry-After, none waits past the Redis timeout by more than a trivial request of the same
+// moment waits (the scheduling delay, measured beside it), the service resumes by itself, and
+// every reservation settles exactly once.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,8 +18,8 @@ const SPIKE = 500; // distinct users, one attempt each, launched in waves
 const WAVE = 25;
 const WAVE_EVERY_MS = 40;
 const STOP_AFTER_WAVES = 6; // ~150 attempts reach Redis before it goes: never sold out by then
-/** Each checkout while Redis is down must be answered within this (REDIS_TIMEOUT_MS is 2 s). */
-const BOUND_MS = 3_000;
+/** The Worker's bound on a Redis call here: no checkout may wait longer, beyond the machine's own delay. */
+const REDIS_TIMEOUT_MS = 2_000;
 
 type Outcome = { user: string; status: number; code?: string; orderId?: string; retryAfter: string | null; ms: number };
 
@@ -29,7 +33,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "flash-outage-"));
   stack = await startStack({
     redisDataDir: dataDir, // AOF: a stopped Redis comes back with its data
-    vars: { REDIS_TIMEOUT_MS: "2000", OUTBOX_REDRIVE_AFTER_MS: "1000" },
+    vars: { REDIS_TIMEOUT_MS: String(REDIS_TIMEOUT_MS), OUTBOX_REDRIVE_AFTER_MS: "1000" },
     onWorkerLog: (log) => {
       workerLogs.push(log);
       if (log.level === "error") console.error(log.message);
@@ -60,6 +64,14 @@ async function attempt(saleId: string, user: string): Promise<Outcome> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long a trivial request (GET /healthz, no Redis) takes right now: the machine's own delay. */
+async function trivialRequest(): Promise<{ launchedAt: number; ms: number }> {
+  const launchedAt = performance.now();
+  const res = await stack.worker.fetch("/healthz");
+  await res.arrayBuffer();
+  return { launchedAt, ms: performance.now() - launchedAt };
+}
+
 function expectAllowed(o: Outcome) {
   // Nothing but 202, 409 (sold out / already bought) and 503 UNAVAILABLE, ever.
   if (o.status === 202) return expect(o.orderId).toMatch(/^[1-9][0-9]+$/);
@@ -77,6 +89,7 @@ describe("Redis stopped mid-spike", () => {
     // stays down until every attempt of the spike has been answered.
     let downSince = Number.POSITIVE_INFINITY;
     const inFlight: { launchedAt: number; outcome: Promise<Outcome> }[] = [];
+    const trivial: Promise<{ launchedAt: number; ms: number }>[] = [];
     let stopped: Promise<void> | undefined;
     for (let w = 0; w * WAVE < SPIKE; w++) {
       if (w === STOP_AFTER_WAVES) {
@@ -87,6 +100,7 @@ describe("Redis stopped mid-spike", () => {
       for (const user of users.slice(w * WAVE, (w + 1) * WAVE)) {
         inFlight.push({ launchedAt: performance.now(), outcome: attempt(sale.id, user) });
       }
+      trivial.push(trivialRequest());
       await sleep(WAVE_EVERY_MS);
     }
     await stopped;
@@ -94,13 +108,16 @@ describe("Redis stopped mid-spike", () => {
 
     // While down (launched after the process had exited): every attempt is a quick 503.
     const whileDown = spike.filter((o) => o.launchedAt > downSince);
+    for (let i = 0; i < 5; i++) trivial.push(trivialRequest());
     const more = await Promise.all(Array.from({ length: 40 }, (_, i) => attempt(sale.id, `outage-${sale.id}-down-${i}`)));
     whileDown.push(...more.map((o) => ({ ...o, launchedAt: performance.now() })));
     expect(whileDown.length).toBeGreaterThan(100);
+    // The slowest trivial request sent while Redis was down: what the machine itself added.
+    const delayMs = Math.max(...(await Promise.all(trivial)).filter((t) => t.launchedAt > downSince).map((t) => t.ms));
     for (const o of whileDown) {
       expect({ status: o.status, code: o.code }).toEqual({ status: 503, code: "UNAVAILABLE" });
       expect(o.retryAfter).toBe("1");
-      expect(o.ms).toBeLessThan(BOUND_MS);
+      expect(o.ms).toBeLessThan(REDIS_TIMEOUT_MS + delayMs);
     }
     // Other routes fail closed too, never with a 500.
     const reportWhileDown = await stack.worker.fetch(`/admin/sales/${sale.id}/report`, {
@@ -121,7 +138,8 @@ describe("Redis stopped mid-spike", () => {
       const probe = await attempt(sale.id, `outage-${sale.id}-probe-${i}`);
       probes.push(probe);
       if (probe.status !== 503) break;
-      expect(performance.now() - upAt, "service did not resume").toBeLessThan(15_000);
+      // A liveness bound (the Worker reconnects on its next call), far above any machine's delay.
+      expect(performance.now() - upAt, "service did not resume").toBeLessThan(60_000);
       await sleep(100);
     }
     const resumedAfterMs = Math.round(performance.now() - upAt);
@@ -170,7 +188,8 @@ describe("Redis stopped mid-spike", () => {
 
     const count = (list: Outcome[], status: number) => list.filter((o) => o.status === status).length;
     console.log(
-      `outage: ${whileDown.length} checkouts while down, all 503 in <= ${Math.round(Math.max(...whileDown.map((o) => o.ms)))} ms; ` +
+      `outage: ${whileDown.length} checkouts while down, all 503 in <= ${Math.round(Math.max(...whileDown.map((o) => o.ms)))} ms ` +
+        `(a trivial request took up to ${Math.round(delayMs)} ms meanwhile); ` +
         `resumed ${resumedAfterMs} ms after restart; spike 202/409/503 = ${count(spike, 202)}/${count(spike, 409)}/${count(spike, 503)}; ` +
         `retries 202/409/503 = ${count(retries, 202)}/${count(retries, 409)}/${count(retries, 503)}; reservations behind a 503: ${ghosts.length}`,
     );

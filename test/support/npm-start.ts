@@ -45,6 +45,20 @@ export function npmStart(ports: StackPorts, stateDir: string, env: Record<string
   return { child, ready };
 }
 
+/**
+ * Stops a run as Ctrl-C would (it stops its stack, then exits); one that has not exited after
+ * `graceMs` is killed, and its watchdog stops what it left.
+ */
+export async function stopNpmStart(child: ChildProcess, graceMs = 20_000): Promise<void> {
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  if (exited()) return;
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await gone;
+  clearTimeout(timer);
+}
+
 /** The demo sale npm start announced. */
 export const demoSaleId = (output: string) => /Demo sale +(\d+)/.exec(output)?.[1] as string;
 
