@@ -112,7 +112,7 @@ type Charge = { outcome: "succeeded"; providerRef: string } | { outcome: "declin
 
 async function d1State(saleId: string) {
   const db = await stack.worker.mf.getD1Database("DB");
-  const [orders, attempts] = await db.batch([
+  const [orders, attempts] = (await db.batch([
     db
       .prepare("SELECT order_id, status, refund_due, paid_ref, closed_at, payment_claim FROM orders WHERE sale_id = ?")
       .bind(Number(saleId)),
@@ -122,10 +122,10 @@ async function d1State(saleId: string) {
          WHERE order_id IN (SELECT order_id FROM orders WHERE sale_id = ?)`,
       )
       .bind(Number(saleId)),
-  ]);
+  ])) as [{ results: OrderRow[] }, { results: AttemptRow[] }];
   return {
-    orders: new Map((orders?.results as OrderRow[]).map((r) => [r.order_id, r])),
-    attempts: new Map((attempts?.results as AttemptRow[]).map((r) => [`${r.order_id}:${r.idempotency_key}`, r])),
+    orders: new Map(orders.results.map((r) => [r.order_id, r])),
+    attempts: new Map(attempts.results.map((r) => [`${r.order_id}:${r.idempotency_key}`, r])),
   };
 }
 
