@@ -28,11 +28,12 @@ export interface Answer {
   headers?: Headers;
 }
 
-/** A call's status, its body when it succeeded, else the API's error code. */
+/** A call's status, its body when it succeeded, else the API's error code and message. */
 export interface ApiResult<T> {
   status: number;
   body?: T;
   code?: string;
+  message?: string;
   headers: Headers;
 }
 
@@ -228,7 +229,13 @@ export class ApiClient {
 
   private async resultOf<T>(res: Response): Promise<ApiResult<T>> {
     const body = (await res.json().catch(() => undefined)) as (T & Partial<ErrorBody>) | undefined;
-    return { status: res.status, body: res.ok ? body : undefined, code: body?.error?.code, headers: res.headers };
+    return {
+      status: res.status,
+      body: res.ok ? body : undefined,
+      code: body?.error?.code,
+      message: body?.error?.message,
+      headers: res.headers,
+    };
   }
 
   /** `objectHopMs`: an emulated round trip the durable-object copy waits on each checkout. */

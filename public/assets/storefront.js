@@ -551,7 +551,11 @@ class SalePage {
   sayOrder() {
     const { status, refundDue } = this.order;
     const text = ORDER_STATES[status] ?? `Your order is ${words(status)}.`;
-    const refund = refundDue ? " Your late payment will be refunded." : "";
+    const refund = refundDue
+      ? status === "paid"
+        ? " You were charged twice: the second charge will be refunded."
+        : " Your late payment will be refunded."
+      : "";
     this.say(`${text}${refund}`, status === "failed" || status === "expired" || status === "cancelled" ? "bad" : "good");
   }
 
@@ -630,6 +634,14 @@ class SalePage {
       if (answer.status === 401) return await this.tokenRefused("pay");
       if (answer.code === "PAYMENT_DECLINED") {
         return this.say("The payment was declined: nothing was charged. Try another card before the time runs out.", "bad");
+      }
+      if (answer.code === "PAYMENT_IN_PROGRESS") {
+        // Another payment for this order (another tab, another device) holds it; the order is
+        // followed, so its outcome shows here when it ends.
+        return this.say(
+          "Payment in progress: another payment for this order is being processed, and nothing was charged by this one. Its outcome shows here.",
+          "wait",
+        );
       }
       return this.say(`Not paid: ${answer.message}`, "bad");
     }

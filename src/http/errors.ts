@@ -50,6 +50,9 @@ export const unsupportedMediaType = () =>
   new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "request bodies must be JSON, sent with Content-Type: application/json");
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
+/** Another payment for the order is being processed: nothing was charged; ask again after Retry-After. */
+export const paymentInProgress = (message: string, retryAfterSeconds: number) =>
+  new ApiError(409, "PAYMENT_IN_PROGRESS", message, { "Retry-After": String(retryAfterSeconds) });
 
 /**
  * Retry-After and the IETF RateLimit-* headers (draft-ietf-httpapi-ratelimit-headers), the

@@ -4,7 +4,8 @@
 import type { Redis } from "../redis/client";
 import type { JobMessage } from "../shared/messages";
 import type { PaymentEvent } from "../shared/requests";
-import { attemptOfCharge, claimAttempt, findAttempt, finishAttempt } from "./payment-attempts";
+import { attemptOfCharge, claimOrder, finishAttempt } from "./payment-attempts";
+import type { HeldClaim } from "./payment-claim";
 import type { PaymentProvider } from "./payment-provider";
 
 export type { EndedOrder } from "./repository";
@@ -132,12 +133,25 @@ export async function cancelOrder(
   return cancelled;
 }
 
+/**
+ * Another attempt holds the order's payment claim: nothing was charged. Worth asking again
+ * in `retryAfterSeconds`: once that attempt's provider call has had its time. When its call
+ * has timed out already (`outcomeUnknown`), the claim stays until a retry with its key learns
+ * the outcome, or the payment window closes.
+ */
+export interface PaymentInProgress {
+  kind: "in_progress";
+  retryAfterSeconds: number;
+  outcomeUnknown: boolean;
+}
+
 export type PayOutcome =
   | { kind: "paid" }
   | { kind: "declined"; reason: string }
   | { kind: "not_payable"; reason: string }
   | { kind: "key_reused" }
-  | { kind: "timed_out" };
+  | { kind: "timed_out" }
+  | PaymentInProgress;
 
 export interface PayRequest {
   idempotencyKey: string;
@@ -146,8 +160,8 @@ export interface PayRequest {
   paymentToken: string;
 }
 
-/** Why an order in this state cannot be paid (it is not awaiting payment). */
-function notPayable(order: OrderRecord): PayOutcome {
+/** Why an order in this state cannot be paid (it is not awaiting payment, or its window closed). */
+function notPayable(status: OrderRecord["status"]): PayOutcome {
   const reasons: Record<OrderRecord["status"], string> = {
     awaiting_payment: "the payment window has closed",
     paid: "the order is already paid",
@@ -156,15 +170,34 @@ function notPayable(order: OrderRecord): PayOutcome {
     confirmed: "this sale has no payment step: the order is already confirmed",
     failed: "the order could not be recorded, and its units went back on sale",
   };
-  return { kind: "not_payable", reason: reasons[order.status] };
+  return { kind: "not_payable", reason: reasons[status] };
+}
+
+/** Why a charge that landed is owed back: the order, as it is now, was paid otherwise or had ended. */
+const refundReason = (status: OrderRecord["status"] | undefined): string =>
+  status === "paid"
+    ? "the order was already paid by another payment; this charge will be refunded"
+    : "the order ended before the payment completed; the charge will be refunded";
+
+function inProgress(held: HeldClaim, timeoutMs: number): PaymentInProgress {
+  const callEndsIn = held.claimedAt + timeoutMs - held.now;
+  const outcomeUnknown = callEndsIn <= 0;
+  // Never later than the window's close: then the order expires whatever the claim.
+  const waitMs = Math.min(outcomeUnknown ? timeoutMs : callEndsIn, held.expiresAt - held.now);
+  return { kind: "in_progress", retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)), outcomeUnknown };
 }
 
 /**
- * Pays an order through `provider`, at most one charge per (order, Idempotency-Key): a retry
- * with the same key gets the first attempt's answer (or charges again under the same key,
- * which the provider answers from its first charge, when the first attempt never finished).
- * The charge and the expiry may race: whichever D1 records first wins; a charge that lands
- * on an order that ended meanwhile is recorded for refund, never dropped.
+ * Pays an order through `provider`: at most one attempt in flight per order, and at most one
+ * charge per (order, Idempotency-Key). The attempt first claims the order in D1 (one
+ * conditional statement): another key meanwhile is told the payment is in progress and
+ * charges nothing. A retry with the same key gets the first attempt's answer (or charges
+ * again under the same key, which the provider answers from its first charge, when the first
+ * attempt never finished). The claim is released when the attempt ends: a decline lets the
+ * next attempt in, a charge pays the order; a provider call that timed out keeps it, its
+ * outcome unknown, until a retry with its key learns it or the window closes. The charge and
+ * the expiry may race: whichever D1 records first wins; a charge that lands on an order that
+ * ended meanwhile is recorded for refund, never dropped.
  */
 export async function payOrder(
   db: D1Database,
@@ -173,18 +206,19 @@ export async function payOrder(
   request: PayRequest,
   timeoutMs: number,
 ): Promise<PayOutcome> {
-  // An order that cannot be paid gets no attempt recorded: a retry with the same key meets the
-  // order as it is then, and never charges for an attempt that charged nothing. An attempt
-  // that began before (charging, its outcome unknown) goes on: the provider answers from its charge.
-  const payable = order.status === "awaiting_payment" && (order.expiresAt ?? 0) > Date.now();
-  const attempt = payable
-    ? await claimAttempt(db, order.orderId, request.idempotencyKey, request.fingerprint)
-    : await findAttempt(db, order.orderId, request.idempotencyKey);
-  if (!attempt) return notPayable(order);
+  const key = request.idempotencyKey;
+  // An order that cannot be paid gets no attempt recorded (and its claim is not taken): a retry
+  // with the same key meets the order as it is then, and never charges for an attempt that
+  // charged nothing. An attempt that began before (charging, its outcome unknown) goes on,
+  // even past the window: the provider answers from its charge.
+  const claim = await claimOrder(db, order.orderId, key, request.fingerprint);
+  const { attempt } = claim;
+  const status = claim.status ?? order.status;
+  if (!attempt) return claim.heldByAnother ? inProgress(claim.heldByAnother, timeoutMs) : notPayable(status);
   if (attempt.fingerprint !== request.fingerprint) return { kind: "key_reused" };
   if (attempt.status === "succeeded") return { kind: "paid" };
   if (attempt.status === "declined") return { kind: "declined", reason: attempt.declineReason ?? "the card was declined" };
-  if (attempt.status === "refund_due") return { kind: "not_payable", reason: REFUND_REASON };
+  if (attempt.status === "refund_due") return { kind: "not_payable", reason: refundReason(status) };
 
   let result: Awaited<ReturnType<PaymentProvider["charge"]>>;
   try {
@@ -195,41 +229,49 @@ export async function payOrder(
         currency: order.currency,
         paymentToken: request.paymentToken,
         // Scoped to the order: a client reusing a key across orders never merges two charges.
-        idempotencyKey: `${order.orderId}:${request.idempotencyKey}`,
+        idempotencyKey: `${order.orderId}:${key}`,
       },
       AbortSignal.timeout(timeoutMs),
     );
   } catch (err) {
+    // The outcome is unknown: the claim stays, so no other key charges meanwhile.
     if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return { kind: "timed_out" };
     throw err;
   }
   if (result.outcome === "declined") {
-    await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "declined", declineReason: result.reason });
+    await finishAttempt(db, order.orderId, key, { status: "declined", declineReason: result.reason });
     return { kind: "declined", reason: result.reason };
   }
-  if (await markPaid(db, order.orderId, `attempt:${request.idempotencyKey}`)) {
-    await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "succeeded", providerRef: result.providerRef });
+  const landing = await markPaid(db, order.orderId, `attempt:${key}`, key);
+  if (landing.paid) {
+    await finishAttempt(db, order.orderId, key, { status: "succeeded", providerRef: result.providerRef });
     return { kind: "paid" };
   }
   await markRefundDue(db, order.orderId);
-  await finishAttempt(db, order.orderId, request.idempotencyKey, { status: "refund_due", providerRef: result.providerRef });
-  return { kind: "not_payable", reason: REFUND_REASON };
+  await finishAttempt(db, order.orderId, key, { status: "refund_due", providerRef: result.providerRef });
+  return { kind: "not_payable", reason: refundReason(landing.status) };
 }
-
-const REFUND_REASON = "the order ended before the payment completed; the charge will be refunded";
 
 export type EventOutcome = "paid" | "refund_due" | "ignored" | "duplicate";
 
 /**
  * Applies a verified payment event once: its id is recorded first, and a replay changes
- * nothing. A success pays the order if it still awaits payment with its window open and the
- * amount matches; a success for an order that ended (or was paid otherwise, or for another
- * amount) is recorded for refund; a failure changes nothing (the order waits for its expiry).
- * An event that reports the very charge the pay route already recorded (its `paymentRef`,
- * a provider that confirms synchronous charges by webhook too) is that charge's outcome again,
- * never a second charge to refund.
+ * nothing. A success pays the order if it still awaits payment with its window open, no
+ * payment attempt holds its claim, and the amount matches; a success for an order that ended
+ * (or was paid otherwise, or for another amount) is recorded for refund; a failure changes
+ * nothing (the order waits for its expiry). An event that reports the very charge the pay
+ * route already recorded (its `paymentRef`, a provider that confirms synchronous charges by
+ * webhook too) is that charge's outcome again, never a second charge to refund. While a pay
+ * attempt holds the order's claim, a success is not applied (in progress): the provider
+ * delivers it again, and it is decided once that attempt has ended, as the charge it reports
+ * (paid by that attempt) or as another one.
  */
-export async function applyPaymentEvent(db: D1Database, event: PaymentEvent, order: OrderRecord): Promise<EventOutcome> {
+export async function applyPaymentEvent(
+  db: D1Database,
+  event: PaymentEvent,
+  order: OrderRecord,
+  timeoutMs: number,
+): Promise<EventOutcome | PaymentInProgress> {
   const [, recorded] = await db.batch<{ applied: number; outcome: EventOutcome | null }>([
     db
       .prepare(
@@ -246,9 +288,10 @@ export async function applyPaymentEvent(db: D1Database, event: PaymentEvent, ord
   if (event.type === "payment.succeeded") {
     const matches = event.amount === order.amount && event.currency === order.currency;
     const known = event.paymentRef === undefined ? undefined : await attemptOfCharge(db, order.orderId, event.paymentRef);
-    if (known === "succeeded") outcome = "paid";
+    const landing = known || !matches ? undefined : await markPaid(db, order.orderId, `event:${event.id}`, null);
+    if (landing?.paid === false && landing.heldBy) return inProgress(landing.heldBy, timeoutMs);
+    if (known === "succeeded" || landing?.paid) outcome = "paid";
     else if (known === "refund_due") outcome = "refund_due";
-    else if (matches && (await markPaid(db, order.orderId, `event:${event.id}`))) outcome = "paid";
     else {
       await markRefundDue(db, order.orderId);
       outcome = "refund_due";

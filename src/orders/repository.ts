@@ -2,13 +2,8 @@
 // conditional statements that move an order from one state to the next.
 import type { OrderStatus } from "../shared/api-types";
 import type { DeadLetter, OrderMessage } from "../shared/messages";
-
-/**
- * D1's own clock, in epoch ms. Every decision about a deadline (expire? still payable?) is
- * taken inside one statement against this one clock, so a payment and the expiry racing
- * each other can never both win, whatever the Workers' clocks say.
- */
-const NOW_MS = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+import { NOW_MS } from "./d1-clock";
+import { claimHeldByAnother, type HeldClaim, type OrderClaimRow, selectOrderClaim } from "./payment-claim";
 
 /** States in which an order holds its units. */
 export const HOLDING = "('awaiting_payment', 'paid', 'confirmed')";
@@ -255,21 +250,30 @@ export async function cancelAwaiting(db: D1Database, orderId: string, userId: st
 }
 
 /**
- * The payment's side of the race: paid by `ref` if, and only if, the order still awaits
- * payment and its window is open by D1's clock, decided in one statement; or paid by this
- * same `ref` before (a retry). False: it ended, or something else paid it, first.
+ * How a charge landed on its order: it paid it (now, or this same `ref` did before: a retry);
+ * another attempt's claim kept it out while the order is still payable (it may try again
+ * once that attempt ends); or the order was paid by something else, or ended, first.
  */
-export async function markPaid(db: D1Database, orderId: string, ref: string): Promise<boolean> {
-  const [update, paid] = await db.batch<{ n: number }>([
+export type Landing = { paid: true } | { paid: false; heldBy: HeldClaim | undefined; status: OrderRecord["status"] | undefined };
+
+/**
+ * The payment's side of the race: paid by `ref` if, and only if, the order still awaits
+ * payment, its window is open by D1's clock and `claim` holds its payment claim (null: nobody
+ * does), decided in one statement; the order is read back in the same batch.
+ */
+export async function markPaid(db: D1Database, orderId: string, ref: string, claim: string | null): Promise<Landing> {
+  const [update, after] = await db.batch<OrderClaimRow>([
     db
       .prepare(
         `UPDATE orders SET status = 'paid', closed_at = ${NOW_MS}, paid_ref = ?2
-         WHERE order_id = ?1 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS}`,
+         WHERE order_id = ?1 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS} AND payment_claim IS ?3`,
       )
-      .bind(orderId, ref),
-    db.prepare("SELECT COUNT(*) AS n FROM orders WHERE order_id = ?1 AND status = 'paid' AND paid_ref = ?2").bind(orderId, ref),
+      .bind(orderId, ref, claim),
+    selectOrderClaim(db, orderId),
   ]);
-  return update?.meta.changes === 1 || paid?.results[0]?.n === 1;
+  const row = after?.results[0];
+  if (update?.meta.changes === 1 || (row?.status === "paid" && row.paid_ref === ref)) return { paid: true };
+  return { paid: false, heldBy: claimHeldByAnother(row, claim), status: row?.status };
 }
 
 /** A charge landed that the order cannot keep: recorded, visibly, for a refund. */

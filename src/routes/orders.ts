@@ -3,11 +3,11 @@ import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, badRequest, notFound, paymentInProgress, unavailable } from "../http/errors";
 import { idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
-import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
+import { devPaymentProvider, type PaymentProvider, paymentTimeoutMs } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
@@ -92,6 +92,13 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
       return new ApiError(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used with another request body");
     case "timed_out":
       return unavailable("the payment provider did not answer in time; retry with the same Idempotency-Key");
+    case "in_progress":
+      return paymentInProgress(
+        outcome.outcomeUnknown
+          ? "another payment for this order timed out and its outcome is not known yet; nothing was charged. Retrying that payment with its own Idempotency-Key learns the outcome; until then the order takes no other payment, at most until its payment window closes"
+          : "another payment for this order is being processed; nothing was charged",
+        outcome.retryAfterSeconds,
+      );
   }
 }
 
@@ -116,7 +123,7 @@ export const orderRoutes = new Hono<AppEnv>()
         provider,
         order,
         { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
-        Number(c.env.PAYMENT_TIMEOUT_MS) || 10_000,
+        paymentTimeoutMs(c.env),
       );
       if (outcome.kind !== "paid") throw payError(outcome);
       return c.json(view({ ...order, status: "paid", expiresAt: null }));

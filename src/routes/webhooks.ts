@@ -1,16 +1,19 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
 import type { AppEnv } from "../http/app-env";
-import { badRequest, notFound } from "../http/errors";
+import { badRequest, notFound, paymentInProgress } from "../http/errors";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
+import { paymentTimeoutMs } from "../orders/payment-provider";
 import { findOrderRecord } from "../orders/repository";
 import type { WebhookReceived } from "../shared/api-types";
 import { PaymentEvent } from "../shared/requests";
 
 /**
  * POST /webhooks/payments: an asynchronous payment provider reports a payment. Signed with
- * PAYMENT_WEBHOOK_SECRET (off when it is unset); each event id is applied once.
+ * PAYMENT_WEBHOOK_SECRET (off when it is unset); each event id is applied once. A success that
+ * meets a pay attempt in flight waits for it: 409 PAYMENT_IN_PROGRESS, and the provider delivers
+ * it again.
  */
 export const webhookRoutes = new Hono<AppEnv>().post("/payments", async (c) => {
   const secret = c.env.PAYMENT_WEBHOOK_SECRET;
@@ -27,6 +30,12 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", async (c) => {
   if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
   const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
   if (!order) throw notFound("ORDER_NOT_FOUND", "no such order");
-  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order);
+  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order, paymentTimeoutMs(c.env));
+  if (typeof outcome === "object") {
+    throw paymentInProgress(
+      "a payment attempt for this order is being processed; the event was not applied: deliver it again",
+      outcome.retryAfterSeconds,
+    );
+  }
   return c.json({ received: true, outcome } satisfies WebhookReceived);
 });

@@ -197,7 +197,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "storefront",
     summary: "Pay the token user's order while it awaits payment",
     description:
-      "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires.",
+      "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires. One payment is in flight per order: while one is being processed, a payment with another key is refused with 409 PAYMENT_IN_PROGRESS and charges nothing (a payment whose provider call timed out holds the order until a retry with its own key learns the outcome, at most until the payment window closes).",
     auth: "user",
     params: Requests.OrderIdParam,
     requestHeaders: { "Idempotency-Key": { required: true, description: IDEMPOTENCY_KEY } },
@@ -209,7 +209,7 @@ const ROUTES: readonly ApiRoute[] = [
       402: error("PAYMENT_DECLINED: the provider declined the charge; the order still awaits payment"),
       404: ORDER_NOT_FOUND,
       409: error(
-        "ORDER_NOT_PAYABLE: expired, cancelled, already paid, or still pending (then with Retry-After); the message says which",
+        "ORDER_NOT_PAYABLE: expired, cancelled, already paid, or still pending (then with Retry-After); the message says which. PAYMENT_IN_PROGRESS (with Retry-After): another payment for this order is being processed; nothing was charged",
         ["Retry-After"],
       ),
       413: TOO_LARGE,
@@ -254,6 +254,10 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       401: error("UNAUTHORIZED: a missing or wrong signature, or a timestamp out of tolerance"),
       404: error("ORDER_NOT_FOUND: no such settled order, or NOT_FOUND: webhooks are not configured"),
+      409: error(
+        "PAYMENT_IN_PROGRESS (with Retry-After): a payment.succeeded for an order whose pay attempt is in flight is not applied; deliver it again, and it is decided once that attempt has ended",
+        ["Retry-After"],
+      ),
       413: TOO_LARGE,
     },
   },

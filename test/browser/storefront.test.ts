@@ -162,7 +162,7 @@ describe("the storefront", () => {
     expect(await cspViolations(page)).toEqual([]);
   });
 
-  it("buys two units and pays with tok_visa; another buyer's tok_chargeDeclined is declined, then cancelled", async () => {
+  it("buys two units and pays with tok_visa; another buyer's tok_chargeDeclined is declined, a payment meanwhile from another device is shown in progress, then cancelled", async () => {
     const sale = await openSale({
       name: "Court classic",
       description: "Leather court shoes, white and green. Two pairs per buyer.",
@@ -212,6 +212,33 @@ describe("the storefront", () => {
     expect(await decliner.locator("#order-state").textContent()).toBe("awaiting payment");
     const declinerToken = await api.userToken("decliner");
     expect((await api.order(declinedId, declinerToken)).body?.status).toBe("awaiting_payment");
+
+    // Another device's payment is in flight (a provider that never answers; that device then
+    // gives up and goes away, its outcome unknown): the page's payment charges nothing and says so.
+    const away = new AbortController();
+    const elsewhere = api
+      .fetch(`/api/orders/${declinedId}/pay`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${declinerToken}`, "Content-Type": "application/json", "Idempotency-Key": "elsewhere" },
+        body: JSON.stringify({ paymentToken: "tok_timeout" }),
+        signal: away.signal,
+      })
+      .catch(() => undefined);
+    // A declined card to ask with: should it come first, it is declined and lets the other in.
+    let probes = 0;
+    await eventually("the other device's payment to hold the order", async () => {
+      const probe = await api.pay(declinedId, declinerToken, "tok_chargeDeclined", `probe-${probes++}`);
+      return probe.code === "PAYMENT_IN_PROGRESS";
+    });
+    await decliner.getByRole("radio", { name: /Visa, pays/ }).check();
+    await decliner.getByRole("button", { name: /^Pay/ }).click();
+    await statusReads(
+      decliner,
+      /Payment in progress: another payment for this order is being processed, and nothing was charged/,
+    );
+    expect((await api.order(declinedId, declinerToken)).body?.status).toBe("awaiting_payment");
+    away.abort();
+    await elsewhere;
 
     // Still waiting for payment, the buyer gives the unit back.
     await decliner.getByRole("button", { name: "Cancel order" }).click();

@@ -372,6 +372,92 @@ describe("faults around payment and expiry", () => {
   });
 });
 
+/** Which Idempotency-Key holds the order's payment claim, if any. */
+async function claimOf(orderId: string): Promise<string | null> {
+  const row = await env.DB.prepare("SELECT payment_claim FROM orders WHERE order_id = ?")
+    .bind(orderId)
+    .first<{ payment_claim: string | null }>();
+  return row?.payment_claim ?? null;
+}
+
+/** The order's pay attempts as D1 records them, by key. */
+async function attemptsOf(orderId: string): Promise<Record<string, string>> {
+  const { results } = await env.DB.prepare("SELECT idempotency_key, status FROM payments WHERE order_id = ?")
+    .bind(orderId)
+    .all<{ idempotency_key: string; status: string }>();
+  return Object.fromEntries(results.map((r) => [r.idempotency_key, r.status]));
+}
+
+describe("one payment in flight per order", () => {
+  it("a declined first attempt releases the order: another key pays, and a third is told the order is paid", async () => {
+    const sale = await createSale({ stock: 1, price: 800, paymentWindowSec: 600 });
+    const orderId = await buy(sale.id, "second-card");
+    await settledAs(orderId, "second-card", "awaiting_payment");
+    expect(await pay(orderId, "second-card", "tok_chargeDeclined", "first-card")).toMatchObject({
+      status: 402,
+      body: { error: { code: "PAYMENT_DECLINED" } },
+    });
+    expect(await claimOf(orderId)).toBeNull();
+    expect(await pay(orderId, "second-card", "tok_visa", "second-card")).toMatchObject({ status: 200, body: { status: "paid" } });
+    const third = await pay(orderId, "second-card", "tok_visa", "third-card");
+    expect(third).toMatchObject({
+      status: 409,
+      body: { error: { code: "ORDER_NOT_PAYABLE", message: "the order is already paid" } },
+    });
+    expect(await redis.exists(`devpay:{${orderId}:third-card}`)).toBe(0); // refused before the provider
+    expect(await attemptsOf(orderId)).toEqual({ "first-card": "declined", "second-card": "succeeded" });
+    expect(await orderOf(orderId, "second-card")).toMatchObject({ status: "paid", refundDue: false });
+    expect(await claimOf(orderId)).toBeNull();
+  });
+
+  it("another key while one is in flight gets 409 PAYMENT_IN_PROGRESS and charges nothing; a timed-out attempt holds the order until its window closes", async () => {
+    const sale = await createSale({ stock: 1, price: 900, paymentWindowSec: 600 });
+    const orderId = await buy(sale.id, "double-click");
+    await settledAs(orderId, "double-click", "awaiting_payment");
+    // Long enough that the first call is still in flight when the second arrives, even on a busy machine.
+    const slow = { ...env, PAYMENT_TIMEOUT_MS: "4000" };
+    const first = pay(orderId, "double-click", "tok_timeout", "click-1", slow);
+    await eventually("the first click to claim the order", async () => (await claimOf(orderId)) === "click-1");
+    const inProgress = { status: 409, body: { error: { code: "PAYMENT_IN_PROGRESS" } } };
+    const second = await pay(orderId, "double-click", "tok_visa", "click-2", slow);
+    expect(second).toMatchObject({ ...inProgress, retryAfter: expect.stringMatching(/^[1-4]$/) });
+    expect(second.body.error?.message).toContain("being processed; nothing was charged");
+    expect(await first).toMatchObject({ status: 503, body: { error: { code: "UNAVAILABLE" } } });
+
+    // Its outcome unknown, the first attempt keeps the order: another key is still refused, for
+    // as long as a provider call may take, and told how the first one's outcome is learnt.
+    const third = await pay(orderId, "double-click", "tok_visa", "click-2", slow);
+    expect(third).toMatchObject({ ...inProgress, retryAfter: "4" });
+    expect(third.body.error?.message).toContain("outcome is not known yet");
+    expect(await redis.exists(`devpay:{${orderId}:click-2}`)).toBe(0);
+    expect(await attemptsOf(orderId)).toEqual({ "click-1": "charging" });
+    // The same key again is that attempt again (the provider would answer from its charge).
+    expect(await pay(orderId, "double-click", "tok_timeout", "click-1", { ...env, PAYMENT_TIMEOUT_MS: "100" })).toMatchObject({
+      status: 503,
+    });
+    // A success reported by webhook meanwhile waits for the attempt: not applied, delivered again later.
+    const event = { id: `evt_wait_${orderId}`, type: "payment.succeeded", orderId, amount: 900, currency: "USD" };
+    expect(await signed(event)).toMatchObject(inProgress);
+    expect(await orderOf(orderId, "double-click")).toMatchObject({ status: "awaiting_payment", refundDue: false });
+
+    // TIME TRAVEL: the window closes now (D1's deadline moved to D1's clock), rather than a
+    // window short enough to close while this test works racing the test's own steps.
+    await env.DB.prepare("UPDATE orders SET expires_at = CAST(unixepoch('subsec') * 1000 AS INTEGER) WHERE order_id = ?")
+      .bind(orderId)
+      .run();
+    expect(await pay(orderId, "double-click", "tok_visa", "click-3")).toMatchObject({
+      status: 409,
+      body: { error: { code: "ORDER_NOT_PAYABLE", message: "the payment window has closed" } },
+    });
+    await runJobs([{ kind: "expire-orders", orderIds: [orderId] }]);
+    expect(await settledAs(orderId, "double-click", "expired")).toMatchObject({ refundDue: false });
+    // The webhook's charge, delivered again, landed on an order that ended: owed back.
+    expect(await signed(event)).toMatchObject({ status: 200, body: { outcome: "refund_due" } });
+    expect(await orderOf(orderId, "double-click")).toMatchObject({ status: "expired", refundDue: true });
+    expect(await attemptsOf(orderId)).toEqual({ "click-1": "charging" });
+  });
+});
+
 describe("the payments webhook", () => {
   it("refuses bad signatures and old timestamps, ignores replays, and pays an order once", async () => {
     const sale = await createSale({ stock: 2, price: 700, paymentWindowSec: 600 });
