@@ -125,6 +125,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 }
 
 /**
+ * How long a test waits for a drain before calling it stuck: a liveness bound for two cores that
+ * other work keeps busy, far above the seconds a drain takes on a quiet machine.
+ */
+export const DRAIN_BOUND_MS = 120_000;
+
+/**
  * Polls the report until the queue has drained this sale (nothing pending, outbox empty).
  * `redrive`, when given, runs before each poll: e.g. the Worker's scheduled handler, as the
  * cron trigger would run it.
@@ -133,7 +139,7 @@ export function waitForDrain(
   api: Pick<ApiClient, "report">,
   saleId: string,
   expectSettled: number,
-  timeoutMs = 60_000,
+  timeoutMs = DRAIN_BOUND_MS,
   { redrive }: { redrive?: () => Promise<void> } = {},
 ): Promise<ReconciliationReport> {
   let last: ReconciliationReport | undefined;

@@ -355,7 +355,7 @@ describe("a randomized schedule", () => {
     })();
     const contender = async (id: number) => {
       for (let i = 0; i < ACQUISITIONS; i++) {
-        const lease = await lock.tryAcquire({ leaseMs: 10_000, waitMs: 60_000 });
+        const lease = await lock.tryAcquire({ leaseMs: 10_000, waitMs: 200_000 }); // within the test's own timeout
         if (!lease) throw new Error(`contender ${id} gave up`);
         if (holder !== undefined) overlaps++;
         holder = id;
