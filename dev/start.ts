@@ -23,7 +23,7 @@ import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
 import { startRedisServer } from "./lib/redis-server.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
-import { type RecordedProcess, StackRecordFile } from "./stack/stack-record.ts";
+import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
 
 const STATE = stateDir(ROOT);
@@ -255,7 +255,11 @@ async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   for (const stop of stops) await stop().catch(() => undefined);
-  if (recording) record.clear();
+  if (recording) {
+    // The watchdog would notice the record gone within half a second; a clean stop ends it now.
+    await stopProcesses(record.read()?.processes.filter((p) => p.name === "watchdog") ?? []);
+    record.clear();
+  }
   process.exit(code);
 }
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
