@@ -44,10 +44,14 @@ export function markRun(): string {
   return mark;
 }
 
-/** Whether the process that made `mark` still runs (a pid is recycled; its start time is not). */
+/**
+ * Whether the process that made `mark` still runs (a pid is recycled; its start time is not).
+ * A mark of any other shape is not one this code made: it counts as alive, so nothing is
+ * stopped on its account.
+ */
 function ownerAlive(mark: string): boolean {
-  const [pid, start] = mark.split(".");
-  return startTime(Number(pid)) === start;
+  const parts = /^(\d+)\.(\d+)$/.exec(mark);
+  return !parts || startTime(Number(parts[1])) === parts[2];
 }
 
 function markOf(pid: number): string | undefined {
@@ -55,8 +59,9 @@ function markOf(pid: number): string | undefined {
     const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
     const entry = environ.find((e) => e.startsWith(`${RUN_MARK}=`));
     if (entry) return entry.slice(RUN_MARK.length + 1);
-    // redis-server writes its title over its environment: it shows the mark in its title instead.
-    return new RegExp(`${RUN_MARK}=(\\S+)`).exec(readFileSync(`/proc/${pid}/cmdline`, "utf8"))?.[1];
+    // redis-server writes its title over its environment: it shows the mark in its title instead
+    // (padded with NULs, hence the mark's exact shape).
+    return new RegExp(`${RUN_MARK}=(\\d+\\.\\d+)`).exec(readFileSync(`/proc/${pid}/cmdline`, "utf8"))?.[1];
   } catch {
     return undefined; // gone, or not ours to read
   }
