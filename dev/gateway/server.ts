@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
 import { encodeOutcome, encodeOutcomes } from "./encoding.js";
 import { bearerAuth, createResponder, hostCheck, MAX_LATENCY_MS, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
-import { RecordLimit, REQUEST_TOO_LARGE } from "./platform-limits.js";
+import { REQUEST_TOO_LARGE, RecordLimit } from "./platform-limits.js";
 import { Batcher, RedisConnections, RedisUnavailableError, runTransaction, TransactionAbortedError } from "./redis.js";
 import { ScriptShas } from "./scripts.js";
 import { serveSubscription } from "./subscribe.js";
