@@ -8,6 +8,7 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
 import type { Redis } from "../redis/client";
+import { log } from "../shared/log";
 
 export interface LookupBudgetLimits {
   /** D1 lookups per second one isolate may make for ids the filter cannot rule out, and its burst. */
@@ -22,7 +23,10 @@ export const UNFILTERED_LOOKUPS: LookupBudgetLimits = { perIsolate: { rate: 5, b
 /** Where the deployment's window counts (the catalog's hash tag). */
 const TOTAL_PREFIX = "fs:{catalog}:unfiltered-lookups";
 
-/** Thrown by spend() over either budget; the route answers it as a 503. */
+/** How often an isolate logs that lookups are refused: a crawl is refused thousands of times a second. */
+const REFUSAL_LOG_EVERY_MS = 10_000;
+
+/** Thrown by spend() over either budget; the route answers it as a 503 (and leaves the logging to spend()). */
 export class LookupBudgetSpent extends Error {
   constructor(readonly budget: "isolate" | "total") {
     super(`too many lookups of unknown sale ids while the Bloom filter is refilled (${budget} budget)`);
@@ -34,6 +38,8 @@ export class LookupBudgetSpent extends Error {
 export class UnfilteredLookupBudget {
   private readonly isolate: LocalTokenBuckets;
   private readonly totals = new WeakMap<Redis, Ratelimit>();
+  private refusedSinceLog = 0;
+  private loggedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly limits: LookupBudgetLimits = UNFILTERED_LOOKUPS) {
     this.isolate = new LocalTokenBuckets(limits.perIsolate.rate, limits.perIsolate.burst, 1);
@@ -41,9 +47,24 @@ export class UnfilteredLookupBudget {
 
   /** Takes one D1 lookup from both budgets, this isolate's first; throws LookupBudgetSpent when either is spent. */
   async spend(redis: Redis): Promise<void> {
-    if (!this.isolate.take("d1").ok) throw new LookupBudgetSpent("isolate");
+    if (!this.isolate.take("d1").ok) throw this.refused("isolate");
     const { success } = await this.totalFor(redis).limit("d1");
-    if (!success) throw new LookupBudgetSpent("total");
+    if (!success) throw this.refused("total");
+  }
+
+  /** The refusal, logged once per REFUSAL_LOG_EVERY_MS with how many there were since. */
+  private refused(budget: LookupBudgetSpent["budget"]): LookupBudgetSpent {
+    this.refusedSinceLog++;
+    const now = Date.now();
+    if (now - this.loggedAt >= REFUSAL_LOG_EVERY_MS) {
+      log.warn("lookups of unknown sale ids over budget while the Bloom filter is refilled", {
+        budget,
+        refused: this.refusedSinceLog,
+      });
+      this.loggedAt = now;
+      this.refusedSinceLog = 0;
+    }
+    return new LookupBudgetSpent(budget);
   }
 
   private totalFor(redis: Redis): Ratelimit {

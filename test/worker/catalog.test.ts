@@ -2,7 +2,7 @@
 // guard off, then the guard holding, by counting what reaches D1 (counting-db.ts) on the
 // real local D1 and a real Redis behind the project's gateway.
 import { env } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { eventually } from "../../dev/lib/wait";
 import { bloomMayHave } from "../../src/redis/bloom";
@@ -179,6 +179,32 @@ describe("penetration while the filter is lost: D1 is read within a budget until
     expect(crawled.d1).toBe(crawled.notFound);
     expect(crawled.d1).toBeLessThanOrEqual(burst + rate * crawled.seconds);
     expect(crawled.count("isolate")).toBeGreaterThan(0);
+  });
+
+  it("over budget, the sale page answers 503 with Retry-After, and the refusals make a log line, not one each", async () => {
+    await scratch.del(catalogKeys.bloom);
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+      lines.push(String(line));
+    });
+    try {
+      const answers = await Promise.all(
+        absentIds(200).map((id) => fetchWithVars({ UPSTASH_REDIS_REST_URL: env.TEST_SCRATCH_REDIS_URL }, `/api/sales/${id}`)),
+      );
+      const statuses = answers.map((res) => res.status);
+      expect(statuses.filter((status) => status !== 404 && status !== 503)).toEqual([]);
+      const refused = answers.filter((res) => res.status === 503);
+      expect(refused.length).toBeGreaterThan(0);
+      for (const res of refused) expect(res.headers.get("Retry-After")).toBe("1");
+      expect(await (refused[0] as Response).json()).toEqual({ error: { code: "UNAVAILABLE", message: expect.any(String) } });
+      const logged = lines.map((line) => JSON.parse(line) as { message: string });
+      expect(logged.filter((l) => l.message === "sale read failed")).toEqual([]);
+      expect(logged.filter((l) => l.message.startsWith("lookups of unknown sale ids over budget")).length).toBeLessThan(
+        refused.length,
+      );
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("a sale that exists is still found within the budget, and the refilled filter needs none", async () => {
