@@ -9,7 +9,8 @@
 // Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380); ADMIN_TOKEN and
 // JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
-// uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on.
+// uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on. The
+// gateway enforces the Worker's REDIS_MAX_RECORD_BYTES and REDIS_MAX_REQUEST_BYTES, as Upstash would.
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands; Redis wants its random password.
@@ -65,6 +66,13 @@ function varOverrides(): { flags: string[]; names: string[] } {
   return { flags: Object.entries(values).flatMap(([name, value]) => ["--var", `${name}:${value}`]), names };
 }
 
+/** One of the Worker's [vars] as this stack runs it: the environment's value, else wrangler.toml's. */
+function workerSetting(name: string): string {
+  const value = process.env[name] ?? workerConfig().vars[name];
+  if (value === undefined) throw new Error(`${name} is not in wrangler.toml's [vars]`);
+  return value;
+}
+
 function startWatchdog(): void {
   const child = spawn(process.execPath, ["--import", "tsx", WATCHDOG, String(process.pid), record.file], {
     cwd: ROOT,
@@ -88,7 +96,13 @@ async function upstash(secrets: ReturnType<typeof localSecrets>): Promise<{ url:
   });
   record.add({ name: "redis-server", pid: redis.pid, group: false, marker: "redis-server" });
   stops.push(redis.stop);
-  const gateway = await spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN, port: GATEWAY_PORT });
+  const gateway = await spawnGateway({
+    redisUrl: redis.url,
+    token: secrets.GATEWAY_TOKEN,
+    port: GATEWAY_PORT,
+    maxRecordBytes: Number(workerSetting("REDIS_MAX_RECORD_BYTES")),
+    maxRequestBytes: Number(workerSetting("REDIS_MAX_REQUEST_BYTES")),
+  });
   record.add({ name: "gateway", pid: gateway.pid, group: false, marker: "gateway" });
   stops.unshift(gateway.stop);
   return { url: gateway.url, token: gateway.token };

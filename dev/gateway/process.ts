@@ -25,6 +25,9 @@ export async function spawnGateway(opts: {
   port?: number;
   /** Runs administrative commands (FLUSHALL, CONFIG, ...), which the gateway refuses by default. */
   allowAdminCommands?: boolean;
+  /** Upstash's limits, refused as Upstash does (GatewayOptions). */
+  maxRecordBytes?: number;
+  maxRequestBytes?: number;
 }): Promise<GatewayProcess> {
   const port = opts.port ?? (await freePort());
   const child: ChildProcess = spawn(
@@ -38,6 +41,8 @@ export async function spawnGateway(opts: {
       "--redis",
       opts.redisUrl,
       ...(opts.allowAdminCommands ? ["--allow-admin-commands"] : []),
+      ...(opts.maxRecordBytes === undefined ? [] : ["--max-record-bytes", String(opts.maxRecordBytes)]),
+      ...(opts.maxRequestBytes === undefined ? [] : ["--max-request-bytes", String(opts.maxRequestBytes)]),
     ],
     {
       env: { ...process.env, UPSTASH_REDIS_REST_TOKEN: opts.token },

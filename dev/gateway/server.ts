@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
 import { encodeOutcome, encodeOutcomes } from "./encoding.js";
 import { bearerAuth, createResponder, hostCheck, MAX_LATENCY_MS, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
+import { REQUEST_TOO_LARGE, RecordLimit } from "./platform-limits.js";
 import { Batcher, RedisConnections, RedisUnavailableError, runTransaction, TransactionAbortedError } from "./redis.js";
 import { ScriptShas } from "./scripts.js";
 import { serveSubscription } from "./subscribe.js";
@@ -29,6 +30,13 @@ export interface GatewayOptions {
   allowedHosts?: string[];
   /** Runs administrative commands (FLUSHALL, CONFIG, KEYS, ...), which it refuses by default. */
   allowAdminCommands?: boolean;
+  /**
+   * Upstash's limit on one request's size: a bigger body is refused as Upstash refuses it
+   * (dev/gateway/platform-limits.ts), instead of the 413 of maxBodyBytes, which it replaces.
+   */
+  maxRequestBytes?: number;
+  /** Upstash's limit on one record: writes to a key already holding more are refused. Omitted: no limit. */
+  maxRecordBytes?: number;
 }
 
 export interface GatewayStats {
@@ -52,7 +60,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (!options.token) throw new Error("startGateway: a token is required");
   if ((options.latencyMs ?? 0) > MAX_LATENCY_MS) throw new Error(`startGateway: latencyMs is at most ${MAX_LATENCY_MS}`);
   const host = options.host ?? "127.0.0.1";
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxRequestBytes ?? options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const authorized = bearerAuth(options.token);
   const hostAllowed = hostCheck(options.allowedHosts ?? []);
   const refusalOf = (command: string[]) => refusal(command, { allowAdminCommands: options.allowAdminCommands });
@@ -60,6 +68,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const redis = new RedisConnections(options.redisUrl);
   const scripts = new ScriptShas();
   const batcher = new Batcher(redis.shared);
+  const recordLimit = options.maxRecordBytes === undefined ? undefined : new RecordLimit(options.maxRecordBytes, redis.shared);
   const counters: GatewayStats = { requests: 0, commands: 0 };
   const resetStats = () => Object.assign(counters, { requests: 0, commands: 0 });
   let latencyMs = options.latencyMs ?? 0;
@@ -72,8 +81,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function execute(commands: string[][], res: ServerResponse): Promise<Outcome[]> {
     const outcomes: (Outcome | undefined)[] = [];
     const runnable: PreparedCommand[] = [];
-    for (const command of commands) {
-      const refused = refusalOf(command);
+    const oversized = (await recordLimit?.refusals(commands, batcher)) ?? [];
+    for (const [i, command] of commands.entries()) {
+      const refused = refusalOf(command) ?? oversized[i];
       outcomes.push(refused === undefined ? undefined : { ok: false, error: refused });
       if (refused === undefined) runnable.push(scripts.prepare(command));
     }
@@ -96,8 +106,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   async function transaction(commands: string[][]): Promise<Outcome[]> {
     // Nothing runs when one command is refused, as Redis does with a command it rejects while queuing.
-    for (const command of commands) {
-      const refused = refusalOf(command);
+    const oversized = (await recordLimit?.refusals(commands, batcher)) ?? [];
+    for (const [i, command] of commands.entries()) {
+      const refused = refusalOf(command) ?? oversized[i];
       if (refused !== undefined) throw new TransactionAbortedError(refused);
     }
     const prepared = commands.map((command) => scripts.prepare(command));
@@ -154,7 +165,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      if (error instanceof PayloadTooLargeError) return respond.error(res, 413, error.message);
+      if (error instanceof PayloadTooLargeError) {
+        return options.maxRequestBytes === undefined
+          ? respond.error(res, 413, error.message)
+          : respond.error(res, 400, REQUEST_TOO_LARGE);
+      }
       if (error instanceof BadRequestError || error instanceof TransactionAbortedError) {
         return respond.error(res, 400, error.message);
       }

@@ -24,6 +24,12 @@ export interface RedisServerOptions {
   port?: number;
   /** Directory for appendonly/rdb files; omit for a memory-only instance. */
   dataDir?: string;
+  /**
+   * With dataDir: no append-only file, only the snapshots SAVE or BGSAVE write there (dump.rdb),
+   * which a restart loads. A restart then comes back as of the last snapshot, losing every
+   * write after it, as a failover to a replica that lagged behind does.
+   */
+  snapshotsOnly?: boolean;
   /** Clients must AUTH with it (handed over on stdin, so it never shows in the process list). */
   password?: string;
 }
@@ -35,7 +41,8 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   if (options.dataDir) {
     mkdirSync(options.dataDir, { recursive: true });
     // AOF with fsync every second: the dev stack keeps its sales across restarts.
-    args.push("--dir", options.dataDir, "--appendonly", "yes", "--appendfsync", "everysec");
+    args.push("--dir", options.dataDir);
+    args.push(...(options.snapshotsOnly ? ["--appendonly", "no"] : ["--appendonly", "yes", "--appendfsync", "everysec"]));
   } else {
     args.push("--appendonly", "no");
   }

@@ -44,6 +44,8 @@ export interface MemoryFigures {
   buyersBytes: number;
   checkoutKeysBytes: number;
   backlogBytes: number;
+  /** The largest single record among them (Upstash's limit is per record), with its key's role. */
+  largest: { key: string; bytes: number };
   fillMs: number;
 }
 
@@ -164,12 +166,22 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number) {
     buyersBytes: await usage(keys.buyers),
     checkoutKeysBytes: await usage(keys.checkoutKeys),
     backlogBytes: 0,
+    largest: { key: "", bytes: 0 },
     fillMs,
   };
   // A backlog: as many orders in the outbox and pending records, measured, then dropped.
   await fill(redis, "zadd", keys.outbox, buyers, (i) => [String(now), orderId(i)]);
   await fill(redis, "hset", keys.pending, buyers, (i) => [orderId(i), `1:${userId(i)}`]);
-  memory.backlogBytes = (await usage(keys.outbox)) + (await usage(keys.pending));
+  const [outboxBytes, pendingBytes] = [await usage(keys.outbox), await usage(keys.pending)];
+  memory.backlogBytes = outboxBytes + pendingBytes;
+  const records: [string, number][] = [
+    ["buyers", memory.buyersBytes],
+    ["checkout keys", memory.checkoutKeysBytes],
+    ["outbox (backlog)", outboxBytes],
+    ["pending (backlog)", pendingBytes],
+  ];
+  const [key, bytes] = records.reduce((a, b) => (b[1] > a[1] ? b : a));
+  memory.largest = { key, bytes };
   await redis.unlink(keys.outbox, keys.pending);
   return memory;
 }

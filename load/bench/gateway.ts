@@ -6,7 +6,10 @@
 // Each HTTP target runs in a process of its own and is driven by autocannon with POST
 // /pipeline single-command bodies and `Upstash-Encoding: base64` (what the client sends
 // with auto-pipelining on), rotating GET / SET / EVALSHA. Raw RESP is ioredis with the
-// same number of commands in flight: the ceiling no HTTP gateway can reach.
+// same number of commands in flight: the ceiling no HTTP gateway can reach. "this gateway,
+// Upstash's limits enforced" is the same gateway started as npm start starts it, with the
+// Worker's REDIS_MAX_RECORD_BYTES and REDIS_MAX_REQUEST_BYTES: every SET and EVALSHA of the
+// mix costs it a MEMORY USAGE of its key first (dev/gateway/platform-limits.ts).
 import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -185,16 +188,21 @@ try {
   const requests = httpRequests(sha);
 
   log(`${connections} connections, ${duration} s per target, mix GET / SET / EVALSHA as POST /pipeline (base64)`);
-  const gatewayPort = await freePort();
-  children.push(
-    await startProcess(
-      ["--import", "tsx", "dev/gateway/main.ts", "--port", String(gatewayPort), "--redis", redisServer.url, "--token", TOKEN],
-      {},
-      gatewayPort,
-    ),
-  );
-  const ours = await driveHttp("this gateway", gatewayPort, requests);
-  stopProcess(children.pop() as ChildProcess);
+  const driveGateway = async (target: string, flags: string[]) => {
+    const port = await freePort();
+    const args = ["--import", "tsx", "dev/gateway/main.ts", "--port", String(port), "--redis", redisServer.url, "--token", TOKEN];
+    children.push(await startProcess([...args, ...flags], {}, port));
+    const figures = await driveHttp(target, port, requests);
+    stopProcess(children.pop() as ChildProcess);
+    return figures;
+  };
+  const ours = await driveGateway("this gateway", []);
+  const limited = await driveGateway("this gateway, Upstash's limits enforced", [
+    "--max-record-bytes",
+    "100000000",
+    "--max-request-bytes",
+    "10000000",
+  ]);
 
   const altPort = await freePort();
   const altBin = join(ROOT, "node_modules/@humanwhocodes/upstash-redis-server/dist/server.js");
@@ -205,7 +213,7 @@ try {
   await driveRaw(redisServer.url, sha, WARMUP_SECONDS);
   const rawResp = await driveRaw(redisServer.url, sha, duration);
 
-  const rows = [ours, alternative, rawResp].map((f) => ({
+  const rows = [ours, limited, alternative, rawResp].map((f) => ({
     ...f,
     vsAlternative: f.reqPerSec / alternative.reqPerSec,
     vsRaw: f.reqPerSec / rawResp.reqPerSec,

@@ -346,7 +346,7 @@ async function pausedHolder(stack: Stack): Promise<PausedHolderRow[]> {
   rows.push(
     await scenario("src/locks Lock + fencedBatch", "fencing token checked by D1 in the write's batch", async (resource, wait) => {
       const lease = (await new Lock(redis, resource).tryAcquire({ leaseMs: PAUSE.leaseMs, waitMs: wait ? 3_000 : 0 })) as Lease;
-      return (holder) => fencedBatch(db, resource, lease.fence as number, [upsert(resource, holder)]);
+      return (holder) => fencedBatch(db, resource, lease, [upsert(resource, holder)]);
     }),
   );
   const quorumNodes = stack.quorum.map((node) => restClient(stack, node.gateway.url));

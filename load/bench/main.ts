@@ -28,6 +28,7 @@
 import { parseArgs } from "node:util";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
 import { measureCpu, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
@@ -517,6 +518,27 @@ function printBigKeys({ memory, checkout, removal }: BigKeyFigures) {
         "checkout keys hash": mib(m.checkoutKeysBytes),
         "outbox + pending, a backlog of as many orders": mib(m.backlogBytes),
         "filled in s": seconds(m.fillMs),
+      })),
+    ),
+  );
+  // Upstash refuses writes to a record past this (wrangler.toml's REDIS_MAX_RECORD_BYTES).
+  const limit = Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES);
+  log(
+    `\n11a'. The largest record beside Upstash's record limit (REDIS_MAX_RECORD_BYTES = ${count(limit)} bytes): today's layout, one key per structure, not split into buckets yet`,
+  );
+  log(
+    formatTable(
+      memory.map((m) => ({
+        buyers: count(m.buyers),
+        "largest record": m.largest.key,
+        size: mib(m.largest.bytes),
+        "share of the limit": `${fixed((m.largest.bytes / limit) * 100, 1)}%`,
+        verdict:
+          m.largest.bytes > limit
+            ? "over: Upstash refuses its writes"
+            : m.largest.bytes > limit / 2
+              ? "over half: warned"
+              : "inside",
       })),
     ),
   );

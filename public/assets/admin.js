@@ -357,6 +357,12 @@ function render({ sale, series, report }) {
       : report.reconciled
         ? "Reconciled: every order Redis minted is accounted for in D1 or pending, and stock adds up."
         : "Not reconciled: Redis and D1 disagree; every figure is below.";
+  // Big keys: Upstash refuses writes to a key past REDIS_MAX_RECORD_BYTES; past half, the report warns.
+  const largest = report.largestKey;
+  $("largest-key").textContent = largest
+    ? `Largest Redis key: ${largest.key}, ${(largest.bytes / 2 ** 20).toFixed(2)} MiB, ${(largest.share * 100).toFixed(1)}% of the record limit.${(report.warnings ?? []).map((/** @type {string} */ w) => ` Warning: ${w}.`).join("")}`
+    : "";
+  $("largest-key").classList.toggle("warning", (report.warnings ?? []).length > 0);
   $("report-rows").replaceChildren(
     ...flatten(report).map(([name, value]) =>
       row([

@@ -31,14 +31,24 @@ export class LockLostError extends Error {
   }
 }
 
-/** A fenced write carried a token lower than one the resource has seen: its holder is stale. */
+/**
+ * A fenced write was refused: its token is lower than one the resource has seen (`lower`: a
+ * later holder has written), or equal to one another holder wrote with (`reused`: the lock's
+ * counter went back, as after a Redis failover that lost its last writes).
+ */
 export class StaleFenceError extends Error {
   constructor(
     readonly resource: string,
     readonly fence: number,
+    readonly reason: "lower" | "reused",
     options?: { cause?: unknown },
   ) {
-    super(`fencing token ${fence} for ${resource} is stale: a later holder has written`, options);
+    super(
+      reason === "lower"
+        ? `fencing token ${fence} for ${resource} is stale: a later holder has written`
+        : `fencing token ${fence} for ${resource} was already used by another holder`,
+      options,
+    );
     this.name = "StaleFenceError";
   }
 }

@@ -1,6 +1,6 @@
 // The lock library: Redis locks for Workers over Upstash REST (docs/locks.md). It imports
 // nothing of the application; callers hand it @upstash/redis clients.
-export { type FenceDatabase, fencedBatch } from "./d1-fence";
+export { type FenceDatabase, type FencedLease, fencedBatch } from "./d1-fence";
 export { LockLostError, type LockLostReason, LockTimeoutError, StaleFenceError } from "./errors";
 export { type Held, type HoldOptions, holdWhile } from "./hold";
 export { type LockKeys, lockKeys } from "./keys";

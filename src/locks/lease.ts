@@ -29,6 +29,12 @@ export class Lease {
     public expiresAt: number,
     private readonly ops: LeaseOps,
     private readonly driftMs = 0,
+    /**
+     * Who holds it, for fencedBatch: random per acquisition (a reentrant lock's owner id).
+     * D1 keeps it beside the token, so the same token from another holder (a counter that
+     * went back with its Redis) is refused.
+     */
+    readonly holder: string = crypto.randomUUID(),
   ) {}
 
   /** Why the lock was lost while held (set by `using` the moment it knows); undefined while it is not. */

@@ -73,10 +73,19 @@ export class ReentrantLock {
     const sentAt = Date.now();
     const hold = await this.acquire(owner, options);
     if (!hold) throw new LockTimeoutError(this.name, `${options.waitMs ?? 0} ms`);
-    const lease = new Lease(this.name, hold.fence, options.leaseMs, sentAt + options.leaseMs, {
-      renew: () => this.renew(owner, options.leaseMs),
-      release: async () => (await this.release(owner)).owner,
-    });
+    const lease = new Lease(
+      this.name,
+      hold.fence,
+      options.leaseMs,
+      sentAt + options.leaseMs,
+      {
+        renew: () => this.renew(owner, options.leaseMs),
+        release: async () => (await this.release(owner)).owner,
+      },
+      0,
+      // Nested holds by one owner share its token, so they are one holder to the resource.
+      owner,
+    );
     return holdWhile(lease, fn, options);
   }
 }

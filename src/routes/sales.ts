@@ -4,6 +4,7 @@ import { badRequest, notFound, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { type CatalogDeps, decodeCursor, encodeCursor, readCatalogPage, readSalePage } from "../sales/catalog";
+import { LookupBudgetSpent } from "../sales/lookup-budget";
 import { saleView } from "../sales/sale";
 import type { CatalogPage } from "../shared/api-types";
 import { log } from "../shared/log";
@@ -14,7 +15,8 @@ async function orUnavailable<T>(what: string, fields: Record<string, string>, re
   try {
     return await read();
   } catch (err) {
-    log.warn(`${what} read failed`, fields, err);
+    // Lookups refused by the lost filter's budget are logged there, a line per few seconds, not one each.
+    if (!(err instanceof LookupBudgetSpent)) log.warn(`${what} read failed`, fields, err);
     throw unavailable(`the ${what} cannot be read right now`);
   }
 }

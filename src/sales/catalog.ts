@@ -9,6 +9,7 @@ import type { Redis } from "../redis/client";
 import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
 import { CATALOG_PAGE_SIZE } from "../shared/limits";
 import { findSaleArchive } from "./archives";
+import { UnfilteredLookupBudget } from "./lookup-budget";
 import { ALL_GUARDS, type CacheContext, type CachedSource, type CacheGuards, resolveEntry } from "./read-through";
 import { type CatalogCursor, catalogSales, findSale } from "./repository";
 import { type Sale, saleStatus } from "./sale";
@@ -42,6 +43,8 @@ export class IsolateReads {
   readonly salePages = new IsolateCache<SalePage | null>(SALE_PAGE_TTL_MS, 1_000);
   readonly catalogPages = new IsolateCache<CatalogSlice>(CATALOG_PAGE_TTL_MS, 100);
   readonly inFlight = new Map<string, Promise<unknown>>();
+  /** D1 lookups it may make for ids a lost Bloom filter cannot rule out (src/sales/lookup-budget.ts). */
+  readonly unfilteredLookups = new UnfilteredLookupBudget();
 
   /** A sale changed: this isolate forgets what it showed of it (others within their TTL). */
   forget(saleId: string): void {
@@ -70,15 +73,21 @@ const contextOf = (deps: CatalogDeps, isolate: IsolateReads): CacheContext => ({
   inFlight: isolate.inFlight,
 });
 
-function saleCard(deps: CatalogDeps, saleId: string): CachedSource<Sale> {
+function saleCard(deps: CatalogDeps, isolate: IsolateReads, saleId: string): CachedSource<Sale> {
   return {
     keys: saleCardKeys(saleId),
     lockName: `card:sale:${saleId}`,
     ttl: CARD_TTL,
     missTtl: MISS_TTL,
     load: () => findSale(deps.db, saleId),
-    // Not filled yet (a new database, a lost filter): it cannot rule anything out.
-    mayExist: async () => (await bloomMayHave(deps.redis, [saleId]))?.[0] ?? true,
+    mayExist: async () => {
+      const maybe = await bloomMayHave(deps.redis, [saleId]);
+      if (maybe) return maybe[0] as boolean;
+      // Not filled yet (a new database, a lost filter): it cannot rule anything out, so D1
+      // is asked, within a budget (a crawl of random ids would otherwise read D1 for each).
+      await isolate.unfilteredLookups.spend(deps.redis);
+      return true;
+    },
   };
 }
 
@@ -86,7 +95,7 @@ function saleCard(deps: CatalogDeps, saleId: string): CachedSource<Sale> {
 export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<SalePage | undefined> {
   const isolate = deps.isolate ?? isolateReads;
   const page = await isolate.salePages.getOrLoad(saleId, async () => {
-    const card = saleCard(deps, saleId);
+    const card = saleCard(deps, isolate, saleId);
     const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
     const sale = await resolveEntry(contextOf(deps, isolate), card, read);
     if (!sale) return null;

@@ -1,6 +1,7 @@
 import { type SettlementCounts, settlementCounts } from "../orders/repository";
 import { redisFor } from "../redis/client";
 import { findSaleArchive, type SaleArchive } from "../sales/archives";
+import { bigKeyWarning, type LargestKey, largestSaleKey, recordLimitBytes } from "../sales/big-keys";
 import { readLiveSale } from "../sales/live-state";
 import type { Sale } from "../sales/sale";
 import type { ReconciliationReport } from "../shared/api-types";
@@ -21,6 +22,8 @@ interface RedisFigures {
   returned: number;
   pending: PendingOrder[];
   archivedAt: number | null;
+  /** The sale's largest key now (null once archived, or when Redis holds none of its keys). */
+  largestKey: LargestKey | null;
 }
 
 const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
@@ -35,6 +38,7 @@ const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
   returned: archive.returned,
   pending: [],
   archivedAt: archive.archivedAt,
+  largestKey: null,
 });
 
 /**
@@ -51,16 +55,29 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
   const redis = redisFor(env);
   const keys = saleKeys(sale.id);
   // Issued together, these reads travel as one auto-pipelined round trip, in this order.
-  const [outbox, pending, buyers, returned, live] = await Promise.all([
+  const [outbox, pending, buyers, returned, largestKey, live] = await Promise.all([
     redis.zcard(keys.outbox),
     pendingOrders(redis, sale.id),
     redis.hlen(keys.buyers),
     redis.scard(keys.returned),
+    largestSaleKey(redis, sale.id, recordLimitBytes(env)),
     readLiveSale(redis, sale.id),
   ]);
   if (live) {
     const { stock, remaining, minted } = live;
-    return { loaded: true, known: true, stock, remaining, minted, buyers, outbox, returned, pending, archivedAt: null };
+    return {
+      loaded: true,
+      known: true,
+      stock,
+      remaining,
+      minted,
+      buyers,
+      outbox,
+      returned,
+      pending,
+      archivedAt: null,
+      largestKey,
+    };
   }
   const archive = await findSaleArchive(env.DB, sale.id);
   if (archive) return archivedFigures(sale, archive);
@@ -75,6 +92,7 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
     returned,
     pending,
     archivedAt: null,
+    largestKey,
   };
 }
 
@@ -105,7 +123,8 @@ function compare(sale: Sale, figures: RedisFigures, d1: SettlementCounts): Recon
   const { states } = d1;
   const held = pendingUnits + states.awaiting_payment.units + states.paid.units + states.confirmed.units;
   const ended = states.expired.orders + states.cancelled.orders + states.failed.orders;
-  const { minted, buyers, returned } = figures;
+  const { minted, buyers, returned, largestKey } = figures;
+  const bigKey = bigKeyWarning(sale.id, largestKey);
   const reserved = figures.remaining === null ? 0 : figures.stock - figures.remaining;
   return {
     saleId: sale.id,
@@ -144,5 +163,7 @@ function compare(sale: Sale, figures: RedisFigures, d1: SettlementCounts): Recon
       d1.returnsPending === 0 &&
       returned === ended,
     archivedAt: figures.archivedAt === null ? null : new Date(figures.archivedAt).toISOString(),
+    largestKey,
+    warnings: bigKey ? [bigKey] : [],
   };
 }

@@ -143,6 +143,13 @@ export const ReconciliationReport = z.object({
   reconciled: z.boolean(),
   /** When the sale's Redis figures were archived to D1 and its keys removed; null while Redis holds them. */
   archivedAt: z.nullable(z.iso.datetime()),
+  /**
+   * The sale's largest Redis key (MEMORY USAGE) and its share of REDIS_MAX_RECORD_BYTES, the
+   * most Upstash lets one key hold before it refuses writes to it; null once archived.
+   */
+  largestKey: z.nullable(z.object({ key: z.string(), bytes: z.int(), share: z.number() })),
+  /** What needs an operator's eye: a key past half the record limit. */
+  warnings: z.array(z.string()),
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 

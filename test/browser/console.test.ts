@@ -62,6 +62,11 @@ describe("the admin console", () => {
     // the verdict holds throughout.
     await page.locator("#state-rows tr", { hasText: "awaiting payment" }).filter({ hasText: "12" }).waitFor({ timeout: 20_000 });
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
+    // The sale's largest Redis key and its share of the record limit, far from a warning.
+    expect(await page.locator("#largest-key").textContent()).toMatch(
+      new RegExp(`^Largest Redis key: fs:\\{sale:${saleId}\\}:\\w+, [\\d.]+ MiB, 0\\.\\d% of the record limit\\.$`),
+    );
+    expect(await page.locator("#largest-key.warning").count()).toBe(0);
 
     // Pause: the server's answer is shown, and checkout refuses.
     await page.getByRole("button", { name: "Pause" }).click();

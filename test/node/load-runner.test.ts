@@ -108,6 +108,8 @@ describe("invariant checks", () => {
     oversold: 0,
     reconciled: true,
     archivedAt: null,
+    largestKey: { key: "fs:{sale:1}:buyers", bytes: 200, share: 0.000002 },
+    warnings: [],
   };
 
   it("pass a clean sale", () => {

@@ -54,11 +54,12 @@ describe("npm start", () => {
   it("survives kill -9: the next start stops the leftovers, the watchdog stops a lone orphan, and a taken port is named", async () => {
     for (const key of Object.keys(ports) as (keyof typeof ports)[]) ports[key] = await freePort();
 
-    // 1. A first run, with a Worker var from the environment: no per-IP limit.
-    const first = npmStartHere({ IP_RATE_LIMIT: "0" });
+    // 1. A first run, with Worker vars from the environment: no per-IP limit, and a request
+    //    limit of 100 kB for Upstash, which its gateway enforces too.
+    const first = npmStartHere({ IP_RATE_LIMIT: "0", REDIS_MAX_REQUEST_BYTES: "100000" });
     const { output: firstOutput } = await first.ready;
     expect(firstOutput).toContain("Flash-sale checkout is running");
-    expect(firstOutput).toContain("Vars from the environment: IP_RATE_LIMIT");
+    expect(firstOutput).toContain("Vars from the environment: REDIS_MAX_REQUEST_BYTES, IP_RATE_LIMIT");
     const saleId = demoSaleId(firstOutput);
     expect(firstOutput).toContain(`Storefront http://127.0.0.1:${ports.WORKER_PORT}/?sale=${saleId}`);
     expect(firstOutput).toContain(`Console    http://127.0.0.1:${ports.WORKER_PORT}/admin/`);
@@ -98,6 +99,15 @@ describe("npm start", () => {
       body: '["FLUSHALL"]',
     });
     expect(flush.status).toBe(400);
+    // The gateway holds Redis to the Worker's Upstash limits: a body over REDIS_MAX_REQUEST_BYTES is refused as Upstash refuses it.
+    const oversized = await requestAsHost(ports.GATEWAY_PORT, `127.0.0.1:${ports.GATEWAY_PORT}`, {
+      ...gateway,
+      body: JSON.stringify(["SET", "npm-start:oversized", "x".repeat(100_000)]),
+    });
+    expect({ status: oversized.status, body: JSON.parse(oversized.text) }).toEqual({
+      status: 400,
+      body: { error: "ERR max request size exceeded" },
+    });
     expect(await redisAnswer(ports.REDIS_PORT, "PING")).toMatch(/^-NOAUTH/);
 
     // 2. kill -9 the run and its watchdog: wrangler, workerd, the gateway and Redis live on.

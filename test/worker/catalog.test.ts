@@ -2,7 +2,7 @@
 // guard off, then the guard holding, by counting what reaches D1 (counting-db.ts) on the
 // real local D1 and a real Redis behind the project's gateway.
 import { env } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { eventually } from "../../dev/lib/wait";
 import { bloomMayHave } from "../../src/redis/bloom";
@@ -10,6 +10,7 @@ import { putEntry, readEntry } from "../../src/redis/cache-entries";
 import { redisFor } from "../../src/redis/client";
 import { keepBloomFilled } from "../../src/sales/bloom-upkeep";
 import { CARD_TTL, type CatalogDeps, IsolateReads, readCatalogPage, readSalePage } from "../../src/sales/catalog";
+import { LookupBudgetSpent, UNFILTERED_LOOKUPS } from "../../src/sales/lookup-budget";
 import { ALL_GUARDS, type CacheGuards, resolveEntry } from "../../src/sales/read-through";
 import { findSale } from "../../src/sales/repository";
 import { catalogKeys, saleCardKeys } from "../../src/shared/keys";
@@ -133,6 +134,96 @@ describe("penetration: lookups of ids that were never created", () => {
     expect(await bloomMayHave(scratch, [sale.id])).toEqual([true]);
     expect(await read(absentIds(1)[0] as string)).toBeUndefined();
     expect(d1.queries).toBe(1); // only the lookup made while the filter was lost
+  });
+});
+
+describe("penetration while the filter is lost: D1 is read within a budget until it is refilled", () => {
+  // On the scratch Redis (see the test above), with its filter deleted.
+  const scratch = redisFor({ ...env, UPSTASH_REDIS_REST_URL: env.TEST_SCRATCH_REDIS_URL });
+  const second = () => Math.floor(Date.now() / 1000);
+
+  /** Reads every id, each in `isolateFor(i)`; counts what reached D1 and what the budget refused. */
+  async function crawl(ids: string[], isolateFor: (i: number) => IsolateReads) {
+    await scratch.del(catalogKeys.bloom);
+    expect(await bloomMayHave(scratch, ["1"])).toBeUndefined();
+    const d1 = heldDb(env.DB);
+    const from = second();
+    const outcomes = await inBatches(
+      ids.map((id, i) => ({ id, isolate: isolateFor(i) })),
+      250,
+      ({ id, isolate }) =>
+        readSalePage(reader(d1.db, {}, background(), isolate, scratch), id).then(
+          (page) => (page === undefined ? "not found" : "found"),
+          (err: unknown) => (err instanceof LookupBudgetSpent ? err.budget : "failed"),
+        ),
+    );
+    // Fixed windows of a second: every second the crawl touched may have spent one window's budget.
+    const seconds = second() - from + 1;
+    const count = (what: string) => outcomes.filter((o) => o === what).length;
+    return { d1: d1.queries, seconds, notFound: count("not found"), refused: count("total") + count("isolate"), count };
+  }
+
+  it("10,000 random ids, each from an isolate of its own, reach D1 within the deployment's budget, not once each", async () => {
+    const crawled = await crawl(absentIds(10_000), () => new IsolateReads());
+    expect(crawled.count("found") + crawled.count("failed")).toBe(0);
+    expect(crawled.notFound + crawled.refused).toBe(10_000);
+    expect(crawled.d1).toBe(crawled.notFound); // only the lookups the budget let through read D1
+    expect(crawled.d1).toBeLessThanOrEqual(UNFILTERED_LOOKUPS.totalPerSecond * crawled.seconds);
+    expect(crawled.d1).toBeLessThan(10_000);
+  });
+
+  it("one isolate's crawl stops at its own budget, without asking Redis for the deployment's", async () => {
+    const isolate = new IsolateReads();
+    const crawled = await crawl(absentIds(2_000), () => isolate);
+    const { rate, burst } = UNFILTERED_LOOKUPS.perIsolate;
+    expect(crawled.d1).toBe(crawled.notFound);
+    expect(crawled.d1).toBeLessThanOrEqual(burst + rate * crawled.seconds);
+    expect(crawled.count("isolate")).toBeGreaterThan(0);
+  });
+
+  it("over budget, the sale page answers 503 with Retry-After, and the refusals make a log line, not one each", async () => {
+    await scratch.del(catalogKeys.bloom);
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+      lines.push(String(line));
+    });
+    try {
+      const answers = await Promise.all(
+        absentIds(200).map((id) => fetchWithVars({ UPSTASH_REDIS_REST_URL: env.TEST_SCRATCH_REDIS_URL }, `/api/sales/${id}`)),
+      );
+      const statuses = answers.map((res) => res.status);
+      expect(statuses.filter((status) => status !== 404 && status !== 503)).toEqual([]);
+      const refused = answers.filter((res) => res.status === 503);
+      expect(refused.length).toBeGreaterThan(0);
+      for (const res of refused) expect(res.headers.get("Retry-After")).toBe("1");
+      expect(await (refused[0] as Response).json()).toEqual({ error: { code: "UNAVAILABLE", message: expect.any(String) } });
+      const logged = lines.map((line) => JSON.parse(line) as { message: string });
+      expect(logged.filter((l) => l.message === "sale read failed")).toEqual([]);
+      expect(logged.filter((l) => l.message.startsWith("lookups of unknown sale ids over budget")).length).toBeLessThan(
+        refused.length,
+      );
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("a sale that exists is still found within the budget, and the refilled filter needs none", async () => {
+    await scratch.del(catalogKeys.bloom);
+    const d1 = heldDb(env.DB);
+    const sale = await createSale({ name: "found while the filter is lost" });
+    // The crawls above may have spent this second's budget: the page is refused until the next window.
+    const found = () =>
+      readSalePage(reader(d1.db, {}, background(), new IsolateReads(), scratch), sale.id).catch((err: unknown) => {
+        if (err instanceof LookupBudgetSpent) return undefined;
+        throw err;
+      });
+    await eventually("the sale to be found", async () => (await found())?.sale.name === "found while the filter is lost", 10_000);
+    await bloomFilled(scratch);
+    const spent = new IsolateReads();
+    const before = d1.queries;
+    for (const id of absentIds(100))
+      expect(await readSalePage(reader(d1.db, {}, background(), spent, scratch), id)).toBeUndefined();
+    expect(d1.queries - before).toBeLessThanOrEqual(5); // the filter's ~1% false positives only
   });
 });
 
