@@ -18,3 +18,9 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** Resolves once `signal` aborts, at once when it already has (an abort listener added late never fires). */
+export const aborted = (signal: AbortSignal): Promise<void> =>
+  signal.aborted
+    ? Promise.resolve()
+    : new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
-import { eventually } from "../../dev/lib/wait.ts";
+import { aborted, eventually } from "../../dev/lib/wait.ts";
 import {
   type FencedLease,
   fencedBatch,
@@ -94,7 +94,7 @@ it("a holder paused past its lease is aborted, a second holder takes over, and D
         // From now on the first holder's Redis hop takes 1 s (the most the gateway adds),
         // over twice its lease: its renewals cannot land in time.
         await setLatency(gatewayA, 1_000);
-        await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        await aborted(signal);
         abortedAt = performance.now();
         secondHolder = new Lock(client(gatewayB), name).tryAcquire({ leaseMs: 5_000, waitMs: 5_000 }).then(async (second) => {
           secondAcquiredAt = performance.now();

@@ -6,7 +6,7 @@ import { Redis as IORedis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
-import { eventually } from "../../dev/lib/wait.ts";
+import { aborted, eventually } from "../../dev/lib/wait.ts";
 import { type Lease, QuorumLock } from "../../src/locks/index.ts";
 import { lockKeys } from "../../src/locks/keys.ts";
 
@@ -149,7 +149,7 @@ it("renews on a majority while fn runs, and aborts when the majority is lost", a
         abortedWhileRenewed = signal.aborted; // asserted below: using() wraps what fn throws
         freeze(group[1] as Node);
         freeze(group[2] as Node);
-        await new Promise((resolve) => signal.addEventListener("abort", resolve));
+        await aborted(signal);
       },
       { ...options, leaseMs: RENEWED_LEASE_MS },
     )

@@ -6,6 +6,7 @@ import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type GatewayProcess, spawnGateway } from "../../dev/gateway/process.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
+import { aborted } from "../../dev/lib/wait.ts";
 import {
   ExpirableSemaphore,
   type Lease,
@@ -178,7 +179,7 @@ describe("using: lease renewal", () => {
           const start = performance.now();
           const before = lease.lost;
           await direct.del(lockKeys(lock.name).lock); // the lease is gone (an operator, an eviction)
-          await new Promise((resolve) => signal.addEventListener("abort", resolve));
+          await aborted(signal);
           abortedAfterMs = performance.now() - start;
           markedLost = { before, after: lease.lost };
           return "finished anyway";
@@ -202,7 +203,7 @@ describe("using: lease renewal", () => {
     const outcome = lock
       .using(
         async (signal) => {
-          await new Promise((resolve) => signal.addEventListener("abort", resolve));
+          await aborted(signal);
           abortedAt = performance.now() - started;
           // Hung past the abort: the lock must lapse without this fn's help. Read here, asserted
           // below: using() wraps whatever fn throws into its LockLostError.

@@ -122,7 +122,9 @@ describe("Redis stopped mid-spike", () => {
     for (const o of whileDown) {
       expect({ status: o.status, code: o.code }).toEqual({ status: 503, code: "UNAVAILABLE" });
       expect(o.retryAfter).toBe("1");
-      expect(o.ms).toBeLessThan(REDIS_WAIT_BOUND_MS + delayMs);
+      // The machine's delay can meet a checkout three times: on its way in, when its timeout
+      // fires, and on its way out.
+      expect(o.ms).toBeLessThan(REDIS_WAIT_BOUND_MS + 3 * delayMs);
     }
     // Other routes fail closed too, never with a 500.
     const reportWhileDown = await stack.worker.fetch(`/admin/sales/${sale.id}/report`, {

@@ -17,7 +17,7 @@ afterAll(async () => {
  * Ends by asserting the invariants: exactly min(stock, USERS) distinct buyers, nobody
  * twice, Redis stock at 0 when sold out, and every 202 confirmed exactly once in D1.
  * An attempt that waits past its bound in the stampede (a loaded machine) answers 503: it
- * fails closed, and the buyer sends it again as the API asks.
+ * fails closed, and the buyer sends it again as the API asks, as often as it takes.
  */
 describe.each([1, 50, 300])("a spike on %i units", (stock) => {
   it(`sells exactly ${stock} units to distinct users out of ${2 * USERS} attempts`, async () => {
@@ -30,9 +30,11 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     const results = await Promise.all(
       [...tokens, ...tokens].map(async (token, i) => {
         const user = users[i % USERS] as string;
-        for (let attempt = 1; ; attempt++) {
+        // Sent again after a 503 (or a connection the loaded machine dropped, status 0) until
+        // answered: bounded by the test's own timeout, not by a count a slow machine exhausts.
+        for (;;) {
           const answer = await stack.api.checkout(sale.id, token);
-          if (answer.status !== 503 || attempt === 5) return { user, ...answer };
+          if (answer.status !== 503 && answer.status !== 0) return { user, ...answer };
           retried.add(user);
         }
       }),
