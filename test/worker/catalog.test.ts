@@ -5,12 +5,13 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { eventually } from "../../dev/lib/wait";
+import { SharedWork } from "../../src/isolate/shared-work";
 import { bloomMayHave } from "../../src/redis/bloom";
 import { putEntry, readEntry } from "../../src/redis/cache-entries";
 import { redisFor } from "../../src/redis/client";
 import { keepBloomFilled } from "../../src/sales/bloom-upkeep";
 import { CARD_TTL, type CatalogDeps, IsolateReads, readCatalogPage, readSalePage } from "../../src/sales/catalog";
-import { ALL_GUARDS, type CacheGuards, resolveEntry } from "../../src/sales/read-through";
+import { ALL_GUARDS, CACHE_LOAD_SHARING, type CacheGuards, resolveEntry } from "../../src/sales/read-through";
 import { findSale } from "../../src/sales/repository";
 import { catalogKeys, saleCardKeys } from "../../src/shared/keys";
 import { heldDb } from "./held-db";
@@ -220,7 +221,12 @@ describe("inconsistency: a reader racing an edit", () => {
       loaded = resolve;
     });
     const done = resolveEntry(
-      { redis: workerRedis, guards: { ...ALL_GUARDS, rebuildOnce: false, ...off }, waitUntil: () => {}, inFlight: new Map() },
+      {
+        redis: workerRedis,
+        guards: { ...ALL_GUARDS, rebuildOnce: false, ...off },
+        waitUntil: () => {},
+        inFlight: new SharedWork(CACHE_LOAD_SHARING),
+      },
       {
         keys,
         lockName: `test:${saleId}`,
