@@ -1,25 +1,23 @@
 // npm run soak [-- --minutes 10] [--base-url http://127.0.0.1:8787 --state-dir .state --inspector-port 9229]
 //
-// A bounded soak of mixed traffic (load/soak/traffic.ts) against `npm start`: the one given
-// by --base-url (its secrets and processes read from its state directory), or else one it
-// starts itself, on free ports and a fresh state, with IP_RATE_LIMIT=0 so that one machine
-// can play a crowd. Each minute it prints the answers by status, p50/p99, and the RSS and open
+// A bounded soak of mixed traffic (load/soak/traffic.ts) against a running `npm start` given
+// by --base-url (its secrets and processes read from its state directory), or else against a
+// local stack it starts itself (dev/stack/: the same Worker bundle in workerd, the gateway,
+// redis-server, local D1 and Queues) with IP_RATE_LIMIT=0, so that one machine can play a crowd. Each minute it prints the answers by status, p50/p99, and the RSS and open
 // descriptors of workerd, the gateway and redis, and the isolate's JS heap. Then 60 readers of
 // one new sale's page for 20 s, and of GET /api/sales.
 //
 // Fails (exit 1) on any 5xx but 503, on a stack that stops answering, and on memory or
 // descriptors that keep growing after the first minute.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ApiClient } from "../../dev/lib/api-client.ts";
 import { freePort } from "../../dev/lib/net.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { localSecrets } from "../../dev/stack/local-secrets.ts";
+import { startStack } from "../../dev/stack/local-stack.ts";
 import { StackRecordFile } from "../../dev/stack/stack-record.ts";
-import { descendantsNamed } from "../runner/cpu.ts";
+import { descendantsNamed, stackProcesses } from "../runner/cpu.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 import { type ProcessReading, readHeapMb, readProcesses } from "./readings.ts";
 import { driveTraffic, readersOf, SOAK_TRAFFIC, Tally } from "./traffic.ts";
@@ -48,55 +46,69 @@ interface Minute {
   heapMb: number | undefined;
 }
 
-/** A stack of its own: `npm start` on free ports and a fresh state, stopped at the end. */
-async function startOwnStack(): Promise<{ baseUrl: string; stateDir: string; inspectorPort: number; stop: () => Promise<void> }> {
-  const stateDir = mkdtempSync(path.join(tmpdir(), "flash-soak-"));
-  const [worker, gateway, redis, inspector] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts")], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      WORKER_PORT: String(worker),
-      GATEWAY_PORT: String(gateway),
-      REDIS_PORT: String(redis),
-      INSPECTOR_PORT: String(inspector),
-      STACK_STATE_DIR: stateDir,
-      IP_RATE_LIMIT: "0",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  await new Promise<void>((resolve, reject) => {
-    let output = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes("Flash-sale checkout is running")) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`npm start exited (${code}) before it was running:\n${output}`)));
-  });
-  child.stdout?.resume();
+/** What the soak drives and watches. */
+interface Target {
+  label: string;
+  api: ApiClient;
+  /** The stack's processes by role. */
+  pids(): Record<string, number[]>;
+  inspectorPort: number;
+  /** One cron tick, as the platform would fire it. */
+  cron(): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/**
+ * A stack of its own: the local stack (dev/stack/) with the Worker on Miniflare, IP_RATE_LIMIT=0.
+ * Not `wrangler dev`: its proxy in front of the Worker leaks (README, "Soak").
+ */
+async function ownStack(): Promise<Target> {
+  const inspectorPort = await freePort();
+  const stack = await startStack({ inspectorPort, vars: { IP_RATE_LIMIT: "0" }, onWorkerLog: quietWorkerLog });
   return {
-    baseUrl: `http://127.0.0.1:${worker}`,
-    stateDir,
-    inspectorPort: inspector,
-    stop: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGTERM");
-        await exited;
-      }
-      rmSync(stateDir, { recursive: true, force: true });
+    label: "a local stack of its own (Miniflare, the gateway, redis-server)",
+    api: stack.api,
+    pids: () => {
+      const { workerd, gateway, redis } = stackProcesses(stack);
+      return { workerd, gateway, redis };
     },
+    inspectorPort,
+    cron: async () => {
+      await stack.worker.scheduled();
+      return new Response(null, { status: 200 });
+    },
+    stop: () => stack.stop(),
   };
 }
 
-/** The stack's processes by role, from npm start's record of them. */
-function stackPids(stateDir: string): Record<string, number[]> {
-  const processes = new StackRecordFile(path.join(stateDir, "stack.json")).read()?.processes ?? [];
-  const pidOf = (name: string) => processes.filter((p) => p.name === name).map((p) => p.pid);
+/** The Worker's warnings (503s under load, declined payments) would flood the table; errors are shown. */
+function quietWorkerLog(log: { level: string; message: string }): void {
+  if (log.level === "error") console.error(log.message);
+}
+
+/** A running `npm start`: its secrets and processes from its state directory. */
+function runningStack(baseUrl: string, stateDir: string, inspectorPort: number): Target {
+  const secrets = localSecrets(stateDir);
+  const api = new ApiClient({
+    fetch: (p, init) => fetch(`${baseUrl}${p}`, init),
+    adminToken: secrets.ADMIN_TOKEN,
+    jwtSecret: secrets.JWT_SECRET,
+  });
   return {
-    workerd: pidOf("wrangler dev").flatMap((pid) => descendantsNamed(pid, "workerd")),
-    gateway: pidOf("gateway"),
-    redis: pidOf("redis-server"),
+    label: baseUrl,
+    api,
+    pids: () => {
+      const processes = new StackRecordFile(path.join(stateDir, "stack.json")).read()?.processes ?? [];
+      const pidOf = (name: string) => processes.filter((p) => p.name === name).map((p) => p.pid);
+      return {
+        workerd: pidOf("wrangler dev").flatMap((pid) => descendantsNamed(pid, "workerd")),
+        gateway: pidOf("gateway"),
+        redis: pidOf("redis-server"),
+      };
+    },
+    inspectorPort,
+    cron: () => api.fetch("/__scheduled?cron=*+*+*+*+*"),
+    stop: async () => {},
   };
 }
 
@@ -159,36 +171,30 @@ async function answers(api: ApiClient): Promise<boolean> {
 }
 
 async function main(): Promise<number> {
-  const own = args["base-url"] ? undefined : await startOwnStack();
-  const baseUrl = own?.baseUrl ?? (args["base-url"] as string);
-  const stateDir = own?.stateDir ?? (args["state-dir"] as string);
-  const inspectorPort = own?.inspectorPort ?? Number(args["inspector-port"]);
-  const secrets = localSecrets(stateDir);
-  const api = new ApiClient({
-    fetch: (p, init) => fetch(`${baseUrl}${p}`, init),
-    adminToken: secrets.ADMIN_TOKEN,
-    jwtSecret: secrets.JWT_SECRET,
-  });
+  const target = args["base-url"]
+    ? runningStack(args["base-url"], args["state-dir"] as string, Number(args["inspector-port"]))
+    : await ownStack();
+  const { api } = target;
   const failures: string[] = [];
   const all = new Map<number, number>();
   const tally = new Tally();
   const minutes: Minute[] = [];
   const read = async (minute: number): Promise<Minute> => {
-    const pids = stackPids(stateDir);
+    const pids = target.pids();
     return {
       minute,
       processes: Object.fromEntries(Object.entries(pids).map(([role, list]) => [role, readProcesses(list)])),
-      heapMb: await readHeapMb(inspectorPort),
+      heapMb: await readHeapMb(target.inspectorPort),
     };
   };
   const account = (row: ReturnType<Tally["take"]>) => {
     for (const [status, n] of row.statuses) all.set(status, (all.get(status) ?? 0) + n);
   };
   try {
-    console.log(`Soak: ${MINUTES} min of mixed traffic against ${baseUrl} (${JSON.stringify(SOAK_TRAFFIC)})`);
+    console.log(`Soak: ${MINUTES} min of mixed traffic against ${target.label} (${JSON.stringify(SOAK_TRAFFIC)})`);
     const start = await read(0);
     printMinute(tally.take(), start);
-    const traffic = driveTraffic(api, tally, SOAK_TRAFFIC, Date.now() + MINUTES * MINUTE_MS);
+    const traffic = driveTraffic(api, target.cron, tally, SOAK_TRAFFIC, Date.now() + MINUTES * MINUTE_MS);
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, MINUTE_MS));
       if (!(await answers(api))) {
@@ -230,7 +236,7 @@ async function main(): Promise<number> {
     if ((all.get(0) ?? 0) > 0) failures.push(`${all.get(0)} requests got no answer at all`);
     failures.push(...leaks(minutes));
   } finally {
-    await own?.stop();
+    await target.stop();
   }
   for (const failure of failures) console.error(`FAIL: ${failure}`);
   if (failures.length === 0) console.log("Soak passed: no 5xx but 503, the stack answered throughout, nothing kept growing.");

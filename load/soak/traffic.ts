@@ -14,11 +14,12 @@ export class Tally {
     this.latencies.push(ms);
   }
 
-  /** Sends `request` and notes its answer; never throws. */
+  /** Sends `request`, reads its body, and notes its answer; never throws. */
   async timed(request: () => Promise<Response>): Promise<Response | undefined> {
     const started = performance.now();
     try {
       const res = await request();
+      await res.arrayBuffer();
       this.note(res.status, performance.now() - started);
       return res;
     } catch {
@@ -69,7 +70,13 @@ export const SOAK_TRAFFIC: TrafficShape = {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Drives the traffic until `until` (epoch ms); resolves when every client has stopped. */
-export async function driveTraffic(api: ApiClient, tally: Tally, shape: TrafficShape, until: number): Promise<void> {
+export async function driveTraffic(
+  api: ApiClient,
+  cronTick: () => Promise<Response>,
+  tally: Tally,
+  shape: TrafficShape,
+  until: number,
+): Promise<void> {
   let newest: string | undefined;
   let salesMade = 0;
   const running = () => Date.now() < until;
@@ -122,14 +129,14 @@ export async function driveTraffic(api: ApiClient, tally: Tally, shape: TrafficS
   async function poller(path: () => string | undefined): Promise<void> {
     while (running()) {
       const target = path();
-      if (target) await tally.timed(() => api.fetch(target).then(async (res) => (await res.arrayBuffer(), res)));
+      if (target) await tally.timed(() => api.fetch(target));
       await sleep(1_000);
     }
   }
 
   async function cron(): Promise<void> {
     while (running()) {
-      await tally.timed(() => api.fetch("/__scheduled?cron=*+*+*+*+*").then(async (res) => (await res.arrayBuffer(), res)));
+      await tally.timed(cronTick);
       await sleep(shape.cronEveryMs);
     }
   }
@@ -147,7 +154,7 @@ export async function readersOf(api: ApiClient, tally: Tally, path: string, read
   const until = Date.now() + forMs;
   await Promise.all(
     Array.from({ length: readers }, async () => {
-      while (Date.now() < until) await tally.timed(() => api.fetch(path).then(async (res) => (await res.arrayBuffer(), res)));
+      while (Date.now() < until) await tally.timed(() => api.fetch(path));
     }),
   );
 }
