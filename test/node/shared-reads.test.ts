@@ -2,7 +2,9 @@
 // a sale disconnects before the load lands, every other reader still gets its answer, and
 // none is cancelled as hung. All real: the Worker in workerd (Miniflare), the gateway and
 // Redis. The load is held for real by stopping the gateway (SIGSTOP) until the readers are
-// in; the first reader's client really disconnects (its fetch aborted).
+// in; the first reader's client really disconnects (its fetch aborted). Here workerd lets the
+// first reader's request run on after the disconnect (this passed with the old shared promise
+// too); test/node/shared-work.test.ts shows what happens when a loader is gone for good.
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";

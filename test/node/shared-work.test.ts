@@ -1,9 +1,9 @@
 // The sharing rule on its own (src/isolate/shared-work.ts): who does the work, who picks its
 // outcome up, what happens when the request doing it is gone. The clock is vitest's fake one,
-// so outcomes depend on the logic alone. A work that never settles stands for a request the
-// runtime cancelled mid-load: a fake, because the local stack does not cancel a request whose
-// client disconnects while it keeps work alive (test/node/shared-reads.test.ts shows the real
-// disconnect).
+// so outcomes depend on the logic alone. A work that never settles stands for a loader whose
+// request the runtime cancelled or stalled mid-load: a fake, because that cannot be caused for
+// real here: in the local stack a request whose client disconnects runs on to the end
+// (test/node/shared-reads.test.ts disconnects for real, and passed before this rule too).
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { IsolateCache } from "../../src/isolate/isolate-cache.ts";
 import { pickUp, SharedWork } from "../../src/isolate/shared-work.ts";
