@@ -27,13 +27,17 @@ export function readProcesses(pids: number[]): ProcessReading | undefined {
   return found === 0 ? undefined : { rssMb: rssKb / 1024, fds };
 }
 
-/** The Worker isolate's JS heap in use (MB), or undefined when the inspector does not answer in time. */
+/**
+ * The Worker isolate's JS heap in use after a full collection (MB): what it keeps, not the
+ * garbage it has yet to collect. Undefined when the inspector does not answer in time.
+ */
 export async function readHeapMb(inspectorPort: number, timeoutMs = 10_000): Promise<number | undefined> {
   let close = () => {};
   const timeout = new Promise<undefined>((resolve) => setTimeout(resolve, timeoutMs).unref());
   const reading = (async () => {
     const session = await inspectorSession(inspectorPort);
     close = session.close;
+    await session.send("HeapProfiler.collectGarbage");
     const { usedSize } = await session.send<{ usedSize: number }>("Runtime.getHeapUsage");
     return usedSize / 2 ** 20;
   })().catch(() => undefined);
