@@ -1,4 +1,4 @@
-// npm run soak [-- --minutes 10] [--base-url http://127.0.0.1:8787 --state-dir .state --inspector-port 9229]
+// npm run soak [-- --minutes 10] [--base-url http://127.0.0.1:8787 --state-dir .state [--inspector-port 9229]]
 //
 // A bounded soak of mixed traffic (load/soak/traffic.ts) against a running `npm start` given
 // by --base-url (its secrets and processes read from its state directory), or else against a
@@ -27,7 +27,7 @@ const { values: args } = parseArgs({
     minutes: { type: "string", default: "10" },
     "base-url": { type: "string" },
     "state-dir": { type: "string", default: path.join(ROOT, ".state") },
-    "inspector-port": { type: "string", default: "9229" },
+    "inspector-port": { type: "string" },
   },
 });
 const MINUTES = Number(args.minutes);
@@ -52,7 +52,8 @@ interface Target {
   api: ApiClient;
   /** The stack's processes by role. */
   pids(): Record<string, number[]>;
-  inspectorPort: number;
+  /** Where the isolate's heap is read; none: not read (README, "Soak"). */
+  inspectorPort: number | undefined;
   /** One cron tick, as the platform would fire it. */
   cron(): Promise<Response>;
   stop(): Promise<void>;
@@ -87,7 +88,7 @@ function quietWorkerLog(log: { level: string; message: string }): void {
 }
 
 /** A running `npm start`: its secrets and processes from its state directory. */
-function runningStack(baseUrl: string, stateDir: string, inspectorPort: number): Target {
+function runningStack(baseUrl: string, stateDir: string, inspectorPort: number | undefined): Target {
   const secrets = localSecrets(stateDir);
   const api = new ApiClient({
     fetch: (p, init) => fetch(`${baseUrl}${p}`, init),
@@ -172,7 +173,11 @@ async function answers(api: ApiClient): Promise<boolean> {
 
 async function main(): Promise<number> {
   const target = args["base-url"]
-    ? runningStack(args["base-url"], args["state-dir"] as string, Number(args["inspector-port"]))
+    ? runningStack(
+        args["base-url"],
+        args["state-dir"] as string,
+        args["inspector-port"] ? Number(args["inspector-port"]) : undefined,
+      )
     : await ownStack();
   const { api } = target;
   const failures: string[] = [];
@@ -184,7 +189,7 @@ async function main(): Promise<number> {
     return {
       minute,
       processes: Object.fromEntries(Object.entries(pids).map(([role, list]) => [role, readProcesses(list)])),
-      heapMb: await readHeapMb(target.inspectorPort),
+      heapMb: target.inspectorPort === undefined ? undefined : await readHeapMb(target.inspectorPort),
     };
   };
   const account = (row: ReturnType<Tally["take"]>) => {
