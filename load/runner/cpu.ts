@@ -35,7 +35,7 @@ function machineBusyMs(): number {
 }
 
 /** Process ids of `name` (its /proc comm) among the descendants of `root`. */
-function descendantsNamed(root: number, name: string): number[] {
+export function descendantsNamed(root: number, name: string): number[] {
   if (!onLinux) return [];
   const parentOf = new Map<number, number>();
   const commOf = new Map<number, string>();

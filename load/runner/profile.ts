@@ -45,7 +45,7 @@ export interface ProfileSummary {
 }
 
 /** Sends one command at a time over the inspector's WebSocket. */
-async function inspectorSession(inspectorPort: number) {
+export async function inspectorSession(inspectorPort: number) {
   const targets = (await (await fetch(`http://127.0.0.1:${inspectorPort}/json/list`)).json()) as {
     title?: string;
     webSocketDebuggerUrl: string;

@@ -18,11 +18,11 @@ const WINDOW_TTL_MS = 5_000;
 /** This isolate's clock may differ from Redis' a little. */
 const CLOCK_SKEW_MS = 1_000;
 
-const soldOut = new IsolateCache<true>(SHORT_TTL_MS, 1_000);
+const soldOut = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
 /** Buyers at their limit, with their latest order. */
-const atLimit = new IsolateCache<string>(SHORT_TTL_MS, 100_000);
-const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED">(SHORT_TTL_MS, 1_000);
-const throttled = new IsolateCache<{ until: number; admission: Admission }>(1_000, 1_000);
+const atLimit = new IsolateCache<string>({ ttlMs: SHORT_TTL_MS, maxEntries: 100_000, maxBytes: 8 << 20 });
+const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED">({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
+const throttled = new IsolateCache<{ until: number; admission: Admission }>({ ttlMs: 1_000, maxEntries: 1_000 });
 /**
  * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
  * no faster than everyone's drain the shared one in Redis, so when the local copy is empty
@@ -32,8 +32,8 @@ const throttled = new IsolateCache<{ until: number; admission: Admission }>(1_00
  */
 const admissionBuckets = new Map<string, LocalTokenBuckets>();
 /** Unknown sale ids: a probe for the same id reaches Redis and D1 at most once a second. */
-const notFound = new IsolateCache<true>(SHORT_TTL_MS, 10_000);
-const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>(WINDOW_TTL_MS, 1_000);
+const notFound = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 10_000 });
+const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>({ ttlMs: WINDOW_TTL_MS, maxEntries: 1_000 });
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 

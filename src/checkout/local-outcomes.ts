@@ -1,8 +1,8 @@
+import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { SALE_STATS_TTL_SECONDS, saleStatsKey } from "../shared/keys";
 import { log } from "../shared/log";
 import type { RefusalCode } from "../shared/refusal";
-import type { KeepAlive } from "./merged-calls";
 
 /**
  * Counts the refusals this isolate answers on its own (Redis never sees them) into the

@@ -15,10 +15,11 @@
  *   leader writes each answer into its waiter's slot, and every waiter picks its own up
  *   from a timer of its own, which also keeps it from being cancelled as hung, bounds the
  *   wait, and lets it take the lead of a lane whose leader stepped down or stalled.
+ * That is the isolate's one rule for sharing work (src/isolate/shared-work.ts); its waiters
+ * pick their answers up with the same `pickUp`.
  */
 
-/** Extends the calling request's life until the promise settles (ctx.waitUntil). */
-export type KeepAlive = (work: Promise<unknown>) => void;
+import { type KeepAlive, type Outcome, pickUp } from "../isolate/shared-work";
 
 /** Sends one merged call: one answer per item, in the items' order. */
 export type MergedCall<I, R> = (items: I[]) => Promise<R[]>;
@@ -54,7 +55,7 @@ interface Waiter<I, R> {
   /** In a call already; the answer will come from it. */
   carried: boolean;
   /** Written by the leader, read by the waiter's own timer. */
-  outcome?: { ok: true; value: R } | { ok: false; error: unknown };
+  outcome?: Outcome<R>;
 }
 
 interface Lane<I, R> {
@@ -82,21 +83,15 @@ export class MergedCalls<I, R> {
     lane.waiting.push(waiter);
     if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
 
-    return new Promise<R>((resolve, reject) => {
-      let delay = this.options.pollMs;
-      const poll = () => {
-        const { outcome } = waiter;
-        if (outcome) return outcome.ok ? resolve(outcome.value) : reject(outcome.error);
-        if (Date.now() >= waiter.deadline) {
-          this.drop(key, ownLane, waiter);
-          return reject(new MergedCallTimeout(waiter.carried));
-        }
-        if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
-        delay = Math.min(delay * 2, this.options.pollMs * 4);
-        setTimeout(poll, delay);
-      };
-      setTimeout(poll, delay);
-    });
+    return pickUp<R>(() => {
+      if (waiter.outcome) return waiter.outcome;
+      if (Date.now() >= waiter.deadline) {
+        this.drop(key, ownLane, waiter);
+        return { ok: false, error: new MergedCallTimeout(waiter.carried) };
+      }
+      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
+      return undefined;
+    }, this.options.pollMs);
   }
 
   private leaderless(lane: Lane<I, R>): boolean {

@@ -1,9 +1,10 @@
+import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { checkoutScriptKeys } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
-import { type KeepAlive, MergedCalls } from "./merged-calls";
+import { MergedCalls } from "./merged-calls";
 import { parseCheckoutReply, type Reservation } from "./reply";
 
 export type { Reservation };

@@ -1,4 +1,4 @@
-import type { KeepAlive } from "../checkout/merged-calls";
+import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import type { Refusal } from "../shared/refusal";
 import type { LabSaleObject } from "./sale-object";

@@ -12,6 +12,7 @@ import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { invalid, validate } from "../http/validate";
 import { IsolateCache } from "../isolate/isolate-cache";
+import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
@@ -26,12 +27,12 @@ import { CheckoutBody, SaleIdParam } from "../shared/requests";
  * D1's record of sales Redis answered SALE_NOT_FOUND for, a second per isolate: the waiters of
  * one merged call all get that answer, and one D1 read serves them all.
  */
-const recordedSales = new IsolateCache<Sale | null>(1_000, 1_000);
+const recordedSales = new IsolateCache<Sale | null>({ ttlMs: 1_000, maxEntries: 1_000 });
 
 /** The sale as D1 records it; D1 unreachable is a 503 like Redis unreachable. */
-async function recordedSale(db: D1Database, saleId: string): Promise<Sale | undefined> {
+async function recordedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale | undefined> {
   try {
-    return (await recordedSales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null)) ?? undefined;
+    return (await recordedSales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null, keepAlive)) ?? undefined;
   } catch (err) {
     log.warn("checkout: D1 unavailable", { saleId }, err);
     throw unavailable("the sale cannot be reached right now; try again shortly");
@@ -123,7 +124,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       else log.warn("checkout: redis unavailable", { saleId }, err);
       throw unavailable("the sale cannot be reached right now; try again shortly");
     }
-    const recorded = reservation.code === "SALE_NOT_FOUND" ? await recordedSale(c.env.DB, saleId) : undefined;
+    const recorded = reservation.code === "SALE_NOT_FOUND" ? await recordedSale(c.env.DB, saleId, keepAlive) : undefined;
     if (recorded) {
       const over = overRefusal(recorded, Date.now());
       if (over) {

@@ -3,6 +3,7 @@
 // Redis, this isolate's memory for a moment; remaining stock is never cached in Redis: it is
 // read live beside the entry, in the same call.
 import { IsolateCache } from "../isolate/isolate-cache";
+import { SharedWork } from "../isolate/shared-work";
 import { bloomMayHave } from "../redis/bloom";
 import { type EntryKeys, evictEntries, readEntry, type Ttl } from "../redis/cache-entries";
 import type { Redis } from "../redis/client";
@@ -10,7 +11,14 @@ import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
 import { CATALOG_PAGE_SIZE } from "../shared/limits";
 import { findSaleArchive } from "./archives";
 import { UnfilteredLookupBudget } from "./lookup-budget";
-import { ALL_GUARDS, type CacheContext, type CachedSource, type CacheGuards, resolveEntry } from "./read-through";
+import {
+  ALL_GUARDS,
+  CACHE_LOAD_SHARING,
+  type CacheContext,
+  type CachedSource,
+  type CacheGuards,
+  resolveEntry,
+} from "./read-through";
 import { type CatalogCursor, catalogSales, findSale } from "./repository";
 import { type Sale, saleStatus } from "./sale";
 
@@ -40,9 +48,9 @@ export interface CatalogSlice {
 
 /** What one isolate keeps for reads: the pages it served a moment ago, and its cache loads in flight. */
 export class IsolateReads {
-  readonly salePages = new IsolateCache<SalePage | null>(SALE_PAGE_TTL_MS, 1_000);
-  readonly catalogPages = new IsolateCache<CatalogSlice>(CATALOG_PAGE_TTL_MS, 100);
-  readonly inFlight = new Map<string, Promise<unknown>>();
+  readonly salePages = new IsolateCache<SalePage | null>({ ttlMs: SALE_PAGE_TTL_MS, maxEntries: 1_000, maxBytes: 4 << 20 });
+  readonly catalogPages = new IsolateCache<CatalogSlice>({ ttlMs: CATALOG_PAGE_TTL_MS, maxEntries: 100, maxBytes: 4 << 20 });
+  readonly inFlight = new SharedWork<unknown>(CACHE_LOAD_SHARING);
   /** D1 lookups it may make for ids a lost Bloom filter cannot rule out (src/sales/lookup-budget.ts). */
   readonly unfilteredLookups = new UnfilteredLookupBudget();
 
@@ -94,17 +102,21 @@ function saleCard(deps: CatalogDeps, isolate: IsolateReads, saleId: string): Cac
 /** A sale and its remaining stock; undefined when there is no such sale. */
 export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<SalePage | undefined> {
   const isolate = deps.isolate ?? isolateReads;
-  const page = await isolate.salePages.getOrLoad(saleId, async () => {
-    const card = saleCard(deps, isolate, saleId);
-    const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
-    const sale = await resolveEntry(contextOf(deps, isolate), card, read);
-    if (!sale) return null;
-    const live = read.live[0];
-    if (live !== null && live !== undefined) return { sale, remaining: Number(live) };
-    // Not in Redis: archived after it ended, with the figures Redis had then kept in D1.
-    const archive = sale.archivedAt === null ? undefined : await findSaleArchive(deps.db, saleId);
-    return { sale, remaining: archive?.remaining ?? 0 };
-  });
+  const page = await isolate.salePages.getOrLoad(
+    saleId,
+    async () => {
+      const card = saleCard(deps, isolate, saleId);
+      const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
+      const sale = await resolveEntry(contextOf(deps, isolate), card, read);
+      if (!sale) return null;
+      const live = read.live[0];
+      if (live !== null && live !== undefined) return { sale, remaining: Number(live) };
+      // Not in Redis: archived after it ended, with the figures Redis had then kept in D1.
+      const archive = sale.archivedAt === null ? undefined : await findSaleArchive(deps.db, saleId);
+      return { sale, remaining: archive?.remaining ?? 0 };
+    },
+    deps.waitUntil,
+  );
   return page ?? undefined;
 }
 
@@ -117,30 +129,34 @@ export function catalogPageKeys(cursor: CatalogCursor | undefined): EntryKeys {
 export async function readCatalogPage(deps: CatalogDeps, cursor: CatalogCursor | undefined): Promise<CatalogSlice> {
   const isolate = deps.isolate ?? isolateReads;
   const at = cursor ? encodeCursor(cursor) : "first";
-  return isolate.catalogPages.getOrLoad(at, async () => {
-    const keys = catalogPageKeys(cursor);
-    const source: CachedSource<{ sales: Sale[]; next?: CatalogCursor }> = {
-      keys,
-      lockName: `catalog:page:${at}`,
-      ttl: PAGE_TTL,
-      missTtl: PAGE_TTL,
-      load: async () => {
-        const sales = await catalogSales(deps.db, Date.now(), cursor, CATALOG_PAGE_SIZE);
-        const last = sales[CATALOG_PAGE_SIZE - 1];
-        const next = sales.length > CATALOG_PAGE_SIZE && last ? { startsAt: last.startsAt, id: last.id } : undefined;
-        return { sales: sales.slice(0, CATALOG_PAGE_SIZE), next };
-      },
-    };
-    const page = (await resolveEntry(contextOf(deps, isolate), source, await readEntry(deps.redis, keys))) ?? { sales: [] };
-    // Issued together: one auto-pipelined request for every sale's remaining stock.
-    const remaining = await Promise.all(page.sales.map((s) => deps.redis.hget<string>(saleKeys(s.id).meta, "remaining")));
-    const now = Date.now();
-    const sales = page.sales
-      .map((sale, i) => ({ sale, remaining: Number(remaining[i] ?? 0) }))
-      // A page may be seconds old: a sale that ended or was cancelled since is not shown.
-      .filter(({ sale, remaining }) => !["ended", "cancelled"].includes(saleStatus(sale, remaining, now)));
-    return { sales, next: page.next };
-  });
+  return isolate.catalogPages.getOrLoad(
+    at,
+    async () => {
+      const keys = catalogPageKeys(cursor);
+      const source: CachedSource<{ sales: Sale[]; next?: CatalogCursor }> = {
+        keys,
+        lockName: `catalog:page:${at}`,
+        ttl: PAGE_TTL,
+        missTtl: PAGE_TTL,
+        load: async () => {
+          const sales = await catalogSales(deps.db, Date.now(), cursor, CATALOG_PAGE_SIZE);
+          const last = sales[CATALOG_PAGE_SIZE - 1];
+          const next = sales.length > CATALOG_PAGE_SIZE && last ? { startsAt: last.startsAt, id: last.id } : undefined;
+          return { sales: sales.slice(0, CATALOG_PAGE_SIZE), next };
+        },
+      };
+      const page = (await resolveEntry(contextOf(deps, isolate), source, await readEntry(deps.redis, keys))) ?? { sales: [] };
+      // Issued together: one auto-pipelined request for every sale's remaining stock.
+      const remaining = await Promise.all(page.sales.map((s) => deps.redis.hget<string>(saleKeys(s.id).meta, "remaining")));
+      const now = Date.now();
+      const sales = page.sales
+        .map((sale, i) => ({ sale, remaining: Number(remaining[i] ?? 0) }))
+        // A page may be seconds old: a sale that ended or was cancelled since is not shown.
+        .filter(({ sale, remaining }) => !["ended", "cancelled"].includes(saleStatus(sale, remaining, now)));
+      return { sales, next: page.next };
+    },
+    deps.waitUntil,
+  );
 }
 
 /**

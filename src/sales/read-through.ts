@@ -2,6 +2,8 @@
 // penetration (ids that do not exist), avalanche (entries expiring together), breakdown (a
 // hot entry expiring under load) and inconsistency (an old read written back after a change).
 // docs/architecture.md, "Cache protection", names each failure, its guard and its test.
+
+import type { SharedWork } from "../isolate/shared-work";
 import { Lock, lockKeys } from "../locks";
 import { type EntryKeys, type EntryRead, jittered, putEntry, readEntry, type Ttl } from "../redis/cache-entries";
 import type { Redis } from "../redis/client";
@@ -33,6 +35,11 @@ const REBUILD_LEASE_MS = 5_000;
 const MISSING_WAIT_MS = 1_000;
 /** How often such a reader looks for the entry meanwhile: first soon, then at most this often. */
 const POLL_MS = { first: 10, max: 100 };
+/**
+ * How one isolate's readers share a load: a reader waits this long for the request loading
+ * an entry (a lock, a D1 read, a write-back; or the bounded wait above) before loading it itself.
+ */
+export const CACHE_LOAD_SHARING = { stallMs: MISSING_WAIT_MS + REBUILD_LEASE_MS, pollMs: 5 };
 
 /** What a read needs around it: Redis, the guards, and where background work goes. */
 export interface CacheContext {
@@ -41,7 +48,7 @@ export interface CacheContext {
   /** Keeps background work (a stale entry's rebuild) alive after the response (ctx.waitUntil). */
   waitUntil(work: Promise<unknown>): void;
   /** Rebuilds and loads this isolate has in flight, by entry: one each, whatever the readers. */
-  inFlight: Map<string, Promise<unknown>>;
+  inFlight: SharedWork<unknown>;
 }
 
 /** One cached thing: where it lives, how long it keeps, and how to load it from D1. */
@@ -71,12 +78,16 @@ export async function resolveEntry<T>(ctx: CacheContext, source: CachedSource<T>
   if (read.state === "fresh") return decode<T>(read.body);
   if (read.state === "stale") {
     // Stale entries exist only under rebuildOnce (otherwise soft TTL = hard TTL).
-    once(ctx, `rebuild:${source.keys.entry}`, () => rebuild(ctx, source), ctx.waitUntil);
+    ctx.inFlight.runInBackground(
+      `rebuild:${source.keys.entry}`,
+      () => rebuild(ctx, source).catch((err) => log.warn("cache rebuild failed", { entry: source.keys.entry }, err)),
+      ctx.waitUntil,
+    );
     return decode<T>(read.body);
   }
   if (ctx.guards.bloom && source.mayExist && !(await source.mayExist())) return undefined;
   if (!ctx.guards.rebuildOnce) return loadAndPut(ctx, source, read.nowMs);
-  return once(ctx, `load:${source.keys.entry}`, async () => {
+  return once(ctx, `load:${source.keys.entry}`, async (): Promise<T | undefined> => {
     const rebuilt = await rebuild(ctx, source);
     if (rebuilt) return rebuilt.value;
     // Another caller holds the lock and is loading it: read its write rather than D1.
@@ -98,14 +109,12 @@ async function entryWritten(ctx: CacheContext, keys: EntryKeys): Promise<EntryRe
   return undefined;
 }
 
-/** Runs `work` once per key in this isolate at a time; concurrent callers share its promise. */
-function once<R>(ctx: CacheContext, key: string, work: () => Promise<R>, keepAlive?: (p: Promise<unknown>) => void): Promise<R> {
-  const running = ctx.inFlight.get(key) as Promise<R> | undefined;
-  if (running) return running;
-  const started = work().finally(() => ctx.inFlight.delete(key));
-  ctx.inFlight.set(key, started);
-  keepAlive?.(started.catch((err) => log.warn("cache rebuild failed", { entry: key }, err)));
-  return started;
+/**
+ * Runs `work` once per key in this isolate at a time, kept alive by the request that runs it;
+ * concurrent callers pick its answer up (src/isolate/shared-work.ts).
+ */
+function once<R>(ctx: CacheContext, key: string, work: () => Promise<R>): Promise<R> {
+  return ctx.inFlight.run(key, work, ctx.waitUntil) as Promise<R>;
 }
 
 /**
