@@ -16,8 +16,8 @@ import {
 } from "../sales/recovery-record";
 import { saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
-import { decodeOrderId } from "../shared/order-id";
 import type { JobMessage, OrderMessage } from "../shared/messages";
+import { decodeOrderId } from "../shared/order-id";
 import { clearOutbox } from "./outbox";
 import { restoreSale } from "./restore";
 
