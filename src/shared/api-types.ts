@@ -101,6 +101,25 @@ const StateCount = z.object({ orders: z.int(), units: z.int() });
  * back on sale. Once an ended, settled sale is archived, `redis` holds the figures Redis had
  * when its keys were removed (`archivedAt`), and `loaded` is false.
  */
+/** A sale's recovery from a Redis that lost it or came back behind D1 (docs/architecture.md, "Failures and how they heal"). */
+export const SaleHealth = z.object({
+  /**
+   * live: selling from Redis; behind: Redis lost the sale or holds it behind D1, checkouts
+   * answer 503 until it is rebuilt; rebuilding: a rebuild from D1 is waiting for its safe
+   * point or writing.
+   */
+  state: z.enum(["live", "behind", "rebuilding"]),
+  /** The latest detection, and what noticed it: checkout, settlement or cron. */
+  detectedAt: z.nullable(z.iso.datetime()),
+  detectedBy: z.nullable(z.string()),
+  /** The latest rebuild from D1, and how many there were. */
+  rebuiltAt: z.nullable(z.iso.datetime()),
+  rebuilds: z.int(),
+  /** Orders accepted by a Redis gone back that D1 could not record: failed with REDIS_ROLLBACK. */
+  failedByRollback: z.int(),
+});
+export type SaleHealth = z.infer<typeof SaleHealth>;
+
 export const ReconciliationReport = z.object({
   saleId: z.string(),
   stock: z.int(),
@@ -143,6 +162,7 @@ export const ReconciliationReport = z.object({
   reconciled: z.boolean(),
   /** When the sale's Redis figures were archived to D1 and its keys removed; null while Redis holds them. */
   archivedAt: z.nullable(z.iso.datetime()),
+  health: SaleHealth,
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 

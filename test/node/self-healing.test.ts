@@ -168,6 +168,13 @@ describe("Redis loses a sale mid-crowd and nobody is there", () => {
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
     expect(await recovery(sale.id)).toMatchObject({ state: "live", detected_by: "checkout", rebuilds: 1 });
+    expect(report.health).toMatchObject({
+      state: "live",
+      detectedBy: "checkout",
+      rebuilds: 1,
+      failedByRollback: books.failed.size,
+    });
+    expect(report.health.rebuiltAt).not.toBeNull();
     const heals = workerLogs.filter((l) => l.message.includes('"sale rebuilt from D1"') && l.message.includes(`"${sale.id}"`));
     expect(heals.length).toBe(1);
   });
@@ -209,6 +216,7 @@ describe("Redis loses a sale mid-crowd and nobody is there", () => {
     const report = await waitForDrain(stack.api, sale.id, books.confirmed.size + books.failed.size);
     expect(report.oversold).toBe(0);
     expect(report.d1.soldCounter).toBe(books.confirmed.size);
+    expect(report.health).toMatchObject({ state: "live", failedByRollback: books.failed.size });
     const healed = await recovery(sale.id);
     expect(healed?.state).toBe("live");
     expect(healed?.rebuilds).toBeGreaterThanOrEqual(1);

@@ -73,7 +73,11 @@ describe("settlement consumer", () => {
     const recovery = await env.DB.prepare("SELECT state, detected_by, known_seq FROM sale_recovery WHERE sale_id = ?")
       .bind(Number(sale.id))
       .first();
-    expect(recovery).toEqual({ state: expect.stringMatching(/^(behind|rebuilding)$/), detected_by: "settlement", known_seq: 909177 });
+    expect(recovery).toEqual({
+      state: expect.stringMatching(/^(behind|rebuilding)$/),
+      detected_by: "settlement",
+      known_seq: 909177,
+    });
   });
 
   it("settles the good orders of a message with one D1 refuses, and fails only that one", async () => {
