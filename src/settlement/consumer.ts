@@ -159,10 +159,27 @@ async function settleDelivery(env: Env, { message, orders }: Delivery, settled: 
   else await retryOrGiveUp(env, message, stuck);
 }
 
+/** Whether D1 answers at all (one trivial query). */
+async function reachable(db: D1Database): Promise<boolean> {
+  try {
+    await db.prepare("SELECT 1").first();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Retries the message (its settled orders are no-ops next time), or dead-letters what still fails. */
 async function retryOrGiveUp(env: Env, message: Message<unknown>, stuck: { order: OrderMessage; err: unknown }[]) {
   if (message.attempts < MAX_ATTEMPTS) {
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    return;
+  }
+  if (!(await reachable(env.DB))) {
+    // D1 itself is down, nothing is wrong with these orders: their outbox records stay in
+    // Redis, and the re-drive sends them again until D1 is back and they settle.
+    log.warn("settlement: D1 unreachable; orders left to the outbox re-drive", { orders: stuck.length });
+    message.ack();
     return;
   }
   const lastError = stuck.at(-1)?.err;
