@@ -158,9 +158,10 @@ export async function runOutage(
       },
       settleTimeoutMs,
     );
-    const settled = books.filter((b) => b.how === "settled");
-    const failed = books.filter((b) => b.how === "failed");
-    const byId = new Map(settled.map((b) => [b.order_id, b.user_id]));
+    type Row = { order_id: string; user_id: string; how: string };
+    const settled = books.filter((b: Row) => b.how === "settled");
+    const failed = books.filter((b: Row) => b.how === "failed");
+    const byId = new Map(settled.map((b: Row) => [b.order_id, b.user_id]));
     for (const [user, orderId] of accepted) {
       if (byId.get(orderId) !== user) problems.push(`order ${orderId} of ${user} did not settle to its buyer`);
     }

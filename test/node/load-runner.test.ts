@@ -108,6 +108,7 @@ describe("invariant checks", () => {
     oversold: 0,
     reconciled: true,
     archivedAt: null,
+    health: { state: "live", detectedAt: null, detectedBy: null, rebuiltAt: null, rebuilds: 0, failedByRollback: 0 },
   };
 
   it("pass a clean sale", () => {

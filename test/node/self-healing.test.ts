@@ -111,8 +111,13 @@ async function ledger(saleId: string): Promise<Ledger> {
     .bind(Number(saleId))
     .all<{ order_id: string; user_id: string; reason: string }>();
   return {
-    confirmed: new Map(orders.results.map((r) => [r.order_id, { userId: r.user_id }])),
-    failed: new Map(failed.results.map((r) => [r.order_id, { userId: r.user_id, reason: r.reason }])),
+    confirmed: new Map(orders.results.map((r: { order_id: string; user_id: string }) => [r.order_id, { userId: r.user_id }])),
+    failed: new Map(
+      failed.results.map((r: { order_id: string; user_id: string; reason: string }) => [
+        r.order_id,
+        { userId: r.user_id, reason: r.reason },
+      ]),
+    ),
   };
 }
 

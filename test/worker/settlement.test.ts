@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
 import type { OrderMessage } from "../../src/shared/messages";
-import { checkout, createSale, d1FailedOrders, d1Orders, eventually, redis, userToken } from "./helpers";
+import { checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
 
 const QUEUE = "flash-sale-orders";
 
