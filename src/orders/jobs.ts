@@ -16,7 +16,8 @@ export interface JobHandlers {
  * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
- * cached copies. Heals of a sale Redis lost, until it is rebuilt. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * cached copies. Heals of a sale Redis lost, until it is rebuilt. A job that fails (D1 or
+ * Redis unreachable) is retried with backoff.
  * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env, handlers: JobHandlers): Promise<EndedOrder[]> {

@@ -132,13 +132,8 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
           onReserved: (orders) => {
             c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));
             // These orders are on their way and will be accounted for; the sale stops selling from here.
-            if (
-              wentBack(
-                saleId,
-                orders.map((o) => o.orderId),
-              )
-            )
-              reportLoss(c.env, saleId, keepAlive, true);
+            const minted = orders.map((o) => o.orderId);
+            if (wentBack(saleId, minted)) reportLoss(c.env, saleId, keepAlive, true);
           },
         },
       );
