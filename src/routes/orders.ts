@@ -10,6 +10,7 @@ import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
+import { REDIS_ROLLBACK } from "../sales/recovery-record";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { parsePendingRecord, saleKeys } from "../shared/keys";
@@ -30,6 +31,8 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   currency: o.currency,
   expiresAt: o.expiresAt === null ? null : new Date(o.expiresAt).toISOString(),
   refundDue: o.refundDue,
+  // Only the kind of failure: a dead letter's recorded reason is an internal error message.
+  failureReason: o.status !== "failed" ? null : o.failureReason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED",
 });
 
 /** The caller's order as D1 records it, undefined when D1 has not got it (yet). */
@@ -71,6 +74,7 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
     currency: sale.currency,
     expiresAt: null,
     refundDue: false,
+    failureReason: null,
   };
 }
 

@@ -88,6 +88,13 @@ export const OrderView = z.object({
   expiresAt: z.nullable(z.iso.datetime()),
   /** A charge for this order landed after it had ended (or twice): it is recorded for refund. */
   refundDue: z.boolean(),
+  /**
+   * Why a failed order failed; null otherwise. REDIS_ROLLBACK: it was accepted while the sale's
+   * live state in Redis had gone back, and the unit (or the buyer's hold) was no longer there to
+   * give; SETTLEMENT_FAILED: it could not be recorded. Either way nothing is charged, and the
+   * buyer may try again.
+   */
+  failureReason: z.nullable(z.enum(["REDIS_ROLLBACK", "SETTLEMENT_FAILED"])),
 });
 export type OrderView = z.infer<typeof OrderView>;
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
 import type { OrderMessage } from "../../src/shared/messages";
-import { checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
+import { api, checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
 
 const QUEUE = "flash-sale-orders";
 
@@ -68,6 +68,9 @@ describe("settlement consumer", () => {
     const rows = await d1Orders(sale.id);
     expect(rows.map((r) => r.user_id)).toEqual(["legit"]);
     expect(await d1FailedOrders(sale.id)).toEqual([{ order_id: forged.orderId, user_id: "intruder", reason: "REDIS_ROLLBACK" }]);
+    // Its buyer sees why.
+    const seen = await api.order(forged.orderId, await userToken("intruder"));
+    expect(seen.body).toMatchObject({ status: "failed", failureReason: "REDIS_ROLLBACK" });
     // Reported behind: Redis' copy is dropped (checkout answers 503) and D1 records why.
     expect(await redis.exists(saleKeys(sale.id).meta)).toBe(0);
     const recovery = await env.DB.prepare("SELECT state, detected_by, known_seq FROM sale_recovery WHERE sale_id = ?")
