@@ -89,6 +89,8 @@ export async function healSale(env: Env, saleId: string, keepAlive?: (work: Prom
     case "restored":
       log.info("sale rebuilt from D1", {
         saleId,
+        detectedBy: outcome.detectedBy,
+        behindForMs: outcome.detectedAt === null ? null : Date.now() - outcome.detectedAt,
         remaining: outcome.remaining,
         minted: outcome.minted,
         seq: outcome.seq,

@@ -35,7 +35,17 @@ const CHUNK = 1_000;
 const CLOCK_WAIT_MS = 3_000;
 
 export type RestoreOutcome =
-  | { kind: "restored"; remaining: number; minted: number; seq: number; buyers: number; returned: number }
+  | {
+      kind: "restored";
+      remaining: number;
+      minted: number;
+      seq: number;
+      buyers: number;
+      returned: number;
+      /** What detected the loss and when (null: nobody reported it, e.g. a manual push). */
+      detectedBy: string | null;
+      detectedAt: number | null;
+    }
   | { kind: "not-found" }
   | { kind: "archived" }
   | { kind: "loaded" }
@@ -144,6 +154,8 @@ export async function restoreSale(
           seq: meta.seq,
           buyers: snapshot.holders.length,
           returned: snapshot.endedOrderIds.length,
+          detectedBy: recovery.state === "live" ? null : recovery.detectedBy,
+          detectedAt: recovery.state === "live" ? null : recovery.detectedAt,
         };
       },
       { ...RESTORE_LOCK, keepAlive: options.keepAlive },
