@@ -30,7 +30,7 @@ try {
     if (o.problems.length > 0) failures++;
     console.log(
       `${verdict} ${kind}: answers while down ${JSON.stringify(o.whileDown)} (slowest ${o.slowestWhileDownMs} ms), ` +
-        `in all ${JSON.stringify(o.all)}; accepted ${o.accepted}, settled ${o.settled}, failed ${o.failed}`,
+        `in all ${JSON.stringify(o.all)}; order reads while down ${JSON.stringify(o.orderReads)}; accepted ${o.accepted}, settled ${o.settled}, failed ${o.failed}`,
     );
     for (const problem of o.problems) console.log(`  - ${problem}`);
   }

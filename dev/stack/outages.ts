@@ -27,7 +27,9 @@ export interface OutageOutcome {
   /** Answers by status, during the outage and in all. */
   whileDown: Record<number, number>;
   all: Record<number, number>;
-  /** The slowest answer while down, ms. */
+  /** Reads of an accepted order's status while down, by status. */
+  orderReads: Record<number, number>;
+  /** The slowest checkout answer while down, ms. */
   slowestWhileDownMs: number;
   accepted: number;
   settled: number;
@@ -73,7 +75,8 @@ const tally = (counts: Record<number, number>, status: number) => {
  * A sale, a crowd of one-unit buyers who each try until they get a 202 or a 409 (a 503 is
  * answered by trying again shortly), the outage in the middle, the cron running as it would;
  * then waits for everything to settle and checks: every answer a 202, 409 or 503 with
- * Retry-After; every 202 settled exactly once, to its buyer, none failed; exactly the stock sold.
+ * Retry-After (and a buyer reading an accepted order meanwhile gets it or a 503); every 202
+ * settled exactly once, to its buyer, none failed; exactly the stock sold.
  */
 export async function runOutage(
   stack: Stack,
@@ -93,6 +96,7 @@ export async function runOutage(
   const accepted = new Map<string, string>();
   const whileDown: Record<number, number> = {};
   const all: Record<number, number> = {};
+  const orderReads: Record<number, number> = {};
   let slowestWhileDownMs = 0;
   let down = false;
 
@@ -137,8 +141,21 @@ export async function runOutage(
   await eventually("the first orders", async () => accepted.size >= stock / 4, 60_000);
   const end = await startOutage(stack, kind, stateDir);
   down = true;
+  // A buyer watching an accepted order meanwhile (the storefront polls it): its status or an honest 503.
+  const [watcher, watched] = [...accepted][0] as [string, string];
+  const watcherToken = await stack.api.userToken(watcher);
+  const watching = (async () => {
+    while (down) {
+      const seen = await stack.api.order(watched, watcherToken);
+      tally(orderReads, seen.status);
+      const honest = seen.status === 200 || (seen.status === 503 && /^[1-9][0-9]*$/.test(seen.headers.get("Retry-After") ?? ""));
+      if (!honest) problems.push(`reading order ${watched} got ${seen.status} ${seen.code}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
   await new Promise((r) => setTimeout(r, downMs));
   down = false;
+  await watching;
   await end();
   await crowd;
 
@@ -185,6 +202,7 @@ export async function runOutage(
       downMs,
       whileDown,
       all,
+      orderReads,
       slowestWhileDownMs: Math.round(slowestWhileDownMs),
       accepted: accepted.size,
       settled: settled.length,

@@ -103,7 +103,14 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
     const { orderId } = c.req.valid("param");
-    return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
+    try {
+      return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // D1 unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
+      log.warn("order: storage unavailable", { orderId }, err);
+      throw unavailable("order status cannot be read right now");
+    }
   })
   .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
     const { orderId } = c.req.valid("param");
