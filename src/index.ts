@@ -7,6 +7,7 @@ import { keepBloomFilled } from "./sales/bloom-upkeep";
 import { archiveSettledSales } from "./settlement/archive";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
+import { healSale, superviseSales } from "./settlement/recovery";
 import { redriveOutbox } from "./settlement/redrive";
 import { log } from "./shared/log";
 
@@ -33,7 +34,14 @@ export default {
         forgetReturned(await handleDeadLetters(batch, env));
         return;
       case "flash-sale-jobs":
-        forgetReturned(await runJobs(batch, env));
+        forgetReturned(
+          await runJobs(batch, env, {
+            healSale: async (saleId) => {
+              const outcome = await healSale(env, saleId);
+              return outcome.kind === "wait" ? outcome.retryAfterMs : undefined;
+            },
+          }),
+        );
         return;
       default:
         throw new Error(`no consumer for queue ${batch.queue}`);
@@ -42,16 +50,17 @@ export default {
 
   /**
    * Every minute: re-send unsettled orders, expire what is due, give back units not back yet,
-   * keep the catalog's Bloom filter filled, and archive sales ended and settled long enough
-   * ago, removing their Redis keys. Each runs to the end whatever the others do; a failure
+   * keep the catalog's Bloom filter filled, archive sales ended and settled long enough
+   * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each runs to the end whatever the others do; a failure
    * fails the run, so it shows.
    */
   async scheduled(_controller, env) {
-    const [redrive, sweep, bloom, archive] = await Promise.allSettled([
+    const [redrive, sweep, bloom, archive, recovery] = await Promise.allSettled([
       redriveOutbox(env),
       sweepOrders(env.DB, redisFor(env)),
       keepBloomFilled(env.DB, redisFor(env)),
       archiveSettledSales(env),
+      superviseSales(env),
     ]);
     if (redrive.status === "fulfilled" && redrive.value > 0)
       log.info("outbox re-drive re-sent orders", { resent: redrive.value });
@@ -72,7 +81,16 @@ export default {
           removed,
         });
     }
-    const failures = [redrive, sweep, bloom, archive].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    if (recovery.status === "fulfilled") {
+      const { detected, healed, waiting } = recovery.value;
+      if (detected.length > 0 || healed.length > 0 || waiting.length > 0)
+        log.info("recovery checked sales", {
+          detected: detected.join(","),
+          healed: healed.join(","),
+          waiting: waiting.join(","),
+        });
+    }
+    const failures = [redrive, sweep, bloom, archive, recovery].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

@@ -349,6 +349,16 @@ function render({ sale, series, report }) {
     ),
   );
 
+  // Recovery from a Redis that lost the sale or came back behind D1: live, behind or rebuilding.
+  const health = report.health ?? {};
+  $("tile-health").textContent = String(health.state ?? "–");
+  $("health-detail").textContent = [
+    health.rebuiltAt ? `rebuilt ${new Date(health.rebuiltAt).toLocaleTimeString()} (${health.rebuilds}×)` : "",
+    health.failedByRollback > 0 ? `${health.failedByRollback} orders failed by the rollback` : "",
+  ]
+    .filter(Boolean)
+    .join("; ");
+
   const oversold = Number(report.oversold) || 0;
   $("tile-verdict").textContent = oversold > 0 ? "oversold" : report.reconciled ? "reconciled" : "not reconciled";
   $("verdict").textContent =

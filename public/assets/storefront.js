@@ -549,14 +549,18 @@ class SalePage {
   }
 
   sayOrder() {
-    const { status, refundDue } = this.order;
+    const { status, refundDue, failureReason } = this.order;
     const text = ORDER_STATES[status] ?? `Your order is ${words(status)}.`;
     const refund = refundDue
       ? status === "paid"
         ? " You were charged twice: the second charge will be refunded."
         : " Your late payment will be refunded."
       : "";
-    this.say(`${text}${refund}`, status === "failed" || status === "expired" || status === "cancelled" ? "bad" : "good");
+    const why =
+      failureReason === "REDIS_ROLLBACK"
+        ? " Our stock records were briefly out of date when you ordered, and this unit had already been sold."
+        : "";
+    this.say(`${text}${why}${refund}`, status === "failed" || status === "expired" || status === "cancelled" ? "bad" : "good");
   }
 
   renderOrder() {

@@ -6,14 +6,21 @@ import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
+/** Jobs run by later layers, handed in by the entry (settlement's heal: orders come before it). */
+export interface JobHandlers {
+  /** Rebuilds the sale when safe; returns in how many ms to try again, if it must. */
+  healSale(saleId: string): Promise<number | undefined>;
+}
+
 /**
  * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
- * cached copies. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * cached copies. Heals of a sale Redis lost, until it is rebuilt. A job that fails (D1 or
+ * Redis unreachable) is retried with backoff.
  * Returns the orders whose units came back.
  */
-export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<EndedOrder[]> {
+export async function runJobs(batch: MessageBatch<unknown>, env: Env, handlers: JobHandlers): Promise<EndedOrder[]> {
   const returned: EndedOrder[] = [];
   for (const message of batch.messages) {
     const parsed = z.safeParse(JobMessageSchema, message.body);
@@ -23,7 +30,7 @@ export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<E
       continue;
     }
     try {
-      const later = await run(parsed.data, env, returned);
+      const later = await run(parsed.data, env, handlers, returned);
       if (later === undefined) message.ack();
       else message.retry({ delaySeconds: later });
     } catch (err) {
@@ -35,7 +42,7 @@ export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<E
 }
 
 /** Runs one job; returns in how many seconds it must run again, if it must. */
-async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<number | undefined> {
+async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: EndedOrder[]): Promise<number | undefined> {
   switch (job.kind) {
     case "expire-orders": {
       const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), job.orderIds);
@@ -50,6 +57,10 @@ async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<n
       const archived = job.archived || ((await findSale(env.DB, job.saleId))?.archivedAt ?? null) !== null;
       await evictSale(redisFor(env), job.saleId, { archived });
       return undefined;
+    }
+    case "heal-sale": {
+      const laterMs = await handlers.healSale(job.saleId);
+      return laterMs === undefined ? undefined : Math.max(1, Math.ceil(laterMs / 1000));
     }
   }
 }

@@ -122,6 +122,8 @@ export interface OrderRecord {
   currency: string;
   expiresAt: number | null;
   refundDue: boolean;
+  /** A failed order's recorded reason; null otherwise. */
+  failureReason: string | null;
 }
 
 interface OrderRow {
@@ -134,9 +136,10 @@ interface OrderRow {
   currency: string;
   expires_at: number | null;
   refund_due: number;
+  reason: string | null;
 }
 
-const ORDER_COLUMNS = "order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due";
+const ORDER_COLUMNS = "order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due, NULL AS reason";
 
 const fromRow = (r: OrderRow): OrderRecord => ({
   orderId: r.order_id,
@@ -148,6 +151,7 @@ const fromRow = (r: OrderRow): OrderRecord => ({
   currency: r.currency,
   expiresAt: r.status === "awaiting_payment" ? r.expires_at : null,
   refundDue: r.refund_due === 1,
+  failureReason: r.reason,
 });
 
 export async function findOrderRecord(db: D1Database, orderId: string): Promise<OrderRecord | undefined> {
@@ -155,7 +159,7 @@ export async function findOrderRecord(db: D1Database, orderId: string): Promise<
     .prepare(
       `SELECT ${ORDER_COLUMNS} FROM orders WHERE order_id = ?1
        UNION ALL
-       SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0
+       SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0, f.reason
        FROM failed_orders f JOIN sales s ON s.id = f.sale_id WHERE f.order_id = ?1
        LIMIT 1`,
     )

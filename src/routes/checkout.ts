@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod/mini";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
+import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
 import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
 import type { AppEnv } from "../http/app-env";
@@ -17,6 +18,7 @@ import { redisFor } from "../redis/client";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
+import { reportBehind } from "../settlement/recovery";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { log } from "../shared/log";
@@ -58,6 +60,23 @@ function overRefusal(sale: Sale, now: number): Refusal | undefined {
 function worthCounting(refusal: Refusal, now: number): boolean {
   if (refusal.code === "SALE_NOT_FOUND") return false;
   return refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
+}
+
+/** Until a sale Redis lost or holds behind is rebuilt (the heal runs as soon as that is safe). */
+const REBUILD_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * Reports the sale missing or behind (Redis went back: `fence` stops it selling), once per
+ * isolate per couple of seconds, in the background: the buyer's answer does not wait for it.
+ * A report that fails is made again by the next checkout that notices, or by the cron.
+ */
+function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>) => void, fence: boolean) {
+  if (!firstReport(saleId)) return;
+  keepAlive(
+    reportBehind(env, saleId, "checkout", { knownSeq: highestMinted(saleId), fence }).catch((err) =>
+      log.warn("checkout: reporting a sale behind failed; the cron will find it", { saleId }, err),
+    ),
+  );
 }
 
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
@@ -111,7 +130,12 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
         {
           keepAlive,
           // One queue send for every order the merged call reserved, from the request that sent it.
-          onReserved: (orders) => c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders)),
+          onReserved: (orders) => {
+            c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));
+            // These orders are on their way and will be accounted for; the sale stops selling from here.
+            const minted = orders.map((o) => o.orderId);
+            if (wentBack(saleId, minted)) reportLoss(c.env, saleId, keepAlive, true);
+          },
         },
       );
     } catch (err) {
@@ -132,10 +156,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
         return refusalResponse(c, over);
       }
       memo.admissionTokenUnused(saleId);
-      // D1 has the sale, still open, but Redis lost its live state: selling from a fresh
-      // copy could oversell, so refuse until an operator restores it.
-      log.error("checkout: the sale exists in D1 but not in Redis", { saleId });
-      throw unavailable("the sale is temporarily unavailable", 30);
+      // D1 has the sale, still open, but Redis lost its live state (or it was found behind):
+      // selling from a fresh copy could oversell, so refuse until it is rebuilt.
+      reportLoss(c.env, saleId, keepAlive, false);
+      throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
     }
     memo.learn(saleId, userId, reservation, askedAt);
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {

@@ -10,6 +10,7 @@ import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { devPaymentProvider, type PaymentProvider, paymentTimeoutMs } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
+import { REDIS_ROLLBACK } from "../sales/recovery-record";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { parsePendingRecord, saleKeys } from "../shared/keys";
@@ -30,6 +31,8 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   currency: o.currency,
   expiresAt: o.expiresAt === null ? null : new Date(o.expiresAt).toISOString(),
   refundDue: o.refundDue,
+  // Only the kind of failure: a dead letter's recorded reason is an internal error message.
+  failureReason: o.status !== "failed" ? null : o.failureReason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED",
 });
 
 /** The caller's order as D1 records it, undefined when D1 has not got it (yet). */
@@ -71,6 +74,7 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
     currency: sale.currency,
     expiresAt: null,
     refundDue: false,
+    failureReason: null,
   };
 }
 
@@ -106,7 +110,14 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
     const { orderId } = c.req.valid("param");
-    return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
+    try {
+      return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // D1 unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
+      log.warn("order: storage unavailable", { orderId }, err);
+      throw unavailable("order status cannot be read right now");
+    }
   })
   .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
     const { orderId } = c.req.valid("param");

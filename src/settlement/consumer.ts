@@ -7,6 +7,7 @@ import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { log } from "../shared/log";
 import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "../shared/messages";
 import { clearOutbox } from "./outbox";
+import { failRolledBack } from "./recovery";
 
 /** Attempts of a message before the consumer hands its still-failing orders to the dead-letter queue itself. */
 export const MAX_ATTEMPTS = 5;
@@ -118,7 +119,9 @@ const isConstraintViolation = (err: unknown) => /constraint/i.test(err instanceo
 /**
  * One message: its orders in one D1 batch (unless `failed` says that batch just failed).
  * A transient error hits every order alike, so the message is retried whole; a broken rule,
- * or the last attempt, is looked into order by order to find the orders that fail.
+ * or the last attempt, is looked into order by order to find the orders that fail. An order
+ * D1's guards refuse (stock, the buyer's limit) was sold by a Redis that went back: it ends
+ * `failed` with REDIS_ROLLBACK at once, and the sale is rebuilt (src/settlement/recovery.ts).
  */
 async function settleDelivery(env: Env, { message, orders }: Delivery, settled: Settled, failed?: unknown): Promise<void> {
   let error = failed;
@@ -131,27 +134,52 @@ async function settleDelivery(env: Env, { message, orders }: Delivery, settled: 
       error = err;
     }
   }
-  if (orders.length === 1) return retryOrGiveUp(env, message, [{ order: orders[0] as OrderMessage, err: error }]);
   if (!isConstraintViolation(error) && message.attempts < MAX_ATTEMPTS) {
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
     return;
   }
   const stuck: { order: OrderMessage; err: unknown }[] = [];
+  const refused: OrderMessage[] = [];
   for (const order of orders) {
     try {
       record(settled, [order], await settleOrders(env.DB, [order]));
     } catch (err) {
-      stuck.push({ order, err });
+      if (isConstraintViolation(err)) refused.push(order);
+      else stuck.push({ order, err });
+    }
+  }
+  if (refused.length > 0) {
+    try {
+      await failRolledBack(env, refused);
+    } catch (err) {
+      stuck.push(...refused.map((order) => ({ order, err })));
     }
   }
   if (stuck.length === 0) message.ack();
   else await retryOrGiveUp(env, message, stuck);
 }
 
+/** Whether D1 answers at all (one trivial query). */
+async function reachable(db: D1Database): Promise<boolean> {
+  try {
+    await db.prepare("SELECT 1").first();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Retries the message (its settled orders are no-ops next time), or dead-letters what still fails. */
 async function retryOrGiveUp(env: Env, message: Message<unknown>, stuck: { order: OrderMessage; err: unknown }[]) {
   if (message.attempts < MAX_ATTEMPTS) {
     message.retry({ delaySeconds: backoffSeconds(message.attempts) });
+    return;
+  }
+  if (!(await reachable(env.DB))) {
+    // D1 itself is down, nothing is wrong with these orders: their outbox records stay in
+    // Redis, and the re-drive sends them again until D1 is back and they settle.
+    log.warn("settlement: D1 unreachable; orders left to the outbox re-drive", { orders: stuck.length });
+    message.ack();
     return;
   }
   const lastError = stuck.at(-1)?.err;

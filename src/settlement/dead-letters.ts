@@ -9,7 +9,9 @@ import { clearOutbox } from "./outbox";
 /**
  * Orders that could never settle: recorded in D1 as failed, then their reservations are
  * released (lua/return.lua) so the units go back on sale and the buyer may try again.
- * A message the orders queue gave up on by itself carries no reason.
+ * A message the orders queue gave up on by itself carries no reason: nothing judged its
+ * orders (the consumer kept failing, e.g. through a long outage), so they are not failed;
+ * their outbox records stay in Redis and the re-drive sends them again until they settle.
  * An order that did settle after all (a lost ack) is only cleared from the outbox.
  * Any error retries the whole batch; every step is idempotent. Returns the reservations it
  * released, so the caller can tell this isolate's memo.
@@ -18,8 +20,12 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
   const letters: DeadLetter[] = [];
   for (const message of batch.messages) {
     const parsed = z.safeParse(SettlementMessageSchema, message.body);
-    if (parsed.success) letters.push(...parsed.data.orders.map((o) => ({ ...o, reason: parsed.data.reason })));
-    else log.error("dead letters: dropping a malformed message", { messageId: message.id });
+    if (!parsed.success) log.error("dead letters: dropping a malformed message", { messageId: message.id });
+    else if (parsed.data.reason === undefined)
+      log.warn("dead letters: orders the queue gave up on are left to the outbox re-drive", {
+        orders: parsed.data.orders.length,
+      });
+    else letters.push(...parsed.data.orders.map((o) => ({ ...o, reason: parsed.data.reason })));
   }
   let released: OrderMessage[] = [];
   if (letters.length > 0) {

@@ -3,9 +3,10 @@
 // copy could oversell. docs/architecture.md, "Restoring a sale", says what is rebuilt and why
 // it is safe.
 import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
-import { restoreSnapshot } from "../orders/repository";
+import { type RestoreSnapshot, restoreSnapshot } from "../orders/repository";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
 import { saleKeys } from "../shared/keys";
 
@@ -34,7 +35,17 @@ const CHUNK = 1_000;
 const CLOCK_WAIT_MS = 3_000;
 
 export type RestoreOutcome =
-  | { kind: "restored"; remaining: number; minted: number; buyers: number; returned: number }
+  | {
+      kind: "restored";
+      remaining: number;
+      minted: number;
+      seq: number;
+      buyers: number;
+      returned: number;
+      /** What detected the loss and when (null: nobody reported it, e.g. a manual push). */
+      detectedBy: string | null;
+      detectedAt: number | null;
+    }
   | { kind: "not-found" }
   | { kind: "archived" }
   | { kind: "loaded" }
@@ -43,6 +54,28 @@ export type RestoreOutcome =
   | { kind: "interrupted" };
 
 const failedWith = (err: unknown, code: string) => err instanceof Error && err.message.includes(code);
+
+export interface RestoreOptions {
+  /** Without a better signal: refused while an order of the sale reached D1 within this long. */
+  quietMs: number;
+  keepAlive?: (work: Promise<unknown>) => void;
+}
+
+/**
+ * How long until the rebuild is safe (0: now). The signal is the order sequence: ids are
+ * numbered one by one, and D1's count of the sale's ids plus the offset of the last rebuild
+ * is where the sequence stands once every id minted has landed (settled or failed). So once
+ * that reaches the highest sequence anyone reported minted before the loss, what was in
+ * flight then is on D1's books, however long the queue took. Ids that never reach D1 (their
+ * queue send failed and the outbox that would re-drive them was lost) would keep it waiting:
+ * `quietMs` without a landing bounds that, and is the whole rule when nobody reported a sequence.
+ */
+function waitBeforeRebuildMs(snapshot: RestoreSnapshot, recovery: RecoveryRecord, quietMs: number, now: number): number {
+  const sinceLanded = now - snapshot.lastLandedAt;
+  const quietLeft = snapshot.lastLandedAt > 0 && sinceLanded < quietMs ? quietMs - sinceLanded : 0;
+  if (recovery.knownSeq === 0 || quietLeft === 0) return quietLeft;
+  return snapshot.minted + recovery.seqOffset >= recovery.knownSeq ? 0 : Math.min(quietLeft, 1_000);
+}
 
 /**
  * Rebuilds the sale from D1's record under its fenced lock: remaining = stock − units D1
@@ -57,7 +90,7 @@ export async function restoreSale(
   db: D1Database,
   redis: Redis,
   saleId: string,
-  options: { quietMs: number; keepAlive?: (work: Promise<unknown>) => void },
+  options: RestoreOptions,
 ): Promise<RestoreOutcome> {
   const sale = await findSale(db, saleId);
   if (!sale) return { kind: "not-found" };
@@ -68,11 +101,9 @@ export async function restoreSale(
   try {
     return await new Lock(redis, restoreLockName(saleId)).using(
       async (signal, lease): Promise<RestoreOutcome> => {
-        const snapshot = await restoreSnapshot(db, saleId);
-        const sinceLanded = Date.now() - snapshot.lastLandedAt;
-        if (snapshot.lastLandedAt > 0 && sinceLanded < options.quietMs) {
-          return { kind: "in-flight", retryAfterMs: options.quietMs - sinceLanded };
-        }
+        const [snapshot, recovery] = await Promise.all([restoreSnapshot(db, saleId), findRecovery(db, saleId)]);
+        const waitMs = waitBeforeRebuildMs(snapshot, recovery, options.quietMs, Date.now());
+        if (waitMs > 0) return { kind: "in-flight", retryAfterMs: waitMs };
         const scriptKeys = restoreScriptKeys(saleId);
         // Each part checks the fence first: once another restore took the lock, nothing more is written.
         const part = (name: string, args: (string | number)[]) => {
@@ -97,7 +128,8 @@ export async function restoreSale(
           starts: sale.startsAt,
           ends: sale.endsAt,
           slot: sale.idSlot,
-          seq: snapshot.minted,
+          // Above every id anyone saw minted, so no isolate takes the new ids for a rollback.
+          seq: Math.max(snapshot.minted + recovery.seqOffset, recovery.knownSeq),
           rate: sale.admission.rate,
           burst: sale.admission.burst,
           name: sale.name,
@@ -114,12 +146,16 @@ export async function restoreSale(
             await new Promise((r) => setTimeout(r, 200));
           }
         }
+        await recordLive(db, saleId, { seqOffset: meta.seq - snapshot.minted, at: Date.now() });
         return {
           kind: "restored",
           remaining: meta.remaining,
           minted: snapshot.minted,
+          seq: meta.seq,
           buyers: snapshot.holders.length,
           returned: snapshot.endedOrderIds.length,
+          detectedBy: recovery.state === "live" ? null : recovery.detectedBy,
+          detectedAt: recovery.state === "live" ? null : recovery.detectedAt,
         };
       },
       { ...RESTORE_LOCK, keepAlive: options.keepAlive },

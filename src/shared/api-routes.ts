@@ -359,7 +359,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Rebuild a sale's live state in Redis from D1, after Redis lost it",
     description:
-      "Under the sale's fenced lock: remaining stock, each buyer's hold, ended orders as returned, the order-id sequence; checkout answers 503 for the sale until then. Refused while orders accepted before the loss are still reaching D1 (RESTORE_QUIET_MS).",
+      "Optional: a sale Redis lost or holds behind D1 is detected and rebuilt by itself (the jobs queue, the cron); this pushes the same rebuild by hand. Under the sale's fenced lock: remaining stock, each buyer's hold, ended orders as returned, the order-id sequence; checkout answers 503 for the sale until then. Refused while orders accepted before the loss are still reaching D1: until every order id reported minted before it has landed, or, without such a report, until none has landed for RESTORE_QUIET_MS.",
     auth: "admin",
     params: Requests.SaleIdParam,
     responses: {

@@ -88,6 +88,13 @@ export const OrderView = z.object({
   expiresAt: z.nullable(z.iso.datetime()),
   /** A charge for this order landed after it had ended (or twice): it is recorded for refund. */
   refundDue: z.boolean(),
+  /**
+   * Why a failed order failed; null otherwise. REDIS_ROLLBACK: it was accepted while the sale's
+   * live state in Redis had gone back, and the unit (or the buyer's hold) was no longer there to
+   * give; SETTLEMENT_FAILED: it could not be recorded. Either way nothing is charged, and the
+   * buyer may try again.
+   */
+  failureReason: z.nullable(z.enum(["REDIS_ROLLBACK", "SETTLEMENT_FAILED"])),
 });
 export type OrderView = z.infer<typeof OrderView>;
 
@@ -101,6 +108,25 @@ const StateCount = z.object({ orders: z.int(), units: z.int() });
  * back on sale. Once an ended, settled sale is archived, `redis` holds the figures Redis had
  * when its keys were removed (`archivedAt`), and `loaded` is false.
  */
+/** A sale's recovery from a Redis that lost it or came back behind D1 (docs/architecture.md, "Failures and how they heal"). */
+export const SaleHealth = z.object({
+  /**
+   * live: selling from Redis; behind: Redis lost the sale or holds it behind D1, checkouts
+   * answer 503 until it is rebuilt; rebuilding: a rebuild from D1 is waiting for its safe
+   * point or writing.
+   */
+  state: z.enum(["live", "behind", "rebuilding"]),
+  /** The latest detection, and what noticed it: checkout, settlement or cron. */
+  detectedAt: z.nullable(z.iso.datetime()),
+  detectedBy: z.nullable(z.string()),
+  /** The latest rebuild from D1, and how many there were. */
+  rebuiltAt: z.nullable(z.iso.datetime()),
+  rebuilds: z.int(),
+  /** Orders accepted by a Redis gone back that D1 could not record: failed with REDIS_ROLLBACK. */
+  failedByRollback: z.int(),
+});
+export type SaleHealth = z.infer<typeof SaleHealth>;
+
 export const ReconciliationReport = z.object({
   saleId: z.string(),
   stock: z.int(),
@@ -150,6 +176,7 @@ export const ReconciliationReport = z.object({
   largestKey: z.nullable(z.object({ key: z.string(), bytes: z.int(), share: z.number() })),
   /** What needs an operator's eye: a key past half the record limit. */
   warnings: z.array(z.string()),
+  health: SaleHealth,
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 

@@ -29,7 +29,8 @@ export type DeadLetter = OrderMessage & { reason?: string };
 
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
- * payment window closes then; evicting a changed sale's cached copies a second time.
+ * payment window closes then; evicting a changed sale's cached copies a second time;
+ * rebuilding a sale Redis lost or holds behind D1, once that is safe.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -42,5 +43,6 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
     /** Its keys were archived away: evict without leaving a floor behind. */
     archived: z._default(z.boolean(), false),
   }),
+  z.object({ kind: z.literal("heal-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;

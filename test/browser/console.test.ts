@@ -43,6 +43,7 @@ describe("the admin console", () => {
     await page.locator("#live-name").filter({ hasText: "Console drop" }).waitFor();
     expect(await page.locator("#tile-remaining").textContent()).toBe("12");
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
+    expect(await page.locator("#tile-health").textContent()).toBe("live");
     // The edit form holds the sale as loaded.
     expect(await page.locator("#edit-form").getByLabel("Name").inputValue()).toBe("Console drop");
     expect(await page.locator("#edit-form").getByLabel("Stock (up only)").inputValue()).toBe("12");

@@ -110,6 +110,7 @@ describe("invariant checks", () => {
     archivedAt: null,
     largestKey: { key: "fs:{sale:1}:buyers", bytes: 200, share: 0.000002 },
     warnings: [],
+    health: { state: "live", detectedAt: null, detectedBy: null, rebuiltAt: null, rebuilds: 0, failedByRollback: 0 },
   };
 
   it("pass a clean sale", () => {

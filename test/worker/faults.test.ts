@@ -479,6 +479,44 @@ describe("nothing lost when the consumer or D1 fails", () => {
   });
 });
 
+describe("outages that outlast the consumer's retries", () => {
+  it("fails no order because D1 was down or the consumer kept failing: the re-drive settles them once it is over", async () => {
+    const sale = await createSale({ stock: 3, name: "long outage" });
+    const users = [0, 1].map((i) => `long-outage-${sale.id}-${i}`);
+    const unsent = flakyQueue(() => true); // FAULT INJECTION: the sends fail; the outbox keeps the orders
+    for (const user of users) expect((await checkoutWith({ ...env, ORDERS: unsent.queue }, sale.id, user)).status).toBe(202);
+    const [first, second] = [...new Map(unsent.asked.map((o) => [o.orderId, o])).values()] as [OrderMessage, OrderMessage];
+
+    // FAULT INJECTION (D1 cannot be made unreachable inside the pool): every D1 call throws.
+    const down = new Proxy(env.DB, {
+      get: () => () => {
+        throw new Error("D1_ERROR: Network connection lost (injected)");
+      },
+    });
+    // The last attempt while D1 is down: nothing is wrong with the order, so it is neither
+    // retried past its attempts nor dead-lettered; its outbox record stays.
+    const last = createMessageBatch(ORDERS_QUEUE, [
+      { id: "last", body: { orders: [first] }, attempts: MAX_ATTEMPTS, timestamp: new Date() },
+    ]);
+    await worker.queue(last, { ...env, DB: down });
+    const lastResult = (await getQueueResult(last, createExecutionContext())) as QueueResult;
+    expect(lastResult.explicitAcks).toEqual(["last"]);
+    // The queue gave up on the other by itself (the consumer kept failing): its dead letter has
+    // no reason, and nothing judged the order, so it is not failed either.
+    const given = createMessageBatch(DEAD_LETTER_QUEUE, [
+      { id: "gave-up", body: { orders: [second] }, attempts: 1, timestamp: new Date() },
+    ]);
+    await worker.queue(given, env);
+    expect(await d1FailedOrders(sale.id)).toEqual([]);
+    expect(await outboxOrderIds(sale.id)).toEqual([first.orderId, second.orderId].sort());
+
+    // Over: the re-drive sends both again, and both settle once.
+    await runRedrive();
+    await waitForConfirmed([first.orderId, second.orderId]);
+    await expectSettledInvariants(sale.id, 3, new Map(users.map((u, i) => [u, (i === 0 ? first : second).orderId])));
+  });
+});
+
 describe("overlapping re-drive runs", () => {
   it("never re-send one sale at once: the run holding the sale's lock re-drives it, the other skips it", async () => {
     const sale = await createSale({ stock: 3, name: "overlapping re-drives" });

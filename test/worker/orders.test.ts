@@ -30,6 +30,7 @@ describe("order status", () => {
       currency: "USD",
       expiresAt: null,
       refundDue: false,
+      failureReason: null,
     });
     expect((await getOrder(orderId, "stranger")).status).toBe(404);
   });

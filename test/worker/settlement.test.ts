@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { saleKeys } from "../../src/shared/keys";
 import type { OrderMessage } from "../../src/shared/messages";
-import { checkout, createSale, d1FailedOrders, d1Orders, eventually, redis, userToken } from "./helpers";
+import { api, checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
 
 const QUEUE = "flash-sale-orders";
 
@@ -47,7 +47,7 @@ describe("settlement consumer", () => {
     expect(await redis.zcard(saleKeys(sale.id).outbox)).toBe(0);
   });
 
-  it("never lets D1 record more than the stock, and isolates the offending message", async () => {
+  it("never lets D1 record more than the stock: the order it refuses ends failed with REDIS_ROLLBACK, and the sale stops selling until rebuilt", async () => {
     const sale = await createSale({ stock: 1 });
     const real = await reserveFor(sale.id, "legit");
     // A message Redis never accepted (stock was 1): D1's guard must refuse it on its own.
@@ -62,13 +62,28 @@ describe("settlement consumer", () => {
       { id: "ok", body: { orders: [real] } },
       { id: "over", body: { orders: [forged] } },
     ]);
-    expect(result.explicitAcks).toEqual(["ok"]);
-    expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["over"]);
+    // Only a Redis gone back sells what D1 refuses: no retry can help, the order fails at once.
+    expect(new Set(result.explicitAcks)).toEqual(new Set(["ok", "over"]));
+    expect(result.retryMessages).toEqual([]);
     const rows = await d1Orders(sale.id);
     expect(rows.map((r) => r.user_id)).toEqual(["legit"]);
+    expect(await d1FailedOrders(sale.id)).toEqual([{ order_id: forged.orderId, user_id: "intruder", reason: "REDIS_ROLLBACK" }]);
+    // Its buyer sees why.
+    const seen = await api.order(forged.orderId, await userToken("intruder"));
+    expect(seen.body).toMatchObject({ status: "failed", failureReason: "REDIS_ROLLBACK" });
+    // Reported behind: Redis' copy is dropped (checkout answers 503) and D1 records why.
+    expect(await redis.exists(saleKeys(sale.id).meta)).toBe(0);
+    const recovery = await env.DB.prepare("SELECT state, detected_by, known_seq FROM sale_recovery WHERE sale_id = ?")
+      .bind(Number(sale.id))
+      .first();
+    expect(recovery).toEqual({
+      state: expect.stringMatching(/^(behind|rebuilding)$/),
+      detected_by: "settlement",
+      known_seq: 909177,
+    });
   });
 
-  it("settles the good orders of a message with a poison one, and dead-letters only the poison one", async () => {
+  it("settles the good orders of a message with one D1 refuses, and fails only that one", async () => {
     const sale = await createSale({ stock: 1 });
     const real = await reserveFor(sale.id, "good");
     const forged: OrderMessage = {
@@ -81,20 +96,10 @@ describe("settlement consumer", () => {
     const message = { id: "mixed", body: { orders: [real, forged] } };
 
     const first = await deliver([message]);
-    expect(first.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["mixed"]);
+    expect(first.explicitAcks).toEqual(["mixed"]);
     expect((await d1Orders(sale.id)).map((r) => r.user_id)).toEqual(["good"]);
-    expect(await redis.zcard(saleKeys(sale.id).outbox)).toBe(0); // the good one is cleared already
-
-    // The last attempt: the message is acked, and its poison order alone goes to the dead
-    // letters (a real queue, consumed by the real Worker), recorded as failed in D1.
-    const last = await deliver([{ ...message, attempts: 5 }]);
-    expect(last.explicitAcks).toEqual(["mixed"]);
-    const failed = await eventually("the poison order to be recorded as failed", async () => {
-      const rows = await d1FailedOrders(sale.id);
-      return rows.length > 0 ? rows : undefined;
-    });
-    expect(failed.map((r) => r.user_id)).toEqual(["poison"]);
-    expect((await d1Orders(sale.id)).map((r) => r.user_id)).toEqual(["good"]);
+    expect(await redis.zcard(saleKeys(sale.id).outbox)).toBe(0); // the good one is cleared
+    expect((await d1FailedOrders(sale.id)).map((r) => [r.user_id, r.reason])).toEqual([["poison", "REDIS_ROLLBACK"]]);
   });
 
   it("acks malformed messages without writing anything", async () => {
