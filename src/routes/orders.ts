@@ -32,11 +32,13 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   refundDue: o.refundDue,
 });
 
-/** The caller's order as D1 records it, undefined when D1 has not got it (yet). */
+/**
+ * The caller's order as D1 records it, undefined when D1 has not got it (yet) or it is another
+ * user's: a foreign id then takes the same path, reads and answer as a missing one.
+ */
 async function ownRecord(db: D1Database, orderId: string, userId: string): Promise<OrderRecord | undefined> {
   const record = await findOrderRecord(db, orderId);
-  if (record && record.userId !== userId) throw orderNotFound();
-  return record;
+  return record?.userId === userId ? record : undefined;
 }
 
 /** The caller's order: settled or failed in D1, or still pending in Redis. */
