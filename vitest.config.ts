@@ -67,6 +67,10 @@ export default defineConfig({
                 // Every request of the suite comes from one address (or none): no per-IP limit,
                 // except where test/worker/limits.test.ts turns it on.
                 IP_RATE_LIMIT: "0",
+                // Likewise for the global per-address limits: the suite's many deliberate 401s and
+                // webhooks share one address; test/worker/hardening.test.ts sets its own.
+                ADMIN_AUTH_FAILURES_PER_MIN: "1000000",
+                WEBHOOK_RATE_PER_MIN: "1000000",
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
                 TEST_SCRATCH_REDIS_URL: inject("scratchGatewayUrl"),

@@ -7,6 +7,8 @@ declare namespace Cloudflare {
     UPSTASH_REDIS_REST_TOKEN: string;
     /** Verifies POST /webhooks/payments (HMAC-SHA256); unset turns the webhook route off. */
     PAYMENT_WEBHOOK_SECRET?: string;
+    /** During a rotation of the provider's secret, the one it replaces: signatures with either pass. */
+    PAYMENT_WEBHOOK_SECRET_PREVIOUS?: string;
     /** Quorum locks (the lab's redlock): JSON [{"url": "...", "token": "..."}, ...], one per independent database. */
     LOCK_QUORUM_NODES?: string;
   }

@@ -3,14 +3,25 @@ import { verify } from "hono/jwt";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { decodeHeader } from "hono/utils/jwt/jwt";
 import { JwtPayloadRequiresAud, JwtTokenAudience, JwtTokenIssuer } from "hono/utils/jwt/types";
+import { admit, withinLimit } from "../admission/global-limits";
 import { userIdProblem } from "../shared/user-id";
+import { clientAddress } from "./client-address";
 import { unauthorized, unavailable } from "./errors";
+import { refuseUnlessAdmitted } from "./global-limits";
 import { isCanonicalJwt, type TokenLifetime, timeClaimProblem } from "./jwt-checks";
+import { logConfigurationError, usableSecret } from "./secrets";
 import { hmacKey, type JwksAlgorithm, jwksKey } from "./verification-keys";
 
 export type UserVariables = { userId: string };
 
 const BEARER = /^Bearer\s+(\S+)$/i;
+
+/**
+ * A buyer whose token the identity provider (JWKS) signed is `idp:<sub>`; the shop's own HS256
+ * tokens may not name a subject starting so. The two kinds of token therefore never name one
+ * buyer, on any route or in any stored record, whatever `sub` either issuer hands out.
+ */
+export const PROVIDER_USER_PREFIX = "idp:";
 
 const DEFAULT_LIFETIME: TokenLifetime = { skewSec: 30, maxTtlSec: 86_400 };
 
@@ -28,8 +39,17 @@ async function verificationKeyFor(token: string, env: Env): Promise<{ alg: "HS25
   } catch {
     throw unauthorized("the token is not a well-formed JWT");
   }
-  if (header.alg === "HS256") return { alg: "HS256", key: await hmacKey(env.JWT_SECRET) };
+  if (header.alg === "HS256") {
+    const secret = usableSecret("JWT_SECRET", env.JWT_SECRET);
+    if (!secret) throw unauthorized("the shop's tokens cannot be verified: this server's JWT_SECRET is not usable");
+    return { alg: "HS256", key: await hmacKey(secret) };
+  }
   if ((header.alg === "RS256" || header.alg === "ES256") && env.JWT_JWKS_URL) {
+    // Without both, every token the provider ever signed, for any application, would pass.
+    if (!env.JWT_ISSUER || !env.JWT_AUDIENCE) {
+      logConfigurationError("JWT_JWKS_URL", "JWT_ISSUER and JWT_AUDIENCE must both be set to accept its tokens");
+      throw unauthorized("the identity provider's tokens are not accepted: its issuer and audience are not configured");
+    }
     if (typeof header.kid !== "string") throw unauthorized("the token names no signing key (kid)");
     let pinned: Awaited<ReturnType<typeof jwksKey>>;
     try {
@@ -47,7 +67,8 @@ async function verificationKeyFor(token: string, env: Env): Promise<{ alg: "HS25
  * Verifies the caller's JWT and returns its `sub` as the user id; identity never comes from
  * the request body. HS256 with JWT_SECRET, or RS256/ES256 with the JWKS at JWT_JWKS_URL.
  * `exp` is required and at most JWT_MAX_TTL_SEC away; JWT_CLOCK_SKEW_SEC is allowed on
- * `exp`, `nbf` and `iat`; `iss` and `aud` must match JWT_ISSUER and JWT_AUDIENCE when set.
+ * `exp`, `nbf` and `iat`; `iss` and `aud` must match JWT_ISSUER and JWT_AUDIENCE when set
+ * (a JWKS token needs both set). A JWKS token's buyer is PROVIDER_USER_PREFIX + `sub`.
  */
 export async function userIdFromAuthorization(header: string | undefined, env: Env): Promise<string> {
   const token = header ? BEARER.exec(header)?.[1] : undefined;
@@ -83,9 +104,14 @@ export async function userIdFromAuthorization(header: string | undefined, env: E
 
   const { sub } = payload;
   if (typeof sub !== "string") throw unauthorized("the token has no subject");
-  const subjectProblem = userIdProblem(sub);
+  const fromProvider = alg !== "HS256";
+  if (!fromProvider && sub.startsWith(PROVIDER_USER_PREFIX)) {
+    throw unauthorized(`the token's subject may not start with ${PROVIDER_USER_PREFIX}`);
+  }
+  const userId = fromProvider ? `${PROVIDER_USER_PREFIX}${sub}` : sub;
+  const subjectProblem = userIdProblem(userId);
   if (subjectProblem) throw unauthorized(`the token's subject ${subjectProblem}`);
-  return sub;
+  return userId;
 }
 
 export const requireUser: MiddlewareHandler<{ Bindings: Env; Variables: UserVariables }> = async (c, next) => {
@@ -93,12 +119,22 @@ export const requireUser: MiddlewareHandler<{ Bindings: Env; Variables: UserVari
   await next();
 };
 
-/** Admin routes need the ADMIN_TOKEN bearer, compared in constant time (hono hashes both sides). */
+/**
+ * Admin routes need the ADMIN_TOKEN bearer, compared in constant time (hono hashes both sides).
+ * Failed attempts are counted per client address across isolates; once an address is over its
+ * allowance it is refused (429) whatever token it sends, so a guess cannot be confirmed while
+ * blocked. A right token from any other address passes: only the sender of wrong ones waits.
+ */
 export const requireAdmin: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
   const token = BEARER.exec(c.req.header("Authorization") ?? "")?.[1];
-  const expected = c.env.ADMIN_TOKEN;
-  if (!token || !expected || !(await timingSafeEqual(token, expected))) {
-    throw unauthorized("the admin token is required");
-  }
+  const expected = usableSecret("ADMIN_TOKEN", c.env.ADMIN_TOKEN);
+  if (!expected) throw unavailable("the admin API is not configured: this server's ADMIN_TOKEN is not usable", 60);
+  const address = clientAddress(c);
+  const right = token !== undefined && (await timingSafeEqual(token, expected));
+  refuseUnlessAdmitted(
+    await (right ? withinLimit : admit)("admin-auth-failures", address, c.env),
+    "too many failed admin sign-ins from this address",
+  );
+  if (!right) throw unauthorized("the admin token is required");
   await next();
 };

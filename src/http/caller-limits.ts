@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
 import type { AppEnv } from "./app-env";
+import { clientAddress } from "./client-address";
 import { rateLimited } from "./errors";
 
 // Per-caller limits against abuse of the public API. Rates are per second (burst = 2x),
@@ -28,16 +29,9 @@ function limit(kind: "ip" | "user", rate: number, caller: string | undefined) {
   }
 }
 
-/**
- * Requests without CF-Connecting-IP: Cloudflare sets it on every request at the edge, so only a
- * Worker run off Cloudflare (wrangler dev, a test harness) sees these. They share one bucket
- * rather than none, so leaving the header out is no way around the limit.
- */
-const UNKNOWN_ADDRESS = "unknown-address";
-
 /** Per client address. */
 export const limitPerIp: MiddlewareHandler<AppEnv> = async (c, next) => {
-  limit("ip", Number(c.env.IP_RATE_LIMIT), c.req.header("CF-Connecting-IP") ?? UNKNOWN_ADDRESS);
+  limit("ip", Number(c.env.IP_RATE_LIMIT), clientAddress(c));
   await next();
 };
 

@@ -1,7 +1,10 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { isLoopbackHost } from "../shared/loopback";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
+
+/** Whether the request names this machine as its Host (the header, else the URL's host). */
+export const isLoopbackRequest = (c: Context): boolean => isLoopbackHost(c.req.header("Host") ?? new URL(c.req.url).host);
 
 /**
  * With LOOPBACK_HOSTS_ONLY=true (npm start sets it; off in production), requests whose Host is
@@ -9,7 +12,7 @@ import { ApiError } from "./errors";
  * drive the local Worker with its admin or user tokens.
  */
 export const loopbackHostsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.LOOPBACK_HOSTS_ONLY === "true" && !isLoopbackHost(c.req.header("Host") ?? new URL(c.req.url).host)) {
+  if (c.env.LOOPBACK_HOSTS_ONLY === "true" && !isLoopbackRequest(c)) {
     throw new ApiError(403, "HOST_NOT_ALLOWED", "this local server answers only to localhost, 127.0.0.1 or [::1]");
   }
   await next();

@@ -35,11 +35,13 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   failureReason: o.status !== "failed" ? null : o.failureReason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED",
 });
 
-/** The caller's order as D1 records it, undefined when D1 has not got it (yet). */
+/**
+ * The caller's order as D1 records it, undefined when D1 has not got it (yet) or it is another
+ * user's: a foreign id then takes the same path, reads and answer as a missing one.
+ */
 async function ownRecord(db: D1Database, orderId: string, userId: string): Promise<OrderRecord | undefined> {
   const record = await findOrderRecord(db, orderId);
-  if (record && record.userId !== userId) throw orderNotFound();
-  return record;
+  return record?.userId === userId ? record : undefined;
 }
 
 /** The caller's order: settled or failed in D1, or still pending in Redis. */

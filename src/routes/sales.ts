@@ -1,9 +1,11 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, notFound, unavailable } from "../http/errors";
+import { usableSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
-import { type CatalogDeps, decodeCursor, encodeCursor, readCatalogPage, readSalePage } from "../sales/catalog";
+import { type CatalogDeps, readCatalogPage, readSalePage } from "../sales/catalog";
+import { signCursor, verifyCursor } from "../sales/cursors";
 import { LookupBudgetSpent } from "../sales/lookup-budget";
 import { saleView } from "../sales/sale";
 import type { CatalogPage } from "../shared/api-types";
@@ -32,14 +34,19 @@ export const saleRoutes = new Hono<AppEnv>()
   // GET /api/sales: upcoming and live sales by start, CATALOG_PAGE_SIZE a page.
   .get("/", validate("query", CatalogQuery), async (c) => {
     const { cursor: text } = c.req.valid("query");
-    const cursor = text === undefined ? undefined : decodeCursor(text);
-    if (text !== undefined && !cursor) throw badRequest("cursor must be a nextCursor this API gave");
+    // Cursors are signed with JWT_SECRET (labelled apart from tokens): no secret, no catalog.
+    const secret = usableSecret("JWT_SECRET", c.env.JWT_SECRET);
+    if (!secret) throw unavailable("the catalog cannot be paged: this server's JWT_SECRET is not usable", 60);
+    const cursor = text === undefined ? undefined : await verifyCursor(text, secret);
+    // Checked before any cache or database is touched: a forged cursor costs nothing but this.
+    if (text !== undefined && !cursor)
+      throw new ApiError(400, "INVALID_CURSOR", "cursor must be a recent nextCursor this API gave");
     const page = await orUnavailable("catalog", {}, () => readCatalogPage(depsOf(c.env, c.executionCtx), cursor));
     const now = Date.now();
     c.header("Cache-Control", "public, max-age=1");
     return c.json({
       sales: page.sales.map(({ sale, remaining }) => saleView(sale, remaining, now)),
-      nextCursor: page.next ? encodeCursor(page.next) : null,
+      nextCursor: page.next ? await signCursor(page.next, secret) : null,
     } satisfies CatalogPage);
   })
   // GET /api/sales/:saleId: the sale page.

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod/mini";
 import type { AppEnv } from "../http/app-env";
 import { badRequest, notFound, paymentInProgress } from "../http/errors";
+import { limitWebhookPerIp } from "../http/global-limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
 import { paymentTimeoutMs } from "../orders/payment-provider";
@@ -11,15 +12,16 @@ import { PaymentEvent } from "../shared/requests";
 
 /**
  * POST /webhooks/payments: an asynchronous payment provider reports a payment. Signed with
- * PAYMENT_WEBHOOK_SECRET (off when it is unset); each event id is applied once. A success that
- * meets a pay attempt in flight waits for it: 409 PAYMENT_IN_PROGRESS, and the provider delivers
- * it again.
+ * PAYMENT_WEBHOOK_SECRET (off when it is unset), or during a rotation the secret it replaces,
+ * PAYMENT_WEBHOOK_SECRET_PREVIOUS; each event id is applied once. A success that meets a pay
+ * attempt in flight waits for it: 409 PAYMENT_IN_PROGRESS, and the provider delivers it again.
  */
-export const webhookRoutes = new Hono<AppEnv>().post("/payments", async (c) => {
+export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPerIp, async (c) => {
   const secret = c.env.PAYMENT_WEBHOOK_SECRET;
   if (!secret) throw notFound("NOT_FOUND", "payment webhooks are not configured");
   const raw = await c.req.text();
-  await verifyWebhookSignature(secret, c.req.header("Webhook-Signature"), raw);
+  const previous = c.env.PAYMENT_WEBHOOK_SECRET_PREVIOUS;
+  await verifyWebhookSignature(previous ? [secret, previous] : [secret], c.req.header("Webhook-Signature"), raw);
   let json: unknown;
   try {
     json = JSON.parse(raw);

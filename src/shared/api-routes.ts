@@ -123,7 +123,7 @@ const ROUTES: readonly ApiRoute[] = [
     query: Requests.CatalogQuery,
     responses: {
       200: { description: "a page of the catalog", body: Bodies.CatalogPage },
-      400: BAD_REQUEST,
+      400: error("INVALID_CURSOR: a cursor this API did not give, altered or expired (30 minutes); nothing is read or cached"),
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     },
@@ -478,7 +478,24 @@ const ROUTES: readonly ApiRoute[] = [
 
 const NOT_JSON = error("UNSUPPORTED_MEDIA_TYPE: a request body that is not JSON (every body the API reads is)");
 
-/** The table, with what every route shares: any POST or PATCH may be refused a body that is not JSON. */
-export const API_ROUTES: readonly ApiRoute[] = ROUTES.map((route) =>
-  route.method !== "get" ? { ...route, responses: { ...route.responses, 415: NOT_JSON } } : route,
-);
+/** Admin routes and the webhook: a global limit per client address (src/admission/), failing closed. */
+const GLOBALLY_LIMITED: Record<number, ApiResponse> = {
+  429: error("RATE_LIMITED: too many failed admin sign-ins or webhook deliveries from this address", [
+    "Retry-After",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+  ]),
+  503: UNAVAILABLE,
+};
+const globallyLimited = (route: ApiRoute) => route.auth === "admin" || route.path === "/webhooks/payments";
+
+/**
+ * The table, with what routes share: any POST or PATCH may be refused a body that is not JSON;
+ * admin routes and the webhook may be refused by their global limit (a route's own 503 stays).
+ */
+export const API_ROUTES: readonly ApiRoute[] = ROUTES.map((route) => {
+  const limited: Record<number, ApiResponse> = globallyLimited(route) ? GLOBALLY_LIMITED : {};
+  const bodies: Record<number, ApiResponse> = route.method !== "get" ? { 415: NOT_JSON } : {};
+  return { ...route, responses: { ...limited, ...route.responses, ...bodies } };
+});

@@ -1,6 +1,6 @@
 // Test-only credentials for the Worker under test; never used outside the test suite.
 export const TEST_SECRETS = {
-  ADMIN_TOKEN: "test-admin-token",
-  JWT_SECRET: "test-jwt-secret",
+  ADMIN_TOKEN: "test-admin-token-long-enough-for-the-32-char-rule",
+  JWT_SECRET: "test-jwt-secret-long-enough-for-the-32-char-rule",
   PAYMENT_WEBHOOK_SECRET: "test-webhook-secret",
 } as const;

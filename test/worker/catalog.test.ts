@@ -426,6 +426,6 @@ describe("the catalog", () => {
   it("refuses a cursor it never gave", async () => {
     const res = await api.fetch("/api/sales?cursor=zzzzzzzzzzzz_1");
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("BAD_REQUEST");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("INVALID_CURSOR");
   });
 });

@@ -9,7 +9,7 @@ import { app } from "../../src/app";
 import { API_ROUTES, openApiPath } from "../../src/shared/api-routes";
 import { saleKeys } from "../../src/shared/keys";
 import { checkedFetch, seen } from "./contract";
-import { BASE, bearer, createSale, fetchWithVars, redis, userToken, waitForConfirmed } from "./helpers";
+import { BASE, bearer, createSale, fetchWithVars, LOOPBACK_BASE, redis, userToken, waitForConfirmed } from "./helpers";
 
 const call = (path: string, init?: RequestInit) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init);
 const admin = (extra: Record<string, string> = {}) => ({
@@ -34,8 +34,8 @@ describe("the OpenAPI document", () => {
     await call("/healthz");
     await call("/api/config");
     await call("/api/dev/login", json({ userId: "contract" })); // 404: DEV_LOGIN is off
-    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "contract" }));
-    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "" }));
+    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "contract" }), LOOPBACK_BASE);
+    await fetchWithVars({ DEV_LOGIN: "true" }, "/api/dev/login", json({ userId: "" }), LOOPBACK_BASE);
 
     const created = await call("/admin/sales", {
       method: "POST",

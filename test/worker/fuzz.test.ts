@@ -182,6 +182,29 @@ const authorizationArb = (path: string): fc.Arbitrary<string | undefined> => {
   );
 };
 
+/** Signature headers as a rotating provider sends them: a timestamp and one to six v1= entries, none by our secret. */
+const webhookSignatureArb = fc
+  .tuple(
+    fc.oneof(
+      fc.constant(null).map(() => Math.floor(Date.now() / 1000)),
+      fc.integer({ min: 0, max: 2 ** 40 }),
+    ),
+    fc.array(fc.stringMatching(/^[0-9a-f]{64}$/), { minLength: 1, maxLength: 6 }),
+    fc.constantFrom(",", ", ", ",,"),
+  )
+  .map(([t, macs, separator]) => [`t=${t}`, ...macs.map((mac) => `v1=${mac}`)].join(separator));
+
+/** Catalog cursors a client might make up: bare positions (as cursors once were), signed-looking ones, garbage. */
+const forgedCursorArb = fc
+  .oneof(
+    fc.tuple(fc.nat(), fc.nat()).map(([at, id]) => `${at.toString(36)}_${id.toString(36)}`),
+    fc
+      .tuple(fc.nat(), fc.integer({ min: 1 }), fc.nat(), fc.stringMatching(/^[A-Za-z0-9_-]{43}$/))
+      .map(([at, id, expiry, mac]) => `${at.toString(36)}_${id.toString(36)}.${(Date.now() + expiry).toString(36)}.${mac}`),
+    anyText,
+  )
+  .map((cursor) => `cursor=${encodeURIComponent(cursor)}`);
+
 const headersArb = (path: string) =>
   fc.record({
     Authorization: authorizationArb(path),
@@ -198,6 +221,7 @@ const headersArb = (path: string) =>
       printable(250),
     ),
     "CF-Connecting-IP": fc.option(fc.ipV4(), { nil: undefined }),
+    "Webhook-Signature": fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, webhookSignatureArb),
     Accept: fc.constantFrom(undefined, "application/json", "text/html", "*/*"),
   });
 
@@ -208,7 +232,7 @@ const requestArb = fc
     route: fc.constantFrom(...routes),
     otherMethod: fc.oneof({ arbitrary: fc.constant(undefined), weight: 7 }, fc.constantFrom(...METHODS)),
     body: bodyArb,
-    query: fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, fc.webQueryParameters()),
+    query: fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, fc.webQueryParameters(), forgedCursorArb),
   })
   .chain(({ route, otherMethod, body, query }) =>
     fc.tuple(pathArb(route.path), headersArb(route.path)).map(([path, headers]) => ({
@@ -281,6 +305,11 @@ describe("fuzzer", () => {
           expect(res.headers.get("Retry-After"), what).toBeTruthy();
         }
         if (res.status >= 400 && method !== "HEAD") expectErrorShape(res.status, res.headers.get("Content-Type"), text, what);
+        // No cursor is ever drawn that this API gave: each one is refused before any read.
+        const url = new URL(req.url);
+        if (method === "GET" && url.pathname === "/api/sales" && url.searchParams.has("cursor")) {
+          expect(res.status, what).toBe(400);
+        }
         const everything = `${text}\n${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}`;
         for (const secret of fixture.secrets) expect(everything.includes(secret), `${what} leaks a secret`).toBe(false);
 

@@ -10,6 +10,8 @@ import { saleKeys } from "../../src/shared/keys";
 import { checkedFetch } from "./contract";
 
 export const BASE = "https://flash.test";
+/** The Worker as the local stack serves it: a loopback Host, where the dev switches act. */
+export const LOOPBACK_BASE = "http://127.0.0.1:8787";
 
 /** The API through the Worker under test (SELF), as an admin; every answer is checked against openapi.json. */
 export const api = new ApiClient({
@@ -33,8 +35,8 @@ export async function handleWithVars(vars: Partial<Env>, req: Request): Promise<
 }
 
 /** A request to `path` with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...), its answer checked against openapi.json. */
-export const fetchWithVars = (vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> =>
-  checkedFetch((req) => handleWithVars(vars, req), `${BASE}${path}`, init);
+export const fetchWithVars = (vars: Partial<Env>, path: string, init?: RequestInit, base = BASE): Promise<Response> =>
+  checkedFetch((req) => handleWithVars(vars, req), `${base}${path}`, init);
 
 /** A client for inspecting Redis through the same gateway the Worker uses. */
 export const redis = new Redis({

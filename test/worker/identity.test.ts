@@ -6,7 +6,7 @@ import { ApiError } from "../../src/http/errors";
 import { jwksKey } from "../../src/http/verification-keys";
 import { saleKeys } from "../../src/shared/keys";
 import { MAX_USER_ID_LENGTH } from "../../src/shared/limits";
-import { BASE, bearer, checkout, createSale, redis } from "./helpers";
+import { BASE, bearer, checkout, createSale, fetchWithVars, redis } from "./helpers";
 
 // The JWT corpus: every token below goes through the Worker's own verification, inside
 // workerd, with the real JWKS of the test identity provider (test/setup/identity-provider.ts).
@@ -59,6 +59,9 @@ interface Row {
 }
 
 const accepted = (userId = "corpus-user"): Expect => ({ userId });
+/** The identity provider as a shop must configure it before its JWKS tokens are accepted. */
+const idp = { JWT_ISSUER: "https://id.shop.test", JWT_AUDIENCE: "flash-sale" };
+const idpClaims = (extra: Record<string, unknown> = {}) => claims({ iss: idp.JWT_ISSUER, aud: idp.JWT_AUDIENCE, ...extra });
 const refused = (message: RegExp): Expect => ({ refused: message });
 
 const corpus: Row[] = [
@@ -91,21 +94,58 @@ const corpus: Row[] = [
     token: async () => hs256Raw({ alg: "HS256", kid: rsaKey.kid }, claims(), utf8(rsaKey.n ?? "")),
     expect: refused(/invalid/),
   },
-  { name: "RS256 from the shop's JWKS", token: () => sign(claims(), rsaKey, "RS256"), expect: accepted() },
-  { name: "ES256 from the shop's JWKS", token: () => sign(claims(), ecKey, "ES256"), expect: accepted() },
+  // A provider's buyer is "idp:<sub>": its subs and the shop's own ids never name one buyer.
+  {
+    name: "RS256 from the shop's JWKS",
+    token: () => sign(idpClaims(), rsaKey, "RS256"),
+    vars: idp,
+    expect: accepted("idp:corpus-user"),
+  },
+  {
+    name: "ES256 from the shop's JWKS",
+    token: () => sign(idpClaims(), ecKey, "ES256"),
+    vars: idp,
+    expect: accepted("idp:corpus-user"),
+  },
+  {
+    name: "RS256 from the JWKS with no audience configured",
+    token: () => sign(idpClaims(), rsaKey, "RS256"),
+    vars: { JWT_ISSUER: idp.JWT_ISSUER },
+    expect: refused(/issuer and audience are not configured/),
+  },
+  {
+    name: "RS256 from the JWKS with no issuer configured",
+    token: () => sign(idpClaims(), rsaKey, "RS256"),
+    vars: { JWT_AUDIENCE: idp.JWT_AUDIENCE },
+    expect: refused(/issuer and audience are not configured/),
+  },
+  {
+    name: "an HS256 subject in the provider's id space",
+    token: () => hs256({ sub: "idp:corpus-user" }),
+    expect: refused(/may not start with idp:/),
+  },
+  {
+    name: "HS256 while JWT_SECRET is shorter than 32 characters",
+    token: () => sign(claims(), "short-but-right-secret", "HS256"),
+    vars: { JWT_SECRET: "short-but-right-secret" },
+    expect: refused(/JWT_SECRET is not usable/),
+  },
   {
     name: "an ES256 key's token relabelled RS256 (alg pinned per key)",
-    token: async () => withHeader(await sign(claims(), ecKey, "ES256"), { alg: "RS256", typ: "JWT", kid: ecKey.kid }),
+    token: async () => withHeader(await sign(idpClaims(), ecKey, "ES256"), { alg: "RS256", typ: "JWT", kid: ecKey.kid }),
+    vars: idp,
     expect: refused(/invalid/),
   },
   {
     name: "RS256 naming a kid the JWKS lacks",
-    token: async () => withHeader(await sign(claims(), rsaKey, "RS256"), { alg: "RS256", typ: "JWT", kid: "nobody" }),
+    token: async () => withHeader(await sign(idpClaims(), rsaKey, "RS256"), { alg: "RS256", typ: "JWT", kid: "nobody" }),
+    vars: idp,
     expect: refused(/signing key is unknown/),
   },
   {
     name: "RS256 without a kid",
-    token: async () => withHeader(await sign(claims(), rsaKey, "RS256"), { alg: "RS256", typ: "JWT" }),
+    token: async () => withHeader(await sign(idpClaims(), rsaKey, "RS256"), { alg: "RS256", typ: "JWT" }),
+    vars: idp,
     expect: refused(/no signing key/),
   },
   {
@@ -224,7 +264,7 @@ const corpus: Row[] = [
         name: "RS256 with right iss and aud",
         token: () => sign(claims({ iss: vars.JWT_ISSUER, aud: "flash-sale" }), rsaKey, "RS256"),
         vars,
-        expect: accepted(),
+        expect: accepted("idp:corpus-user"),
       },
     ];
   })(),
@@ -279,17 +319,46 @@ describe("identity through the API", () => {
     expect(await jwksFetches()).toBe(before + 1);
   });
 
+  it("refuses the provider's tokens on every user route while JWT_AUDIENCE is empty", async () => {
+    const sale = await createSale({ stock: 2 });
+    const shopBuyer = await checkout(sale.id, await hs256({ sub: "shared-name" }));
+    expect(shopBuyer.status).toBe(202);
+    const { orderId } = (await shopBuyer.json()) as { orderId: string };
+    const provider = bearer(await sign(idpClaims(), rsaKey, "RS256"));
+    const json = { ...provider, "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID() };
+    const answers = await Promise.all([
+      SELF.fetch(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers: provider }),
+      SELF.fetch(`${BASE}/api/orders/${orderId}`, { headers: provider }),
+      SELF.fetch(`${BASE}/api/orders/${orderId}/pay`, { method: "POST", headers: json, body: '{"paymentToken":"tok_visa"}' }),
+      SELF.fetch(`${BASE}/api/orders/${orderId}/cancel`, { method: "POST", headers: provider }),
+    ]);
+    expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401]);
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("1");
+  });
+
+  it("never lets a provider's sub name one of the shop's buyers", async () => {
+    const sale = await createSale({ stock: 2 });
+    const shopBuyer = await checkout(sale.id, await hs256({ sub: "shared-name" }));
+    const { orderId } = (await shopBuyer.json()) as { orderId: string };
+    const provider = bearer(await sign(idpClaims({ sub: "shared-name" }), rsaKey, "RS256"));
+    const read = await fetchWithVars(idp, `/api/orders/${orderId}`, { headers: provider });
+    expect(read.status).toBe(404);
+    const own = await fetchWithVars(idp, `/api/sales/${sale.id}/checkout`, { method: "POST", headers: provider });
+    expect(own.status).toBe(202); // a second buyer, not the shop's "shared-name" buying again
+    expect(await redis.hlen(saleKeys(sale.id).buyers)).toBe(2);
+  });
+
   it("accepts the shop's RS256 tokens and fetches its JWKS once per isolate, not per request", async () => {
     const fetches = jwksFetches;
     const sale = await createSale({ stock: 20 });
-    await checkout(sale.id, await sign(claims({ sub: "rsa-warmup" }), rsaKey, "RS256"));
+    const checkoutAs = (token: string) =>
+      fetchWithVars(idp, `/api/sales/${sale.id}/checkout`, { method: "POST", headers: bearer(token) });
+    await checkoutAs(await sign(idpClaims({ sub: "rsa-warmup" }), rsaKey, "RS256"));
     const before = await fetches();
     const statuses = [];
     for (let i = 0; i < 10; i++) {
-      const token = await sign(claims({ sub: `rsa-buyer-${i}` }), i % 2 ? rsaKey : ecKey, i % 2 ? "RS256" : "ES256");
-      statuses.push(
-        (await SELF.fetch(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers: bearer(token) })).status,
-      );
+      const token = await sign(idpClaims({ sub: `rsa-buyer-${i}` }), i % 2 ? rsaKey : ecKey, i % 2 ? "RS256" : "ES256");
+      statuses.push((await checkoutAs(token)).status);
     }
     expect(statuses).toEqual(Array(10).fill(202));
     expect(await fetches()).toBe(before);

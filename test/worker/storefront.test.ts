@@ -1,21 +1,31 @@
 import { env, SELF } from "cloudflare:test";
 import { verify } from "hono/jwt";
 import { describe, expect, it } from "vitest";
-import { BASE, checkout, createSale, fetchWithVars, waitForConfirmed } from "./helpers";
+import { BASE, checkout, createSale, fetchWithVars, LOOPBACK_BASE, waitForConfirmed } from "./helpers";
 
-const login = (body: unknown, vars: Partial<Env> = { DEV_LOGIN: "true" }) =>
-  fetchWithVars(vars, "/api/dev/login", {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
+const login = (body: unknown, vars: Partial<Env> = { DEV_LOGIN: "true" }, base = LOOPBACK_BASE) =>
+  fetchWithVars(
+    vars,
+    "/api/dev/login",
+    {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    },
+    base,
+  );
 
 describe("storefront config", () => {
   it("tells the page whether local sign-in is on and which shops may embed it", async () => {
     const res = await SELF.fetch(`${BASE}/api/config`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ devLogin: false, allowedOrigins: [] });
-    const on = await fetchWithVars({ DEV_LOGIN: "true", ALLOWED_ORIGINS: "https://a.example,https://b.example" }, "/api/config");
+    const on = await fetchWithVars(
+      { DEV_LOGIN: "true", ALLOWED_ORIGINS: "https://a.example,https://b.example" },
+      "/api/config",
+      undefined,
+      LOOPBACK_BASE,
+    );
     expect(await on.json()).toEqual({ devLogin: true, allowedOrigins: ["https://a.example", "https://b.example"] });
   });
 });
@@ -27,6 +37,16 @@ describe("DEV_LOGIN", () => {
       expect(res.status).toBe(404);
       expect(await res.json()).toEqual({ error: { code: "NOT_FOUND", message: "no such route" } });
     }
+  });
+
+  it("acts only on a loopback Host, whatever LOOPBACK_HOSTS_ONLY says", async () => {
+    const vars = { DEV_LOGIN: "true", LOOPBACK_HOSTS_ONLY: "false" };
+    const elsewhere = await login({ userId: "alice" }, vars, "https://shop.example");
+    expect(elsewhere.status).toBe(404);
+    expect(await elsewhere.json()).toEqual({ error: { code: "NOT_FOUND", message: "no such route" } });
+    expect((await login({ userId: "alice" }, vars, "http://127.0.0.1:8787")).status).toBe(200);
+    expect((await login({ userId: "alice" }, vars, "http://[::1]:8787")).status).toBe(200);
+    expect((await login({ userId: "alice" }, vars, "http://localhost:8787")).status).toBe(200);
   });
 
   it("when on, mints a token the API accepts for the chosen name", async () => {

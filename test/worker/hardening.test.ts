@@ -1,0 +1,133 @@
+import { env, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { webhookSignature } from "../../dev/lib/webhook-signing";
+import { encodeCursor } from "../../src/sales/catalog";
+import { CURSOR_TTL_MS, signCursor } from "../../src/sales/cursors";
+import { catalogKeys } from "../../src/shared/keys";
+import { api, BASE, bearer, createSale, fetchWithVars, redis } from "./helpers";
+
+// The doors of the third hardening round that the corpus files do not cover: admin guessing
+// limited across isolates, webhook secrets rotated, and global limits that fail closed.
+
+/** An address of its own for each test, so counts in the suite's shared Redis never meet. */
+const freshAddress = () => `2001:db8::${crypto.randomUUID().slice(0, 4)}`;
+
+describe("failed admin authentications", () => {
+  it("are limited per address across isolates; the right token from elsewhere is not slowed", async () => {
+    const sale = await createSale({ stock: 1 });
+    const path = `/admin/sales/${sale.id}/stats`;
+    const limited = { ADMIN_AUTH_FAILURES_PER_MIN: "10" };
+    const guesser = freshAddress();
+    const asGuesser = (token: string) => ({ ...bearer(token), "CF-Connecting-IP": guesser });
+    // The Worker's own isolate (SELF, whose allowance the suite sets far out of reach) counts
+    // five failures in Redis; this isolate, allowed ten, sees them: the count is not per isolate.
+    for (let i = 0; i < 5; i++) {
+      const res = await SELF.fetch(`${BASE}${path}`, { headers: asGuesser(`wrong-guess-${i}-${"x".repeat(32)}`) });
+      expect(res.status).toBe(401);
+    }
+    const statuses: number[] = [];
+    for (let i = 5; i < 30; i++) {
+      const res = await fetchWithVars(limited, path, { headers: asGuesser(`wrong-guess-${i}-${"x".repeat(32)}`) });
+      statuses.push(res.status);
+      if (res.status === 429) expect(Number(res.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    }
+    // Ten failures a minute (a window boundary falling inside the run may weigh a few less):
+    // then blocked, and blocked stays blocked.
+    const failed = statuses.indexOf(429);
+    expect(failed).toBeGreaterThanOrEqual(5);
+    expect(failed).toBeLessThanOrEqual(15);
+    expect(statuses.slice(0, failed)).toEqual(Array(failed).fill(401));
+    expect(statuses.slice(failed)).toEqual(Array(statuses.length - failed).fill(429));
+
+    // While blocked, even the right token waits: a guess cannot be confirmed by its answer.
+    expect((await fetchWithVars(limited, path, { headers: asGuesser(env.ADMIN_TOKEN) })).status).toBe(429);
+    const elsewhere = { ...bearer(env.ADMIN_TOKEN), "CF-Connecting-IP": freshAddress() };
+    expect((await fetchWithVars(limited, path, { headers: elsewhere })).status).toBe(200);
+  });
+
+  it("fail closed when Redis cannot count them", async () => {
+    const vars = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", REDIS_TIMEOUT_MS: "2000" };
+    for (const token of ["wrong-guess-".padEnd(40, "x"), env.ADMIN_TOKEN]) {
+      const res = await fetchWithVars(vars, "/admin/sales/1/stats", {
+        headers: { ...bearer(token), "CF-Connecting-IP": freshAddress() },
+      });
+      expect(res.status, token).toBe(503);
+    }
+  });
+
+  it("are refused outright while ADMIN_TOKEN is shorter than 32 characters", async () => {
+    const short = "a-short-admin-token";
+    const res = await fetchWithVars({ ADMIN_TOKEN: short }, "/admin/sales/1/stats", { headers: bearer(short) });
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/ADMIN_TOKEN is not usable/);
+  });
+});
+
+describe("the payments webhook", () => {
+  const secret = env.PAYMENT_WEBHOOK_SECRET as string;
+  const previous = "the-secret-being-rotated-out-of-service";
+  // An order that does not exist: 404 ORDER_NOT_FOUND means the signature passed, 401 that it did not.
+  const body = JSON.stringify({
+    id: "evt_rotation",
+    type: "payment.succeeded",
+    orderId: "999999999999999999",
+    amount: 1,
+    currency: "USD",
+  });
+  const deliver = (signature: string, vars: Partial<Env> = {}, address = freshAddress()) =>
+    fetchWithVars(vars, "/webhooks/payments", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Webhook-Signature": signature, "CF-Connecting-IP": address },
+      body,
+    });
+
+  it("accepts any one of several v1 signatures, by the current or the previous secret", async () => {
+    const rotating = { PAYMENT_WEBHOOK_SECRET_PREVIOUS: previous };
+    expect((await deliver(await webhookSignature(["not-our-secret", secret], body))).status).toBe(404);
+    expect((await deliver(await webhookSignature([previous, "not-our-secret"], body), rotating)).status).toBe(404);
+    expect((await deliver(await webhookSignature([secret, previous], body), rotating)).status).toBe(404);
+    // The previous secret only while a rotation is configured; unknown secrets never.
+    expect((await deliver(await webhookSignature(previous, body))).status).toBe(401);
+    expect((await deliver(await webhookSignature(["not-our-secret", "nor-this"], body), rotating)).status).toBe(401);
+    // More entries than a rotation needs are a malformed header, not a list to try.
+    const many = await webhookSignature(["a", "b", "c", "d", secret], body);
+    expect((await deliver(many)).status).toBe(401);
+  });
+
+  it("is limited per address across isolates", async () => {
+    const address = freshAddress();
+    const signature = await webhookSignature(secret, body);
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push((await deliver(signature, { WEBHOOK_RATE_PER_MIN: "3" }, address)).status);
+    expect(statuses.slice(0, 3)).toEqual([404, 404, 404]);
+    expect(statuses.slice(3)).toEqual([429, 429]);
+    expect((await deliver(signature, { WEBHOOK_RATE_PER_MIN: "3" })).status).toBe(404); // another address
+  });
+});
+
+describe("catalog cursors", () => {
+  it("refuse forged, altered and expired cursors with 400 INVALID_CURSOR, caching nothing", async () => {
+    const position = { startsAt: Date.now() + 7 * 86_400_000, id: String(900_000_000 + Math.floor(Math.random() * 1e6)) };
+    const genuine = await signCursor(position, env.JWT_SECRET);
+    const [place, expiry, mac] = genuine.split(".") as [string, string, string];
+    const moved = encodeCursor({ ...position, id: String(Number(position.id) + 1) });
+    const forged = {
+      "a bare position, as cursors were": place,
+      "another position under the genuine signature": `${moved}.${expiry}.${mac}`,
+      "a later expiry under the genuine signature": `${place}.${(Number.parseInt(expiry, 36) + 1).toString(36)}.${mac}`,
+      "a signature by another secret": await signCursor(position, "another-secret-at-least-32-characters"),
+      expired: await signCursor(position, env.JWT_SECRET, Date.now() - CURSOR_TTL_MS - 1),
+      "not a cursor at all": "%00",
+    };
+    for (const [name, cursor] of Object.entries(forged)) {
+      const res = await api.fetch(`/api/sales?cursor=${encodeURIComponent(cursor)}`);
+      expect(res.status, name).toBe(400);
+      expect(((await res.json()) as { error: { code: string } }).error.code, name).toBe("INVALID_CURSOR");
+    }
+    expect(await redis.exists(catalogKeys.page(place), catalogKeys.page(moved))).toBe(0);
+
+    // The genuine one pages (an empty page that far ahead) and caches its one position.
+    expect((await api.fetch(`/api/sales?cursor=${encodeURIComponent(genuine)}`)).status).toBe(200);
+    expect(await redis.exists(catalogKeys.page(place))).toBe(1);
+  });
+});
