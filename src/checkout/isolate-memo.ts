@@ -119,6 +119,10 @@ export const memo = {
       case "PER_USER_LIMIT_EXCEEDED":
       case "IDEMPOTENCY_KEY_REUSED":
       case "BUSY":
+      case "QUEUE_PASS_REQUIRED":
+      case "QUEUE_PASS_INVALID":
+      case "QUEUE_PASS_USED":
+      case "QUEUE_PASS_EXPIRED":
         return;
     }
   },

@@ -8,9 +8,10 @@ import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
 import { readLiveSale } from "../sales/live-state";
-import { changeSaleState, type EditRefusal, editSale, propagateSale } from "../sales/operations";
+import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
-import { findSale, findSaleByIdempotencyKey, insertSale, type SaleChanges } from "../sales/repository";
+import { queueFrom } from "../sales/queue-settings";
+import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
 import { adminSaleView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
@@ -87,6 +88,8 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
       });
     case "SALE_STARTED":
       return new ApiError(409, "SALE_STARTED", "the window and the admission change only before the sale starts");
+    case "QUEUE_OPEN":
+      return new ApiError(409, "QUEUE_OPEN", "the waiting room's settings change only before joining opens");
     case "SALE_CLOSED":
       return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
     case "STOCK_DECREASE":
@@ -101,7 +104,7 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
 }
 
 /** The body's fields as the sale's, times as epoch ms; fields absent stay absent. */
-const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleChanges => ({
+const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleEdit => ({
   ...rest,
   ...(startsAt !== undefined && { startsAt: Date.parse(startsAt) }),
   ...(endsAt !== undefined && { endsAt: Date.parse(endsAt) }),
@@ -151,6 +154,7 @@ export const adminRoutes = new Hono<AppEnv>()
           perUserLimit: body.perUserLimit,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
+          queue: await queueFrom(body.queue),
         },
         idempotency,
       );

@@ -6,6 +6,7 @@ import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { restoreSnapshot } from "../orders/repository";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { queueMetaFields } from "../sales/live-state";
 import { findSale } from "../sales/repository";
 import { saleKeys } from "../shared/keys";
 
@@ -103,6 +104,7 @@ export async function restoreSale(
           name: sale.name,
           limit: sale.perUserLimit,
           state: sale.state,
+          ...queueMetaFields(sale),
         };
         const deadline = Date.now() + CLOCK_WAIT_MS;
         for (;;) {
