@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { readProgress } from "../admission/waiting-room";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
@@ -12,10 +13,10 @@ import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEd
 import { readOutcomeSeries } from "../sales/outcomes";
 import { queueFrom } from "../sales/queue-settings";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
-import { adminSaleView, type Sale, type SaleState } from "../sales/sale";
+import { adminSaleView, queueView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
-import type { AdminSaleView, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateSaleBody, SaleIdParam, UpdateSaleBody } from "../shared/requests";
@@ -27,7 +28,7 @@ async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
-async function orUnavailable<T>(what: "report" | "stats", saleId: string, work: Promise<T>): Promise<T> {
+async function orUnavailable<T>(what: "report" | "stats" | "queue", saleId: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
@@ -255,4 +256,20 @@ export const adminRoutes = new Hono<AppEnv>()
     );
     const view = adminSaleView(sale, report.redis.remaining ?? sale.stock, now);
     return c.json({ sale: view, series, report } satisfies SaleStats);
+  })
+  // The console's waiting-room panel: one script call, which also moves the line forward.
+  .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
+    const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
+    if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room");
+    const p = await orUnavailable("queue", sale.id, readProgress(redisFor(c.env), sale.id, { fresh: true }));
+    return c.json({
+      saleId: sale.id,
+      queue: queueView(sale, Date.now()),
+      joined: p.joined,
+      waiting: Math.max(0, p.joined - p.admitted),
+      admitted: p.admitted,
+      passesUsed: p.used,
+      passesExpired: p.expired,
+      remaining: p.remaining,
+    } satisfies QueueStats);
   });
