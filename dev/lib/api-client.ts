@@ -10,6 +10,7 @@ import type {
   ErrorBody,
   OrderView,
   QueueJoined,
+  QueuePlaces,
   QueuePosition,
   QueueStats,
   ReconciliationReport,
@@ -213,6 +214,11 @@ export class ApiClient {
   /** GET /admin/sales/:saleId/queue: the waiting room's counts. */
   queueStats(saleId: string): Promise<QueueStats> {
     return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue`);
+  }
+
+  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
+  queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
+    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
   }
 
   /** A checkout with a Queue-Pass (none when undefined), as it answered. */

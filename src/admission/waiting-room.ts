@@ -145,3 +145,21 @@ export async function standing(
   const retryAfterSec = clamp(untilStart > 0 ? untilStart : Math.floor(aheadOfYou / progress.admitPerSec / 2), 1, 15);
   return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
 }
+
+/** A page of the line, in place order: who holds each place (`count` places from `from`). */
+export async function linePage(
+  redis: Redis,
+  saleId: string,
+  from: number,
+  count: number,
+): Promise<{ drawn: number; userIds: string[] }> {
+  const { pre, line } = queueKeys(saleId);
+  const drawn = Number(await redis.zcard(pre));
+  const last = from + count - 1;
+  const [drawnPart, linePart] = await Promise.all([
+    from <= drawn ? redis.zrange<string[]>(pre, from - 1, Math.min(last, drawn) - 1) : Promise.resolve([]),
+    last > drawn ? redis.lrange<string>(line, Math.max(from, drawn + 1) - drawn - 1, last - drawn - 1) : Promise.resolve([]),
+  ]);
+  // A pre-queue member is "<64 hex draw key>:<user id>".
+  return { drawn, userIds: [...drawnPart.map((member) => String(member).slice(65)), ...linePart.map(String)] };
+}

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { readProgress } from "../admission/waiting-room";
+import { linePage, readProgress } from "../admission/waiting-room";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
@@ -16,10 +16,10 @@ import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/reposit
 import { adminSaleView, queueView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
-import type { AdminSaleView, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, QueuePlaces, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
@@ -28,6 +28,15 @@ async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
+/** Places per page of GET /admin/sales/:saleId/queue/places. */
+const PLACES_PAGE = 1_000;
+
+async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
+  const sale = await recordedSale(db, saleId);
+  if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room");
+  return sale;
+}
+
 async function orUnavailable<T>(what: "report" | "stats" | "queue", saleId: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
@@ -259,8 +268,7 @@ export const adminRoutes = new Hono<AppEnv>()
   })
   // The console's waiting-room panel: one script call, which also moves the line forward.
   .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
-    const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
-    if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room");
+    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
     const p = await orUnavailable("queue", sale.id, readProgress(redisFor(c.env), sale.id, { fresh: true }));
     return c.json({
       saleId: sale.id,
@@ -272,4 +280,23 @@ export const adminRoutes = new Hono<AppEnv>()
       passesExpired: p.expired,
       remaining: p.remaining,
     } satisfies QueueStats);
+  })
+  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
+  // sale, anyone handed this list can recompute the draw.
+  .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
+    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
+    const from = Number(c.req.valid("query").from ?? 1);
+    const redis = redisFor(c.env);
+    const [page, progress] = await orUnavailable(
+      "queue",
+      sale.id,
+      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readProgress(redis, sale.id, { fresh: true })]),
+    );
+    return c.json({
+      saleId: sale.id,
+      drawn: page.drawn,
+      admittedThrough: progress.admitted,
+      places: page.userIds.map((userId, i) => ({ place: from + i, userId })),
+      next: from + page.userIds.length <= progress.joined && page.userIds.length > 0 ? from + page.userIds.length : null,
+    } satisfies QueuePlaces);
   });

@@ -470,6 +470,26 @@ const ROUTES: readonly ApiRoute[] = [
     },
   },
   {
+    method: "get",
+    path: "/admin/sales/:saleId/queue/places",
+    tag: "admin",
+    summary: "Who holds each place in the waiting room, 1,000 places a page",
+    description:
+      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue).",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: Requests.QueuePlacesQuery,
+    responses: {
+      200: { description: "a page of places", body: Bodies.QueuePlaces },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      409: error("QUEUE_OFF: the sale has no waiting room"),
+      503: UNAVAILABLE,
+    },
+  },
+  {
     method: "post",
     path: "/lab/sales",
     tag: "lab",

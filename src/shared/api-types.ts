@@ -247,5 +247,17 @@ export const QueueStats = z.object({
 });
 export type QueueStats = z.infer<typeof QueueStats>;
 
+/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (npm run verify-queue reads it). */
+export const QueuePlaces = z.object({
+  saleId: z.string(),
+  /** Places 1..drawn are a random sale's pre-queue, in draw order; later places joined after the start. */
+  drawn: z.int(),
+  admittedThrough: z.int(),
+  places: z.array(z.object({ place: z.int(), userId: z.string() })),
+  /** Ask again with ?from= this for the next page; null on the last. */
+  next: z.nullable(z.int()),
+});
+export type QueuePlaces = z.infer<typeof QueuePlaces>;
+
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

@@ -148,6 +148,11 @@ export const QueueTicketHeader = z.object({
   "queue-ticket": z.string().check(z.minLength(1), z.maxLength(1_000)),
 });
 
+/** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
+export const QueuePlacesQuery = z.object({
+  from: z.optional(z.string().check(z.regex(/^[1-9][0-9]{0,8}$/, "from must be a place, 1 or more"))),
+});
+
 /** POST /api/orders/:orderId/pay */
 export const PayBody = z.strictObject({ paymentToken: z.string().check(z.minLength(1), z.maxLength(200)) });
 export type PayBody = z.infer<typeof PayBody>;

@@ -3,6 +3,7 @@
 // draw recomputed from its revealed seed, and a drop with bots.
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { verifyQueue } from "../../dev/lib/verify-queue.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
@@ -66,6 +67,11 @@ it("places 2,000 pre-queue joiners of a random sale by its committed seed: anyon
   const d2 = places.reduce((sum: number, place, i) => sum + ((place as number) - (i + 1)) ** 2, 0);
   const rho = 1 - (6 * d2) / (n * (n * n - 1));
   expect(Math.abs(rho)).toBeLessThan(0.1);
+
+  // npm run verify-queue's check agrees, from the API alone.
+  const verdict = await verifyQueue(api, sale.id);
+  expect(verdict).toMatchObject({ ok: true });
+  expect(verdict.lines.at(-1)).toMatch(/gives each of the 2000 pre-queue places/);
 });
 
 it("a drop with bots: units only to their own pass holders, admitted places one run from the front, every order settled once", async () => {

@@ -87,6 +87,8 @@ describe("the OpenAPI document", () => {
     await call(`/api/sales/${queued.id}/checkout`, { method: "POST", headers: { ...queuer, "Queue-Pass": position.pass } });
     await call(`/admin/sales/${queued.id}/queue`, { headers: admin() });
     await call(`/admin/sales/${sale.id}/queue`, { headers: admin() }); // 409 QUEUE_OFF
+    await call(`/admin/sales/${queued.id}/queue/places`, { headers: admin() });
+    await call(`/admin/sales/${queued.id}/queue/places?from=0`, { headers: admin() }); // 400
 
     await waitForConfirmed([orderId, ((await first.json()) as { orderId: string }).orderId]);
     await call(`/api/orders/${orderId}`, { headers: buyer });
