@@ -15,6 +15,10 @@ export interface QueueCrowdOptions {
   pollMs?: number;
   /** Gives up on a buyer who is still waiting after this long (ms). */
   patienceMs?: number;
+  /** Places let in per second. */
+  admitPerSec?: number;
+  /** Joins sent at once. */
+  joinWidth?: number;
 }
 
 export interface QueueCrowdResult {
@@ -32,17 +36,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 
 /**
- * Runs the drop on a fifo sale created for it (admitting 5 places a second, passes valid a
- * minute), everyone joining in the pre-queue, the sale starting once all have joined.
+ * Runs the drop on a fifo sale created for it (passes valid a minute), everyone joining in the
+ * pre-queue, the sale starting once all have joined.
  */
 export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions): Promise<QueueCrowdResult> {
-  const { people, bots, stock, botAttempts = 15, pollMs = 300, patienceMs = 90_000 } = options;
+  const { people, bots, stock, botAttempts = 15, pollMs = 300, patienceMs = 90_000, admitPerSec = 5, joinWidth = 200 } = options;
   const sale = await api.createSale({
     name: "queue crowd",
     stock,
     startsAt: new Date(Date.now() + 3_600_000).toISOString(),
     endsAt: new Date(Date.now() + 7_200_000).toISOString(),
-    queue: { mode: "fifo", prequeueSec: 86_400, admitPerSec: 5, passTtlSec: 60 },
+    queue: { mode: "fifo", prequeueSec: 86_400, admitPerSec, passTtlSec: 60 },
   });
   const failures = new Map<string, number>();
   const join = async (userId: string) => {
@@ -51,10 +55,13 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
     if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
     return { userId, token, ticket: joined.body.ticket };
   };
-  const everyone = await Promise.all([
-    ...Array.from({ length: people }, (_, i) => join(`person-${sale.id}-${i}`)),
-    ...Array.from({ length: bots }, (_, i) => join(`bot-${sale.id}-${i}`)),
-  ]);
+  const names = [
+    ...Array.from({ length: people }, (_, i) => `person-${sale.id}-${i}`),
+    ...Array.from({ length: bots }, (_, i) => `bot-${sale.id}-${i}`),
+  ];
+  const everyone: Awaited<ReturnType<typeof join>>[] = [];
+  for (let i = 0; i < names.length; i += joinWidth)
+    everyone.push(...(await Promise.all(names.slice(i, i + joinWidth).map(join))));
   const crowd = everyone.slice(0, people);
   const botCrowd = everyone.slice(people);
   const start = Date.now() + 1_000;
