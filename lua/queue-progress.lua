@@ -25,8 +25,9 @@ ARGV
   1  the most places this call admits
 Reply
   { "queue-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
-    qrate, state }
+    qrate, state, drawn }
   state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the sale
+  drawn  a random sale's pre-queue joiners (places 1..drawn)
 Time comes from the Redis server (TIME).
 ]]
 
@@ -37,7 +38,7 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining')
 if not sale[4] then
-  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing' }
+  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
@@ -80,4 +81,4 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   end
 end
 
-return { 'queue-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state }
+return { 'queue-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn }

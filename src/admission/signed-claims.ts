@@ -6,11 +6,16 @@
 // holds that secret can sign in as any buyer already, so a second secret would protect nothing
 // more, and there is none to provision. Kinds: "qt1" (ticket), "qp1" (pass).
 
-/** A ticket: the buyer's place in a sale's line (null while a random sale's pre-queue is undrawn). */
+/**
+ * A ticket: the buyer's place in a sale's line (null while a random sale's pre-queue is
+ * undrawn), and for a random sale's pre-queue joiner their own draw key (`d`), from which a
+ * poll estimates where they stand without asking Redis.
+ */
 export interface TicketClaims {
   s: string;
   u: string;
   p: number | null;
+  d?: string;
 }
 
 /** A pass: the buyer's admitted place, and when its time to check out ends (epoch ms). */
@@ -87,6 +92,7 @@ export async function readTicket(
 ): Promise<TicketClaims | undefined> {
   const c = await verified(secret, "qt1", token);
   if (c?.s !== saleId || c.u !== userId || !(c.p === null || Number.isSafeInteger(c.p))) return undefined;
+  if (c.d !== undefined && !(typeof c.d === "string" && /^[0-9a-f]{64}$/.test(c.d))) return undefined;
   return c as unknown as TicketClaims;
 }
 

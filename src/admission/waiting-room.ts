@@ -24,6 +24,8 @@ export interface Progress {
   endsAt: number;
   admitPerSec: number;
   state: "active" | "paused" | "cancelled" | "missing";
+  /** A random sale's pre-queue joiners: places 1..drawn, in draw order. */
+  drawn: number;
 }
 
 /** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
@@ -36,7 +38,7 @@ export async function recordedSale(db: D1Database, saleId: string): Promise<Sale
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "queue-progress/1" || reply.length !== 11) {
+  if (!Array.isArray(reply) || reply[0] !== "queue-progress/1" || reply.length !== 12) {
     throw new Error(`lua/queue-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`);
   }
   const [at, admitted, joined, remaining, used, expired, startsAt, endsAt, admitPerSec] = reply
@@ -53,6 +55,7 @@ function parseProgress(reply: unknown): Progress {
     endsAt: endsAt as number,
     admitPerSec: admitPerSec as number,
     state: String(reply[10]) as Progress["state"],
+    drawn: Number(reply[11]),
   };
 }
 
@@ -72,8 +75,9 @@ export async function readProgress(redis: Redis, saleId: string, { fresh = false
 }
 
 export type JoinOutcome =
-  /** place: null while a random sale's pre-queue is not drawn yet (until the start). */
-  { code: "JOINED"; place: number | null } | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
+  /** place: null while a random sale's pre-queue is not drawn yet (until the start); drawKey: the buyer's, for a random sale. */
+  | { code: "JOINED"; place: number | null; drawKey?: string }
+  | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
 
 /** Puts the buyer in the sale's line, once; again, the same place (lua/queue-join.lua). */
 export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
@@ -83,7 +87,7 @@ export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promi
   const place = Number(reply[3]);
   switch (String(reply[2])) {
     case "JOINED":
-      return { code: "JOINED", place: place > 0 ? place : null };
+      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }) };
     case "NOT_OPEN":
       return { code: "QUEUE_NOT_OPEN" };
     case "OFF":
@@ -162,4 +166,23 @@ export async function linePage(
   ]);
   // A pre-queue member is "<64 hex draw key>:<user id>".
   return { drawn, userIds: [...drawnPart.map((member) => String(member).slice(65)), ...linePart.map(String)] };
+}
+
+/** How far from the front (in seconds of admission) a drawn buyer may be told an estimate instead of an exact place. */
+const ESTIMATE_BEYOND_SEC = 10;
+
+/**
+ * A random sale's pre-queue joiner, after the start, far enough from the front: where they
+ * stand, estimated from their draw key alone at no Redis cost (the keys are uniform, so the
+ * key's fraction of the key space times the drawn count is the place, give or take a
+ * binomial spread). Undefined when they may be near the front: then only the exact place
+ * (one lookup) will do. This keeps a million pre-queue buyers from each costing a command
+ * at the start: exact places are looked up at about the pace the line moves.
+ */
+export function estimatedPlace(drawKeyHex: string, progress: Progress): number | undefined {
+  const fraction = Number.parseInt(drawKeyHex.slice(0, 13), 16) / 16 ** 13;
+  const place = 1 + Math.floor(progress.drawn * fraction);
+  const spread = Math.sqrt(progress.drawn * fraction * (1 - fraction));
+  const nearFront = progress.admitted + progress.admitPerSec * ESTIMATE_BEYOND_SEC;
+  return place - 4 * spread - 1 > nearFront ? place : undefined;
 }

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { joinQueue, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
+import { estimatedPlace, joinQueue, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
@@ -34,8 +34,16 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
 async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: string; place: number | null }> {
   const joined = await joinQueue(redisFor(env), sale, userId);
   switch (joined.code) {
-    case "JOINED":
-      return { ticket: await signTicket(env.JWT_SECRET, { s: sale.id, u: userId, p: joined.place }), place: joined.place };
+    case "JOINED": {
+      // An undrawn ticket carries the buyer's draw key: polls estimate its standing from it.
+      const claims = {
+        s: sale.id,
+        u: userId,
+        p: joined.place,
+        ...(joined.place === null && joined.drawKey && { d: joined.drawKey }),
+      };
+      return { ticket: await signTicket(env.JWT_SECRET, claims), place: joined.place };
+    }
     case "QUEUE_NOT_OPEN":
       throw new ApiError(409, "QUEUE_NOT_OPEN", `joining opens ${sale.queue.prequeueSec} s before the sale starts`);
     case "QUEUE_OFF":
@@ -82,8 +90,9 @@ export const queueRoutes = new Hono<AppEnv>()
     return c.json(answer);
   })
   // Costs no Redis command of its own: the place is in the ticket, the line's progress is
-  // this isolate's read of the last second. A pre-queue ticket is placed once after the
-  // start; the answer then carries the placed ticket in its Queue-Ticket header.
+  // this isolate's read of the last second. A random sale's pre-queue ticket is placed once
+  // after the start, when it nears the front (until then its standing is estimated from its
+  // draw key); that answer carries the placed ticket in its Queue-Ticket header.
   .get(
     "/:saleId/queue",
     validate("param", SaleIdParam),
@@ -98,7 +107,11 @@ export const queueRoutes = new Hono<AppEnv>()
       const answer = await orUnavailable(saleId, async () => {
         const progress = await readProgress(redisFor(c.env), saleId);
         let place = ticket.p;
-        if (place === null && progress.at >= progress.startsAt && progress.state !== "missing") {
+        const started = progress.at >= progress.startsAt && progress.state !== "missing";
+        // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.
+        const estimate = place === null && started && ticket.d ? estimatedPlace(ticket.d, progress) : undefined;
+        if (estimate !== undefined) return { ...(await position(c.env, saleId, userId, estimate, progress)), place: null };
+        if (place === null && started) {
           const placed = await join(c.env, await queuedSale(c.env.DB, saleId), userId);
           place = placed.place;
           if (place !== null) c.header("Queue-Ticket", placed.ticket);
