@@ -119,7 +119,9 @@ export class WaitingRoom {
   render(remaining) {
     const p = this.position;
     $("queue-join").hidden = this.ticket !== undefined;
-    $("queue-place").textContent = p?.place == null ? (this.ticket ? "drawn at the start" : "–") : String(p.place);
+    // A drawn buyer far from the front is told an estimate until the line nears them.
+    const estimate = p && p.place == null && p.aheadOfYou > 0 ? `about ${p.admittedThrough + p.aheadOfYou + 1}` : undefined;
+    $("queue-place").textContent = p?.place == null ? (estimate ?? (this.ticket ? "drawn at the start" : "–")) : String(p.place);
     $("queue-progress").textContent = p ? `places 1–${p.admittedThrough}` : "–";
     $("queue-wait").textContent = p && p.state === "waiting" ? formatDuration(p.estimatedWaitSec * 1000) : "–";
     const likelySoldOut = p?.state === "waiting" && remaining !== undefined && p.aheadOfYou > remaining;

@@ -167,22 +167,3 @@ export async function linePage(
   // A pre-queue member is "<64 hex draw key>:<user id>".
   return { drawn, userIds: [...drawnPart.map((member) => String(member).slice(65)), ...linePart.map(String)] };
 }
-
-/** How far from the front (in seconds of admission) a drawn buyer may be told an estimate instead of an exact place. */
-const ESTIMATE_BEYOND_SEC = 10;
-
-/**
- * A random sale's pre-queue joiner, after the start, far enough from the front: where they
- * stand, estimated from their draw key alone at no Redis cost (the keys are uniform, so the
- * key's fraction of the key space times the drawn count is the place, give or take a
- * binomial spread). Undefined when they may be near the front: then only the exact place
- * (one lookup) will do. This keeps a million pre-queue buyers from each costing a command
- * at the start: exact places are looked up at about the pace the line moves.
- */
-export function estimatedPlace(drawKeyHex: string, progress: Progress): number | undefined {
-  const fraction = Number.parseInt(drawKeyHex.slice(0, 13), 16) / 16 ** 13;
-  const place = 1 + Math.floor(progress.drawn * fraction);
-  const spread = Math.sqrt(progress.drawn * fraction * (1 - fraction));
-  const nearFront = progress.admitted + progress.admitPerSec * ESTIMATE_BEYOND_SEC;
-  return place - 4 * spread - 1 > nearFront ? place : undefined;
-}

@@ -95,14 +95,17 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
 
     // A retry with a key gets Redis' own answer (202 with the order it reserved), never the memo's 409.
-    const refusal = localRefusal(saleId, userId, { trustBuyers: idempotencyKey === undefined });
+    const passHeader = c.req.header("Queue-Pass");
+    const refusal = localRefusal(saleId, userId, {
+      trustBuyers: idempotencyKey === undefined,
+      hasPass: passHeader !== undefined,
+    });
     if (refusal) {
       if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
       return refusalResponse(c, refusal);
     }
     // A queued sale's pass: its signature binds it to this buyer and sale (checked here, no
     // network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
-    const passHeader = c.req.header("Queue-Pass");
     const pass = passHeader === undefined ? undefined : await readPass(c.env.JWT_SECRET, passHeader, saleId, userId);
     if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
 

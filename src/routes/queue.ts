@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { estimatedPlace, joinQueue, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
+import { joinQueue, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
@@ -10,6 +10,7 @@ import { redisFor } from "../redis/client";
 import type { Sale } from "../sales/sale";
 import type { QueueJoined, QueuePosition } from "../shared/api-types";
 import { log } from "../shared/log";
+import { estimatedPlace } from "../shared/queue-draw";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
 
 /** Redis or D1 unreachable: 503, nothing joined (a join again later keeps the same place). */

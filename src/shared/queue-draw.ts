@@ -38,3 +38,25 @@ export async function drawOrder(seedHex: string, userIds: readonly string[]): Pr
   };
   return keyed.sort((a, b) => compare(bytes(a.member), bytes(b.member))).map((k) => k.userId);
 }
+
+/** How far from the front (in seconds of admission) a drawn buyer may be told an estimate instead of an exact place. */
+const ESTIMATE_BEYOND_SEC = 10;
+
+/**
+ * A random sale's pre-queue joiner, after the start, far enough from the front: where they
+ * stand, estimated from their draw key alone at no Redis cost (the keys are uniform, so the
+ * key's fraction of the key space times the drawn count is the place, give or take a
+ * binomial spread). Undefined when they may be near the front: then only the exact place
+ * (one lookup) will do. This keeps a million pre-queue buyers from each costing a command
+ * at the start: exact places are looked up at about the pace the line moves.
+ */
+export function estimatedPlace(
+  drawKeyHex: string,
+  progress: { drawn: number; admitted: number; admitPerSec: number },
+): number | undefined {
+  const fraction = Number.parseInt(drawKeyHex.slice(0, 13), 16) / 16 ** 13;
+  const place = 1 + Math.floor(progress.drawn * fraction);
+  const spread = Math.sqrt(progress.drawn * fraction * (1 - fraction));
+  const nearFront = progress.admitted + progress.admitPerSec * ESTIMATE_BEYOND_SEC;
+  return place - 4 * spread - 1 > nearFront ? place : undefined;
+}

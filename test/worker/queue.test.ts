@@ -10,26 +10,22 @@ import { api, createSale, eventually, redis, userToken } from "./helpers";
 const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 const HOUR = 3_600_000;
 
-/** Runs `work` over `items`, `width` at a time. */
-async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = [];
-  for (let i = 0; i < items.length; i += width) out.push(...(await Promise.all(items.slice(i, i + width).map(work))));
-  return out;
-}
-
 interface Buyer {
   userId: string;
   token: string;
   ticket: string;
 }
 
+/** Joins one after another: places follow the list's order. */
 async function joinAll(saleId: string, userIds: readonly string[]): Promise<Buyer[]> {
-  return inBatches(userIds, 25, async (userId) => {
+  const buyers: Buyer[] = [];
+  for (const userId of userIds) {
     const token = await userToken(userId);
     const joined = await api.joinQueue(saleId, token);
     if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
-    return { userId, token, ticket: joined.body.ticket };
-  });
+    buyers.push({ userId, token, ticket: joined.body.ticket });
+  }
+  return buyers;
 }
 
 /** The buyer's standing; undefined when the per-user limit asks them to wait. */
