@@ -24,10 +24,12 @@ async function orUnavailable<T>(saleId: string, work: () => Promise<T>): Promise
   }
 }
 
+const queueOff = () => new ApiError(409, "QUEUE_OFF", "this sale has no waiting room: check out directly");
+
 async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await recordedSale(db, saleId);
   if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
-  if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room: check out directly");
+  if (sale.queue.mode === "off") throw queueOff();
   return sale;
 }
 
@@ -48,7 +50,7 @@ async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: str
     case "QUEUE_NOT_OPEN":
       throw new ApiError(409, "QUEUE_NOT_OPEN", `joining opens ${sale.queue.prequeueSec} s before the sale starts`);
     case "QUEUE_OFF":
-      throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room: check out directly");
+      throw queueOff();
     case "QUEUE_CLOSED":
       return { ticket: await signTicket(env.JWT_SECRET, { s: sale.id, u: userId, p: null }), place: null };
     case "SALE_NOT_FOUND":
