@@ -3,7 +3,7 @@
 // WebCrypto only, so it runs the same in the Worker and in Node.
 
 /** A hex string's bytes. */
-export function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
+function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(hex.length / 2);
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
   return bytes;
