@@ -455,7 +455,7 @@ class SalePage {
 
   /** Once every 250 ms: the countdowns, by the server's clock. */
   tick() {
-    this.room?.tick();
+    if (this.sale) this.room?.tick(this.sale);
     const sale = this.sale;
     if (sale) {
       const now = serverNow();

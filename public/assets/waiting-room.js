@@ -132,8 +132,12 @@ export class WaitingRoom {
         : "Join the line to buy: buyers are let in a few at a time.";
   }
 
-  /** Once every 250 ms: the pass's countdown. */
-  tick() {
+  /** Once every 250 ms: the countdown to the line opening, and the pass's. @param {any} sale */
+  tick(sale) {
+    const opensAt = Date.parse(sale.startsAt) - sale.queue.prequeueSec * 1000;
+    if (this.ticket === undefined && serverNow() < opensAt) {
+      $("queue-note").textContent = `The line opens in ${formatDuration(opensAt - serverNow())}.`;
+    }
     const turn = $("queue-turn");
     if (this.pass === undefined) {
       turn.hidden = true;

@@ -363,6 +363,19 @@ describe("the storefront", () => {
     await page.keyboard.press("Enter");
     await statusReads(page, /Accepted: order \d+ is reserved/);
 
+    // A sale whose line opens in an hour: the page counts down to it.
+    const later = await api.createSale({
+      name: "Later drop",
+      startsAt: new Date(Date.now() + 2 * 3_600_000).toISOString(),
+      endsAt: new Date(Date.now() + 3 * 3_600_000).toISOString(),
+      queue: { mode: "random", prequeueSec: 3_600 },
+    });
+    await page.goto(`${BASE}/?sale=${later.id}`);
+    await page
+      .locator("#queue-note")
+      .filter({ hasText: /The line opens in 0?\d:\d\d:\d\d\./ })
+      .waitFor();
+
     // One unit left, held by the place let in before this buyer; two more buyers are ahead of them.
     const crowded = await openSale({ name: "Crowded drop", stock: 1, queue: { mode: "fifo", admitPerSec: 100 } });
     for (const name of ["ahead-1", "ahead-2", "ahead-3"]) await api.joinQueue(crowded.id, await api.userToken(name));
