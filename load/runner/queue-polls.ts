@@ -47,3 +47,32 @@ export async function measurePollCost(stack: Stack, { buyers = 50, polls = 1_000
   const elapsedMs = performance.now() - started;
   return { polls, roundTrips: (await stack.gateway.stats()).requests, elapsedMs };
 }
+
+/**
+ * `attempts` checkouts without a Queue-Pass on a live queued sale, `width` at a time, after one
+ * that teaches the isolate the sale has a waiting room: they are refused in the isolate, so
+ * Redis sees about two calls a second (the memo learning it again after its second, and the
+ * console's counters of local refusals), not one per attempt.
+ */
+export async function measurePasslessCost(stack: Stack, { attempts = 500, width = 50 } = {}): Promise<PollCost> {
+  const { api } = stack;
+  const sale = await api.createSale({ name: "queue bots", queue: { mode: "fifo" } });
+  const tokens = await Promise.all(Array.from({ length: width }, (_, i) => api.userToken(`bot-${sale.id}-${i}`)));
+  const first = await api.checkoutWithPass(sale.id, tokens[0] as string, undefined);
+  if (first.code !== "QUEUE_PASS_REQUIRED") throw new Error(`a checkout without a pass answered ${first.code}`);
+  await new Promise((r) => setTimeout(r, 2_500)); // the create's second eviction
+  await stack.gateway.resetStats();
+  const started = performance.now();
+  for (let sent = 0; sent < attempts; sent += width) {
+    await Promise.all(
+      tokens.slice(0, Math.min(width, attempts - sent)).map(async (token) => {
+        const answer = await api.checkoutWithPass(sale.id, token, undefined);
+        if (answer.code !== "QUEUE_PASS_REQUIRED") throw new Error(`a checkout without a pass answered ${answer.code}`);
+      }),
+    );
+  }
+  const elapsedMs = performance.now() - started;
+  // The last second's counters are written a second after it.
+  await new Promise((r) => setTimeout(r, 1_500));
+  return { polls: attempts, roundTrips: (await stack.gateway.stats()).requests, elapsedMs };
+}
