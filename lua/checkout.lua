@@ -10,18 +10,28 @@ call, so buyers are served in ARGV order, each seeing what the ones before took 
 listed twice counts both). Refusals before the bucket write nothing, so a sold-out sale or
 a buyer at their limit never spends a token nor hides behind a 429.
 
+A queued sale (qmode fifo or random) sells only to a buyer whose waiting-room pass is
+admitted, unused and unexpired (queue-progress.lua admits them), and marks the pass used in
+the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
+nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
+
 KEYS (all share the sale's hash tag, so the script is cluster-safe)
-  1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state
+  1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
+                     qmode (off | fifo | random), qopens, qrate, qttl (the waiting room, queue-progress.lua)
   2  buyers hash     user id -> "<units held>:<latest order id>"
   3  outbox zset     order ids not settled yet, score = reservation time (ms)
   4  pending hash    order id -> "<quantity>:<user id>"
   5  admission hash  token bucket: tokens, at (ms); expires when idle
   6  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
   7  keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent one
+  8  queue counters  admitted, used, expired (queue-progress.lua)
+  9  passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
+  10 live zset       user ids of passes not used yet, scored by expiry (ms)
 ARGV
-  triples of user id, quantity and Idempotency-Key ("" for none): 1 to 100 triples
+  quadruples of user id, quantity, Idempotency-Key ("" for none) and the place its Queue-Pass
+  names ("" for none): 1 to 100 quadruples
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
-  1  "checkout/2"     the layout; the Worker refuses any other
+  1  "checkout/3"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
   3  startsMs  4  endsMs         the sale window (0 when the sale is not found)
   5  rate      6  burst          the admission bucket (0 when the sale is not found)
@@ -30,7 +40,8 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
   then four fields per buyer, in ARGV order:
      outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
-               SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND
+               SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
+               QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
                reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity
      orderId   the order reserved now (OK) or before (REPEATED), or the buyer's latest one, else ""
@@ -39,11 +50,11 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
-local meta, buyers, outbox, pending, admission, stats, idempotency =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local buyerCount = #ARGV / 3
-if #ARGV < 3 or #ARGV > 300 or #ARGV % 3 ~= 0 then
-  return redis.error_reply('checkout.lua takes 1 to 100 triples of user id, quantity and idempotency key')
+local meta, buyers, outbox, pending, admission, stats, idempotency, queueCounters, passes, livePasses =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local buyerCount = #ARGV / 4
+if #ARGV < 4 or #ARGV > 400 or #ARGV % 4 ~= 0 then
+  return redis.error_reply('checkout.lua takes 1 to 100 quadruples of user id, quantity, idempotency key and pass place')
 end
 
 local time = redis.call('TIME')
@@ -51,7 +62,7 @@ local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local function reply(starts, ends, rate, burst, retryAfter, limit, outcomes)
-  return { 'checkout/2', nowMs, starts, ends, rate, burst, retryAfter, limit, unpack(outcomes) }
+  return { 'checkout/3', nowMs, starts, ends, rate, burst, retryAfter, limit, unpack(outcomes) }
 end
 
 -- Outcome counts for the admin console, one field per second and outcome.
@@ -77,12 +88,13 @@ local function everyone(outcome, remaining)
   return outcomes
 end
 
-local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state')
+local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state', 'qmode')
 if not sale[1] then
   return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
 local rate, burst, seq, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0, tonumber(sale[8]) or 1
+local queued = sale[10] == 'fifo' or sale[10] == 'random'
 
 local saleWide
 if sale[9] == 'cancelled' then
@@ -138,14 +150,35 @@ local function holding(user)
   return h
 end
 
+-- Why a queued sale's buyer may not buy with the pass naming `place`, if they may not.
+local spent, spentCount = {}, 0 -- passes this call used: user id -> place
+local function passProblem(user, place)
+  if place == '' then
+    return 'QUEUE_PASS_REQUIRED'
+  elseif spent[user] then
+    return 'QUEUE_PASS_USED'
+  end
+  local admittedPlace, expiry = string.match(redis.call('HGET', passes, user) or '', '^(%d+):(%w+)$')
+  if admittedPlace ~= place then
+    return 'QUEUE_PASS_INVALID' -- never admitted, or a pass of another place
+  elseif expiry == 'used' then
+    return 'QUEUE_PASS_USED'
+  elseif tonumber(expiry) <= nowMs then
+    return 'QUEUE_PASS_EXPIRED'
+  end
+  return nil
+end
+
 local outcomes, reserved, newOutbox, newPending, newKeys = {}, {}, {}, {}, {}
 local keysHere = {}
-for i = 1, #ARGV, 3 do
-  local user, quantity, key = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+for i = 1, #ARGV, 4 do
+  local user, quantity, key, place = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
   local h = holding(user)
   local outcome, orderId = 'OK', h.last
   local keyField = key ~= '' and (user .. '\n' .. key) or nil
   local before = keyField and (keysHere[keyField] or redis.call('HGET', idempotency, keyField))
+  -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
+  local passRefusal = not before and queued and passProblem(user, place)
   if before then
     local o, q = string.match(before, '^(%d+):(%d+)$')
     orderId = o
@@ -154,6 +187,8 @@ for i = 1, #ARGV, 3 do
     else
       outcome = 'KEY_REUSED'
     end
+  elseif passRefusal then
+    outcome = passRefusal
   elseif h.units >= limit then
     outcome = 'ALREADY_PURCHASED'
   elseif h.units + quantity > limit then
@@ -169,6 +204,10 @@ for i = 1, #ARGV, 3 do
     orderId = orderIdFor(seq)
     h.units, h.last = h.units + quantity, orderId
     reserved[user] = h
+    if queued then
+      spent[user] = place
+      spentCount = spentCount + 1
+    end
     newOutbox[#newOutbox + 1] = nowMs
     newOutbox[#newOutbox + 1] = orderId
     newPending[#newPending + 1] = orderId
@@ -198,6 +237,13 @@ if #newOutbox > 0 then
   redis.call('HSET', pending, unpack(newPending))
   if #newKeys > 0 then
     redis.call('HSET', idempotency, unpack(newKeys))
+  end
+  if spentCount > 0 then
+    for user, place in pairs(spent) do
+      redis.call('HSET', passes, user, place .. ':used')
+      redis.call('ZREM', livePasses, user)
+    end
+    redis.call('HINCRBY', queueCounters, 'used', spentCount)
   end
   redis.call('HSET', admission, 'tokens', tostring(tokens), 'at', nowMs)
   -- Idle long enough to refill completely, the bucket is the same as no bucket.

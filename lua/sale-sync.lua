@@ -16,6 +16,8 @@ ARGV
   1  version   2  stock   3  starts (epoch ms)   4  ends (epoch ms)   5  id slot (0..4095)
   6  admission refill rate (tokens/s)   7  admission burst   8  sale name
   9  units one buyer may hold   10  state: active | paused | cancelled
+  11 waiting room: off | fifo | random   12 joining opens (epoch ms)   13 places admitted per second
+  14 how long a pass is valid (s)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -42,5 +44,6 @@ else
   return -1
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
-  'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10])
+  'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10],
+  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14])
 return 1

@@ -12,6 +12,7 @@ import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { labRoutes } from "./routes/lab";
 import { orderRoutes } from "./routes/orders";
+import { queueRoutes } from "./routes/queue";
 import { saleRoutes } from "./routes/sales";
 import { storefrontRoutes } from "./routes/storefront";
 import { webhookRoutes } from "./routes/webhooks";
@@ -40,6 +41,7 @@ export const app = root
   .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
+  .route("/api/sales", queueRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats

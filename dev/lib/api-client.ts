@@ -9,6 +9,10 @@ import type {
   CheckoutAccepted,
   ErrorBody,
   OrderView,
+  QueueJoined,
+  QueuePlaces,
+  QueuePosition,
+  QueueStats,
   ReconciliationReport,
   SaleView,
 } from "../../src/shared/api-types.ts";
@@ -60,10 +64,21 @@ export interface SaleInput {
   perUserLimit?: number;
   description?: string;
   imageUrl?: string;
+  queue?: QueueInput;
+}
+
+/** A sale's waiting room as create and edit take it (fields left out keep their value or default). */
+export interface QueueInput {
+  mode?: "off" | "fifo" | "random";
+  prequeueSec?: number;
+  admitPerSec?: number;
+  passTtlSec?: number;
 }
 
 /** PATCH /admin/sales/:saleId: what an edit may change. */
-export type SaleEdit = Partial<Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description">> & {
+export type SaleEdit = Partial<
+  Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description" | "queue">
+> & {
   imageUrl?: string | null;
 };
 
@@ -187,6 +202,31 @@ export class ApiClient {
     });
   }
 
+  /** POST /api/sales/:saleId/queue: join the waiting room. */
+  joinQueue(saleId: string, token: string): Promise<ApiResult<QueueJoined>> {
+    return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** GET /api/sales/:saleId/queue with the ticket. */
+  pollQueue(saleId: string, token: string, ticket: string): Promise<ApiResult<QueuePosition>> {
+    return this.result(`/api/sales/${saleId}/queue`, { headers: { Authorization: `Bearer ${token}`, "Queue-Ticket": ticket } });
+  }
+
+  /** GET /admin/sales/:saleId/queue: the waiting room's counts. */
+  queueStats(saleId: string): Promise<QueueStats> {
+    return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue`);
+  }
+
+  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
+  queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
+    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
+  }
+
+  /** A checkout with a Queue-Pass (none when undefined), as it answered. */
+  checkoutWithPass(saleId: string, token: string, pass: string | undefined): Promise<Answer> {
+    return this.answer(checkoutPath(saleId), token, undefined, pass === undefined ? {} : { "Queue-Pass": pass });
+  }
+
   /** GET /healthz, the trivial route benchmarks set beside checkout: code OK when it answered 200. */
   async healthz(): Promise<Answer> {
     const res = await this.options.fetch("/healthz");
@@ -257,12 +297,12 @@ export class ApiClient {
     return this.answer(labCheckoutPath(strategy, labSaleId), token);
   }
 
-  private async answer(path: string, token: string, body?: string): Promise<Answer> {
+  private async answer(path: string, token: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
     let res: Response;
     try {
       res = await this.options.fetch(path, {
         method: "POST",
-        headers: { Authorization: `Bearer ${token}`, ...(body && { "Content-Type": "application/json" }) },
+        headers: { Authorization: `Bearer ${token}`, ...(body && { "Content-Type": "application/json" }), ...headers },
         body,
       });
     } catch {

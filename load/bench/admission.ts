@@ -15,7 +15,7 @@ const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf
 
 /** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them. */
 function checkoutCall(saleId: string, user: string): [string[], string[]] {
-  return [checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000)), [user, "1", ""]];
+  return [checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000)), [user, "1", "", ""]];
 }
 
 export interface PlacementFigures {

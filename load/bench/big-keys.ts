@@ -154,6 +154,10 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number) {
     "bench",
     1,
     "active",
+    "off", // no waiting room
+    0,
+    1,
+    30,
   );
   await redis.hset(keys.meta, "remaining", 1_000_000, "seq", buyers);
   const started = performance.now();

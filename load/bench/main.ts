@@ -19,7 +19,9 @@
 //    every cache guard on and with the one it exists for off;
 // 10. locks: the lock library against its peers (locks.ts);
 // 11. big-keys: a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and
-//    removing the buyers hash with DEL, UNLINK or in chunks (big-keys.ts, its own redis-server).
+//    removing the buyers hash with DEL, UNLINK or in chunks (big-keys.ts, its own redis-server);
+// 12. queue: the waiting room: round trips per 1,000 position polls, checkout with passes
+//    against the same sale unqueued, a pass expiring to the next place let in (queue.ts).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
@@ -45,6 +47,7 @@ import { benchDurableObject, printDurableObject } from "./durable-object.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
 import { benchProfile, printProfile } from "./profile.ts";
+import { benchQueue, printQueue } from "./queue.ts";
 import { benchScale, printScale } from "./scale.ts";
 
 const SECTIONS = [
@@ -61,6 +64,7 @@ const SECTIONS = [
   "read-path",
   "locks",
   "big-keys",
+  "queue",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
 const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys"];
@@ -293,6 +297,9 @@ try {
   const lifecycle = await section("lifecycle", "lifecycle: payment window vs none, and expiry to buyable", () =>
     benchLifecycle(stack, { processes }),
   );
+  const queue = await section("queue", "queue: polls, checkout with passes vs without a waiting room, pass expiry", () =>
+    benchQueue(stack, { processes }),
+  );
 
   const speedups = (runs: StrategyFigures[]) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
@@ -312,6 +319,7 @@ try {
     durableObject,
     scale,
     lifecycle,
+    queue,
     readPath,
     locks,
     bigKeys,
@@ -434,6 +442,7 @@ try {
     }
     if (scale) printScale(scale, log);
     if (lifecycle) printLifecycle(lifecycle, log);
+    if (queue) printQueue(queue, log);
     if (readPath) {
       log("\n9. Read path: per 1,000 page views, each in an isolate of its own (no isolate memory helps)");
       log(

@@ -2,12 +2,14 @@
 //
 // A global spike on one sale, 10k / 100k / 1M attempts in one second, through both designs
 // (see simulation.ts): accepted, answer times, time to sell out, the busiest second of each
-// store against its published limit, and the bill per million attempts at list prices.
+// store against its published limit, and the bill per million attempts at list prices; and a
+// waiting-room drop of a million buyers: Upstash commands per second in each phase, the polls' share.
 // Inputs and their sources: inputs.ts and docs/scale.md.
 import { parseArgs } from "node:util";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { INPUTS, PRICES } from "./inputs.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
+import { WAITING_ROOM, waitingRoomLoad } from "./waiting-room.ts";
 
 const { values } = parseArgs({
   options: { seed: { type: "string", default: "1" }, json: { type: "boolean", default: false } },
@@ -41,8 +43,18 @@ for (const attempts of SPIKES) {
   }
 }
 
+const waitingRoom = waitingRoomLoad();
+
 if (values.json) {
-  console.log(JSON.stringify({ seed, inputs: INPUTS, prices: PRICES, outcomes }));
+  console.log(
+    JSON.stringify({
+      seed,
+      inputs: INPUTS,
+      prices: PRICES,
+      outcomes,
+      waitingRoom: { inputs: WAITING_ROOM, phases: waitingRoom },
+    }),
+  );
 } else {
   const pct = (n: number) => `${fixed(n * 100, n < 0.01 ? 2 : 1)}%`;
   console.log(`\nOne sale of ${INPUTS.stock} units, a spike of attempts within one second, seed ${seed}`);
@@ -80,5 +92,24 @@ if (values.json) {
         total: fixed(o.bill.total, 3),
       })),
     ),
+  );
+  console.log(
+    `\nA waiting room: ${WAITING_ROOM.buyers.toLocaleString("en-US")} buyers join a random sale's ${WAITING_ROOM.prequeueSec} s pre-queue, ${WAITING_ROOM.admitPerSec} places let in per second, pages polling every ${WAITING_ROOM.meanPollSec} s on average`,
+  );
+  console.log(
+    formatTable(
+      waitingRoom.map((p) => ({
+        phase: p.phase,
+        "Worker requests/s": Math.round(p.workerRequestsPerSec),
+        joins: Math.round(p.commandsPerSec.joins),
+        "polls (progress reads)": Math.round(p.commandsPerSec.progress),
+        "exact places": Math.round(p.commandsPerSec.placements),
+        "passes and checkouts": Math.round(p.commandsPerSec.admitted),
+        "Upstash commands/s": `${Math.round(p.total)} of ${p.limit}`,
+      })),
+    ),
+  );
+  console.log(
+    `the polls: ${Math.round(waitingRoom[0]?.workerRequestsPerSec ?? 0).toLocaleString("en-US")} Worker requests/s cost ${Math.round(waitingRoom[0]?.commandsPerSec.progress ?? 0)} Upstash commands/s (one progress read per isolate per second)`,
   );
 }

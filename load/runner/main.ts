@@ -13,13 +13,22 @@
 //   --base-url <url> --admin-token <t> --jwt-secret <s>     a running Worker (tokens also from
 //              ADMIN_TOKEN / JWT_SECRET); the lab needs LAB_ENABLED=true there
 //   --out load/reports   --drain-timeout <s>   --json
+//   --scenario queue   a waiting-room drop instead (local stack only; load/queue.js is the same
+//              drop for k6): --users buyers join a fifo sale's pre-queue, a tenth of them bots
+//              that hammer checkout without a pass, with passes copied from other accounts and
+//              replayed; --admit places let in per second. Exits 1 unless every unit went to a
+//              holder of their own pass, no bot got one, and the places let in are one run from 1.
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { Redis as IORedis } from "ioredis";
 import { ROOT } from "../../dev/lib/project.ts";
-import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { saleKeys } from "../../src/shared/keys.ts";
 import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts";
 import type { Pace } from "./crowd.ts";
+import { saleViolations } from "./invariants.ts";
 import { progressLine } from "./progress.ts";
+import { queueViolations, runQueueCrowd } from "./queue-crowd.ts";
 import { writeReports } from "./report-files.ts";
 import { type RunStrategy, runLoad, runSummary } from "./run.ts";
 import { fixed, formatTable, seconds } from "./table.ts";
@@ -46,6 +55,8 @@ const { values } = (() => {
         out: { type: "string", default: path.join(ROOT, "load", "reports") },
         "drain-timeout": { type: "string", default: "60" },
         json: { type: "boolean", default: false },
+        scenario: { type: "string", default: "crowd" },
+        admit: { type: "string", default: "100" },
       },
     });
   } catch (err) {
@@ -77,6 +88,63 @@ const options = {
   pace,
   drainTimeoutMs: positive("drain-timeout", values["drain-timeout"]) * 1000,
 };
+
+if (values.scenario === "queue") {
+  if (values["base-url"]) fail("--scenario queue runs on the local stack; against a deployment, run load/queue.js with k6");
+  const users = positive("users", values.users);
+  const stock = positive("stock", values.stock);
+  if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
+  const queueStack = await startStack({ vars: { USER_RATE_LIMIT: "0" } });
+  try {
+    const bots = Math.floor(users / 10);
+    const started = performance.now();
+    const result = await runQueueCrowd(queueStack.api, {
+      people: users - bots,
+      bots,
+      stock,
+      admitPerSec: positive("admit", values.admit),
+      patienceMs: positive("drain-timeout", values["drain-timeout"]) * 1000,
+    });
+    const redis = new IORedis(queueStack.redis.url);
+    const passes = await redis.hgetall(saleKeys(result.saleId).queue.passes);
+    redis.disconnect();
+    const report = await waitForDrain(queueStack.api, result.saleId, result.accepted.size, options.drainTimeoutMs);
+    const samples = [...result.accepted].map(([userId, orderId]) => ({
+      userId,
+      orderId,
+      status: 202,
+      code: "ACCEPTED",
+      startMs: 0,
+      latencyMs: 0,
+    }));
+    const violations = [
+      ...queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes }),
+      ...saleViolations({ stock, samples, report, settled: await queueStack.settledOrders(result.saleId) }),
+      ...[...result.failures].map(([code, n]) => `${n} requests failed with ${code}`),
+    ];
+    const summary = {
+      scenario: "queue",
+      buyers: users,
+      bots,
+      stock,
+      accepted: result.accepted.size,
+      botAccepted: result.botAccepted,
+      botRefusals: Object.fromEntries(result.botRefusals),
+      admitted: Object.keys(passes).length,
+      seconds: Math.round((performance.now() - started) / 1000),
+      violations,
+    };
+    if (values.json) console.log(JSON.stringify(summary));
+    else {
+      console.log(formatTable([{ ...summary, botRefusals: JSON.stringify(summary.botRefusals), violations: violations.length }]));
+      for (const v of violations) console.log(`VIOLATION queue: ${v}`);
+    }
+    process.exitCode = violations.length > 0 ? 1 : 0;
+  } finally {
+    await queueStack.stop();
+  }
+  process.exit();
+}
 
 let stack: Stack | undefined;
 let target: Target;

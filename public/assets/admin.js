@@ -129,6 +129,12 @@ function saleBody(/** @type {HTMLFormElement} */ form) {
   if (text("rate") || text("burst")) body.admission = { rate: Number(text("rate")), burst: Number(text("burst")) };
   for (const name of ["price", "paymentWindowSec", "perUserLimit"]) if (text(name)) body[name] = Number(text(name));
   for (const name of ["currency", "imageUrl", "description"]) if (text(name)) body[name] = text(name);
+  if (text("queueMode") !== "off") {
+    /** @type {Record<string, unknown>} */
+    const queue = { mode: text("queueMode") };
+    for (const name of ["prequeueSec", "admitPerSec", "passTtlSec"]) if (text(name)) queue[name] = Number(text(name));
+    body.queue = queue;
+  }
   return body;
 }
 
@@ -258,6 +264,8 @@ async function poll(run) {
     if (run.stopped) return;
     if (answer.status === 200) {
       render(answer.body);
+      if (answer.body.sale.queue?.mode !== "off") await renderQueue(run.saleId);
+      $("queue-panel").hidden = answer.body.sale.queue?.mode === "off";
       // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.
       if (!run.loaded) loadEditForm(answer.body.sale);
       else sawSale(answer.body.sale);
@@ -272,6 +280,32 @@ async function poll(run) {
     }
     await new Promise((resolve) => setTimeout(resolve, Math.max(STATS_POLL_MS, answer.retryAfterMs)));
   }
+}
+
+/** A queued sale's waiting room: who joined, who was let in, the passes, the seed once revealed. @param {string} saleId */
+async function renderQueue(saleId) {
+  const answer = await admin(`/admin/sales/${saleId}/queue`);
+  if (answer.status !== 200) return;
+  const q = answer.body;
+  /** @type {[string, string][]} */
+  const figures = [
+    ["Mode", q.queue.mode],
+    ["Joined", String(q.joined)],
+    ["Waiting", String(q.waiting)],
+    ["Let in (places 1 to)", String(q.admitted)],
+    ["Passes used", String(q.passesUsed)],
+    ["Passes expired", String(q.passesExpired)],
+    ["Seed commitment (SHA-256)", q.queue.seedCommitment ?? "–"],
+    ["Seed (revealed once the sale ends)", q.queue.seed ?? "not yet"],
+  ];
+  $("queue-rows").replaceChildren(
+    ...figures.map(([name, value]) =>
+      row([
+        [name, ""],
+        [value, "n"],
+      ]),
+    ),
+  );
 }
 
 /** The sale's own figures: name, state, window, stock. @param {any} sale */

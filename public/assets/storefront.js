@@ -6,6 +6,7 @@
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
 import { Identity } from "./lib/identity.js";
+import { WaitingRoom } from "./waiting-room.js";
 
 const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
 const SALE_ID = /^[1-9][0-9]{0,15}$/;
@@ -23,6 +24,10 @@ const REFUSALS = /** @type {Record<string, string>} */ ({
   SALE_PAUSED: "The sale is paused. Try again when it resumes.",
   SALE_CANCELLED: "This sale was cancelled.",
   SALE_NOT_FOUND: "There is no such sale.",
+  QUEUE_PASS_REQUIRED: "This sale has a waiting room: join the line, and buy on your turn.",
+  QUEUE_PASS_INVALID: "Your pass is not valid for this sale: join the line again.",
+  QUEUE_PASS_USED: "Your pass bought already; each pass buys once.",
+  QUEUE_PASS_EXPIRED: "Your turn has passed: the next place in line was let in.",
 });
 
 /** What a sale's state means to a buyer waiting on its page. */
@@ -272,6 +277,8 @@ class SalePage {
   order;
   /** @type {ReturnType<typeof setInterval> | undefined} */
   ticker;
+  /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
+  room;
 
   /** @param {string} saleId */
   constructor(saleId) {
@@ -301,6 +308,7 @@ class SalePage {
 
   stop() {
     this.stopped = true;
+    this.room?.stop();
     clearInterval(this.ticker);
   }
 
@@ -389,6 +397,15 @@ class SalePage {
     $("remaining").textContent = String(sale.remaining);
     $("stock").textContent = String(sale.stock);
     $("stock-fill").style.width = `${sale.stock > 0 ? (100 * sale.remaining) / sale.stock : 0}%`;
+    if (sale.queue && sale.queue.mode !== "off" && !this.room) {
+      this.room = new WaitingRoom(API, this.saleId, {
+        token: () => identity.token ?? "",
+        userId: () => identity.userId,
+        say: (text, tone) => this.say(text, tone),
+        changed: () => this.renderBuy(),
+      });
+    }
+    this.room?.render(sale.remaining);
     this.renderPrice();
     this.renderBuy();
     this.tick();
@@ -425,6 +442,7 @@ class SalePage {
     }
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
     if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
+    if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
     return "";
   }
 
@@ -437,6 +455,7 @@ class SalePage {
 
   /** Once every 250 ms: the countdowns, by the server's clock. */
   tick() {
+    if (this.sale) this.room?.tick(this.sale);
     const sale = this.sale;
     if (sale) {
       const now = serverNow();
@@ -477,9 +496,10 @@ class SalePage {
           method: "POST",
           token: identity.token,
           body: { quantity },
-          headers: { "Idempotency-Key": key },
+          headers: { "Idempotency-Key": key, ...(this.room?.pass && { "Queue-Pass": this.room.pass }) },
         });
         if (answer.status === 202) {
+          this.room?.used();
           this.say(`Accepted: order ${answer.body.orderId} is reserved for you and being confirmed.`, "good");
           void this.follow(answer.body.orderId);
           return;

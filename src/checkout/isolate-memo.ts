@@ -34,14 +34,22 @@ const admissionBuckets = new Map<string, LocalTokenBuckets>();
 /** Unknown sale ids: a probe for the same id reaches Redis and D1 at most once a second. */
 const notFound = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 10_000 });
 const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>({ ttlMs: WINDOW_TTL_MS, maxEntries: 1_000 });
+/** Sales with a waiting room: a checkout without a Queue-Pass is refused here, so bots without one cost Redis nothing. */
+const queued = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
 
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
 /**
  * A refusal this isolate can give on its own, or undefined when Redis must decide.
- * `trustBuyers: false` leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key).
+ * `trustBuyers: false` leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key);
+ * `hasPass`: the checkout carries a Queue-Pass.
  */
-export function localRefusal(saleId: string, userId: string, { trustBuyers = true } = {}, now = Date.now()): Refusal | undefined {
+export function localRefusal(
+  saleId: string,
+  userId: string,
+  { trustBuyers = true, hasPass = false } = {},
+  now = Date.now(),
+): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
   const state = saleState.get(saleId, now);
   if (state) return { code: state };
@@ -50,6 +58,7 @@ export function localRefusal(saleId: string, userId: string, { trustBuyers = tru
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
+  if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
@@ -118,7 +127,13 @@ export const memo = {
       case "QUANTITY_UNAVAILABLE":
       case "PER_USER_LIMIT_EXCEEDED":
       case "IDEMPOTENCY_KEY_REUSED":
+      case "QUEUE_PASS_REQUIRED":
+        queued.set(saleId, true);
+        return;
       case "BUSY":
+      case "QUEUE_PASS_INVALID":
+      case "QUEUE_PASS_USED":
+      case "QUEUE_PASS_EXPIRED":
         return;
     }
   },
@@ -137,5 +152,6 @@ export const memo = {
     windows.delete(saleId);
     soldOut.delete(saleId);
     notFound.delete(saleId);
+    queued.delete(saleId);
   },
 };

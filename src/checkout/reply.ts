@@ -16,7 +16,7 @@ export type Reservation =
   | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
-const CHECKOUT_REPLY_LAYOUT = "checkout/2";
+const CHECKOUT_REPLY_LAYOUT = "checkout/3";
 const HEADER_FIELDS = 8;
 const FIELDS_PER_BUYER = 4;
 
@@ -76,6 +76,10 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
       case "SALE_PAUSED":
       case "SALE_CANCELLED":
       case "SALE_NOT_FOUND":
+      case "QUEUE_PASS_REQUIRED":
+      case "QUEUE_PASS_INVALID":
+      case "QUEUE_PASS_USED":
+      case "QUEUE_PASS_EXPIRED":
         reservations.push({ code });
         break;
       case "RATE_LIMITED":

@@ -14,11 +14,15 @@ export type { Reservation };
  * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
  * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
  */
-/** One buyer's checkout: who, how many units, and the Idempotency-Key that makes its retries safe. */
+/**
+ * One buyer's checkout: who, how many units, the Idempotency-Key that makes its retries safe,
+ * and the place its verified Queue-Pass names (a queued sale sells only against it).
+ */
 export interface CheckoutItem {
   userId: string;
   quantity: number;
   idempotencyKey?: string;
+  passPlace?: number;
 }
 
 const calls = new MergedCalls<CheckoutItem, Reservation>({
@@ -64,7 +68,12 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
 async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[]): Promise<Reservation[]> {
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
   const keys = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000));
-  const args = items.flatMap((item) => [item.userId, String(item.quantity), item.idempotencyKey ?? ""]);
+  const args = items.flatMap((item) => [
+    item.userId,
+    String(item.quantity),
+    item.idempotencyKey ?? "",
+    item.passPlace === undefined ? "" : String(item.passPlace),
+  ]);
   const reply = await runScript<unknown>(redis, LUA.checkout, keys, args);
   return parseCheckoutReply(reply, items.length);
 }

@@ -117,6 +117,18 @@ function refusalAnswer(refusal: Refusal): ErrorAnswer {
       return answer(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a checkout of another quantity");
     case "BUSY":
       return answer(503, "BUSY", "too many checkouts contend for this sale; try again shortly", { "Retry-After": "1" });
+    case "QUEUE_PASS_REQUIRED":
+      return answer(
+        403,
+        "QUEUE_PASS_REQUIRED",
+        "this sale has a waiting room: check out with the Queue-Pass your place was given",
+      );
+    case "QUEUE_PASS_INVALID":
+      return answer(403, "QUEUE_PASS_INVALID", "this Queue-Pass is not yours, not this sale's, or not admitted");
+    case "QUEUE_PASS_USED":
+      return answer(409, "QUEUE_PASS_USED", "this Queue-Pass bought already; each pass buys once");
+    case "QUEUE_PASS_EXPIRED":
+      return answer(409, "QUEUE_PASS_EXPIRED", "this Queue-Pass expired; the next place in line was let in");
   }
 }
 

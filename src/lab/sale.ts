@@ -2,7 +2,7 @@ import { hashFields, type Redis } from "../redis/client";
 import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
 import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
-import { DEFAULT_CURRENCY, MAX_ADMISSION } from "../shared/limits";
+import { DEFAULT_CURRENCY, DEFAULT_QUEUE, MAX_ADMISSION } from "../shared/limits";
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
 import type { LabBackends } from "./strategy";
 
@@ -32,6 +32,7 @@ export async function createLabSale(
       endsAt: Date.now() + LAB_SALE_OPEN_MS,
       idSlot: 0,
       admission: MAX_ADMISSION, // the lab never throttles
+      queue: { ...DEFAULT_QUEUE, seed: null, seedCommitment: null }, // nor queues
       price: 0,
       currency: DEFAULT_CURRENCY,
       paymentWindowSec: 0,

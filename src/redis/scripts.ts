@@ -5,6 +5,8 @@ import cacheReadSource from "../../lua/cache-read.lua";
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
 import purgeChunkSource from "../../lua/purge-chunk.lua";
+import queueJoinSource from "../../lua/queue-join.lua";
+import queueProgressSource from "../../lua/queue-progress.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
 import saleSyncSource from "../../lua/sale-sync.lua";
@@ -40,6 +42,8 @@ export const LUA = {
   checkout: checkoutSource,
   labCas: labCasSource,
   purgeChunk: purgeChunkSource,
+  queueJoin: queueJoinSource,
+  queueProgress: queueProgressSource,
   restore: restoreSource,
   return: returnSource,
   saleSync: saleSyncSource,

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { linePage, readFreshProgress } from "../admission/waiting-room";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
@@ -8,16 +9,17 @@ import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
 import { readLiveSale } from "../sales/live-state";
-import { changeSaleState, type EditRefusal, editSale, propagateSale } from "../sales/operations";
+import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
-import { findSale, findSaleByIdempotencyKey, insertSale, type SaleChanges } from "../sales/repository";
-import { adminSaleView, type Sale, type SaleState } from "../sales/sale";
+import { queueFrom } from "../sales/queue-settings";
+import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
+import { adminSaleView, queueView, type Sale, type SaleState } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
-import type { AdminSaleView, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, QueuePlaces, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
@@ -26,7 +28,16 @@ async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
-async function orUnavailable<T>(what: "report" | "stats", saleId: string, work: Promise<T>): Promise<T> {
+/** Places per page of GET /admin/sales/:saleId/queue/places. */
+const PLACES_PAGE = 1_000;
+
+async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
+  const sale = await recordedSale(db, saleId);
+  if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room");
+  return sale;
+}
+
+async function orUnavailable<T>(what: "report" | "stats" | "queue", saleId: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
@@ -87,6 +98,8 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
       });
     case "SALE_STARTED":
       return new ApiError(409, "SALE_STARTED", "the window and the admission change only before the sale starts");
+    case "QUEUE_OPEN":
+      return new ApiError(409, "QUEUE_OPEN", "the waiting room's settings change only before joining opens");
     case "SALE_CLOSED":
       return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
     case "STOCK_DECREASE":
@@ -101,7 +114,7 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
 }
 
 /** The body's fields as the sale's, times as epoch ms; fields absent stay absent. */
-const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleChanges => ({
+const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleEdit => ({
   ...rest,
   ...(startsAt !== undefined && { startsAt: Date.parse(startsAt) }),
   ...(endsAt !== undefined && { endsAt: Date.parse(endsAt) }),
@@ -151,6 +164,7 @@ export const adminRoutes = new Hono<AppEnv>()
           perUserLimit: body.perUserLimit,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
+          queue: await queueFrom(body.queue),
         },
         idempotency,
       );
@@ -251,4 +265,38 @@ export const adminRoutes = new Hono<AppEnv>()
     );
     const view = adminSaleView(sale, report.redis.remaining ?? sale.stock, now);
     return c.json({ sale: view, series, report } satisfies SaleStats);
+  })
+  // The console's waiting-room panel: one script call, which also moves the line forward.
+  .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
+    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
+    const p = await orUnavailable("queue", sale.id, readFreshProgress(redisFor(c.env), sale.id));
+    return c.json({
+      saleId: sale.id,
+      queue: queueView(sale, Date.now()),
+      joined: p.joined,
+      waiting: Math.max(0, p.joined - p.admitted),
+      admitted: p.admitted,
+      passesUsed: p.used,
+      passesExpired: p.expired,
+      remaining: p.remaining,
+    } satisfies QueueStats);
+  })
+  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
+  // sale, anyone handed this list can recompute the draw.
+  .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
+    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
+    const from = Number(c.req.valid("query").from ?? 1);
+    const redis = redisFor(c.env);
+    const [page, progress] = await orUnavailable(
+      "queue",
+      sale.id,
+      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readFreshProgress(redis, sale.id)]),
+    );
+    return c.json({
+      saleId: sale.id,
+      drawn: page.drawn,
+      admittedThrough: progress.admitted,
+      places: page.userIds.map((userId, i) => ({ place: from + i, userId })),
+      next: from + page.userIds.length <= progress.joined && page.userIds.length > 0 ? from + page.userIds.length : null,
+    } satisfies QueuePlaces);
   });

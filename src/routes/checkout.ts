@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
+import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
@@ -114,11 +115,19 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
 
     // A retry with a key gets Redis' own answer (202 with the order it reserved), never the memo's 409.
-    const refusal = localRefusal(saleId, userId, { trustBuyers: idempotencyKey === undefined });
+    const passHeader = c.req.header("Queue-Pass");
+    const refusal = localRefusal(saleId, userId, {
+      trustBuyers: idempotencyKey === undefined,
+      hasPass: passHeader !== undefined,
+    });
     if (refusal) {
       if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
       return refusalResponse(c, refusal);
     }
+    // A queued sale's pass: its signature binds it to this buyer and sale (checked here, no
+    // network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
+    const pass = passHeader === undefined ? undefined : await readPass(c.env.JWT_SECRET, passHeader, saleId, userId);
+    if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
 
     let reservation: Reservation;
     const askedAt = Date.now();
@@ -126,7 +135,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       reservation = await reserve(
         redis,
         saleId,
-        { userId, quantity, idempotencyKey },
+        { userId, quantity, idempotencyKey, passPlace: pass?.p },
         {
           keepAlive,
           // One queue send for every order the merged call reserved, from the request that sent it.

@@ -1,7 +1,15 @@
 import { hashFields, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { saleKeys } from "../shared/keys";
-import type { Sale } from "./sale";
+import { queueOpensAt, type Sale } from "./sale";
+
+/** The waiting room's settings as the sale's meta hash holds them (see lua/queue-progress.lua). */
+export const queueMetaFields = (sale: Sale) => ({
+  qmode: sale.queue.mode,
+  qopens: queueOpensAt(sale),
+  qrate: sale.queue.admitPerSec,
+  qttl: sale.queue.passTtlSec,
+});
 
 /**
  * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads a new
@@ -25,17 +33,19 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       sale.name,
       sale.perUserLimit,
       sale.state,
+      ...Object.values(queueMetaFields(sale)),
     ].map(String),
   );
   return Number(applied) === 1 ? "applied" : Number(applied) === 0 ? "unchanged" : "missing";
 }
 
 /**
- * Loads a sale into Redis, and the hot-path script with it, so the crowd's first EVALSHA hits
+ * Loads a sale into Redis, and the hot-path scripts with it (the waiting room's too, for a queued sale), so the crowd's first EVALSHA hits
  * instead of thousands of simultaneous NOSCRIPT misses each re-sending the source with EVAL.
  */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
-  const [synced] = await Promise.all([syncSale(redis, sale), redis.scriptLoad(LUA.checkout)]);
+  const queued = sale.queue.mode !== "off" ? [LUA.queueJoin, LUA.queueProgress] : [];
+  const [synced] = await Promise.all([syncSale(redis, sale), ...[LUA.checkout, ...queued].map((s) => redis.scriptLoad(s))]);
   return synced;
 }
 

@@ -7,11 +7,16 @@ import type { Redis } from "../redis/client";
 import { EVICT_AGAIN_AFTER_SECONDS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
+import type { QueueSettings } from "../shared/requests";
 import { windowProblem } from "../shared/requests";
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
+import { queueFrom } from "./queue-settings";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
-import type { Sale, SaleState } from "./sale";
+import { queueOpensAt, type Sale, type SaleState } from "./sale";
+
+/** What an edit asks for: the waiting room's settings are merged over the sale's own. */
+export type SaleEdit = Omit<SaleChanges, "queue"> & { queue?: QueueSettings };
 
 /** Reads before an edit gives up on a sale that keeps changing under it. */
 const EDIT_ATTEMPTS = 3;
@@ -40,6 +45,7 @@ export type EditRefusal =
   | { code: "SALE_NOT_FOUND" }
   | { code: "VERSION_MISMATCH"; version: number }
   | { code: "SALE_STARTED" }
+  | { code: "QUEUE_OPEN" }
   | { code: "SALE_CLOSED" }
   | { code: "STOCK_DECREASE"; stock: number }
   | { code: "INVALID_WINDOW"; message: string; field: string }
@@ -54,6 +60,11 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
     changes.admission !== undefined &&
     (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
   if ((windowMoves || admissionMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+  const { seed: _, seedCommitment: __, ...settings } = sale.queue;
+  const queueMoves =
+    changes.queue !== undefined && Object.entries(settings).some(([k, v]) => changes.queue?.[k as keyof typeof settings] !== v);
+  // Joiners already hold tickets of this mode and pace, and a random draw's commitment is out.
+  if (queueMoves && now >= queueOpensAt(sale)) return { code: "QUEUE_OPEN" };
   if (next.stock !== sale.stock) {
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };
@@ -82,13 +93,15 @@ function changesAnything(sale: Sale, changes: SaleChanges): boolean {
 export async function editSale(
   db: D1Database,
   saleId: string,
-  changes: SaleChanges,
+  edit: SaleEdit,
   ifVersion?: number,
   now = Date.now(),
 ): Promise<{ sale: Sale } | EditRefusal> {
   for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt++) {
     const sale = await findSale(db, saleId);
     if (!sale) return { code: "SALE_NOT_FOUND" };
+    const { queue, ...rest } = edit;
+    const changes: SaleChanges = queue ? { ...rest, queue: await queueFrom(queue, sale.queue) } : rest;
     if (ifVersion !== undefined && sale.version !== ifVersion) return { code: "VERSION_MISMATCH", version: sale.version };
     if (!changesAnything(sale, changes)) return { sale };
     const problem = editProblem(sale, changes, now);

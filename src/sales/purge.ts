@@ -38,7 +38,8 @@ export class PurgeBudget {
 /** The keys that may hold many members, in the order they are emptied. */
 const bigKeys = (saleId: string) => {
   const keys = saleKeys(saleId);
-  return [keys.buyers, keys.checkoutKeys, keys.pending, keys.outbox, keys.returned];
+  const { places, pre, passes, live } = keys.queue;
+  return [keys.buyers, keys.checkoutKeys, keys.pending, keys.outbox, keys.returned, places, pre, passes, live];
 };
 
 /**
@@ -88,6 +89,8 @@ export async function purgeSaleKeys(
   await Promise.all([
     redis.unlink(
       keys.admission,
+      keys.queue.counters,
+      keys.queue.line,
       ...bigKeys(saleId),
       ...liveStatsKeys(saleId, Date.now()),
       // The cached card and its eviction floor (they would expire by themselves).

@@ -1,5 +1,6 @@
 import { ID_SLOTS } from "../shared/order-id";
-import type { Sale, SaleState } from "./sale";
+import type { QueueMode } from "../shared/requests";
+import type { Queue, Sale, SaleState } from "./sale";
 
 interface SaleRow {
   id: number;
@@ -19,6 +20,12 @@ interface SaleRow {
   state: SaleState;
   version: number;
   archived_at: number | null;
+  queue_mode: QueueMode;
+  queue_prequeue_sec: number;
+  queue_admit_per_sec: number;
+  queue_pass_ttl_sec: number;
+  queue_seed: string | null;
+  queue_seed_commitment: string | null;
 }
 
 const fromRow = (row: SaleRow): Sale => ({
@@ -38,11 +45,20 @@ const fromRow = (row: SaleRow): Sale => ({
   state: row.state,
   version: row.version,
   archivedAt: row.archived_at,
+  queue: {
+    mode: row.queue_mode,
+    prequeueSec: row.queue_prequeue_sec,
+    admitPerSec: row.queue_admit_per_sec,
+    passTtlSec: row.queue_pass_ttl_sec,
+    seed: row.queue_seed,
+    seedCommitment: row.queue_seed_commitment,
+  },
 });
 
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
-  "description, image_url, state, version, archived_at";
+  "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
+  "queue_seed, queue_seed_commitment";
 
 /**
  * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second:
@@ -81,8 +97,9 @@ export async function insertSale(
   const row = await db
     .prepare(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
-                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url)
-       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
+                          queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING ${SALE_COLUMNS}`,
@@ -104,6 +121,12 @@ export async function insertSale(
       sale.perUserLimit,
       sale.description,
       sale.imageUrl,
+      sale.queue.mode,
+      sale.queue.prequeueSec,
+      sale.queue.admitPerSec,
+      sale.queue.passTtlSec,
+      sale.queue.seed,
+      sale.queue.seedCommitment,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
@@ -118,6 +141,7 @@ export interface SaleChanges {
   endsAt?: number;
   admission?: { rate: number; burst: number };
   stock?: number;
+  queue?: Queue;
 }
 
 /**
@@ -128,15 +152,19 @@ export interface SaleChanges {
  * moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken over the new window.
  */
 export async function updateSale(db: D1Database, sale: Sale, changes: SaleChanges): Promise<Sale | undefined | "NO_ID_SLOT"> {
-  const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission };
+  const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission, queue: changes.queue ?? sale.queue };
   const row = await db
     .prepare(
       `UPDATE sales SET name = ?3, description = ?4, image_url = ?5, starts_at = ?6, ends_at = ?7,
               admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
+              queue_mode = ?11, queue_prequeue_sec = ?12, queue_admit_per_sec = ?13, queue_pass_ttl_sec = ?14,
+              queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
               id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
          AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst)
               OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+         AND ((?11 = queue_mode AND ?12 = queue_prequeue_sec AND ?13 = queue_admit_per_sec AND ?14 = queue_pass_ttl_sec)
+              OR starts_at - queue_prequeue_sec * 1000 > CAST(unixepoch('subsec') * 1000 AS INTEGER))
        RETURNING ${SALE_COLUMNS}`,
     )
     .bind(
@@ -150,6 +178,12 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
       next.admission.rate,
       next.admission.burst,
       next.stock,
+      next.queue.mode,
+      next.queue.prequeueSec,
+      next.queue.admitPerSec,
+      next.queue.passTtlSec,
+      next.queue.seed,
+      next.queue.seedCommitment,
     )
     .first<SaleRow>()
     // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.

@@ -1,5 +1,18 @@
-import type { AdminSaleView, SaleStatus, SaleView } from "../shared/api-types";
+import type { AdminSaleView, QueueView, SaleStatus, SaleView } from "../shared/api-types";
 import type { Admission } from "../shared/refusal";
+import type { QueueMode } from "../shared/requests";
+
+/** A sale's waiting room as D1 records it (src/admission/ runs it). */
+export interface Queue {
+  mode: QueueMode;
+  prequeueSec: number;
+  admitPerSec: number;
+  passTtlSec: number;
+  /** 32 random bytes (hex) that order a random sale's pre-queue; secret until the sale ends. Null for sales made before the waiting room. */
+  seed: string | null;
+  /** SHA-256 of the seed (hex), public from the start. */
+  seedCommitment: string | null;
+}
 
 /** A sale as D1 records it. */
 export interface Sale {
@@ -23,6 +36,25 @@ export interface Sale {
   version: number;
   /** When the sale's Redis keys were archived to D1 and removed (after it ended and settled). */
   archivedAt: number | null;
+  queue: Queue;
+}
+
+/** When joining the sale's waiting room opens (epoch ms). */
+export const queueOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number => sale.startsAt - sale.queue.prequeueSec * 1000;
+
+/** The waiting room as the public sees it: the commitment of a random sale, its seed once the sale is over. */
+export function queueView(sale: Pick<Sale, "endsAt" | "state" | "queue">, now: number): QueueView {
+  const { mode, prequeueSec, admitPerSec, passTtlSec, seed, seedCommitment } = sale.queue;
+  const random = mode === "random";
+  const over = now >= sale.endsAt || sale.state === "cancelled";
+  return {
+    mode,
+    prequeueSec,
+    admitPerSec,
+    passTtlSec,
+    seedCommitment: random ? seedCommitment : null,
+    seed: random && over ? seed : null,
+  };
 }
 
 /** An operator's say over a sale: checkout refuses a paused one until it is resumed, a cancelled one for good. */
@@ -52,6 +84,7 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
     perUserLimit: sale.perUserLimit,
     description: sale.description,
     imageUrl: sale.imageUrl,
+    queue: queueView(sale, now),
   };
 }
 

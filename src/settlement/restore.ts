@@ -6,6 +6,7 @@ import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { type RestoreSnapshot, restoreSnapshot } from "../orders/repository";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { queueMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
 import { saleKeys } from "../shared/keys";
@@ -135,6 +136,7 @@ export async function restoreSale(
           name: sale.name,
           limit: sale.perUserLimit,
           state: sale.state,
+          ...queueMetaFields(sale),
         };
         const deadline = Date.now() + CLOCK_WAIT_MS;
         for (;;) {

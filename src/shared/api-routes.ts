@@ -47,6 +47,7 @@ export const RESPONSE_HEADERS = {
   "RateLimit-Reset": "seconds until a request is admitted again",
   "WWW-Authenticate": "the bearer challenge",
   ETag: 'the sale\'s version, quoted ("3"): send it as If-Match to change only that version',
+  "Queue-Ticket": "a pre-queue ticket's replacement, once the draw placed it: poll with this one from now on",
 } as const;
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS;
 
@@ -159,18 +160,65 @@ const ROUTES: readonly ApiRoute[] = [
         required: false,
         description: `${IDEMPOTENCY_KEY}: a retry with the same key and quantity reserves nothing new`,
       },
+      "Queue-Pass": {
+        required: false,
+        description:
+          "a sale with a waiting room (queue.mode fifo or random) sells only with the pass its poll gave the buyer: admitted, unused, unexpired; it buys once",
+      },
     },
     body: { schema: Requests.CheckoutBody, required: false },
     responses: {
       202: { description: "reserved: the order is pending until it settles", body: Bodies.CheckoutAccepted },
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
+      403: error(
+        "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); nothing reserved",
+      ),
       404: SALE_NOT_FOUND,
       409: error(
-        "SOLD_OUT, QUANTITY_UNAVAILABLE (fewer units remain; the message says how many), ALREADY_PURCHASED (the buyer holds the limit; the message names their latest order), PER_USER_LIMIT_EXCEEDED, SALE_NOT_STARTED, SALE_ENDED, SALE_PAUSED or SALE_CANCELLED",
+        "SOLD_OUT, QUANTITY_UNAVAILABLE (fewer units remain; the message says how many), ALREADY_PURCHASED (the buyer holds the limit; the message names their latest order), PER_USER_LIMIT_EXCEEDED, SALE_NOT_STARTED, SALE_ENDED, SALE_PAUSED, SALE_CANCELLED, QUEUE_PASS_USED (the pass bought already) or QUEUE_PASS_EXPIRED (its time ran out; the next place was let in)",
       ),
       413: TOO_LARGE,
       422: KEY_REUSED,
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/api/sales/:saleId/queue",
+    tag: "storefront",
+    summary: "Join a sale's waiting room: the ticket to poll with",
+    description:
+      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order.",
+    auth: "user",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "in line", body: Bodies.QueueJoined },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      404: SALE_NOT_FOUND,
+      409: error("QUEUE_NOT_OPEN (before startsAt - queue.prequeueSec) or QUEUE_OFF (the sale has no waiting room)"),
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/api/sales/:saleId/queue",
+    tag: "storefront",
+    summary: "Where the buyer stands in the waiting room, and the pass once admitted",
+    description:
+      "Costs no Redis command of its own: the place travels in the ticket and the line's progress is read at most once a second per isolate. retryAfterSec says when to ask again. A pre-queue ticket polled after the start is placed once and answered with its replacement in the Queue-Ticket header.",
+    auth: "user",
+    params: Requests.SaleIdParam,
+    requestHeaders: { "Queue-Ticket": { required: true, description: "the ticket POST .../queue gave" } },
+    responses: {
+      200: { description: "the buyer's standing", body: Bodies.QueuePosition, headers: ["Queue-Ticket"] },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: error("QUEUE_TICKET_INVALID: a forged ticket, or another buyer's or another sale's"),
+      404: SALE_NOT_FOUND,
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     },
@@ -291,7 +339,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Edit a sale",
     description:
-      "Name, description and image at any time; the window and the admission only before the sale starts; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
+      "Name, description and image at any time; the window and the admission only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
     auth: "admin",
     params: Requests.SaleIdParam,
     requestHeaders: {
@@ -308,7 +356,7 @@ const ROUTES: readonly ApiRoute[] = [
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
       409: error(
-        `SALE_STARTED (window or admission after the start), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
+        `SALE_STARTED (window or admission after the start), QUEUE_OPEN (the waiting room's settings once joining opened), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
       ),
       412: error("PRECONDITION_FAILED: If-Match named another version", ["ETag"]),
       413: TOO_LARGE,
@@ -404,6 +452,44 @@ const ROUTES: readonly ApiRoute[] = [
       401: UNAUTHORIZED,
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/queue",
+    tag: "admin",
+    summary: "The waiting room's counts: joined, waiting, admitted, passes used and expired",
+    description: "Moves the line forward to now first, as a poll would.",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    responses: {
+      200: { description: "the counts, and the seed once the sale is over", body: Bodies.QueueStats },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      409: error("QUEUE_OFF: the sale has no waiting room"),
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/queue/places",
+    tag: "admin",
+    summary: "Who holds each place in the waiting room, 1,000 places a page",
+    description:
+      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue).",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: Requests.QueuePlacesQuery,
+    responses: {
+      200: { description: "a page of places", body: Bodies.QueuePlaces },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: SALE_NOT_FOUND,
+      409: error("QUEUE_OFF: the sale has no waiting room"),
       503: UNAVAILABLE,
     },
   },

@@ -12,6 +12,21 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 export const SaleStatus = z.enum(["upcoming", "live", "sold_out", "paused", "ended", "cancelled"]);
 export type SaleStatus = z.infer<typeof SaleStatus>;
 
+/**
+ * A sale's waiting room. `seedCommitment`: the SHA-256 (hex) of the seed that orders a
+ * random sale's pre-queue, published before joining opens (null unless random); `seed`: that
+ * seed (hex), revealed once the sale has ended, so anyone can recompute every place.
+ */
+export const QueueView = z.object({
+  mode: z.enum(["off", "fifo", "random"]),
+  prequeueSec: z.int(),
+  admitPerSec: z.int(),
+  passTtlSec: z.int(),
+  seedCommitment: z.nullable(z.string()),
+  seed: z.nullable(z.string()),
+});
+export type QueueView = z.infer<typeof QueueView>;
+
 /** GET /api/sales/:saleId: the sale with its live remaining stock. */
 export const SaleView = z.object({
   id: z.string(),
@@ -30,6 +45,7 @@ export const SaleView = z.object({
   description: z.string(),
   /** https only; null when the sale has no image. */
   imageUrl: z.nullable(z.string()),
+  queue: QueueView,
 });
 export type SaleView = z.infer<typeof SaleView>;
 
@@ -216,6 +232,66 @@ export const WebhookReceived = z.object({
   outcome: z.enum(["paid", "refund_due", "ignored", "duplicate"]),
 });
 export type WebhookReceived = z.infer<typeof WebhookReceived>;
+
+/**
+ * Where a buyer stands in a sale's waiting room. waiting: not admitted yet; admitted: the
+ * pass is yours to check out with; sold_out: no unit is left for a place not admitted yet;
+ * closed: nothing more will come of this ticket (the sale ended or was cancelled, or your
+ * pass bought or expired).
+ */
+export const QueueState = z.enum(["waiting", "admitted", "sold_out", "closed"]);
+export type QueueState = z.infer<typeof QueueState>;
+
+/** POST /api/sales/:saleId/queue: the ticket to poll with; place is null during a random sale's pre-queue. */
+export const QueueJoined = z.object({
+  ticket: z.string(),
+  place: z.nullable(z.int()),
+  state: QueueState,
+  retryAfterSec: z.int(),
+});
+export type QueueJoined = z.infer<typeof QueueJoined>;
+
+/** GET /api/sales/:saleId/queue (Queue-Ticket): the buyer's place and the line's progress. */
+export const QueuePosition = z.object({
+  place: z.nullable(z.int()),
+  /** Every place up to this one has been admitted. */
+  admittedThrough: z.int(),
+  aheadOfYou: z.int(),
+  estimatedWaitSec: z.int(),
+  state: QueueState,
+  /** When to poll again. */
+  retryAfterSec: z.int(),
+  /** Send it as Queue-Pass with the checkout; null until admitted. */
+  pass: z.nullable(z.string()),
+  passExpiresAt: z.nullable(z.iso.datetime()),
+});
+export type QueuePosition = z.infer<typeof QueuePosition>;
+
+/** GET /admin/sales/:saleId/queue: the waiting room's counts, for the console. */
+export const QueueStats = z.object({
+  saleId: z.string(),
+  queue: QueueView,
+  joined: z.int(),
+  /** Joined, not admitted yet. */
+  waiting: z.int(),
+  admitted: z.int(),
+  passesUsed: z.int(),
+  passesExpired: z.int(),
+  remaining: z.int(),
+});
+export type QueueStats = z.infer<typeof QueueStats>;
+
+/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (npm run verify-queue reads it). */
+export const QueuePlaces = z.object({
+  saleId: z.string(),
+  /** Places 1..drawn are a random sale's pre-queue, in draw order; later places joined after the start. */
+  drawn: z.int(),
+  admittedThrough: z.int(),
+  places: z.array(z.object({ place: z.int(), userId: z.string() })),
+  /** Ask again with ?from= this for the next page; null on the last. */
+  next: z.nullable(z.int()),
+});
+export type QueuePlaces = z.infer<typeof QueuePlaces>;
 
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

@@ -16,6 +16,36 @@ export interface SaleKeys {
   admission: string;
   /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent a key. */
   checkoutKeys: string;
+  /** The waiting room (lua/queue-join.lua, lua/queue-progress.lua, lua/checkout.lua): see queueKeys. */
+  queue: QueueKeys;
+}
+
+/** A sale's waiting room in Redis; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
+export interface QueueKeys {
+  /** Hash: admitted (every place up to it is admitted), used and expired (passes), at (ms of the last progress). */
+  counters: string;
+  /** Hash: user id -> place, or "pre" for a random sale's pre-queue joiner (placed by the draw). */
+  places: string;
+  /** Sorted set, all scores 0: "<draw key hex>:<user id>" of a random sale's pre-queue; the lexical order is the draw. */
+  pre: string;
+  /** List: user ids in arrival order (a fifo sale's every joiner, a random sale's joiners after the start). */
+  line: string;
+  /** Hash: user id -> "<place>:<pass expiry ms>", or "<place>:used" once the pass bought. */
+  passes: string;
+  /** Sorted set: user ids of admitted passes not used yet, scored by their expiry (ms). */
+  live: string;
+}
+
+export function queueKeys(saleId: string): QueueKeys {
+  const prefix = `fs:{sale:${saleId}}:queue`;
+  return {
+    counters: prefix,
+    places: `${prefix}:places`,
+    pre: `${prefix}:pre`,
+    line: `${prefix}:line`,
+    passes: `${prefix}:passes`,
+    live: `${prefix}:live`,
+  };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -28,6 +58,7 @@ export function saleKeys(saleId: string): SaleKeys {
     returned: `${prefix}:returned`,
     admission: `${prefix}:admission`,
     checkoutKeys: `${prefix}:keys`,
+    queue: queueKeys(saleId),
   };
 }
 
@@ -69,7 +100,30 @@ export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${sale
 /** lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters. */
 export function checkoutScriptKeys(saleId: string, minute: number): string[] {
   const keys = saleKeys(saleId);
-  return [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, saleStatsKey(saleId, minute), keys.checkoutKeys];
+  return [
+    keys.meta,
+    keys.buyers,
+    keys.outbox,
+    keys.pending,
+    keys.admission,
+    saleStatsKey(saleId, minute),
+    keys.checkoutKeys,
+    keys.queue.counters,
+    keys.queue.passes,
+    keys.queue.live,
+  ];
+}
+
+/** lua/queue-join.lua's KEYS, in its header's order. */
+export function queueJoinKeys(saleId: string): string[] {
+  const { meta, queue } = saleKeys(saleId);
+  return [meta, queue.places, queue.pre, queue.line];
+}
+
+/** lua/queue-progress.lua's KEYS, in its header's order. */
+export function queueProgressKeys(saleId: string): string[] {
+  const { meta, queue } = saleKeys(saleId);
+  return [meta, queue.counters, queue.pre, queue.line, queue.passes, queue.live];
 }
 
 /** How long a minute of outcome counters is kept. */

@@ -74,3 +74,22 @@ export const DEFAULT_CURRENCY = "USD";
 
 /** Idempotency-Key headers, in characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
+
+/**
+ * A sale's waiting room (`queue`): joining opens up to a day before the start, places are
+ * admitted at 1 to 100,000 a second, and an admitted buyer has 30 s to an hour to check out.
+ */
+export const QUEUE_LIMITS = {
+  prequeueSec: { min: 0, max: 86_400 },
+  admitPerSec: { min: 1, max: 100_000 },
+  passTtlSec: { min: 30, max: 3_600 },
+} as const;
+
+/** The waiting room of a sale that does not set one: off, and what it would be if turned on. */
+export const DEFAULT_QUEUE = { mode: "off", prequeueSec: 900, admitPerSec: 100, passTtlSec: 300 } as const;
+
+/** The most places one progress call of lua/queue-progress.lua admits; the next call goes on. */
+export const QUEUE_ADMIT_PER_CALL = 5_000;
+
+/** How long an isolate answers polls of a sale's line from the progress it last read (ms). */
+export const QUEUE_PROGRESS_TTL_MS = 1_000;

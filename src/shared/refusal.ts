@@ -27,6 +27,14 @@ export type Refusal =
   /** The buyer's Idempotency-Key already reserved an order, for another quantity. */
   | { code: "IDEMPOTENCY_KEY_REUSED" }
   /** The lab only: a strategy gave up under contention (lock not taken, CAS retries spent). */
-  | { code: "BUSY" };
+  | { code: "BUSY" }
+  /** A queued sale: no Queue-Pass was sent. */
+  | { code: "QUEUE_PASS_REQUIRED" }
+  /** A queued sale: the pass is forged, another buyer's or another sale's, or not admitted. */
+  | { code: "QUEUE_PASS_INVALID" }
+  /** A queued sale: the pass bought once already. */
+  | { code: "QUEUE_PASS_USED" }
+  /** A queued sale: the pass's time to check out ran out (the next place was let in). */
+  | { code: "QUEUE_PASS_EXPIRED" };
 
 export type RefusalCode = Refusal["code"];

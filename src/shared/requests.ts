@@ -16,6 +16,7 @@ import {
   MAX_PRICE,
   MAX_STOCK,
   ORDER_ID_PATTERN,
+  QUEUE_LIMITS,
   SALE_ID_PATTERN,
   SALE_WINDOW,
 } from "./limits";
@@ -39,6 +40,24 @@ const Admission = z.strictObject({
   rate: z.int().check(z.minimum(1), z.maximum(MAX_ADMISSION.rate)),
   burst: z.int().check(z.minimum(1), z.maximum(MAX_ADMISSION.burst)),
 });
+
+/** The waiting-room modes: off (first come, first served), fifo (arrival order), random (a verifiable draw). */
+export const QUEUE_MODES = ["off", "fifo", "random"] as const;
+export type QueueMode = (typeof QUEUE_MODES)[number];
+
+const bounded = ({ min, max }: { min: number; max: number }) => z.int().check(z.minimum(min), z.maximum(max));
+
+/** A sale's waiting room as create and edit take it; fields left out keep their value (or the default). */
+const QueueSettings = z.strictObject({
+  mode: z.optional(z.enum(QUEUE_MODES)),
+  /** Joining opens this many seconds before startsAt. */
+  prequeueSec: z.optional(bounded(QUEUE_LIMITS.prequeueSec)),
+  /** Places admitted per second once the sale starts. */
+  admitPerSec: z.optional(bounded(QUEUE_LIMITS.admitPerSec)),
+  /** How long an admitted buyer's pass is valid. */
+  passTtlSec: z.optional(bounded(QUEUE_LIMITS.passTtlSec)),
+});
+export type QueueSettings = z.infer<typeof QueueSettings>;
 
 // POST /admin/sales
 /** Names and descriptions reach Redis and D1 alike, so they must read the same in both. */
@@ -82,6 +101,8 @@ export const CreateSaleBody = z
     paymentWindowSec: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PAYMENT_WINDOW_SEC)), DEFAULT_PAYMENT_WINDOW_SEC),
     /** Units one buyer may hold in this sale. */
     perUserLimit: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
+    /** The waiting room; absent: off. */
+    queue: z.optional(QueueSettings),
   })
   .check(
     z.superRefine((s, ctx) => {
@@ -105,6 +126,8 @@ export const UpdateSaleBody = z
     endsAt: z.optional(z.iso.datetime({ offset: true })),
     admission: z.optional(Admission),
     stock: z.optional(Stock),
+    /** Changes only before joining opens (startsAt - prequeueSec). */
+    queue: z.optional(QueueSettings),
   })
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
@@ -120,6 +143,16 @@ export const CheckoutBody = z.strictObject({
   quantity: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
 });
 export type CheckoutBody = z.infer<typeof CheckoutBody>;
+
+/** GET /api/sales/:saleId/queue: the ticket POST .../queue gave. */
+export const QueueTicketHeader = z.object({
+  "queue-ticket": z.string().check(z.minLength(1), z.maxLength(1_000)),
+});
+
+/** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
+export const QueuePlacesQuery = z.object({
+  from: z.optional(z.string().check(z.regex(/^[1-9][0-9]{0,8}$/, "from must be a place, 1 or more"))),
+});
 
 /** POST /api/orders/:orderId/pay */
 export const PayBody = z.strictObject({ paymentToken: z.string().check(z.minLength(1), z.maxLength(200)) });

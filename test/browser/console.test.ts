@@ -131,6 +131,36 @@ describe("the admin console", () => {
     expect(await seriousA11yViolations(shop)).toEqual([]);
   });
 
+  it("creates a sale with a waiting room from the form and shows who joined, who was let in and the passes", async () => {
+    const page = await (await newContext(browser())).newPage();
+    await unlockConsole(page);
+    const create = page.locator("#create-form");
+    await create.getByLabel("Name").fill("Queued console drop");
+    await create.getByLabel("Stock").fill("1");
+    const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await create.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
+    await create.getByLabel("Mode").selectOption("random");
+    await create.getByLabel("Places let in per second").fill("50");
+    await page.getByRole("button", { name: "Create sale" }).click();
+    const created = await page
+      .locator("#create-status")
+      .filter({ hasText: /Created: sale \d+/ })
+      .textContent();
+    const saleId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
+    const sale = await api.sale(saleId);
+    expect(sale.queue).toMatchObject({ mode: "random", admitPerSec: 50, seed: null });
+
+    // Three join after the start (in arrival order); one unit: the first is let in.
+    for (const name of ["q-1", "q-2", "q-3"]) await api.joinQueue(saleId, await api.userToken(`${saleId}-${name}`));
+    const panel = page.locator("#queue-rows");
+    await panel.getByRole("row", { name: "Joined 3" }).waitFor();
+    await panel.getByRole("row", { name: "Let in (places 1 to) 1" }).waitFor();
+    await panel.getByRole("row", { name: "Waiting 2" }).waitFor();
+    await panel.getByText(sale.queue.seedCommitment as string).waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("forgets the token when locked", async () => {
     const page = await (await newContext(browser())).newPage();
     await unlockConsole(page);

@@ -370,6 +370,58 @@ describe("the storefront", () => {
     expect(await focused()).toBe("buy-button"); // focus stays put while the order settles
   });
 
+  it("a sale with a waiting room: joined by keyboard, Buy opens on the buyer's turn with the pass; a buyer far back is told it will likely sell out", async () => {
+    const sale = await openSale({ name: "Queued drop", stock: 2, queue: { mode: "fifo", admitPerSec: 100, passTtlSec: 120 } });
+    const page = await (await newContext(browser())).newPage();
+    await page.goto(`${BASE}/?sale=${sale.id}`);
+    await page.getByRole("heading", { name: "Queued drop" }).waitFor();
+    await signIn(page, "in-line");
+    expect(await page.locator("#buy-note").textContent()).toBe("Buy opens on your turn in the waiting room.");
+    await page.locator("#queue-join").focus();
+    await page.keyboard.press("Enter");
+    await statusReads(page, /You're in: buy now/);
+    await page
+      .locator("#queue-turn")
+      .filter({ hasText: /You're in: buy within \d\d:\d\d/ })
+      .waitFor();
+    expect(await page.locator("#queue-place").textContent()).toBe("1");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.locator("#buy-button[aria-disabled='false']").focus();
+    await page.keyboard.press("Enter");
+    await statusReads(page, /Accepted: order \d+ is reserved/);
+
+    // A sale whose line opens in an hour: the page counts down to it.
+    const later = await api.createSale({
+      name: "Later drop",
+      startsAt: new Date(Date.now() + 2 * 3_600_000).toISOString(),
+      endsAt: new Date(Date.now() + 3 * 3_600_000).toISOString(),
+      queue: { mode: "random", prequeueSec: 3_600 },
+    });
+    await page.goto(`${BASE}/?sale=${later.id}`);
+    await page
+      .locator("#queue-note")
+      .filter({ hasText: /The line opens in 0?\d:\d\d:\d\d\./ })
+      .waitFor();
+
+    // One unit left, held by the place let in before this buyer; two more buyers are ahead of them.
+    const crowded = await openSale({ name: "Crowded drop", stock: 1, queue: { mode: "fifo", admitPerSec: 100 } });
+    for (const name of ["ahead-1", "ahead-2", "ahead-3"]) await api.joinQueue(crowded.id, await api.userToken(name));
+    const back = await (await newContext(browser())).newPage();
+    await back.goto(`${BASE}/?sale=${crowded.id}`);
+    await back.getByRole("heading", { name: "Crowded drop" }).waitFor();
+    await signIn(back, "far-back");
+    await back.getByRole("button", { name: "Join the line" }).click();
+    await back
+      .locator("#queue-note")
+      .filter({ hasText: /Likely sold out before your turn: 2 buyers are ahead of you for 1 unit left/ })
+      .waitFor();
+    expect(await back.locator("#queue-place").textContent()).toBe("4");
+    for (const p of [page, back]) {
+      expect(await seriousA11yViolations(p)).toEqual([]);
+      expect(await cspViolations(p)).toEqual([]);
+    }
+  });
+
   it("is readable on a phone, keeps its layout still while numbers change, and passes axe", async () => {
     const sale = await openSale({ name: "Phone drop", stock: 40, price: 4_900, currency: "USD" });
     const page = await (await newContext(browser(), PHONE)).newPage();

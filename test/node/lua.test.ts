@@ -46,6 +46,11 @@ async function newSale(
     "t",
     opts.limit ?? 1,
     "active",
+    // No waiting room (test/node/queue-lua.test.ts tests one).
+    "off",
+    0,
+    1,
+    30,
   ];
   expect(await sync(keys, args)).toBe(1);
   return { id, keys };
@@ -62,8 +67,19 @@ const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
 type Buyer = string | [string, number] | [string, number, string];
 const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
-    [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, statsKey(keys), keys.checkoutKeys],
-    buyers.flatMap((b) => (typeof b === "string" ? [b, "1", ""] : [b[0], String(b[1]), b[2] ?? ""])),
+    [
+      keys.meta,
+      keys.buyers,
+      keys.outbox,
+      keys.pending,
+      keys.admission,
+      statsKey(keys),
+      keys.checkoutKeys,
+      keys.queue.counters,
+      keys.queue.passes,
+      keys.queue.live,
+    ],
+    buyers.flatMap((b) => (typeof b === "string" ? [b, "1", "", ""] : [b[0], String(b[1]), b[2] ?? "", ""])),
   );
 const checkoutAll = async (keys: Keys, buyers: Buyer[]) => parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
 const checkout = async (keys: Keys, buyer: Buyer) => {
@@ -172,13 +188,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 triples/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 quadruples/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 triples/);
+    ).rejects.toThrow(/1 to 100 quadruples/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -211,10 +227,10 @@ describe("the reply layout", () => {
   it("is what the Worker reads, and any other layout fails loudly", async () => {
     const { keys } = await newSale();
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
-    expect(raw[0]).toBe("checkout/2");
+    expect(raw[0]).toBe("checkout/3");
     expect(raw).toHaveLength(8 + 4 * 2);
     expect(() => parseCheckoutReply(raw, 3)).toThrow(ReplyLayoutError);
-    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/2 with 16 fields/);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/3 with 16 fields/);
     expect(() => parseCheckoutReply(["checkout/1", ...raw.slice(1)], 2)).toThrow(/layout checkout\/1/);
     expect(() => parseCheckoutReply([...raw.slice(0, 8), "MAYBE", "", 0, 0, ...raw.slice(12)], 2)).toThrow(/outcome MAYBE/);
   });
@@ -326,7 +342,7 @@ describe("return.lua and sale-sync.lua", () => {
 
   const record = (version: number, stock: number, state = "active") => {
     const now = Date.now();
-    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state];
+    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state, "off", 0, 1, 30];
   };
 
   it("sale-sync never resets a live sale: the same version again changes nothing", async () => {

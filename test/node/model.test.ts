@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { INPUTS } from "../../load/model/inputs.ts";
 import { simulate } from "../../load/model/simulation.ts";
+import { waitingRoomLoad } from "../../load/model/waiting-room.ts";
 
 describe("the spike model", () => {
   it.each(["atomic", "durable-object"] as const)(
@@ -22,4 +23,11 @@ describe("the spike model", () => {
     expect(outcome.accepted).toBe(1_000);
     expect(outcome.sellOutMs).toBeNull();
   });
+});
+
+it("a million-buyer waiting room stays within one database's commands per second in every phase, the polls far below one command each", () => {
+  const phases = waitingRoomLoad();
+  for (const p of phases) expect(p.total, p.phase).toBeLessThanOrEqual(p.limit);
+  const pre = phases[0];
+  expect(pre?.commandsPerSec.progress).toBeLessThan((pre?.workerRequestsPerSec ?? 0) / 50);
 });

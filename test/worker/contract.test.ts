@@ -70,6 +70,26 @@ describe("the OpenAPI document", () => {
     const first = await call(`/api/sales/${throttled.id}/checkout`, { method: "POST", headers: bearer(await userToken("c-1")) });
     await call(`/api/sales/${throttled.id}/checkout`, { method: "POST", headers: bearer(await userToken("c-2")) }); // 429
 
+    // The waiting room: join, poll, a pass's refusals and its checkout.
+    const queued = await createSale({ queue: { mode: "fifo", admitPerSec: 1000 } });
+    const queuer = bearer(await userToken("c-queuer"));
+    await call(`/api/sales/${queued.id}/queue`, { method: "POST", headers: queuer });
+    const joined = (await (await call(`/api/sales/${queued.id}/queue`, { method: "POST", headers: queuer })).json()) as {
+      ticket: string;
+    };
+    await call(`/api/sales/${sale.id}/queue`, { method: "POST", headers: queuer }); // 409 QUEUE_OFF
+    await call(`/api/sales/${queued.id}/queue`, { headers: queuer }); // 400: no ticket
+    await call(`/api/sales/${queued.id}/queue`, { headers: { ...buyer, "Queue-Ticket": joined.ticket } }); // 403
+    const position = (await (
+      await call(`/api/sales/${queued.id}/queue`, { headers: { ...queuer, "Queue-Ticket": joined.ticket } })
+    ).json()) as { pass: string };
+    await call(`/api/sales/${queued.id}/checkout`, { method: "POST", headers: queuer }); // 403 QUEUE_PASS_REQUIRED
+    await call(`/api/sales/${queued.id}/checkout`, { method: "POST", headers: { ...queuer, "Queue-Pass": position.pass } });
+    await call(`/admin/sales/${queued.id}/queue`, { headers: admin() });
+    await call(`/admin/sales/${sale.id}/queue`, { headers: admin() }); // 409 QUEUE_OFF
+    await call(`/admin/sales/${queued.id}/queue/places`, { headers: admin() });
+    await call(`/admin/sales/${queued.id}/queue/places?from=0`, { headers: admin() }); // 400
+
     await waitForConfirmed([orderId, ((await first.json()) as { orderId: string }).orderId]);
     await call(`/api/orders/${orderId}`, { headers: buyer });
     await call(`/api/orders/${orderId}`, { headers: bearer(await userToken("someone-else")) });

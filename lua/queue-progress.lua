@@ -1,0 +1,84 @@
+#!lua flags=allow-key-locking
+--[[
+queue-progress.lua: move a sale's waiting room forward to now, and read where it stands.
+
+Each isolate calls it at most about once a second per sale and answers every poll in between
+from the reply, so a poll costs no Redis command of its own.
+
+Admission: once the sale starts, every place up to `admitted` is let in, where
+  admitted = min(joined,
+                 paced:  floor(ms since start * qrate / 1000) + qrate (a second's worth at the start),
+                 units:  used + expired + remaining)
+The third bound ties the line to the stock: passes alive (admitted, neither used nor expired)
+never outnumber the units left, so nobody is admitted to a sale already sold out. A pass that
+expires, or an order cancelled or expired (its units come back to `remaining`), lets the next
+place in; a pass used takes its unit with it. An admitted place gets a pass record valid qttl
+seconds. A call admits at most ARGV[1] places; the next call goes on.
+
+KEYS (all share the sale's hash tag)
+  1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining (see checkout.lua)
+  2  counters hash    admitted, used, expired
+  3  pre-queue zset   see queue-join.lua   4  line list   see queue-join.lua
+  5  passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
+  6  live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
+ARGV
+  1  the most places this call admits
+Reply
+  { "queue-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
+    qrate, state, drawn }
+  state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the sale
+  drawn  a random sale's pre-queue joiners (places 1..drawn)
+Time comes from the Redis server (TIME).
+]]
+
+local meta, counters, pre, line, passes, live = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local maxAdmit = tonumber(ARGV[1])
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining')
+if not sale[4] then
+  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
+end
+local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
+local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
+local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired')
+local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
+local drawn = redis.call('ZCARD', pre)
+local joined = drawn + redis.call('LLEN', line)
+
+-- Passes whose time ran out free their claim on a unit.
+local lapsed = redis.call('ZCOUNT', live, '-inf', nowMs)
+if lapsed > 0 then
+  redis.call('ZREMRANGEBYSCORE', live, '-inf', nowMs)
+  expired = expired + lapsed
+  redis.call('HSET', counters, 'expired', expired)
+end
+
+if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
+  local paced = math.floor((nowMs - starts) * rate / 1000) + rate
+  local target = math.min(joined, paced, used + expired + remaining, admitted + maxAdmit)
+  if target > admitted then
+    local users = {}
+    -- Places 1..drawn are the pre-queue in draw order; the line follows.
+    if admitted < drawn then
+      for _, member in ipairs(redis.call('ZRANGE', pre, admitted, math.min(target, drawn) - 1)) do
+        users[#users + 1] = string.sub(member, 66) -- after "<64 hex>:"
+      end
+    end
+    if target > drawn then
+      for _, user in ipairs(redis.call('LRANGE', line, math.max(admitted, drawn) - drawn, target - drawn - 1)) do
+        users[#users + 1] = user
+      end
+    end
+    local expires = nowMs + ttl * 1000
+    for i, user in ipairs(users) do
+      redis.call('HSET', passes, user, (admitted + i) .. ':' .. expires)
+      redis.call('ZADD', live, expires, user)
+    end
+    admitted = target
+    redis.call('HSET', counters, 'admitted', admitted)
+  end
+end
+
+return { 'queue-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn }

@@ -1,0 +1,104 @@
+// Queue tickets and passes: claims the Worker signs and the buyer carries, so a poll needs no
+// Redis read to know the buyer's place, and a forged or borrowed pass is refused before Redis.
+//
+// Format: "<kind>.<claims>.<mac>", claims the base64url of their JSON, mac the base64url of
+// HMAC-SHA256 over "<kind>.<claims>". The key is derived (HKDF-SHA256) from JWT_SECRET: whoever
+// holds that secret can sign in as any buyer already, so a second secret would protect nothing
+// more, and there is none to provision. Kinds: "qt1" (ticket), "qp1" (pass).
+
+/**
+ * A ticket: the buyer's place in a sale's line (null while a random sale's pre-queue is
+ * undrawn), and for a random sale's pre-queue joiner their own draw key (`d`), from which a
+ * poll estimates where they stand without asking Redis.
+ */
+export interface TicketClaims {
+  s: string;
+  u: string;
+  p: number | null;
+  d?: string;
+}
+
+/** A pass: the buyer's admitted place, and when its time to check out ends (epoch ms). */
+export interface PassClaims {
+  s: string;
+  u: string;
+  p: number;
+  e: number;
+}
+
+type Kind = "qt1" | "qp1";
+
+const encoder = new TextEncoder();
+const keys = new Map<string, Promise<CryptoKey>>();
+
+function signingKey(secret: string): Promise<CryptoKey> {
+  let key = keys.get(secret);
+  if (!key) {
+    key = crypto.subtle
+      .importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
+      .then((material) =>
+        crypto.subtle.deriveKey(
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("flash-sale queue tickets and passes") },
+          material,
+          { name: "HMAC", hash: "SHA-256", length: 256 },
+          false,
+          ["sign", "verify"],
+        ),
+      );
+    keys.set(secret, key);
+  }
+  return key;
+}
+
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
+
+function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
+  const binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
+async function sign(secret: string, kind: Kind, claims: TicketClaims | PassClaims): Promise<string> {
+  const body = `${kind}.${base64url(encoder.encode(JSON.stringify(claims)))}`;
+  const mac = await crypto.subtle.sign("HMAC", await signingKey(secret), encoder.encode(body));
+  return `${body}.${base64url(new Uint8Array(mac))}`;
+}
+
+/** The claims of a token of `kind` whose mac verifies (in constant time), or undefined. */
+async function verified(secret: string, kind: Kind, token: string): Promise<Record<string, unknown> | undefined> {
+  const [k, claims, mac, extra] = token.split(".");
+  if (k !== kind || claims === undefined || mac === undefined || extra !== undefined) return undefined;
+  const macBytes = fromBase64url(mac);
+  if (!macBytes) return undefined;
+  const ok = await crypto.subtle.verify("HMAC", await signingKey(secret), macBytes, encoder.encode(`${k}.${claims}`));
+  if (!ok) return undefined;
+  const json = fromBase64url(claims);
+  return json ? (JSON.parse(new TextDecoder().decode(json)) as Record<string, unknown>) : undefined;
+}
+
+export const signTicket = (secret: string, claims: TicketClaims) => sign(secret, "qt1", claims);
+export const signPass = (secret: string, claims: PassClaims) => sign(secret, "qp1", claims);
+
+/** The ticket's claims when it is genuine and names this sale and buyer. */
+export async function readTicket(
+  secret: string,
+  token: string,
+  saleId: string,
+  userId: string,
+): Promise<TicketClaims | undefined> {
+  const c = await verified(secret, "qt1", token);
+  if (c?.s !== saleId || c.u !== userId || !(c.p === null || Number.isSafeInteger(c.p))) return undefined;
+  if (c.d !== undefined && !(typeof c.d === "string" && /^[0-9a-f]{64}$/.test(c.d))) return undefined;
+  return c as unknown as TicketClaims;
+}
+
+/** The pass's claims when it is genuine and names this sale and buyer. */
+export async function readPass(secret: string, token: string, saleId: string, userId: string): Promise<PassClaims | undefined> {
+  const c = await verified(secret, "qp1", token);
+  if (c?.s !== saleId || c.u !== userId || !Number.isSafeInteger(c.p) || !Number.isSafeInteger(c.e)) return undefined;
+  return c as unknown as PassClaims;
+}

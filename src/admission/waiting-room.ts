@@ -1,0 +1,174 @@
+// A sale's waiting room: joining, the line's progress and a buyer's standing in it. The
+// scripts are lua/queue-join.lua and lua/queue-progress.lua; lua/checkout.lua enforces the
+// pass. docs/architecture.md ("Admission") says where this sits among the other layers.
+import { IsolateCache } from "../isolate/isolate-cache";
+import type { KeepAlive } from "../isolate/shared-work";
+import type { Redis } from "../redis/client";
+import { LUA, runScript } from "../redis/scripts";
+import { findSale } from "../sales/repository";
+import type { Sale } from "../sales/sale";
+import type { QueueState } from "../shared/api-types";
+import { queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
+import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import { drawKey } from "../shared/queue-draw";
+
+/** Where a sale's line stands, as lua/queue-progress.lua answered (times are Redis', epoch ms). */
+export interface Progress {
+  at: number;
+  /** Every place up to this one is admitted. */
+  admitted: number;
+  joined: number;
+  remaining: number;
+  used: number;
+  expired: number;
+  startsAt: number;
+  endsAt: number;
+  admitPerSec: number;
+  state: "active" | "paused" | "cancelled" | "missing";
+  /** A random sale's pre-queue joiners: places 1..drawn, in draw order. */
+  drawn: number;
+}
+
+/** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
+const sales = new IsolateCache<Sale | null>({ ttlMs: 1_000, maxEntries: 1_000 });
+/** The line's progress, read at most once per QUEUE_PROGRESS_TTL_MS per isolate and sale, whoever polls. */
+const progressCache = new IsolateCache<Progress>({ ttlMs: QUEUE_PROGRESS_TTL_MS, maxEntries: 1_000 });
+
+export async function recordedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale | undefined> {
+  return (await sales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null, keepAlive)) ?? undefined;
+}
+
+function parseProgress(reply: unknown): Progress {
+  if (!Array.isArray(reply) || reply[0] !== "queue-progress/1" || reply.length !== 12) {
+    throw new Error(`lua/queue-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`);
+  }
+  const [at, admitted, joined, remaining, used, expired, startsAt, endsAt, admitPerSec] = reply
+    .slice(1, 10)
+    .map(Number) as number[];
+  return {
+    at: at as number,
+    admitted: admitted as number,
+    joined: joined as number,
+    remaining: remaining as number,
+    used: used as number,
+    expired: expired as number,
+    startsAt: startsAt as number,
+    endsAt: endsAt as number,
+    admitPerSec: admitPerSec as number,
+    state: String(reply[10]) as Progress["state"],
+    drawn: Number(reply[11]),
+  };
+}
+
+/** Moves the line forward to now and reads it: one script call. */
+async function advance(redis: Redis, saleId: string): Promise<Progress> {
+  return parseProgress(
+    await runScript<unknown>(redis, LUA.queueProgress, queueProgressKeys(saleId), [String(QUEUE_ADMIT_PER_CALL)]),
+  );
+}
+
+/** The line's progress: from this isolate's last read when it is under a second old, else one script call shared by every poll waiting. */
+export function readProgress(redis: Redis, saleId: string, keepAlive: KeepAlive): Promise<Progress> {
+  return progressCache.getOrLoad(saleId, () => advance(redis, saleId), keepAlive);
+}
+
+/** The line's progress now (one script call), for the console: it also refreshes this isolate's copy. */
+export async function readFreshProgress(redis: Redis, saleId: string): Promise<Progress> {
+  const progress = await advance(redis, saleId);
+  progressCache.set(saleId, progress);
+  return progress;
+}
+
+export type JoinOutcome =
+  /** place: null while a random sale's pre-queue is not drawn yet (until the start); drawKey: the buyer's, for a random sale. */
+  | { code: "JOINED"; place: number | null; drawKey?: string }
+  | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
+
+/** Puts the buyer in the sale's line, once; again, the same place (lua/queue-join.lua). */
+export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
+  const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
+  const reply = await runScript<unknown[]>(redis, LUA.queueJoin, queueJoinKeys(sale.id), [userId, key]);
+  if (!Array.isArray(reply) || reply[0] !== "queue-join/1") throw new Error("lua/queue-join.lua replied in an unknown layout");
+  const place = Number(reply[3]);
+  switch (String(reply[2])) {
+    case "JOINED":
+      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }) };
+    case "NOT_OPEN":
+      return { code: "QUEUE_NOT_OPEN" };
+    case "OFF":
+      return { code: "QUEUE_OFF" };
+    case "CLOSED":
+      return { code: "QUEUE_CLOSED" };
+    default:
+      return { code: "SALE_NOT_FOUND" };
+  }
+}
+
+/** A buyer's standing in the line, as the poll answers it (the pass is signed by the caller). */
+export interface Standing {
+  place: number | null;
+  admittedThrough: number;
+  aheadOfYou: number;
+  estimatedWaitSec: number;
+  state: QueueState;
+  retryAfterSec: number;
+  pass: { place: number; expiresAt: number } | null;
+}
+
+const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(min, n));
+
+/**
+ * Where the buyer at `place` stands, from the line's progress. Costs no Redis command unless
+ * the place is admitted: then one read of the buyer's pass record (its expiry, or used).
+ */
+export async function standing(
+  redis: Redis,
+  saleId: string,
+  userId: string,
+  place: number | null,
+  progress: Progress,
+  now = Date.now(),
+): Promise<Standing> {
+  const base = { place, admittedThrough: progress.admitted, aheadOfYou: 0, estimatedWaitSec: 0, pass: null };
+  const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
+  if (over) return { ...base, state: "closed", retryAfterSec: 60 };
+  if (place !== null && place <= progress.admitted) {
+    const record = await redis.hget<string>(queueKeys(saleId).passes, userId);
+    const [admittedPlace, expiry] = String(record ?? "").split(":");
+    const expiresAt = Number(expiry);
+    if (Number(admittedPlace) === place && expiresAt > now) {
+      return {
+        ...base,
+        state: "admitted",
+        retryAfterSec: clamp(Math.ceil((expiresAt - now) / 1000), 1, 60),
+        pass: { place, expiresAt },
+      };
+    }
+    return { ...base, state: "closed", retryAfterSec: 60 }; // the pass bought, or its time ran out
+  }
+  const aheadOfYou = place === null ? 0 : place - progress.admitted - 1;
+  const untilStart = Math.max(0, Math.ceil((progress.startsAt - now) / 1000));
+  const estimatedWaitSec = untilStart + Math.ceil(aheadOfYou / progress.admitPerSec);
+  if (progress.remaining === 0) return { ...base, aheadOfYou, estimatedWaitSec, state: "sold_out", retryAfterSec: 10 };
+  // Often near the front, rarely far back or long before the start; never more than every second.
+  const retryAfterSec = clamp(untilStart > 0 ? untilStart : Math.floor(aheadOfYou / progress.admitPerSec / 2), 1, 15);
+  return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
+}
+
+/** A page of the line, in place order: who holds each place (`count` places from `from`). */
+export async function linePage(
+  redis: Redis,
+  saleId: string,
+  from: number,
+  count: number,
+): Promise<{ drawn: number; userIds: string[] }> {
+  const { pre, line } = queueKeys(saleId);
+  const drawn = Number(await redis.zcard(pre));
+  const last = from + count - 1;
+  const [drawnPart, linePart] = await Promise.all([
+    from <= drawn ? redis.zrange<string[]>(pre, from - 1, Math.min(last, drawn) - 1) : Promise.resolve([]),
+    last > drawn ? redis.lrange<string>(line, Math.max(from, drawn + 1) - drawn - 1, last - drawn - 1) : Promise.resolve([]),
+  ]);
+  // A pre-queue member is "<64 hex draw key>:<user id>".
+  return { drawn, userIds: [...drawnPart.map((member) => String(member).slice(65)), ...linePart.map(String)] };
+}

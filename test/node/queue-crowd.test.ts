@@ -1,0 +1,98 @@
+// The waiting room under a crowd, on the Worker's bundle in workerd (Miniflare) with local D1
+// and Queues and a real redis-server behind the project's Upstash gateway: a random sale's
+// draw recomputed from its revealed seed, and a drop with bots.
+import { Redis as IORedis } from "ioredis";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { verifyQueue } from "../../dev/lib/verify-queue.ts";
+import { eventually } from "../../dev/lib/wait.ts";
+import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { saleViolations } from "../../load/runner/invariants.ts";
+import { queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
+import { saleKeys } from "../../src/shared/keys.ts";
+import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
+
+let stack: Stack;
+let redis: IORedis;
+
+beforeAll(async () => {
+  // The crowd comes from one client: no per-user limit here.
+  stack = await startStack({ vars: { USER_RATE_LIMIT: "0" } });
+  redis = new IORedis(stack.redis.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await stack?.stop();
+});
+
+async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += width) out.push(...(await Promise.all(items.slice(i, i + width).map(work))));
+  return out;
+}
+
+it("places 2,000 pre-queue joiners of a random sale by its committed seed: anyone can recompute it, and it is not the join order", async () => {
+  const { api } = stack;
+  const sale = await api.createSale({
+    stock: 10,
+    startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+    endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+    queue: { mode: "random", prequeueSec: 86_400, admitPerSec: 100_000 },
+  });
+  expect(sale.queue.seedCommitment).toMatch(/^[0-9a-f]{64}$/);
+  const userIds = Array.from({ length: 2_000 }, (_, i) => `draw-${sale.id}-${i}`);
+  const tokens = await Promise.all(userIds.map((u) => api.userToken(u)));
+  // In join order, one after another.
+  for (const token of tokens) expect((await api.joinQueue(sale.id, token)).body?.place).toBeNull();
+
+  // The sale starts in a moment and ends a little later (the window may move until the start).
+  const startsAt = Date.now() + 1_500;
+  const window = { startsAt: new Date(startsAt).toISOString(), endsAt: new Date(startsAt + 3_000).toISOString() };
+  expect((await api.editSale(sale.id, window)).status).toBe(200);
+  await eventually("the start", async () => Date.now() > startsAt + 100);
+  // Joining again answers the place the draw gave.
+  const places = await inBatches(tokens, 50, async (token) => (await api.joinQueue(sale.id, token)).body?.place);
+  expect(new Set(places).size).toBe(2_000);
+
+  const ended = await eventually("the sale's end, and its seed", async () => {
+    const view = await api.sale(sale.id);
+    return view.queue.seed !== null && view;
+  });
+  const seed = ended.queue.seed as string;
+  expect(await seedCommitment(seed)).toBe(sale.queue.seedCommitment);
+  const recomputed = await drawOrder(seed, userIds);
+  expect(recomputed.map((u) => places[userIds.indexOf(u)])).toEqual(userIds.map((_, i) => i + 1));
+
+  // Spearman's rank correlation of join order and place: near 0 (its spread for 2,000 is about 0.02).
+  const n = userIds.length;
+  const d2 = places.reduce((sum: number, place, i) => sum + ((place as number) - (i + 1)) ** 2, 0);
+  const rho = 1 - (6 * d2) / (n * (n * n - 1));
+  expect(Math.abs(rho)).toBeLessThan(0.1);
+
+  // npm run verify-queue's check agrees, from the API alone.
+  const verdict = await verifyQueue(api, sale.id);
+  expect(verdict).toMatchObject({ ok: true });
+  expect(verdict.lines.at(-1)).toMatch(/gives each of the 2000 pre-queue places/);
+});
+
+it("a drop with bots: units only to their own pass holders, admitted places one run from the front, every order settled once", async () => {
+  const stock = 20;
+  const result = await runQueueCrowd(stack.api, { people: 60, bots: 15, stock });
+  expect(result.failures).toEqual(new Map());
+  expect(result.accepted.size).toBe(stock);
+  expect([...result.botRefusals.keys()]).toEqual(expect.arrayContaining(["QUEUE_PASS_REQUIRED", "QUEUE_PASS_INVALID"]));
+
+  const passes = await redis.hgetall(saleKeys(result.saleId).queue.passes);
+  expect(queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes })).toEqual([]);
+  const report = await waitForDrain(stack.api, result.saleId, stock);
+  const settled = await stack.settledOrders(result.saleId);
+  const samples = [...result.accepted].map(([userId, orderId]) => ({
+    userId,
+    orderId,
+    status: 202,
+    code: "ACCEPTED",
+    startMs: 0,
+    latencyMs: 0,
+  }));
+  expect(saleViolations({ stock, samples, report, settled })).toEqual([]);
+  expect(await stack.api.queueStats(result.saleId)).toMatchObject({ admitted: stock, passesUsed: stock, remaining: 0 });
+});

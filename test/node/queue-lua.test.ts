@@ -1,0 +1,200 @@
+// The waiting room's scripts (lua/queue-join.lua, lua/queue-progress.lua) and the pass rules
+// of lua/checkout.lua, on a real redis-server through the project's Upstash gateway, called
+// with the Worker's own key lists and reply parser.
+import { readFileSync } from "node:fs";
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
+import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
+import { eventually } from "../../dev/lib/wait.ts";
+import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
+import { checkoutScriptKeys, queueJoinKeys, queueProgressKeys, saleKeys } from "../../src/shared/keys.ts";
+import { drawKey, drawOrder } from "../../src/shared/queue-draw.ts";
+
+const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
+const TOKEN = "queue-lua-test-token";
+const SEED = "5eed".repeat(16);
+
+let server: RedisServer;
+let gateway: Gateway;
+let redis: Redis;
+let seq = 0;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  gateway = await startGateway({ redisUrl: server.url, token: TOKEN });
+  redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
+});
+afterAll(async () => {
+  await gateway?.close();
+  await server?.stop();
+});
+
+interface QueuedSale {
+  mode?: "fifo" | "random" | "off";
+  stock?: number;
+  /** ms from now */
+  startsIn?: number;
+  opensIn?: number;
+  rate?: number;
+  ttlSec?: number;
+  limit?: number;
+}
+
+async function newSale(opts: QueuedSale = {}): Promise<string> {
+  const id = `q${++seq}`;
+  const now = Date.now();
+  const starts = now + (opts.startsIn ?? -1000);
+  const args = [1, opts.stock ?? 3, starts, now + 600_000, 7, 100_000, 100_000, "q", opts.limit ?? 1, "active"];
+  const queue = [opts.mode ?? "fifo", now + (opts.opensIn ?? -60_000), opts.rate ?? 1000, opts.ttlSec ?? 60];
+  await redis.createScript(lua("sale-sync")).exec([saleKeys(id).meta], [...args, ...queue].map(String));
+  return id;
+}
+
+/** Starts a sale that is still in its pre-queue, as an edit of its window would. */
+const startNow = (saleId: string) => redis.hset(saleKeys(saleId).meta, { starts: String(Date.now() - 1) });
+
+async function join(saleId: string, user: string, random = false): Promise<{ outcome: string; place: number }> {
+  const key = random ? await drawKey(SEED, user) : "";
+  const reply = (await redis.createScript(lua("queue-join")).exec(queueJoinKeys(saleId), [user, key])) as unknown[];
+  expect(reply[0]).toBe("queue-join/1");
+  return { outcome: String(reply[2]), place: Number(reply[3]) };
+}
+
+async function progress(saleId: string, maxAdmit = 5000) {
+  const reply = (await redis
+    .createScript(lua("queue-progress"))
+    .exec(queueProgressKeys(saleId), [String(maxAdmit)])) as unknown[];
+  expect(reply[0]).toBe("queue-progress/1");
+  const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
+  return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]) };
+}
+
+/** One buyer's checkout with the place its pass names ("" for no pass). */
+async function checkout(saleId: string, user: string, place: number | "" = ""): Promise<Reservation> {
+  const reply = await redis.createScript(lua("checkout")).exec(checkoutScriptKeys(saleId, 0), [user, "1", "", String(place)]);
+  return parseCheckoutReply(reply, 1)[0] as Reservation;
+}
+
+const passOf = async (saleId: string, user: string) => redis.hget<string>(saleKeys(saleId).queue.passes, user);
+
+describe("queue-join.lua", () => {
+  it("opens at qopens, places fifo joiners in arrival order, and answers a second join with the same place", async () => {
+    const early = await newSale({ opensIn: 60_000, startsIn: 120_000 });
+    expect(await join(early, "a")).toEqual({ outcome: "NOT_OPEN", place: 0 });
+    const off = await newSale({ mode: "off" });
+    expect(await join(off, "a")).toEqual({ outcome: "OFF", place: 0 });
+    expect(await join("nope", "a")).toEqual({ outcome: "NOT_FOUND", place: 0 });
+
+    const sale = await newSale({ startsIn: 60_000 });
+    expect((await join(sale, "a")).place).toBe(1);
+    expect((await join(sale, "b")).place).toBe(2);
+    expect(await join(sale, "a")).toEqual({ outcome: "JOINED", place: 1 });
+    expect(await redis.hlen(saleKeys(sale).queue.places)).toBe(2);
+  });
+
+  it("places a random sale's pre-queue by draw key at the start, and later joiners behind in arrival order", async () => {
+    const sale = await newSale({ mode: "random", startsIn: 60_000 });
+    const early = Array.from({ length: 30 }, (_, i) => `early-${i}`);
+    for (const user of early) expect(await join(sale, user, true)).toEqual({ outcome: "JOINED", place: 0 });
+    await startNow(sale);
+    const late = await join(sale, "late-0", true);
+    expect(late.place).toBe(31);
+    const drawn = await drawOrder(SEED, early);
+    expect(drawn).not.toEqual(early);
+    for (const [i, user] of drawn.entries()) expect((await join(sale, user, true)).place).toBe(i + 1);
+    expect((await join(sale, "late-1", true)).place).toBe(32);
+  });
+});
+
+describe("queue-progress.lua", () => {
+  it("admits at the pace, never more places than units left, and gives each admitted place a pass", async () => {
+    const sale = await newSale({ stock: 3, rate: 1000 });
+    for (const user of ["a", "b", "c", "d", "e"]) await join(sale, user);
+    expect(await progress(sale)).toMatchObject({ admitted: 3, joined: 5, remaining: 3, used: 0, expired: 0, state: "active" });
+    expect(String(await passOf(sale, "c"))).toMatch(/^3:\d+$/);
+    expect(await passOf(sale, "d")).toBeNull();
+
+    const slow = await newSale({ stock: 100, rate: 2 });
+    for (const user of ["a", "b", "c", "d", "e"]) await join(slow, user);
+    // 2 at the start, 2 more each second after, by Redis' clock.
+    const paced = await progress(slow);
+    expect(paced.admitted).toBe(Math.min(5, Math.floor((((paced.at as number) - (paced.starts as number)) * 2) / 1000) + 2));
+  });
+
+  it("admits at most the given number of places per call; the next call goes on", async () => {
+    const sale = await newSale({ stock: 10, rate: 1000 });
+    for (const user of ["a", "b", "c", "d"]) await join(sale, user);
+    expect((await progress(sale, 3)).admitted).toBe(3);
+    expect((await progress(sale, 3)).admitted).toBe(4);
+  });
+
+  it("admits nobody before the start, nor into a paused sale", async () => {
+    const sale = await newSale({ startsIn: 60_000 });
+    await join(sale, "a");
+    expect((await progress(sale)).admitted).toBe(0);
+    await redis.hset(saleKeys(sale).meta, { starts: String(Date.now() - 1), state: "paused" });
+    expect(await progress(sale)).toMatchObject({ admitted: 0, state: "paused" });
+  });
+});
+
+describe("checkout.lua with a waiting room", () => {
+  it("sells only against the buyer's own admitted pass, once, and consumes it with the deduct", async () => {
+    const sale = await newSale({ stock: 5, rate: 1000 });
+    for (const user of ["a", "b", "c"]) await join(sale, user);
+    await progress(sale);
+    expect(await checkout(sale, "a")).toEqual({ code: "QUEUE_PASS_REQUIRED" });
+    expect(await checkout(sale, "a", 2)).toEqual({ code: "QUEUE_PASS_INVALID" }); // b's place
+    expect(await checkout(sale, "stranger", 1)).toEqual({ code: "QUEUE_PASS_INVALID" });
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("5"); // nothing reserved
+    expect((await checkout(sale, "a", 1)).code).toBe("OK");
+    expect(await passOf(sale, "a")).toBe("1:used");
+    expect(await checkout(sale, "a", 1)).toEqual({ code: "QUEUE_PASS_USED" });
+    expect(await redis.zscore(saleKeys(sale).queue.live, "a")).toBeNull();
+    expect(await progress(sale)).toMatchObject({ admitted: 3, used: 1, remaining: 4 });
+  });
+
+  it("refuses a second use of one pass inside one merged call", async () => {
+    const sale = await newSale({ stock: 5, limit: 2 });
+    await join(sale, "a");
+    await progress(sale);
+    const reply = await redis
+      .createScript(lua("checkout"))
+      .exec(checkoutScriptKeys(sale, 0), ["a", "1", "", "1", "a", "1", "", "1"]);
+    expect(parseCheckoutReply(reply, 2).map((r) => r.code)).toEqual(["OK", "QUEUE_PASS_USED"]);
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("4");
+  });
+
+  it("an expired pass is refused and lets the next place in; so does a unit that comes back", async () => {
+    const sale = await newSale({ stock: 2, rate: 1000, ttlSec: 1 });
+    for (const user of ["a", "b", "c", "d"]) await join(sale, user);
+    expect((await progress(sale)).admitted).toBe(2);
+    const bought = await checkout(sale, "a", 1);
+    if (bought.code !== "OK") throw new Error(`expected OK, got ${bought.code}`);
+    // b lets its second pass by: c is let in, and only then.
+    const afterExpiry = await eventually("b's pass to expire and c to be admitted", async () => {
+      const p = await progress(sale);
+      return p.admitted === 3 && p;
+    });
+    expect(afterExpiry).toMatchObject({ used: 1, expired: 1, remaining: 1 });
+    expect(await checkout(sale, "b", 2)).toEqual({ code: "QUEUE_PASS_EXPIRED" });
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("1");
+    expect((await checkout(sale, "c", 3)).code).toBe("OK");
+    expect((await progress(sale)).admitted).toBe(3); // sold out: d waits
+
+    // a's order is cancelled: its unit goes back, and d, the next place, is let in.
+    const keys = saleKeys(sale);
+    await redis.eval(
+      lua("return"),
+      [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+      [bought.orderId, "a", "1"],
+    );
+    expect(await progress(sale)).toMatchObject({ admitted: 4, remaining: 1 });
+    expect((await checkout(sale, "d", 4)).code).toBe("OK");
+  });
+
+  it("an unqueued sale needs no pass", async () => {
+    const sale = await newSale({ mode: "off" });
+    expect((await checkout(sale, "a")).code).toBe("OK");
+  });
+});
