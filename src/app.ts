@@ -10,6 +10,7 @@ import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
+import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints";
 import { labRoutes } from "./routes/lab";
 import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
@@ -40,8 +41,11 @@ export const app = root
   .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
+  .use("/api/orders/*", sendRaisedEvents) // pay and cancel raise order events
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
+  .use("/admin/sales/:saleId/cancel", sendRaisedEvents) // a cancelled sale cancels its orders
+  .route("/admin/webhooks", eventEndpointRoutes) // the shop's endpoints for order events
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

@@ -4,13 +4,17 @@ import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
+import { deliverDue, kickOrderEvents } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
+
+/** A retry due sooner than the cron's next run is waited for by the sending job itself. */
+const CRON_PERIOD_MS = 60_000;
 
 /**
  * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
- * cached copies. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * cached copies. Order events to the shop's endpoints. A job that fails (D1 or Redis unreachable) is retried with backoff.
  * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env): Promise<EndedOrder[]> {
@@ -40,6 +44,7 @@ async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<n
     case "expire-orders": {
       const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), job.orderIds);
       returned.push(...expired);
+      if (expired.length > 0) await kickOrderEvents(env);
       if (notYetDue.length === 0) return undefined;
       const next = Math.min(...notYetDue.map((o) => o.expiresAt));
       return Math.max(1, Math.ceil((next - Date.now()) / 1000));
@@ -50,6 +55,11 @@ async function run(job: JobMessage, env: Env, returned: EndedOrder[]): Promise<n
       const archived = job.archived || ((await findSale(env.DB, job.saleId))?.archivedAt ?? null) !== null;
       await evictSale(redisFor(env), job.saleId, { archived });
       return undefined;
+    }
+    case "deliver-order-events": {
+      const { nextDueAt } = await deliverDue(env.DB);
+      if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
+      return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }
   }
 }

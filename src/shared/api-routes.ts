@@ -8,6 +8,7 @@ import * as Bodies from "./api-types";
 import { STRATEGIES } from "./lab-strategies";
 import * as Lab from "./lab-types";
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from "./limits";
+import * as OrderEvents from "./order-events";
 import * as Requests from "./requests";
 import "./zod-english";
 
@@ -75,6 +76,97 @@ const SALE_NOT_LOADED =
 const IDEMPOTENCY_KEY = `1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
 const ORDER_NOT_FOUND = error("ORDER_NOT_FOUND: no such order, or another user's");
 const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABLED is true.";
+
+const ENDPOINT_NOT_FOUND = error("ENDPOINT_NOT_FOUND: no such endpoint");
+const ADMIN_REFUSALS = { 401: UNAUTHORIZED, 403: CROSS_ORIGIN } as const;
+const EndpointList = z.object({ endpoints: z.array(OrderEvents.EndpointView) });
+const EVENT_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "post",
+    path: "/admin/webhooks",
+    tag: "admin",
+    summary: "Register an endpoint for order events",
+    description:
+      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here. The url must be https (http to a loopback host only when the Worker runs locally); private, loopback and link-local addresses are refused.",
+    auth: "admin",
+    body: { schema: OrderEvents.CreateEndpointBody, required: true },
+    responses: {
+      201: { description: "the endpoint, with its secret", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/webhooks",
+    tag: "admin",
+    summary: "The endpoints for order events (without their secrets)",
+    auth: "admin",
+    responses: { 200: { description: "every endpoint", body: EndpointList }, ...ADMIN_REFUSALS },
+  },
+  {
+    method: "patch",
+    path: "/admin/webhooks/:id",
+    tag: "admin",
+    summary: "Change an endpoint's url or event types, or enable or disable it",
+    description:
+      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it.",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    body: { schema: OrderEvents.UpdateEndpointBody, required: true },
+    responses: {
+      200: { description: "the endpoint", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/webhooks/:id/rotate-secret",
+    tag: "admin",
+    summary: "A new signing secret, at once (answered here only)",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    responses: {
+      200: { description: "the endpoint, with its new secret", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/webhooks/:id/deliveries",
+    tag: "admin",
+    summary: "What was sent to an endpoint, newest first: status, attempts, last answer",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    query: OrderEvents.CursorQuery,
+    responses: {
+      200: { description: "a page of deliveries; nextCursor fetches the next", body: OrderEvents.DeliveryPage },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/webhooks/:id/deliveries/:deliveryId/replay",
+    tag: "admin",
+    summary: "Send a delivery again, with the same webhook-id and body",
+    auth: "admin",
+    params: OrderEvents.DeliveryIdParam,
+    responses: {
+      202: { description: "the delivery, pending again", body: OrderEvents.DeliveryView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: error("DELIVERY_NOT_FOUND: no such delivery of this endpoint"),
+    },
+  },
+];
 
 const KEY_REUSED = error("IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request");
 const LabCheckoutParams = z.extend(Requests.LabSaleIdParam, { strategy: z.enum(STRATEGIES) });
@@ -403,6 +495,7 @@ const ROUTES: readonly ApiRoute[] = [
       503: UNAVAILABLE,
     },
   },
+  ...EVENT_ROUTES,
   {
     method: "post",
     path: "/lab/sales",

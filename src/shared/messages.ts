@@ -29,7 +29,8 @@ export type DeadLetter = OrderMessage & { reason?: string };
 
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
- * payment window closes then; evicting a changed sale's cached copies a second time.
+ * payment window closes then; evicting a changed sale's cached copies a second time; sending
+ * order events.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -42,5 +43,7 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
     /** Its keys were archived away: evict without leaving a floor behind. */
     archived: z._default(z.boolean(), false),
   }),
+  /** Send the order events that are due to the shop's endpoints. */
+  z.object({ kind: z.literal("deliver-order-events") }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;
