@@ -1,5 +1,7 @@
+-- Order events and the order lists.
+--
 -- Order events: what the shop's backend is told (order.paid, order.expired, ...), signed and
--- retried, to the endpoints the admin registers. The events are written by triggers, in the
+-- retried, at the endpoints the admin registers. The events are written by triggers, in the
 -- statement that changes the order or the sale: an event is recorded exactly when its change
 -- commits, never for a change that was refused (an UPDATE that matched nothing fires nothing),
 -- and never lost between the change and the send (the outbox is the table itself).
@@ -137,3 +139,9 @@ BEGIN
   FROM sale_snapshots s WHERE s.sale_id = NEW.id;
 END;
 CREATE INDEX order_events_subject ON order_events (subject, type);
+
+-- The order lists, newest first: a sale's (GET /admin/sales/:saleId/orders and its CSV export)
+-- and a buyer's across sales (GET /api/orders).
+CREATE INDEX orders_sale_created ON orders (sale_id, created_at, order_id);
+CREATE INDEX orders_user_created ON orders (user_id, created_at, order_id);
+CREATE INDEX failed_orders_user ON failed_orders (user_id);

@@ -6,9 +6,9 @@
 // is still pending.
 
 import { Webhook } from "standardwebhooks";
-import type { OrderView } from "../shared/api-types";
 import type { JobMessage } from "../shared/messages";
 import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
+import { orderView } from "./order-views";
 
 /**
  * Seconds to wait after each failed attempt: retries for about a day (85,355 s), then the
@@ -72,18 +72,6 @@ async function takeDue(db: D1Database, now: number): Promise<DueRow[]> {
   return taken?.results ?? [];
 }
 
-interface OrderSnapshot {
-  order_id: string;
-  sale_id: number;
-  user_id: string;
-  status: OrderView["status"];
-  quantity: number;
-  amount: number;
-  currency: string;
-  expires_at: number | null;
-  refund_due: number;
-}
-
 interface SaleSnapshot {
   sale_id: number;
   name: string;
@@ -93,19 +81,6 @@ interface SaleSnapshot {
   starts_at: number;
   ends_at: number;
 }
-
-/** The order as GET /api/orders/:orderId shows it. */
-const orderView = (o: OrderSnapshot): OrderView => ({
-  orderId: o.order_id,
-  saleId: String(o.sale_id),
-  userId: o.user_id,
-  status: o.status,
-  quantity: o.quantity,
-  amount: o.amount,
-  currency: o.currency,
-  expiresAt: o.status === "awaiting_payment" && o.expires_at !== null ? new Date(o.expires_at).toISOString() : null,
-  refundDue: o.refund_due === 1,
-});
 
 const saleView = (s: SaleSnapshot) => ({
   saleId: String(s.sale_id),
@@ -236,6 +211,7 @@ export async function kickOrderEvents(env: { DB: D1Database; JOBS: Queue<JobMess
 
 interface DeliveryRow {
   id: string;
+  endpoint_id: string;
   event_seq: number;
   event_id: string;
   type: OrderEventType;
@@ -250,6 +226,7 @@ interface DeliveryRow {
 
 const deliveryView = (r: DeliveryRow): DeliveryView => ({
   id: r.id,
+  endpointId: r.endpoint_id,
   eventId: r.event_id,
   type: r.type,
   subject: r.subject,
@@ -261,7 +238,7 @@ const deliveryView = (r: DeliveryRow): DeliveryView => ({
   updatedAt: new Date(r.updated_at).toISOString(),
 });
 
-const DELIVERY_COLUMNS = `d.id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,
   d.next_attempt_at, d.updated_at`;
 
 /** An endpoint's deliveries, newest first; the cursor is the last event's sequence number. */

@@ -9,6 +9,7 @@ import { STRATEGIES } from "./lab-strategies";
 import * as Lab from "./lab-types";
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from "./limits";
 import * as OrderEvents from "./order-events";
+import * as OrderQueries from "./order-queries";
 import * as Requests from "./requests";
 import "./zod-english";
 
@@ -164,6 +165,71 @@ const EVENT_ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       ...ADMIN_REFUSALS,
       404: error("DELIVERY_NOT_FOUND: no such delivery of this endpoint"),
+    },
+  },
+];
+
+const ORDER_LIST_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "get",
+    path: "/api/orders",
+    tag: "storefront",
+    summary: "The caller's own orders across sales, newest first",
+    description: `${OrderQueries.DEFAULT_ORDER_PAGE} orders a page; nextCursor (null on the last page) asks for the next. Orders still pending (not yet recorded in D1) are not listed; GET /api/orders/{orderId} shows them.`,
+    auth: "user",
+    query: OrderQueries.BuyerOrdersQuery,
+    responses: {
+      200: { description: "a page of the caller's orders", body: Bodies.BuyerOrderPage },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      429: RATE_LIMITED,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/orders",
+    tag: "admin",
+    summary: "A sale's orders, newest first, optionally of one status",
+    description: `limit orders a page (default ${OrderQueries.DEFAULT_ORDER_PAGE}, at most ${OrderQueries.MAX_ORDER_PAGE}); nextCursor (null on the last page) asks for the next with the same status.`,
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: OrderQueries.SaleOrdersQuery,
+    responses: {
+      200: { description: "a page of orders", body: Bodies.AdminOrderPage },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: SALE_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/orders.csv",
+    tag: "admin",
+    summary: "The same list as CSV (text/csv), streamed",
+    description:
+      "A header row (orderId,saleId,userId,status,quantity,amount,currency,createdAt,closedAt,refundDue), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. A text cell a spreadsheet would run as a formula is prefixed with a quote mark.",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: OrderQueries.OrderExportQuery,
+    responses: {
+      200: { description: "text/csv with a header row" },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: SALE_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/orders/:orderId",
+    tag: "admin",
+    summary: "One order with its history (state changes), payment attempts and event deliveries",
+    auth: "admin",
+    params: Requests.OrderIdParam,
+    responses: {
+      200: { description: "the order", body: Bodies.AdminOrderDetail },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: error("ORDER_NOT_FOUND: D1 has no such order (one still pending is not recorded yet)"),
     },
   },
 ];
@@ -496,6 +562,7 @@ const ROUTES: readonly ApiRoute[] = [
     },
   },
   ...EVENT_ROUTES,
+  ...ORDER_LIST_ROUTES,
   {
     method: "post",
     path: "/lab/sales",

@@ -113,6 +113,7 @@ export type EndpointView = z.infer<typeof EndpointView>;
 /** One event sent (or to be sent) to one endpoint. */
 export const DeliveryView = z.object({
   id: z.string(),
+  endpointId: z.string(),
   /** The event's id: the webhook-id header of every attempt. */
   eventId: z.string(),
   type: OrderEventType,

@@ -74,6 +74,19 @@ describe("the OpenAPI document", () => {
     await call(`/api/orders/${orderId}`, { headers: buyer });
     await call(`/api/orders/${orderId}`, { headers: bearer(await userToken("someone-else")) });
     await call(`/api/orders/${orderId}`);
+    await call("/api/orders", { headers: buyer });
+    await call("/api/orders?cursor=x", { headers: buyer });
+    await call("/api/orders");
+    await call(`/admin/sales/${sale.id}/orders?status=confirmed&limit=10`, { headers: admin() });
+    await call(`/admin/sales/${sale.id}/orders?limit=0`, { headers: admin() });
+    await call("/admin/sales/987654321987/orders", { headers: admin() });
+    await call(`/admin/sales/${sale.id}/orders`);
+    await (await call(`/admin/sales/${sale.id}/orders.csv`, { headers: admin() })).text();
+    await call(`/admin/sales/${sale.id}/orders.csv?status=x`, { headers: admin() });
+    await call("/admin/sales/987654321987/orders.csv", { headers: admin() });
+    await call(`/admin/orders/${orderId}`, { headers: admin() });
+    await call("/admin/orders/1234", { headers: admin() });
+    await call("/admin/orders/x", { headers: admin() });
     await call("/api/orders/0x1", { headers: buyer });
 
     // After the 202: pay, cancel, and a provider's webhook.
