@@ -17,6 +17,7 @@ import type {
 } from "../../src/shared/api-types.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
 import type { LabSaleReport, ReadPathFigures } from "../../src/shared/lab-types.ts";
+import type { EndpointView } from "../../src/shared/order-events.ts";
 import type { ReadPathExperimentBody } from "../../src/shared/requests.ts";
 import { mintUserToken } from "./user-tokens.ts";
 
@@ -218,6 +219,21 @@ export class ApiClient {
   /** GET /api/orders/:orderId as the token's user sees it. */
   order(orderId: string, token: string): Promise<ApiResult<OrderView>> {
     return this.result(`/api/orders/${orderId}`, { headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** POST /admin/webhooks: an endpoint for order events (its secret is in the answer only). */
+  addEndpoint(url: string, events: readonly string[]): Promise<EndpointView> {
+    return this.adminJson("/admin/webhooks", { method: "POST", body: JSON.stringify({ url, events }) });
+  }
+
+  /** GET /admin/webhooks */
+  async endpoints(): Promise<EndpointView[]> {
+    return (await this.adminJson<{ endpoints: EndpointView[] }>("/admin/webhooks")).endpoints;
+  }
+
+  /** POST /admin/webhooks/:id/rotate-secret: the endpoint with its new secret. */
+  rotateEndpointSecret(id: string): Promise<EndpointView> {
+    return this.adminJson(`/admin/webhooks/${id}/rotate-secret`, { method: "POST" });
   }
 
   /** GET /api/orders: the token's user's orders, newest first, a page at a time. */
