@@ -231,6 +231,11 @@ export class ApiClient {
     return (await this.adminJson<{ endpoints: EndpointView[] }>("/admin/webhooks")).endpoints;
   }
 
+  /** PATCH /admin/webhooks/:id */
+  updateEndpoint(id: string, changes: { url?: string; events?: string[]; enabled?: boolean }): Promise<EndpointView> {
+    return this.adminJson(`/admin/webhooks/${id}`, { method: "PATCH", body: JSON.stringify(changes) });
+  }
+
   /** POST /admin/webhooks/:id/rotate-secret: the endpoint with its new secret. */
   rotateEndpointSecret(id: string): Promise<EndpointView> {
     return this.adminJson(`/admin/webhooks/${id}/rotate-secret`, { method: "POST" });
