@@ -195,12 +195,36 @@ export async function reportEndedSales(db: D1Database, now = Date.now()): Promis
   return meta.changes;
 }
 
+/** How long this isolate trusts what it read about endpoints being enabled. */
+const ENDPOINTS_TTL_MS = 5000;
+let endpointsRead: { at: number; anyEnabled: boolean } | undefined;
+
+/**
+ * Whether any endpoint is enabled, read at most every ENDPOINTS_TTL_MS per isolate: a shop
+ * with no endpoint pays no query per settlement batch or payment (the deadline race feels
+ * every query on its path).
+ */
+async function anyEndpointEnabled(db: D1Database): Promise<boolean> {
+  const now = Date.now();
+  if (!endpointsRead || now - endpointsRead.at > ENDPOINTS_TTL_MS) {
+    const row = await db.prepare("SELECT 1 FROM event_endpoints WHERE enabled = 1 LIMIT 1").first();
+    endpointsRead = { at: now, anyEnabled: row !== null };
+  }
+  return endpointsRead.anyEnabled;
+}
+
+/** An endpoint was added or changed in this isolate: the next kick reads again. */
+export function endpointsChanged(): void {
+  endpointsRead = undefined;
+}
+
 /**
  * Asks the jobs queue to send the order events that are due, if any is: after a change that
  * may have raised some, and from the cron (the backstop for a kick that was lost). Events
  * are never sent from the request that raised them.
  */
 export async function kickOrderEvents(env: { DB: D1Database; JOBS: Queue<JobMessage> }): Promise<void> {
+  if (!(await anyEndpointEnabled(env.DB))) return;
   const due = await env.DB.prepare(
     `SELECT 1 FROM event_deliveries d WHERE ${SENDABLE} AND d.next_attempt_at <= ?1 AND d.lease_until <= ?1 LIMIT 1`,
   )

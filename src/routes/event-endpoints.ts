@@ -3,7 +3,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { badRequest, notFound } from "../http/errors";
 import { validate } from "../http/validate";
-import { kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
+import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
 import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
 import { log } from "../shared/log";
 import {
@@ -39,7 +39,9 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
   .post("/", validate("json", CreateEndpointBody), async (c) => {
     const body = c.req.valid("json");
     checkUrl(c.env, body.url);
-    return c.json(await createEndpoint(c.env.DB, body), 201);
+    const endpoint = await createEndpoint(c.env.DB, body);
+    endpointsChanged();
+    return c.json(endpoint, 201);
   })
   .get("/", async (c) => c.json({ endpoints: await listEndpoints(c.env.DB) }))
   .patch("/:id", validate("param", EndpointIdParam), validate("json", UpdateEndpointBody), async (c) => {
@@ -47,6 +49,7 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
     if (changes.url !== undefined) checkUrl(c.env, changes.url);
     const endpoint = await updateEndpoint(c.env.DB, c.req.valid("param").id, changes);
     if (!endpoint) throw endpointNotFound();
+    endpointsChanged();
     return c.json(endpoint);
   })
   .post("/:id/rotate-secret", validate("param", EndpointIdParam), async (c) => {
