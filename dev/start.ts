@@ -12,6 +12,8 @@
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
 // uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on. The
 // gateway enforces the Worker's REDIS_MAX_RECORD_BYTES and REDIS_MAX_REQUEST_BYTES, as Upstash would.
+// --webhook-url <url> registers an endpoint for every order event (http allowed for loopback
+// here) and leaves its secret for npm run webhook-receiver in the state directory.
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands; Redis wants its random password.
@@ -19,14 +21,20 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { ORDER_EVENT_TYPES } from "../src/shared/order-events.ts";
 import { spawnGateway } from "./gateway/process.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
 import { startRedisServer } from "./lib/redis-server.ts";
+import { webhookSecretFile } from "./lib/webhook-secret-file.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
+
+/** --webhook-url <url>: an endpoint for every order event (e.g. npm run webhook-receiver's). */
+const { values: args } = parseArgs({ options: { "webhook-url": { type: "string" } } });
 
 const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
@@ -243,6 +251,7 @@ async function main() {
     { idempotencyKey: `demo-sale-${day}` },
   );
   const token = await api.userToken("demo-user-1");
+  const endpoint = args["webhook-url"] ? await localEndpoint(api, args["webhook-url"]) : undefined;
   console.log(`
 Flash-sale checkout is running.
   Storefront ${base}/?sale=${sale.id}  (sign in with any name: DEV_LOGIN is on)
@@ -251,7 +260,7 @@ Flash-sale checkout is running.
   Worker     ${base}
   Redis      ${redis.url} (Upstash REST)
   Demo sale  ${sale.id}: ${base}/api/sales/${sale.id}
-  Admin      Authorization: Bearer ${secrets.ADMIN_TOKEN}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
+  Admin      Authorization: Bearer ${secrets.ADMIN_TOKEN}${endpoint ? `\n  Events     ${endpoint.url} (${endpoint.id}; secret in ${path.relative(ROOT, webhookSecretFile(STATE))})` : ""}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
 
 This stack's secrets (random, kept in ${path.relative(ROOT, path.join(STATE, "secrets.json"))}; local use only):
 ${Object.entries(secrets)
@@ -266,6 +275,17 @@ Buy:
 
 Ctrl-C stops everything; state and secrets survive under ${path.relative(ROOT, STATE) || STATE}/.
 `);
+}
+
+/**
+ * The endpoint for `url`, registered once for every event type; a restart gives it a new
+ * secret (secrets are shown once), written where npm run webhook-receiver reads it.
+ */
+async function localEndpoint(api: ApiClient, url: string) {
+  const known = (await api.endpoints()).find((e) => e.url === url);
+  const endpoint = known ? await api.rotateEndpointSecret(known.id) : await api.addEndpoint(url, ORDER_EVENT_TYPES);
+  writeFileSync(webhookSecretFile(STATE), endpoint.secret as string, { mode: 0o600 });
+  return endpoint;
 }
 
 let stopping = false;

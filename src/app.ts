@@ -10,7 +10,9 @@ import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
+import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints";
 import { labRoutes } from "./routes/lab";
+import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
 import { queueRoutes } from "./routes/queue";
 import { saleRoutes } from "./routes/sales";
@@ -42,8 +44,13 @@ export const app = root
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/sales", queueRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .use("/api/orders/*", sendRaisedEvents) // pay and cancel raise order events
+  .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
+  .use("/admin/sales/:saleId/cancel", sendRaisedEvents) // a cancelled sale cancels its orders
+  .route("/admin/webhooks", eventEndpointRoutes) // the shop's endpoints for order events
+  .route("/admin", adminOrderRoutes) //      GET  /admin/sales/:saleId/orders(.csv), /admin/orders/:orderId
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

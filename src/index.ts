@@ -1,5 +1,6 @@
 import { app } from "./app";
 import { memo } from "./checkout/isolate-memo";
+import { kickOrderEvents, reportEndedSales } from "./orders/event-deliveries";
 import { runJobs } from "./orders/jobs";
 import { sweepOrders } from "./orders/lifecycle";
 import { redisFor } from "./redis/client";
@@ -27,11 +28,14 @@ export default {
 
   async queue(batch, env) {
     switch (batch.queue) {
+      // Settling raises order.reserved (and more), dead letters order.failed: send them.
       case "flash-sale-orders":
         forgetReturned(await settleBatch(batch, env));
+        await kickOrderEvents(env);
         return;
       case "flash-sale-orders-dlq":
         forgetReturned(await handleDeadLetters(batch, env));
+        await kickOrderEvents(env);
         return;
       case "flash-sale-jobs":
         forgetReturned(
@@ -50,17 +54,24 @@ export default {
 
   /**
    * Every minute: re-send unsettled orders, expire what is due, give back units not back yet,
-   * keep the catalog's Bloom filter filled, archive sales ended and settled long enough
-   * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each runs to the end whatever the others do; a failure
-   * fails the run, so it shows.
+   * raise sale.ended for sales whose window closed and send the order events that are due,
+   * keep the catalog's Bloom filter filled, archive sales ended and settled long enough ago,
+   * removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each runs
+   * to the end whatever the others do; a failure fails the run, so it shows.
    */
   async scheduled(_controller, env) {
-    const [redrive, sweep, bloom, archive, recovery] = await Promise.allSettled([
+    const sweeping = sweepOrders(env.DB, redisFor(env));
+    const [redrive, sweep, bloom, archive, recovery, events] = await Promise.allSettled([
       redriveOutbox(env),
-      sweepOrders(env.DB, redisFor(env)),
+      sweeping,
       keepBloomFilled(env.DB, redisFor(env)),
       archiveSettledSales(env),
       superviseSales(env),
+      // After the sweep, whose expiries raise events of their own.
+      sweeping
+        .catch(() => undefined)
+        .then(() => reportEndedSales(env.DB))
+        .then(() => kickOrderEvents(env)),
     ]);
     if (redrive.status === "fulfilled" && redrive.value > 0)
       log.info("outbox re-drive re-sent orders", { resent: redrive.value });
@@ -90,7 +101,9 @@ export default {
           waiting: waiting.join(","),
         });
     }
-    const failures = [redrive, sweep, bloom, archive, recovery].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    const failures = [redrive, sweep, bloom, archive, recovery, events].flatMap((r) =>
+      r.status === "rejected" ? [r.reason] : [],
+    );
     if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
   },
 } satisfies ExportedHandler<Env>;

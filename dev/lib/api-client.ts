@@ -4,7 +4,10 @@
 
 import type * as z from "zod/mini";
 import type {
+  AdminOrderDetail,
+  AdminOrderPage,
   AdminSaleView,
+  BuyerOrderPage,
   CatalogPage,
   CheckoutAccepted,
   ErrorBody,
@@ -18,6 +21,7 @@ import type {
 } from "../../src/shared/api-types.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
 import type { LabSaleReport, ReadPathFigures } from "../../src/shared/lab-types.ts";
+import type { EndpointView } from "../../src/shared/order-events.ts";
 import type { ReadPathExperimentBody } from "../../src/shared/requests.ts";
 import { mintUserToken } from "./user-tokens.ts";
 
@@ -256,6 +260,48 @@ export class ApiClient {
   /** GET /api/orders/:orderId as the token's user sees it. */
   order(orderId: string, token: string): Promise<ApiResult<OrderView>> {
     return this.result(`/api/orders/${orderId}`, { headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** POST /admin/webhooks: an endpoint for order events (its secret is in the answer only). */
+  addEndpoint(url: string, events: readonly string[]): Promise<EndpointView> {
+    return this.adminJson("/admin/webhooks", { method: "POST", body: JSON.stringify({ url, events }) });
+  }
+
+  /** GET /admin/webhooks */
+  async endpoints(): Promise<EndpointView[]> {
+    return (await this.adminJson<{ endpoints: EndpointView[] }>("/admin/webhooks")).endpoints;
+  }
+
+  /** PATCH /admin/webhooks/:id */
+  updateEndpoint(id: string, changes: { url?: string; events?: string[]; enabled?: boolean }): Promise<EndpointView> {
+    return this.adminJson(`/admin/webhooks/${id}`, { method: "PATCH", body: JSON.stringify(changes) });
+  }
+
+  /** POST /admin/webhooks/:id/rotate-secret: the endpoint with its new secret. */
+  rotateEndpointSecret(id: string): Promise<EndpointView> {
+    return this.adminJson(`/admin/webhooks/${id}/rotate-secret`, { method: "POST" });
+  }
+
+  /** GET /api/orders: the token's user's orders, newest first, a page at a time. */
+  myOrders(token: string, cursor?: string): Promise<ApiResult<BuyerOrderPage>> {
+    const query = cursor === undefined ? "" : `?cursor=${encodeURIComponent(cursor)}`;
+    return this.result(`/api/orders${query}`, { headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** GET /admin/sales/:saleId/orders with the given status, cursor and limit. */
+  saleOrders(saleId: string, query: { status?: string; cursor?: string; limit?: number } = {}): Promise<AdminOrderPage> {
+    const params = new URLSearchParams(Object.entries(query).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)]])));
+    return this.adminJson(`/admin/sales/${saleId}/orders${params.size > 0 ? `?${params}` : ""}`);
+  }
+
+  /** GET /admin/sales/:saleId/orders.csv: the response, for its body to be read as a stream. */
+  saleOrdersCsv(saleId: string, status?: string): Promise<Response> {
+    return this.admin(`/admin/sales/${saleId}/orders.csv${status ? `?status=${status}` : ""}`);
+  }
+
+  /** GET /admin/orders/:orderId: the order with its history, payments and deliveries. */
+  orderDetail(orderId: string): Promise<ApiResult<AdminOrderDetail>> {
+    return this.adminResult(`/admin/orders/${orderId}`, {});
   }
 
   /** A call whose answer is read either way: the body, or the error's code. */

@@ -10,6 +10,7 @@ import { WaitingRoom } from "./waiting-room.js";
 
 const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
 const SALE_ID = /^[1-9][0-9]{0,15}$/;
+const ORDER_ID = /^[1-9][0-9]{0,19}$/;
 /** The sale read is cached for 500 ms on the server: polling faster would show nothing new. */
 const SALE_POLL_MS = 1000;
 const FINAL_ORDER_STATES = new Set(["confirmed", "paid", "expired", "cancelled", "failed"]);
@@ -121,8 +122,10 @@ function showOnly(which) {
 
 function route() {
   current?.stop();
-  const saleId = new URLSearchParams(location.search).get("sale") ?? "";
-  current = SALE_ID.test(saleId) ? new SalePage(saleId) : new Catalog();
+  const params = new URLSearchParams(location.search);
+  const saleId = params.get("sale") ?? "";
+  const orderId = params.get("order") ?? "";
+  current = SALE_ID.test(saleId) ? new SalePage(saleId, ORDER_ID.test(orderId) ? orderId : undefined) : new Catalog();
 }
 
 /** @param {string} url */
@@ -155,6 +158,8 @@ class Catalog {
   /** @type {string | null} */
   cursor = null;
   loading = false;
+
+  yourOrders = new YourOrders();
 
   constructor() {
     showOnly("catalog");
@@ -212,9 +217,74 @@ class Catalog {
 
   stop() {
     this.stopped = true;
+    this.yourOrders.stopped = true;
   }
 
-  identityChanged() {}
+  identityChanged() {
+    this.yourOrders.reload();
+  }
+}
+
+/**
+ * The signed-in buyer's orders across sales (GET /api/orders), newest first, under the
+ * catalog: each with its state, and a link to its sale while it can still be paid or cancelled.
+ */
+class YourOrders {
+  stopped = false;
+  /** @type {string | null} */
+  cursor = null;
+
+  constructor() {
+    $("more-orders").onclick = () => void this.load();
+    this.reload();
+  }
+
+  reload() {
+    $("your-orders-list").replaceChildren();
+    this.cursor = null;
+    $("your-orders").hidden = !identity.token;
+    if (identity.token) void this.load();
+  }
+
+  async load() {
+    const status = $("your-orders-status");
+    const answer = await call(API, `/api/orders${this.cursor ? `?cursor=${encodeURIComponent(this.cursor)}` : ""}`, {
+      token: identity.token,
+    });
+    if (this.stopped) return;
+    if (answer.status !== 200) {
+      status.textContent = `Your orders cannot be listed right now (${answer.message}).`;
+      return;
+    }
+    const { orders, nextCursor } = answer.body;
+    $("your-orders-list").append(...orders.map(orderItem));
+    this.cursor = nextCursor;
+    $("more-orders").hidden = !nextCursor;
+    const shown = $("your-orders-list").childElementCount;
+    status.textContent =
+      shown === 0 ? "No orders yet." : `${shown} ${shown === 1 ? "order" : "orders"}${nextCursor ? ", more below" : ""}.`;
+  }
+}
+
+/** @param {any} order */
+function orderItem(order) {
+  const item = document.createElement("li");
+  item.className = "order-item";
+  const state = document.createElement("span");
+  state.className = "badge";
+  state.dataset.state = order.status;
+  state.textContent = words(order.status);
+  const what = document.createElement("span");
+  what.className = "num";
+  what.textContent = `Order ${order.orderId}: ${order.quantity} × ${formatMoney(order.amount / order.quantity, order.currency)}`;
+  item.append(what, " ", state);
+  if (order.status === "awaiting_payment") {
+    const link = document.createElement("a");
+    link.href = `/?sale=${encodeURIComponent(order.saleId)}&order=${encodeURIComponent(order.orderId)}`;
+    link.textContent = order.expiresAt ? `Pay or cancel by ${formatTime(order.expiresAt)}` : "Pay or cancel";
+    item.append(" ", link);
+  }
+  return item;
 }
 
 /** An https image of a sale, or undefined: the page shows no other kind. @param {any} sale */
@@ -280,8 +350,8 @@ class SalePage {
   /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
   room;
 
-  /** @param {string} saleId */
-  constructor(saleId) {
+  /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders") */
+  constructor(saleId, orderId) {
     this.saleId = saleId;
     showOnly("loading");
     $("sale-name").textContent = "Loading…";
@@ -304,6 +374,7 @@ class SalePage {
     $("quantity").onchange = () => this.renderPrice();
     this.ticker = setInterval(() => this.tick(), 250);
     void this.poll();
+    if (orderId) void this.follow(orderId);
   }
 
   stop() {

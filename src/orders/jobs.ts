@@ -4,6 +4,7 @@ import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
+import { deliverDue, kickOrderEvents } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
 /** Jobs run by later layers, handed in by the entry (settlement's heal: orders come before it). */
@@ -11,13 +12,15 @@ export interface JobHandlers {
   /** Rebuilds the sale when safe; returns in how many ms to try again, if it must. */
   healSale(saleId: string): Promise<number | undefined>;
 }
+/** A retry due sooner than the cron's next run is waited for by the sending job itself. */
+const CRON_PERIOD_MS = 60_000;
 
 /**
  * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
- * cached copies. Heals of a sale Redis lost, until it is rebuilt. A job that fails (D1 or
- * Redis unreachable) is retried with backoff.
+ * cached copies. Heals of a sale Redis lost, until it is rebuilt. Order events to the shop's
+ * endpoints. A job that fails (D1 or Redis unreachable) is retried with backoff.
  * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env, handlers: JobHandlers): Promise<EndedOrder[]> {
@@ -47,6 +50,7 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
     case "expire-orders": {
       const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), job.orderIds);
       returned.push(...expired);
+      if (expired.length > 0) await kickOrderEvents(env);
       if (notYetDue.length === 0) return undefined;
       const next = Math.min(...notYetDue.map((o) => o.expiresAt));
       return Math.max(1, Math.ceil((next - Date.now()) / 1000));
@@ -61,6 +65,11 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
     case "heal-sale": {
       const laterMs = await handlers.healSale(job.saleId);
       return laterMs === undefined ? undefined : Math.max(1, Math.ceil(laterMs / 1000));
+    }
+    case "deliver-order-events": {
+      const { nextDueAt } = await deliverDue(env.DB);
+      if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
+      return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }
   }
 }

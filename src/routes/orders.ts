@@ -7,10 +7,10 @@ import { ApiError, badRequest, notFound, paymentInProgress, unavailable } from "
 import { idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
+import { failureKind } from "../orders/order-views";
 import { devPaymentProvider, type PaymentProvider, paymentTimeoutMs } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
-import { REDIS_ROLLBACK } from "../sales/recovery-record";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { parsePendingRecord, saleKeys } from "../shared/keys";
@@ -31,8 +31,7 @@ const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending
   currency: o.currency,
   expiresAt: o.expiresAt === null ? null : new Date(o.expiresAt).toISOString(),
   refundDue: o.refundDue,
-  // Only the kind of failure: a dead letter's recorded reason is an internal error message.
-  failureReason: o.status !== "failed" ? null : o.failureReason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED",
+  failureReason: failureKind(o.status, o.status === "failed" ? o.failureReason : null),
 });
 
 /**

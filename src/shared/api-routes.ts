@@ -8,6 +8,8 @@ import * as Bodies from "./api-types";
 import { STRATEGIES } from "./lab-strategies";
 import * as Lab from "./lab-types";
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from "./limits";
+import * as OrderEvents from "./order-events";
+import * as OrderQueries from "./order-queries";
 import * as Requests from "./requests";
 import "./zod-english";
 
@@ -76,6 +78,162 @@ const SALE_NOT_LOADED =
 const IDEMPOTENCY_KEY = `1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
 const ORDER_NOT_FOUND = error("ORDER_NOT_FOUND: no such order, or another user's");
 const LAB_OFF = " The lab answers 404 NOT_FOUND for every route unless LAB_ENABLED is true.";
+
+const ENDPOINT_NOT_FOUND = error("ENDPOINT_NOT_FOUND: no such endpoint");
+const ADMIN_REFUSALS = { 401: UNAUTHORIZED, 403: CROSS_ORIGIN } as const;
+const EndpointList = z.object({ endpoints: z.array(OrderEvents.EndpointView) });
+const EVENT_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "post",
+    path: "/admin/webhooks",
+    tag: "admin",
+    summary: "Register an endpoint for order events",
+    description:
+      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here. The url must be https (http to a loopback host only when the Worker runs locally); private, loopback and link-local addresses are refused.",
+    auth: "admin",
+    body: { schema: OrderEvents.CreateEndpointBody, required: true },
+    responses: {
+      201: { description: "the endpoint, with its secret", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/webhooks",
+    tag: "admin",
+    summary: "The endpoints for order events (without their secrets)",
+    auth: "admin",
+    responses: { 200: { description: "every endpoint", body: EndpointList }, ...ADMIN_REFUSALS },
+  },
+  {
+    method: "patch",
+    path: "/admin/webhooks/:id",
+    tag: "admin",
+    summary: "Change an endpoint's url or event types, or enable or disable it",
+    description:
+      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it.",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    body: { schema: OrderEvents.UpdateEndpointBody, required: true },
+    responses: {
+      200: { description: "the endpoint", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/webhooks/:id/rotate-secret",
+    tag: "admin",
+    summary: "A new signing secret, at once (answered here only)",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    responses: {
+      200: { description: "the endpoint, with its new secret", body: OrderEvents.EndpointView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/webhooks/:id/deliveries",
+    tag: "admin",
+    summary: "What was sent to an endpoint, newest first: status, attempts, last answer",
+    auth: "admin",
+    params: OrderEvents.EndpointIdParam,
+    query: OrderEvents.CursorQuery,
+    responses: {
+      200: { description: "a page of deliveries; nextCursor fetches the next", body: OrderEvents.DeliveryPage },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: ENDPOINT_NOT_FOUND,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/webhooks/:id/deliveries/:deliveryId/replay",
+    tag: "admin",
+    summary: "Send a delivery again, with the same webhook-id and body",
+    auth: "admin",
+    params: OrderEvents.DeliveryIdParam,
+    responses: {
+      202: { description: "the delivery, pending again", body: OrderEvents.DeliveryView },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: error("DELIVERY_NOT_FOUND: no such delivery of this endpoint"),
+    },
+  },
+];
+
+const ORDER_LIST_ROUTES: readonly ApiRoute[] = [
+  {
+    method: "get",
+    path: "/api/orders",
+    tag: "storefront",
+    summary: "The caller's own orders across sales, newest first",
+    description: `${OrderQueries.DEFAULT_ORDER_PAGE} orders a page; nextCursor (null on the last page) asks for the next. Orders still pending (not yet recorded in D1) are not listed; GET /api/orders/{orderId} shows them.`,
+    auth: "user",
+    query: OrderQueries.BuyerOrdersQuery,
+    responses: {
+      200: { description: "a page of the caller's orders", body: Bodies.BuyerOrderPage },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      429: RATE_LIMITED,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/orders",
+    tag: "admin",
+    summary: "A sale's orders, newest first, optionally of one status",
+    description: `limit orders a page (default ${OrderQueries.DEFAULT_ORDER_PAGE}, at most ${OrderQueries.MAX_ORDER_PAGE}); nextCursor (null on the last page) asks for the next with the same status.`,
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: OrderQueries.SaleOrdersQuery,
+    responses: {
+      200: { description: "a page of orders", body: Bodies.AdminOrderPage },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: SALE_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/orders.csv",
+    tag: "admin",
+    summary: "The same list as CSV (text/csv), streamed",
+    description:
+      "A header row (orderId,saleId,userId,status,quantity,amount,currency,createdAt,closedAt,refundDue), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. A text cell a spreadsheet would run as a formula is prefixed with a quote mark.",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: OrderQueries.OrderExportQuery,
+    responses: {
+      200: { description: "text/csv with a header row" },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: SALE_NOT_FOUND,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/orders/:orderId",
+    tag: "admin",
+    summary: "One order with its history (state changes), payment attempts and event deliveries",
+    auth: "admin",
+    params: Requests.OrderIdParam,
+    responses: {
+      200: { description: "the order", body: Bodies.AdminOrderDetail },
+      400: BAD_REQUEST,
+      ...ADMIN_REFUSALS,
+      404: error("ORDER_NOT_FOUND: D1 has no such order (one still pending is not recorded yet)"),
+    },
+  },
+];
 
 const KEY_REUSED = error("IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another request");
 const LabCheckoutParams = z.extend(Requests.LabSaleIdParam, { strategy: z.enum(STRATEGIES) });
@@ -455,6 +613,8 @@ const ROUTES: readonly ApiRoute[] = [
       503: UNAVAILABLE,
     },
   },
+  ...EVENT_ROUTES,
+  ...ORDER_LIST_ROUTES,
   {
     method: "get",
     path: "/admin/sales/:saleId/queue",

@@ -2,6 +2,7 @@
 // bundle cost), while the tests check real responses against the schemas and the API's
 // documentation is generated from them. The Node-side client reads the same shapes.
 import * as z from "zod/mini";
+import { DeliveryView } from "./order-events";
 import "./zod-english";
 
 /** Every error the API returns has this one shape. */
@@ -113,6 +114,37 @@ export const OrderView = z.object({
   failureReason: z.nullable(z.enum(["REDIS_ROLLBACK", "SETTLEMENT_FAILED"])),
 });
 export type OrderView = z.infer<typeof OrderView>;
+
+/** GET /api/orders: the caller's orders across sales, newest first; nextCursor (null on the last page) asks for the next. */
+export const BuyerOrderPage = z.object({ orders: z.array(OrderView), nextCursor: z.nullable(z.string()) });
+export type BuyerOrderPage = z.infer<typeof BuyerOrderPage>;
+
+/** An order in the admin's list: its view, when it was reserved and when it ended (paid, expired, cancelled, failed). */
+export const AdminOrderView = z.extend(OrderView, {
+  createdAt: z.iso.datetime(),
+  closedAt: z.nullable(z.iso.datetime()),
+});
+export type AdminOrderView = z.infer<typeof AdminOrderView>;
+
+/** GET /admin/sales/:saleId/orders */
+export const AdminOrderPage = z.object({ orders: z.array(AdminOrderView), nextCursor: z.nullable(z.string()) });
+export type AdminOrderPage = z.infer<typeof AdminOrderPage>;
+
+/** GET /admin/orders/:orderId: the order, its state changes (its order events), pay attempts and event deliveries. */
+export const AdminOrderDetail = z.extend(AdminOrderView, {
+  history: z.array(z.object({ eventId: z.string(), type: z.string(), at: z.iso.datetime() })),
+  payments: z.array(
+    z.object({
+      status: z.string(),
+      providerRef: z.nullable(z.string()),
+      declineReason: z.nullable(z.string()),
+      createdAt: z.iso.datetime(),
+      updatedAt: z.iso.datetime(),
+    }),
+  ),
+  deliveries: z.array(DeliveryView),
+});
+export type AdminOrderDetail = z.infer<typeof AdminOrderDetail>;
 
 /** Orders of one state, and the units they hold or held. */
 const StateCount = z.object({ orders: z.int(), units: z.int() });

@@ -30,7 +30,7 @@ export type DeadLetter = OrderMessage & { reason?: string };
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
  * payment window closes then; evicting a changed sale's cached copies a second time;
- * rebuilding a sale Redis lost or holds behind D1, once that is safe.
+ * rebuilding a sale Redis lost or holds behind D1, once that is safe; sending order events.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -44,5 +44,7 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
     archived: z._default(z.boolean(), false),
   }),
   z.object({ kind: z.literal("heal-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
+  /** Send the order events that are due to the shop's endpoints. */
+  z.object({ kind: z.literal("deliver-order-events") }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;

@@ -248,6 +248,41 @@ describe("the storefront", () => {
     for (const page of [payer, decliner]) expect(await cspViolations(page)).toEqual([]);
   });
 
+  it("lists the buyer's own orders under the catalog, and one awaiting payment can be cancelled from there", async () => {
+    const sale = await openSale({ name: "Your orders sale", stock: 3, price: 1_000, currency: "EUR", paymentWindowSec: 600 });
+    const token = await api.userToken("lister");
+    const { orderId } = (await api.checkout(sale.id, token)) as { orderId: string };
+    await eventually(
+      `order ${orderId} to await payment`,
+      async () => (await api.order(orderId, token)).body?.status === "awaiting_payment",
+    );
+    await api.checkout(sale.id, await api.userToken("someone-else")); // not listed for lister
+
+    const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
+    await page.goto(`${BASE}/`);
+    await signIn(page, "lister");
+    const item = page.locator("#your-orders-list li");
+    await item.first().waitFor();
+    expect(await item.count()).toBe(1);
+    expect(await item.first().textContent()).toContain(`Order ${orderId}: 1 × ${money(1_000, "EUR")}`);
+    expect(await item.first().locator(".badge").textContent()).toBe("awaiting payment");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    await item
+      .first()
+      .getByRole("link", { name: /Pay or cancel/ })
+      .click();
+    await page.getByRole("heading", { name: "Your orders sale" }).waitFor();
+    await page
+      .locator("#order-state")
+      .filter({ hasText: /^awaiting payment$/ })
+      .waitFor();
+    await page.getByRole("button", { name: "Cancel order" }).click();
+    await statusReads(page, /Cancelled: the unit went back on sale/);
+    expect((await api.order(orderId, token)).body?.status).toBe("cancelled");
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("signs in, buys, follows the order from pending to confirmed; a second buyer finds it sold out", async () => {
     const sale = await openSale({ stock: 1 });
     const first = await (await newContext(browser())).newPage();

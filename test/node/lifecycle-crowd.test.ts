@@ -1,10 +1,15 @@
 // Orders after the 202 under a crowd, on the whole local stack: the Worker on Miniflare with
 // local D1 and Queues (the jobs queue delivers each expiry when its window closes), a real
 // redis-server behind the gateway, the dev payment provider. Nothing is faked.
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
+import { ORDER_EVENT_TYPES } from "../../src/shared/order-events.ts";
 
 let stack: Stack;
 
@@ -106,9 +111,75 @@ async function reconciled(saleId: string, until: { awaitingPayment?: 0 } = {}): 
   );
 }
 
+interface ReceivedEvent {
+  id: string;
+  type: string;
+  orderId?: string;
+}
+
+/**
+ * A shop's endpoint on this machine: an HTTP server verifying each event's signature with the
+ * specification's library. It is written into D1 directly (the admin route refuses http and
+ * loopback URLs outside npm start, and this stack's Host is not a loopback name).
+ */
+async function shopEndpoint(): Promise<{ received: ReceivedEvent[]; refused: number; id: string; close: () => Promise<void> }> {
+  const secret = `whsec_${randomBytes(24).toString("base64")}`;
+  const webhook = new Webhook(secret);
+  const shop = { received: [] as ReceivedEvent[], refused: 0 };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    try {
+      const event = webhook.verify(Buffer.concat(chunks).toString("utf8"), req.headers as Record<string, string>) as {
+        id: string;
+        type: string;
+        data: { order?: { orderId: string } };
+      };
+      shop.received.push({ id: req.headers["webhook-id"] as string, type: event.type, orderId: event.data.order?.orderId });
+      res.writeHead(204).end();
+    } catch {
+      shop.refused++;
+      res.writeHead(400).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const id = `ep_${randomBytes(12).toString("hex")}`;
+  const db = await stack.worker.mf.getD1Database("DB");
+  await db
+    .prepare("INSERT INTO event_endpoints (id, url, secret, events, created_at) VALUES (?, ?, ?, ?, ?)")
+    .bind(
+      id,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      secret,
+      JSON.stringify(ORDER_EVENT_TYPES),
+      Date.now(),
+    )
+    .run();
+  return {
+    ...shop,
+    get refused() {
+      return shop.refused;
+    },
+    id,
+    close: async () => {
+      await stack.api.updateEndpoint(id, { enabled: false });
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** The events each order must have raised, from its final row: one per state it went through, in some order. */
+const expectedEvents = (row: D1Order) => [
+  "order.reserved",
+  "order.awaiting_payment",
+  `order.${row.status}`,
+  ...(row.refund_due === 1 ? ["order.refund_due"] : []),
+];
+
 describe("a crowd with a payment window", () => {
   it("sells returned units to later buyers, ends every order in one final state, never sells a unit twice", async () => {
     const STOCK = 100;
+    const shop = await shopEndpoint();
     const sale = await stack.api.createSale({ stock: STOCK, paymentWindowSec: 3, name: "lifecycle crowd" });
     const users = Array.from({ length: 400 }, (_, i) => `life-${sale.id}-${i}`);
     const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.api.userToken(u)] as const)));
@@ -199,6 +270,41 @@ describe("a crowd with a payment window", () => {
     expect(report.states.paid).toEqual({ orders: sold, units: sold });
     expect(report.d1.soldCounter).toBe(sold);
     expect(report.refundsDue).toBe(await chargesAccountedFor(sale.id));
+
+    // The shop heard of every state change once (by webhook-id), signed, in order per order,
+    // and of nothing that was refused (a pay or cancel answered 409 raised no event).
+    const eventsOf = () => {
+      const seen = new Set<string>();
+      const byOrder = new Map<string, string[]>();
+      for (const e of shop.received) {
+        if (!e.orderId || seen.has(e.id)) continue;
+        seen.add(e.id);
+        byOrder.set(e.orderId, [...(byOrder.get(e.orderId) ?? []), e.type]);
+      }
+      return byOrder;
+    };
+    const expected = new Map(rows.map((r) => [r.order_id, expectedEvents(r)]));
+    await eventually(
+      () =>
+        `the shop to hear every order's events (${[...eventsOf().values()].flat().length} of ${[...expected.values()].flat().length})`,
+      async () => [...expected].every(([id, types]) => eventsOf().get(id)?.length === types.length),
+      60_000,
+    );
+    await shop.close();
+    const heard = eventsOf();
+    // In the order D1 recorded them (a charge that lost the race to the deadline may mark the
+    // refund before the expiry lands), and exactly the states the order went through.
+    const db = await stack.worker.mf.getD1Database("DB");
+    const { results: recorded } = await db
+      .prepare("SELECT subject, type FROM order_events WHERE sale_id = ? ORDER BY seq")
+      .bind(Number(sale.id))
+      .all<{ subject: string; type: string }>();
+    for (const [orderId, types] of expected) {
+      const inD1 = recorded.filter((e: { subject: string }) => e.subject === orderId).map((e: { type: string }) => e.type);
+      expect(heard.get(orderId), orderId).toEqual(inD1);
+      expect([...inD1].sort(), orderId).toEqual([...types].sort());
+    }
+    expect(shop.refused).toBe(0);
   });
 });
 

@@ -19,8 +19,13 @@ export interface StackPorts {
   REDIS_PORT: number;
 }
 
-export function npmStart(ports: StackPorts, stateDir: string, env: Record<string, string> = {}): NpmStartRun {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts")], {
+export function npmStart(
+  ports: StackPorts,
+  stateDir: string,
+  env: Record<string, string> = {},
+  args: string[] = [],
+): NpmStartRun {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/start.ts"), ...args], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -94,6 +94,19 @@ describe("the OpenAPI document", () => {
     await call(`/api/orders/${orderId}`, { headers: buyer });
     await call(`/api/orders/${orderId}`, { headers: bearer(await userToken("someone-else")) });
     await call(`/api/orders/${orderId}`);
+    await call("/api/orders", { headers: buyer });
+    await call("/api/orders?cursor=x", { headers: buyer });
+    await call("/api/orders");
+    await call(`/admin/sales/${sale.id}/orders?status=confirmed&limit=10`, { headers: admin() });
+    await call(`/admin/sales/${sale.id}/orders?limit=0`, { headers: admin() });
+    await call("/admin/sales/987654321987/orders", { headers: admin() });
+    await call(`/admin/sales/${sale.id}/orders`);
+    await (await call(`/admin/sales/${sale.id}/orders.csv`, { headers: admin() })).text();
+    await call(`/admin/sales/${sale.id}/orders.csv?status=x`, { headers: admin() });
+    await call("/admin/sales/987654321987/orders.csv", { headers: admin() });
+    await call(`/admin/orders/${orderId}`, { headers: admin() });
+    await call("/admin/orders/1234", { headers: admin() });
+    await call("/admin/orders/x", { headers: admin() });
     await call("/api/orders/0x1", { headers: buyer });
 
     // After the 202: pay, cancel, and a provider's webhook.
@@ -187,6 +200,44 @@ describe("the OpenAPI document", () => {
       body: JSON.stringify({ ...experiment, saleId: undefined }),
     });
     await fetchWithVars(LAB, `/lab/sales/${crypto.randomUUID()}/report`, { headers: admin() });
+
+    // Order events' endpoints: one disabled at once, so nothing is sent from this file.
+    const endpoint = (await (
+      await call("/admin/webhooks", {
+        method: "POST",
+        headers: admin(),
+        body: JSON.stringify({ url: "https://contract.shop.example/events", events: ["sale.ended"] }),
+      })
+    ).json()) as { id: string };
+    await call(`/admin/webhooks/${endpoint.id}`, { method: "PATCH", headers: admin(), body: JSON.stringify({ enabled: false }) });
+    await call(`/admin/webhooks/${endpoint.id}`, {
+      method: "PATCH",
+      headers: admin(),
+      body: JSON.stringify({ url: "http://x" }),
+    });
+    await call("/admin/webhooks", { headers: admin() });
+    await call("/admin/webhooks");
+    await call(`/admin/webhooks/${endpoint.id}/rotate-secret`, { method: "POST", headers: admin() });
+    // A delivery to replay: the endpoint is subscribed to sale.ended, raised here by hand.
+    await env.DB.prepare("UPDATE event_endpoints SET enabled = 1 WHERE id = ?").bind(endpoint.id).run();
+    await env.DB.prepare(
+      "INSERT INTO order_events (id, type, subject, sale_id, snapshot, created_at) VALUES (?, 'sale.ended', 'sale:1', 1, '{}', 0)",
+    )
+      .bind(`evt_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`)
+      .run();
+    await env.DB.prepare("UPDATE event_endpoints SET enabled = 0 WHERE id = ?").bind(endpoint.id).run();
+    const page = (await (await call(`/admin/webhooks/${endpoint.id}/deliveries`, { headers: admin() })).json()) as {
+      deliveries: { id: string }[];
+    };
+    await call(`/admin/webhooks/${endpoint.id}/deliveries?cursor=x`, { headers: admin() });
+    await call(`/admin/webhooks/${endpoint.id}/deliveries/${page.deliveries[0]?.id}/replay`, {
+      method: "POST",
+      headers: admin(),
+    });
+    await call(`/admin/webhooks/${endpoint.id}/deliveries/dlv_000000000000000000000000/replay`, {
+      method: "POST",
+      headers: admin(),
+    });
 
     // Every operation answered with success at least once, and each answer above matched.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods) as { operationId: string }[]);

@@ -1,0 +1,314 @@
+// Delivering order events: the outbox (order_events, written by D1 triggers in the statement
+// that changes an order or a sale) fanned out to one delivery per subscribed endpoint, sent
+// from the jobs queue, signed per the Standard Webhooks specification. At least once, with
+// the event's id as webhook-id on every attempt; per endpoint, the events of one order (or
+// sale) go in the order they happened: a delivery waits while an earlier one of its subject
+// is still pending.
+
+import { Webhook } from "standardwebhooks";
+import type { JobMessage } from "../shared/messages";
+import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
+import { orderView } from "./order-views";
+
+/**
+ * Seconds to wait after each failed attempt: retries for about a day (85,355 s), then the
+ * delivery is failed (and shown as such) and later events of its subject go on.
+ */
+export const RETRY_SCHEDULE_SEC = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 28_800];
+/** How long a sender holds the deliveries it took; a crashed sender's come back after it. */
+const LEASE_MS = 60_000;
+/** The endpoint has this long to answer one attempt. */
+const SEND_TIMEOUT_MS = 15_000;
+/** Deliveries taken per round; a run takes rounds until none is due. */
+const ROUND_SIZE = 50;
+const MAX_ROUNDS = 20;
+const DELIVERY_PAGE_SIZE = 50;
+const MAX_ERROR_LENGTH = 300;
+
+export interface DeliveryOptions {
+  /** How requests reach the endpoints. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+interface DueRow {
+  id: string;
+  endpoint_id: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  event_id: string;
+  type: OrderEventType;
+  snapshot: string;
+  created_at: number;
+}
+
+/** Sendable: pending, to an enabled endpoint (a disabled one's wait until it is enabled again). */
+const SENDABLE = "d.status = 'pending' AND d.endpoint_id IN (SELECT id FROM event_endpoints WHERE enabled = 1)";
+
+/** Sendable, due, not held by a sender, and the earliest pending one of its subject at its endpoint. */
+const DUE = `${SENDABLE} AND d.next_attempt_at <= ?1 AND d.lease_until <= ?1
+  AND NOT EXISTS (SELECT 1 FROM event_deliveries p WHERE p.endpoint_id = d.endpoint_id AND p.subject = d.subject
+                  AND p.event_seq < d.event_seq AND p.status = 'pending')`;
+
+/** Takes up to ROUND_SIZE due deliveries (at most one per endpoint and subject) for LEASE_MS. */
+async function takeDue(db: D1Database, now: number): Promise<DueRow[]> {
+  // The lease's end, made unlikely to equal another sender's, names what this one took.
+  const leaseUntil = now + LEASE_MS + Math.floor(Math.random() * 1000);
+  const [, taken] = await db.batch<DueRow>([
+    db
+      .prepare(
+        `UPDATE event_deliveries SET lease_until = ?2
+         WHERE id IN (SELECT d.id FROM event_deliveries d WHERE ${DUE} ORDER BY d.event_seq LIMIT ${ROUND_SIZE})`,
+      )
+      .bind(now, leaseUntil),
+    db
+      .prepare(
+        `SELECT d.id, d.endpoint_id, d.attempts, e.url, e.secret, v.id AS event_id, v.type, v.snapshot, v.created_at
+         FROM event_deliveries d JOIN event_endpoints e ON e.id = d.endpoint_id JOIN order_events v ON v.seq = d.event_seq
+         WHERE d.status = 'pending' AND d.lease_until = ?1`,
+      )
+      .bind(leaseUntil),
+  ]);
+  return taken?.results ?? [];
+}
+
+interface SaleSnapshot {
+  sale_id: number;
+  name: string;
+  stock: number;
+  sold: number;
+  state: string;
+  starts_at: number;
+  ends_at: number;
+}
+
+const saleView = (s: SaleSnapshot) => ({
+  saleId: String(s.sale_id),
+  name: s.name,
+  stock: s.stock,
+  sold: s.sold,
+  state: s.state,
+  startsAt: new Date(s.starts_at).toISOString(),
+  endsAt: new Date(s.ends_at).toISOString(),
+});
+
+/** The event body: {id, type, createdAt, data: {order} | {sale}}. */
+export function eventBody(event: { id: string; type: OrderEventType; snapshot: string; createdAt: number }): string {
+  const snapshot = JSON.parse(event.snapshot);
+  const data = event.type.startsWith("sale.") ? { sale: saleView(snapshot) } : { order: orderView(snapshot) };
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: new Date(event.createdAt).toISOString(), data });
+}
+
+interface Outcome {
+  status: number | null;
+  error: string | null;
+}
+
+async function send(row: DueRow, fetcher: typeof fetch): Promise<Outcome> {
+  const body = eventBody({ id: row.event_id, type: row.type, snapshot: row.snapshot, createdAt: row.created_at });
+  const sentAt = new Date();
+  try {
+    const res = await fetcher(row.url, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "webhook-id": row.event_id,
+        "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)),
+        "webhook-signature": new Webhook(row.secret).sign(row.event_id, sentAt, body),
+      },
+      body,
+      redirect: "manual",
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+    });
+    await res.body?.cancel();
+    return { status: res.status, error: res.ok ? null : `answered ${res.status}` };
+  } catch (err) {
+    return { status: null, error: String(err instanceof Error ? err.message : err).slice(0, MAX_ERROR_LENGTH) };
+  }
+}
+
+/** Records one attempt: delivered (2xx), retried later, failed (schedule spent), or its endpoint disabled (410). */
+function recordAttempt(db: D1Database, row: DueRow, outcome: Outcome, now: number): D1PreparedStatement[] {
+  const attempts = row.attempts + 1;
+  const delivered = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+  const gone = outcome.status === 410;
+  const delay = RETRY_SCHEDULE_SEC[attempts - 1];
+  const status = delivered ? "delivered" : gone || delay === undefined ? "failed" : "pending";
+  const statements = [
+    db
+      .prepare("INSERT INTO delivery_attempts (delivery_id, attempted_at, status_code, error) VALUES (?, ?, ?, ?)")
+      .bind(row.id, now, outcome.status, outcome.error),
+    db
+      .prepare(
+        `UPDATE event_deliveries SET status = ?2, attempts = ?3, last_status = ?4, last_error = ?5, next_attempt_at = ?6,
+           lease_until = 0, updated_at = ?7 WHERE id = ?1`,
+      )
+      .bind(row.id, status, attempts, outcome.status, outcome.error, now + (delay ?? 0) * 1000, now),
+  ];
+  if (gone)
+    statements.push(
+      db
+        .prepare("UPDATE event_endpoints SET enabled = 0, disabled_reason = ? WHERE id = ?")
+        .bind("the endpoint answered 410 Gone", row.endpoint_id),
+    );
+  return statements;
+}
+
+/**
+ * Sends every due delivery, round after round, until none is due. Returns how many attempts
+ * it made and when the next sendable delivery falls due (epoch ms), if any does.
+ */
+export async function deliverDue(db: D1Database, { fetch: fetcher = fetch }: DeliveryOptions = {}) {
+  let attempted = 0;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const due = await takeDue(db, Date.now());
+    if (due.length === 0) break;
+    const outcomes = await Promise.all(due.map((row) => send(row, fetcher)));
+    const now = Date.now();
+    await db.batch(due.flatMap((row, i) => recordAttempt(db, row, outcomes[i] as Outcome, now)));
+    attempted += due.length;
+  }
+  const next = await db
+    .prepare(`SELECT MIN(d.next_attempt_at) AS at FROM event_deliveries d WHERE ${SENDABLE}`)
+    .first<{ at: number | null }>();
+  return { attempted, nextDueAt: next?.at ?? null };
+}
+
+/** Sales whose window closed this long ago at most are reported as ended (older ones were before events existed). */
+const ENDED_LOOKBACK_MS = 24 * 3600_000;
+
+/**
+ * Raises sale.ended, once, for the sales whose window has closed (a cancelled sale's is raised
+ * by the cancel itself). The cron runs it; returns how many it raised.
+ */
+export async function reportEndedSales(db: D1Database, now = Date.now()): Promise<number> {
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO order_events (id, type, subject, sale_id, snapshot, created_at)
+       SELECT 'evt_' || lower(hex(randomblob(12))), 'sale.ended', 'sale:' || s.id, s.id, v.snapshot, ?1
+       FROM sales s JOIN sale_snapshots v ON v.sale_id = s.id
+       WHERE s.ends_at <= ?1 AND s.ends_at > ?2
+         AND NOT EXISTS (SELECT 1 FROM order_events e WHERE e.subject = 'sale:' || s.id AND e.type = 'sale.ended')`,
+    )
+    .bind(now, now - ENDED_LOOKBACK_MS)
+    .run();
+  return meta.changes;
+}
+
+/** How long this isolate trusts what it read about endpoints being enabled. */
+const ENDPOINTS_TTL_MS = 5000;
+let endpointsRead: { at: number; anyEnabled: boolean } | undefined;
+
+/**
+ * Whether any endpoint is enabled, read at most every ENDPOINTS_TTL_MS per isolate: a shop
+ * with no endpoint pays no query per settlement batch or payment (the deadline race feels
+ * every query on its path).
+ */
+async function anyEndpointEnabled(db: D1Database): Promise<boolean> {
+  const now = Date.now();
+  if (!endpointsRead || now - endpointsRead.at > ENDPOINTS_TTL_MS) {
+    const row = await db.prepare("SELECT 1 FROM event_endpoints WHERE enabled = 1 LIMIT 1").first();
+    endpointsRead = { at: now, anyEnabled: row !== null };
+  }
+  return endpointsRead.anyEnabled;
+}
+
+/** An endpoint was added or changed in this isolate: the next kick reads again. */
+export function endpointsChanged(): void {
+  endpointsRead = undefined;
+}
+
+/**
+ * Asks the jobs queue to send the order events that are due, if any is: after a change that
+ * may have raised some, and from the cron (the backstop for a kick that was lost). Events
+ * are never sent from the request that raised them.
+ */
+export async function kickOrderEvents(env: { DB: D1Database; JOBS: Queue<JobMessage> }): Promise<void> {
+  if (!(await anyEndpointEnabled(env.DB))) return;
+  const due = await env.DB.prepare(
+    `SELECT 1 FROM event_deliveries d WHERE ${SENDABLE} AND d.next_attempt_at <= ?1 AND d.lease_until <= ?1 LIMIT 1`,
+  )
+    .bind(Date.now())
+    .first();
+  if (due !== null) await env.JOBS.send({ kind: "deliver-order-events" }, { contentType: "json" });
+}
+
+interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_seq: number;
+  event_id: string;
+  type: OrderEventType;
+  subject: string;
+  status: DeliveryView["status"];
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: number;
+  updated_at: number;
+}
+
+const deliveryView = (r: DeliveryRow): DeliveryView => ({
+  id: r.id,
+  endpointId: r.endpoint_id,
+  eventId: r.event_id,
+  type: r.type,
+  subject: r.subject,
+  status: r.status,
+  attempts: r.attempts,
+  lastStatus: r.last_status,
+  lastError: r.last_error,
+  nextAttemptAt: r.status === "pending" ? new Date(r.next_attempt_at).toISOString() : null,
+  updatedAt: new Date(r.updated_at).toISOString(),
+});
+
+const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,
+  d.next_attempt_at, d.updated_at`;
+
+/** An endpoint's deliveries, newest first; the cursor is the last event's sequence number. */
+export async function listDeliveries(db: D1Database, endpointId: string, cursor?: string): Promise<DeliveryPage> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq
+       WHERE d.endpoint_id = ?1 AND d.event_seq < ?2 ORDER BY d.event_seq DESC LIMIT ${DELIVERY_PAGE_SIZE + 1}`,
+    )
+    .bind(endpointId, cursor === undefined ? Number.MAX_SAFE_INTEGER : Number(cursor))
+    .all<DeliveryRow>();
+  const page = results.slice(0, DELIVERY_PAGE_SIZE);
+  const more = results.length > DELIVERY_PAGE_SIZE;
+  return { deliveries: page.map(deliveryView), nextCursor: more ? String(page.at(-1)?.event_seq) : null };
+}
+
+/** An order's deliveries to every endpoint, in order of occurrence (GET /admin/orders/:orderId). */
+export async function deliveriesOf(db: D1Database, subject: string): Promise<DeliveryView[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq
+       WHERE d.subject = ? ORDER BY d.event_seq, d.endpoint_id`,
+    )
+    .bind(subject)
+    .all<DeliveryRow>();
+  return results.map(deliveryView);
+}
+
+/**
+ * Sends a delivery again, with its event's id and body: pending and due now with a fresh
+ * retry schedule, whatever it was (delivered, failed); its earlier attempts stay recorded.
+ * Undefined when the endpoint has no such delivery.
+ */
+export async function replayDelivery(db: D1Database, endpointId: string, deliveryId: string): Promise<DeliveryView | undefined> {
+  const now = Date.now();
+  const updated = await db
+    .prepare(
+      `UPDATE event_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?3, lease_until = 0, updated_at = ?3
+       WHERE id = ?1 AND endpoint_id = ?2 RETURNING id`,
+    )
+    .bind(deliveryId, endpointId, now)
+    .first();
+  if (!updated) return undefined;
+  const row = await db
+    .prepare(`SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq WHERE d.id = ?`)
+    .bind(deliveryId)
+    .first<DeliveryRow>();
+  return row ? deliveryView(row) : undefined;
+}

@@ -1,0 +1,71 @@
+import { Hono, type MiddlewareHandler } from "hono";
+import type { AppEnv } from "../http/app-env";
+import { requireAdmin } from "../http/auth";
+import { badRequest, notFound } from "../http/errors";
+import { validate } from "../http/validate";
+import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
+import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
+import { log } from "../shared/log";
+import {
+  CreateEndpointBody,
+  CursorQuery,
+  DeliveryIdParam,
+  EndpointIdParam,
+  endpointUrlRefusal,
+  UpdateEndpointBody,
+} from "../shared/order-events";
+
+const endpointNotFound = () => notFound("ENDPOINT_NOT_FOUND", "no such endpoint");
+
+/** https to a public host; http to loopback only where the Worker runs locally (npm start). */
+function checkUrl(env: Env, url: string): void {
+  const refusal = endpointUrlRefusal(url, { allowLoopback: env.LOOPBACK_HOSTS_ONLY === "true" });
+  if (refusal) throw badRequest(`url: ${refusal}`);
+}
+
+/**
+ * After a change that may have raised order events (pay, cancel, a sale cancelled) answered
+ * 2xx, the jobs queue is asked to send them; the request never sends them itself.
+ */
+export const sendRaisedEvents: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  if (c.req.method === "POST" && c.res.ok)
+    c.executionCtx.waitUntil(kickOrderEvents(c.env).catch((err) => log.warn("order events left to the cron", {}, err)));
+};
+
+/** /admin/webhooks: the shop's endpoints for order events, and what was delivered to them. */
+export const eventEndpointRoutes = new Hono<AppEnv>()
+  .use(requireAdmin)
+  .post("/", validate("json", CreateEndpointBody), async (c) => {
+    const body = c.req.valid("json");
+    checkUrl(c.env, body.url);
+    const endpoint = await createEndpoint(c.env.DB, body);
+    endpointsChanged();
+    return c.json(endpoint, 201);
+  })
+  .get("/", async (c) => c.json({ endpoints: await listEndpoints(c.env.DB) }))
+  .patch("/:id", validate("param", EndpointIdParam), validate("json", UpdateEndpointBody), async (c) => {
+    const changes = c.req.valid("json");
+    if (changes.url !== undefined) checkUrl(c.env, changes.url);
+    const endpoint = await updateEndpoint(c.env.DB, c.req.valid("param").id, changes);
+    if (!endpoint) throw endpointNotFound();
+    endpointsChanged();
+    return c.json(endpoint);
+  })
+  .post("/:id/rotate-secret", validate("param", EndpointIdParam), async (c) => {
+    const endpoint = await rotateSecret(c.env.DB, c.req.valid("param").id);
+    if (!endpoint) throw endpointNotFound();
+    return c.json(endpoint);
+  })
+  .get("/:id/deliveries", validate("param", EndpointIdParam), validate("query", CursorQuery), async (c) => {
+    const { id } = c.req.valid("param");
+    if (!(await endpointExists(c.env.DB, id))) throw endpointNotFound();
+    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor));
+  })
+  .post("/:id/deliveries/:deliveryId/replay", validate("param", DeliveryIdParam), async (c) => {
+    const { id, deliveryId } = c.req.valid("param");
+    const delivery = await replayDelivery(c.env.DB, id, deliveryId);
+    if (!delivery) throw notFound("DELIVERY_NOT_FOUND", "no such delivery of this endpoint");
+    c.executionCtx.waitUntil(kickOrderEvents(c.env));
+    return c.json(delivery, 202);
+  });

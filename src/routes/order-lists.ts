@@ -1,0 +1,46 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../http/app-env";
+import { requireAdmin, requireUser } from "../http/auth";
+import { limitPerUser } from "../http/caller-limits";
+import { notFound } from "../http/errors";
+import { validate } from "../http/validate";
+import { listBuyerOrders, listSaleOrders, orderDetail, saleOrdersCsv } from "../orders/order-lists";
+import { findSale } from "../sales/repository";
+import { BuyerOrdersQuery, DEFAULT_ORDER_PAGE, OrderExportQuery, SaleOrdersQuery } from "../shared/order-queries";
+import { OrderIdParam, SaleIdParam } from "../shared/requests";
+
+async function assertSale(db: D1Database, saleId: string): Promise<void> {
+  if (!(await findSale(db, saleId))) throw notFound("SALE_NOT_FOUND", "no such sale");
+}
+
+/** GET /api/orders: the signed-in buyer's orders across sales, newest first. */
+export const buyerOrderRoutes = new Hono<AppEnv>().get(
+  "/",
+  validate("query", BuyerOrdersQuery),
+  requireUser,
+  limitPerUser,
+  async (c) => c.json(await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE)),
+);
+
+/** The admin's order lists: a sale's orders (and as CSV), one order with its history. */
+export const adminOrderRoutes = new Hono<AppEnv>()
+  .use(requireAdmin)
+  .get("/sales/:saleId/orders", validate("param", SaleIdParam), validate("query", SaleOrdersQuery), async (c) => {
+    const { saleId } = c.req.valid("param");
+    const { status, cursor, limit } = c.req.valid("query");
+    await assertSale(c.env.DB, saleId);
+    return c.json(await listSaleOrders(c.env.DB, saleId, { status, cursor, limit: limit ? Number(limit) : DEFAULT_ORDER_PAGE }));
+  })
+  .get("/sales/:saleId/orders.csv", validate("param", SaleIdParam), validate("query", OrderExportQuery), async (c) => {
+    const { saleId } = c.req.valid("param");
+    await assertSale(c.env.DB, saleId);
+    return c.body(saleOrdersCsv(c.env.DB, saleId, c.req.valid("query").status), 200, {
+      "Content-Type": "text/csv; charset=utf-8",
+      "Content-Disposition": `attachment; filename="sale-${saleId}-orders.csv"`,
+    });
+  })
+  .get("/orders/:orderId", validate("param", OrderIdParam), async (c) => {
+    const detail = await orderDetail(c.env.DB, c.req.valid("param").orderId);
+    if (!detail) throw notFound("ORDER_NOT_FOUND", "no such order");
+    return c.json(detail);
+  });

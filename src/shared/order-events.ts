@@ -1,0 +1,132 @@
+// Order events: the events the shop's endpoints can subscribe to, the admin's requests and
+// answers for endpoints and deliveries, and which endpoint URLs are allowed.
+
+import * as z from "zod/mini";
+import { isLoopbackHost } from "./loopback";
+import "./zod-english";
+
+/** Every event an endpoint can subscribe to. */
+export const ORDER_EVENT_TYPES = [
+  "order.reserved",
+  "order.awaiting_payment",
+  "order.paid",
+  "order.expired",
+  "order.cancelled",
+  "order.failed",
+  "order.refund_due",
+  "sale.sold_out",
+  "sale.ended",
+] as const;
+export const OrderEventType = z.enum(ORDER_EVENT_TYPES);
+export type OrderEventType = z.infer<typeof OrderEventType>;
+
+const MAX_URL_LENGTH = 2048;
+const MAX_ENDPOINT_DESCRIPTION = 200;
+
+/** IPv4 literals of private, shared, link-local, loopback and "this network" ranges. */
+const PRIVATE_V4 = [
+  /^10\./,
+  /^127\./,
+  /^0\./,
+  /^169\.254\./,
+  /^192\.168\./,
+  /^172\.(1[6-9]|2\d|3[01])\./,
+  /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./,
+];
+/** IPv6 literals (bracketed, as URL.hostname gives them): loopback, unspecified, unique-local, link-local, v4-mapped. */
+const PRIVATE_V6 = /^\[(::1?|f[cd][0-9a-f]*:.*|fe[89ab][0-9a-f]*:.*|::ffff:.*)\]$/;
+
+/**
+ * Why an endpoint URL is refused, or undefined when it is allowed: https to a public host;
+ * plain http only to a loopback host, and only when `allowLoopback` (npm start). Addresses of
+ * private and link-local networks are refused as literals and as names that can only mean
+ * this machine (a Worker cannot reach a private network; the rule stops an endpoint from
+ * pointing a local run at services beside it).
+ */
+export function endpointUrlRefusal(raw: string, { allowLoopback }: { allowLoopback: boolean }): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return "url must be an absolute URL";
+  }
+  if (url.username || url.password) return "url must not carry credentials";
+  const loopback = isLoopbackHost(url.hostname);
+  if (loopback && allowLoopback && (url.protocol === "http:" || url.protocol === "https:")) return undefined;
+  if (url.protocol !== "https:") return "url must be https";
+  const host = url.hostname.toLowerCase();
+  if (
+    loopback ||
+    PRIVATE_V4.some((range) => range.test(host)) ||
+    PRIVATE_V6.test(host) ||
+    host.endsWith(".internal") ||
+    host.endsWith(".local")
+  )
+    return "url must not point at a private, loopback or link-local address";
+  return undefined;
+}
+
+const EndpointUrl = z.string().check(z.minLength(1), z.maxLength(MAX_URL_LENGTH));
+const EventTypes = z.array(OrderEventType).check(z.minLength(1), z.maxLength(ORDER_EVENT_TYPES.length));
+
+/** POST /admin/webhooks */
+export const CreateEndpointBody = z.strictObject({
+  url: EndpointUrl,
+  events: EventTypes,
+  description: z.optional(z.string().check(z.maxLength(MAX_ENDPOINT_DESCRIPTION))),
+});
+export type CreateEndpointBody = z.infer<typeof CreateEndpointBody>;
+
+/** PATCH /admin/webhooks/:id */
+export const UpdateEndpointBody = z.strictObject({
+  url: z.optional(EndpointUrl),
+  events: z.optional(EventTypes),
+  enabled: z.optional(z.boolean()),
+});
+export type UpdateEndpointBody = z.infer<typeof UpdateEndpointBody>;
+
+export const EndpointIdParam = z.object({
+  id: z.string().check(z.regex(/^ep_[0-9a-f]{24}$/, "the endpoint id must look like ep_<24 hex digits>")),
+});
+export const DeliveryIdParam = z.object({
+  id: EndpointIdParam.shape.id,
+  deliveryId: z.string().check(z.regex(/^dlv_[0-9a-f]{24}$/, "the delivery id must look like dlv_<24 hex digits>")),
+});
+export const CursorQuery = z.object({
+  cursor: z.optional(z.string().check(z.regex(/^\d{1,15}$/, "cursor must be a cursor an earlier page returned"))),
+});
+
+/** An endpoint as the admin sees it; `secret` only when it was created or its secret rotated. */
+export const EndpointView = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(OrderEventType),
+  description: z.string(),
+  enabled: z.boolean(),
+  /** Why it was disabled by the system (it answered 410), or null. */
+  disabledReason: z.nullable(z.string()),
+  createdAt: z.iso.datetime(),
+  secret: z.optional(z.string()),
+});
+export type EndpointView = z.infer<typeof EndpointView>;
+
+/** One event sent (or to be sent) to one endpoint. */
+export const DeliveryView = z.object({
+  id: z.string(),
+  endpointId: z.string(),
+  /** The event's id: the webhook-id header of every attempt. */
+  eventId: z.string(),
+  type: OrderEventType,
+  subject: z.string(),
+  status: z.enum(["pending", "delivered", "failed"]),
+  attempts: z.int(),
+  /** The endpoint's last answer code; null when it never answered. */
+  lastStatus: z.nullable(z.int()),
+  lastError: z.nullable(z.string()),
+  nextAttemptAt: z.nullable(z.iso.datetime()),
+  updatedAt: z.iso.datetime(),
+});
+export type DeliveryView = z.infer<typeof DeliveryView>;
+
+export const DeliveryPage = z.object({ deliveries: z.array(DeliveryView), nextCursor: z.nullable(z.string()) });
+export type DeliveryPage = z.infer<typeof DeliveryPage>;
