@@ -25,6 +25,8 @@ declare namespace Cloudflare {
 		PAYMENT_TIMEOUT_MS: string;
 		ALLOWED_ORIGINS: string;
 		DEV_LOGIN: string;
+		TURNSTILE_SITE_KEY: string;
+		TURNSTILE_VERIFY_URL: string;
 		JWT_CLOCK_SKEW_SEC: string;
 		JWT_MAX_TTL_SEC: string;
 		JWT_ISSUER: string;
@@ -38,7 +40,7 @@ type StringifyValues<EnvType extends Record<string, unknown>> = {
 	[Binding in keyof EnvType]: EnvType[Binding] extends string ? EnvType[Binding] : string;
 };
 declare namespace NodeJS {
-	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "OUTBOX_REDRIVE_AFTER_MS" | "RESTORE_QUIET_MS" | "REDIS_TIMEOUT_MS" | "REDIS_MAX_RECORD_BYTES" | "REDIS_MAX_REQUEST_BYTES" | "LAB_ENABLED" | "LOOPBACK_HOSTS_ONLY" | "IP_RATE_LIMIT" | "USER_RATE_LIMIT" | "PAYMENT_PROVIDER" | "PAYMENT_TIMEOUT_MS" | "ALLOWED_ORIGINS" | "DEV_LOGIN" | "JWT_CLOCK_SKEW_SEC" | "JWT_MAX_TTL_SEC" | "JWT_ISSUER" | "JWT_AUDIENCE" | "JWT_JWKS_URL">> {}
+	interface ProcessEnv extends StringifyValues<Pick<Cloudflare.Env, "OUTBOX_REDRIVE_AFTER_MS" | "RESTORE_QUIET_MS" | "REDIS_TIMEOUT_MS" | "REDIS_MAX_RECORD_BYTES" | "REDIS_MAX_REQUEST_BYTES" | "LAB_ENABLED" | "LOOPBACK_HOSTS_ONLY" | "IP_RATE_LIMIT" | "USER_RATE_LIMIT" | "PAYMENT_PROVIDER" | "PAYMENT_TIMEOUT_MS" | "ALLOWED_ORIGINS" | "DEV_LOGIN" | "TURNSTILE_SITE_KEY" | "TURNSTILE_VERIFY_URL" | "JWT_CLOCK_SKEW_SEC" | "JWT_MAX_TTL_SEC" | "JWT_ISSUER" | "JWT_AUDIENCE" | "JWT_JWKS_URL">> {}
 }
 declare module "*.lua" {
 	const value: string;

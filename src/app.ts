@@ -10,6 +10,7 @@ import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
+import { denyRuleRoutes } from "./routes/deny-rules";
 import { labRoutes } from "./routes/lab";
 import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
@@ -42,6 +43,7 @@ export const app = root
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
+  .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

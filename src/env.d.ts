@@ -7,6 +7,8 @@ declare namespace Cloudflare {
     UPSTASH_REDIS_REST_TOKEN: string;
     /** Verifies POST /webhooks/payments (HMAC-SHA256); unset turns the webhook route off. */
     PAYMENT_WEBHOOK_SECRET?: string;
+    /** Turnstile's secret for sales with humanCheck; unset refuses every token (fail closed). */
+    TURNSTILE_SECRET_KEY?: string;
     /** Quorum locks (the lab's redlock): JSON [{"url": "...", "token": "..."}, ...], one per independent database. */
     LOCK_QUORUM_NODES?: string;
   }

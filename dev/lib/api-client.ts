@@ -54,6 +54,7 @@ export interface SaleInput {
   startsAt: string;
   endsAt: string;
   admission?: { rate: number; burst: number };
+  humanCheck?: boolean;
   price?: number;
   currency?: string;
   paymentWindowSec?: number;
@@ -63,7 +64,9 @@ export interface SaleInput {
 }
 
 /** PATCH /admin/sales/:saleId: what an edit may change. */
-export type SaleEdit = Partial<Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description">> & {
+export type SaleEdit = Partial<
+  Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description" | "humanCheck">
+> & {
   imageUrl?: string | null;
 };
 

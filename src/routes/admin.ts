@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { forgetSalePolicy } from "../admission/sale-policy";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
@@ -56,6 +57,7 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
     throw unavailable(`the ${what} was recorded but could not reach Redis; send the same request again to finish it`);
   }
   memo.saleChanged(sale.id);
+  forgetSalePolicy(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
       409,
@@ -86,7 +88,11 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
         ETag: `"${refusal.version}"`,
       });
     case "SALE_STARTED":
-      return new ApiError(409, "SALE_STARTED", "the window and the admission change only before the sale starts");
+      return new ApiError(
+        409,
+        "SALE_STARTED",
+        "the window, the admission and the human check change only before the sale starts",
+      );
     case "SALE_CLOSED":
       return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
     case "STOCK_DECREASE":
@@ -149,6 +155,7 @@ export const adminRoutes = new Hono<AppEnv>()
           currency: body.currency,
           paymentWindowSec: body.paymentWindowSec,
           perUserLimit: body.perUserLimit,
+          humanCheck: body.humanCheck,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
         },

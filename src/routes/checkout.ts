@@ -1,5 +1,7 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
+import { admissionRefusal } from "../admission/gate";
+import { HumanCheckUnavailable } from "../admission/human-check";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { ReplyLayoutError } from "../checkout/reply";
@@ -59,6 +61,20 @@ function worthCounting(refusal: Refusal, now: number): boolean {
   return refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
 }
 
+/**
+ * Deny rules and the human check (src/admission/gate.ts): no Redis command, so the script
+ * call stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
+ */
+async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1]) {
+  try {
+    return await admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL });
+  } catch (err) {
+    log.warn("checkout: admission checks unavailable", { saleId: request.saleId }, err);
+    const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
+    throw unavailable(`${what} cannot be reached right now; try again shortly`);
+  }
+}
+
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
 function checkoutBody(text: string): CheckoutBody {
   let parsed: unknown = {};
@@ -98,6 +114,16 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (refusal) {
       if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
       return refusalResponse(c, refusal);
+    }
+
+    const turnedAway = await admitted(c.env, {
+      saleId,
+      caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
+      humanCheckToken: c.req.header("Human-Check"),
+    });
+    if (turnedAway) {
+      countLocalRefusal(redis, saleId, turnedAway.counted, keepAlive);
+      return refusalResponse(c, turnedAway.refusal);
     }
 
     let reservation: Reservation;

@@ -20,7 +20,11 @@ const devLoginEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const storefrontRoutes = new Hono<AppEnv>()
   .get("/config", (c) => {
     c.header("Cache-Control", "public, max-age=60");
-    return c.json({ devLogin: c.env.DEV_LOGIN === "true", allowedOrigins: allowedOrigins(c.env) } satisfies StorefrontConfig);
+    return c.json({
+      devLogin: c.env.DEV_LOGIN === "true",
+      allowedOrigins: allowedOrigins(c.env),
+      turnstileSiteKey: c.env.TURNSTILE_SITE_KEY || null,
+    } satisfies StorefrontConfig);
   })
   // DEV_LOGIN=true (npm start sets it; never in production): a token for any name, signed
   // with JWT_SECRET exactly like the shop's tokens, so the rest of the API cannot tell.

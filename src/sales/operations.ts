@@ -53,7 +53,10 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const admissionMoves =
     changes.admission !== undefined &&
     (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
-  if ((windowMoves || admissionMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+  // Isolates cache whether a sale asks for the human check (src/admission/sale-policy.ts):
+  // changed only before the start, no buyer sees an isolate that has not caught up.
+  const humanCheckMoves = changes.humanCheck !== undefined && changes.humanCheck !== sale.humanCheck;
+  if ((windowMoves || admissionMoves || humanCheckMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
   if (next.stock !== sale.stock) {
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };

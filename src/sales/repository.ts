@@ -14,6 +14,7 @@ interface SaleRow {
   currency: string;
   payment_window_sec: number;
   per_user_limit: number;
+  human_check: number;
   description: string;
   image_url: string | null;
   state: SaleState;
@@ -33,6 +34,7 @@ const fromRow = (row: SaleRow): Sale => ({
   currency: row.currency,
   paymentWindowSec: row.payment_window_sec,
   perUserLimit: row.per_user_limit,
+  humanCheck: row.human_check === 1,
   description: row.description,
   imageUrl: row.image_url,
   state: row.state,
@@ -42,7 +44,7 @@ const fromRow = (row: SaleRow): Sale => ({
 
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
-  "description, image_url, state, version, archived_at";
+  "human_check, description, image_url, state, version, archived_at";
 
 /**
  * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second:
@@ -81,8 +83,9 @@ export async function insertSale(
   const row = await db
     .prepare(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
-                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url)
-       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+                          idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
+                          human_check)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING ${SALE_COLUMNS}`,
@@ -104,6 +107,7 @@ export async function insertSale(
       sale.perUserLimit,
       sale.description,
       sale.imageUrl,
+      sale.humanCheck ? 1 : 0,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
@@ -118,6 +122,7 @@ export interface SaleChanges {
   endsAt?: number;
   admission?: { rate: number; burst: number };
   stock?: number;
+  humanCheck?: boolean;
 }
 
 /**
@@ -132,10 +137,10 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
   const row = await db
     .prepare(
       `UPDATE sales SET name = ?3, description = ?4, image_url = ?5, starts_at = ?6, ends_at = ?7,
-              admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
+              admit_rate = ?8, admit_burst = ?9, stock = ?10, human_check = ?11, version = version + 1,
               id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
-         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst)
+         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?11 = human_check)
               OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
        RETURNING ${SALE_COLUMNS}`,
     )
@@ -150,6 +155,7 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
       next.admission.rate,
       next.admission.burst,
       next.stock,
+      next.humanCheck ? 1 : 0,
     )
     .first<SaleRow>()
     // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.
