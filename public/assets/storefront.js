@@ -5,6 +5,7 @@
 // of small files with nothing to build.
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
+import { HumanCheck } from "./lib/human-check.js";
 import { Identity } from "./lib/identity.js";
 
 const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
@@ -23,6 +24,8 @@ const REFUSALS = /** @type {Record<string, string>} */ ({
   SALE_PAUSED: "The sale is paused. Try again when it resumes.",
   SALE_CANCELLED: "This sale was cancelled.",
   SALE_NOT_FOUND: "There is no such sale.",
+  HUMAN_CHECK_REQUIRED: "Complete the check beside Buy first.",
+  HUMAN_CHECK_FAILED: "The check did not go through: complete it again, then buy.",
 });
 
 /** What a sale's state means to a buyer waiting on its page. */
@@ -55,8 +58,8 @@ const ORDER_STATES = /** @type {Record<string, string>} */ ({
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-/** @type {{ devLogin: boolean, allowedOrigins: string[] }} */
-let config = { devLogin: false, allowedOrigins: [] };
+/** @type {{ devLogin: boolean, allowedOrigins: string[], turnstileSiteKey: string | null }} */
+let config = { devLogin: false, allowedOrigins: [], turnstileSiteKey: null };
 
 const identity = new Identity(() => {
   renderAccount();
@@ -272,6 +275,8 @@ class SalePage {
   order;
   /** @type {ReturnType<typeof setInterval> | undefined} */
   ticker;
+  /** @type {HumanCheck | undefined} the Turnstile widget, where the sale asks for the human check */
+  humanCheck;
 
   /** @param {string} saleId */
   constructor(saleId) {
@@ -302,6 +307,8 @@ class SalePage {
   stop() {
     this.stopped = true;
     clearInterval(this.ticker);
+    $("human-check").hidden = true;
+    $("human-check").replaceChildren();
   }
 
   identityChanged() {
@@ -378,6 +385,12 @@ class SalePage {
       const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
       quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
       $("quantity-field").hidden = limit === 1;
+      if (sale.humanCheck && config.turnstileSiteKey) {
+        this.humanCheck = new HumanCheck();
+        this.humanCheck
+          .show($("human-check"), config.turnstileSiteKey, sale.id, () => this.renderBuy())
+          .catch(() => this.say("The human check could not be loaded: this sale cannot be bought from this page now.", "bad"));
+      }
     }
     const notice = SALE_NOTICES[sale.status];
     $("sale-notice").hidden = !notice;
@@ -425,6 +438,7 @@ class SalePage {
     }
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
     if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
+    if (sale.humanCheck && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
     return "";
   }
 
@@ -467,6 +481,8 @@ class SalePage {
     // One key per purchase, sent with every retry of it: whatever the network loses, a
     // retry never buys twice (a buyer holding an order gets ALREADY_PURCHASED naming it).
     const key = idempotencyKey();
+    // A token passes once: this purchase's retries send it again (a refusal asks for a fresh check).
+    const humanCheckToken = this.humanCheck?.token();
     this.buying = true;
     this.renderBuy();
     this.say("Buying…", "wait");
@@ -477,7 +493,7 @@ class SalePage {
           method: "POST",
           token: identity.token,
           body: { quantity },
-          headers: { "Idempotency-Key": key },
+          headers: { "Idempotency-Key": key, ...(humanCheckToken && { "Human-Check": humanCheckToken }) },
         });
         if (answer.status === 202) {
           this.say(`Accepted: order ${answer.body.orderId} is reserved for you and being confirmed.`, "good");
@@ -514,6 +530,7 @@ class SalePage {
       }
     } finally {
       this.buying = false;
+      this.humanCheck?.reset();
       this.renderBuy();
     }
   }
