@@ -72,5 +72,11 @@ export function checkoutScriptKeys(saleId: string, minute: number): string[] {
   return [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.admission, saleStatsKey(saleId, minute), keys.checkoutKeys];
 }
 
+/**
+ * Sorted set: the user ids seen from one client address in a sale, scored by first arrival
+ * (src/admission/accounts-per-address.ts); expires with the sale.
+ */
+export const addressUsersKey = (saleId: string, ip: string) => `fs:{sale:${saleId}}:address:${ip}`;
+
 /** How long a minute of outcome counters is kept. */
 export const SALE_STATS_TTL_SECONDS = 7_200;
