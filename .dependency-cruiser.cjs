@@ -4,6 +4,7 @@
 //   src/routes/                         one module per resource, mounted only by app.ts
 //   src/http/                           what routes share: auth, errors, params, validation, caller limits
 //   src/{sales,orders,settlement,checkout,lab}/   domain, in that order: a module may use the ones before it
+//   src/admission/                      who may reach a sale's stock (deny rules, human check): domain, using src/sales/
 //   src/{redis,isolate}/                infrastructure: the Upstash client and scripts, isolate memory
 //   src/shared/                         leaf: limits, id patterns, key names, message and body shapes
 //   src/locks/                          a library on its own: nothing of the application
@@ -57,13 +58,13 @@ module.exports = {
       comment: "src/http/ serves the routes; it never reaches into the domain or up to the routes",
       severity: "error",
       from: { path: "^src/http/" },
-      to: { path: "^src/(routes|sales|orders|checkout|settlement|lab)/|^src/(app|index)\\.ts$" },
+      to: { path: "^src/(routes|sales|orders|checkout|settlement|lab|admission)/|^src/(app|index)\\.ts$" },
     },
     {
       name: "domain-below-routes",
       comment: "domain modules never import routes, HTTP concerns or the entry",
       severity: "error",
-      from: { path: "^src/(sales|orders|checkout|settlement|lab)/" },
+      from: { path: "^src/(sales|orders|checkout|settlement|lab|admission)/" },
       to: { path: "^src/(routes|http)/|^src/(app|index)\\.ts$" },
     },
     ...domainRules,
