@@ -53,8 +53,8 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const admissionMoves =
     changes.admission !== undefined &&
     (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
-  // Isolates cache whether a sale asks for the human check (src/admission/sale-policy.ts):
-  // changed only before the start, no buyer sees an isolate that has not caught up.
+  // Isolates keep whether a sale asks for the human check for seconds (src/admission/sale-policy.ts):
+  // changed only before the start, only an edit in those last seconds meets a buyer early.
   const humanCheckMoves = changes.humanCheck !== undefined && changes.humanCheck !== sale.humanCheck;
   if ((windowMoves || admissionMoves || humanCheckMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
   if (next.stock !== sale.stock) {
