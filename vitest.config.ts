@@ -2,6 +2,7 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { TEST_SECRETS as TURNSTILE_TEST_SECRETS, TEST_SITE_KEY as TURNSTILE_TEST_SITE_KEY } from "./dev/turnstile/test-keys.ts";
 import { TEST_SECRETS } from "./test/setup/secrets.ts";
 
 /** Lua scripts as text, as wrangler's Text rule gives them to the Worker (for src/locks/ in Node). */
@@ -76,6 +77,11 @@ export default defineConfig({
                 TEST_SCRATCH_REDIS_URL: inject("scratchGatewayUrl"),
                 JWT_JWKS_URL: inject("jwksUrl"),
                 TEST_SIGNING_KEYS: inject("signingKeys"),
+                // Turnstile: the local stand-in (started in test/setup/global-setup.ts) with
+                // Cloudflare's always-passing test secret; tests switch to the others per request.
+                TURNSTILE_VERIFY_URL: inject("siteverifyUrl"),
+                TURNSTILE_SECRET_KEY: TURNSTILE_TEST_SECRETS.passes,
+                TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY,
                 TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
               },
             },

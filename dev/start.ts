@@ -14,6 +14,9 @@
 // gateway enforces the Worker's REDIS_MAX_RECORD_BYTES and REDIS_MAX_REQUEST_BYTES, as Upstash would.
 // --webhook-url <url> registers an endpoint for every order event (http allowed for loopback
 // here) and leaves its secret for npm run webhook-receiver in the state directory.
+// Turnstile: the Worker cannot reach Cloudflare's siteverify from here, so this process runs the
+// local stand-in (dev/turnstile/siteverify.ts) and points TURNSTILE_VERIFY_URL at it, with
+// Cloudflare's always-passing test secret and test site key (TURNSTILE_* in the environment override them).
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands; Redis wants its random password.
@@ -32,6 +35,8 @@ import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
+import { startSiteverify } from "./turnstile/siteverify.ts";
+import { TEST_SECRETS as TURNSTILE_TEST_SECRETS, TEST_SITE_KEY as TURNSTILE_TEST_SITE_KEY } from "./turnstile/test-keys.ts";
 
 /** --webhook-url <url>: an endpoint for every order event (e.g. npm run webhook-receiver's). */
 const { values: args } = parseArgs({ options: { "webhook-url": { type: "string" } } });
@@ -64,15 +69,20 @@ function assertPortsFree(ports: [string, number][]): void {
 /**
  * What the local stack changes in wrangler.toml's [vars] unless the environment does:
  * payments through the dev provider's test tokens, the storefront's sign-in box, and the
- * Worker answering loopback Host names only (against DNS rebinding).
+ * Worker answering loopback Host names only (against DNS rebinding), Turnstile's test site key.
  */
-const LOCAL_VARS: Record<string, string> = { PAYMENT_PROVIDER: "dev", DEV_LOGIN: "true", LOOPBACK_HOSTS_ONLY: "true" };
+const LOCAL_VARS: Record<string, string> = {
+  PAYMENT_PROVIDER: "dev",
+  DEV_LOGIN: "true",
+  LOOPBACK_HOSTS_ONLY: "true",
+  TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY,
+};
 
-/** LOCAL_VARS and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
-function varOverrides(): { flags: string[]; names: string[] } {
+/** LOCAL_VARS, `stackVars` and the Worker's [vars] that the environment overrides, as wrangler dev --var flags. */
+function varOverrides(stackVars: Record<string, string>): { flags: string[]; names: string[] } {
   const vars = Object.keys(workerConfig().vars);
   const names = vars.filter((name) => process.env[name] !== undefined);
-  const values = { ...LOCAL_VARS, ...Object.fromEntries(names.map((name) => [name, process.env[name] as string])) };
+  const values = { ...LOCAL_VARS, ...stackVars, ...Object.fromEntries(names.map((name) => [name, process.env[name] as string])) };
   return { flags: Object.entries(values).flatMap(([name, value]) => ["--var", `${name}:${value}`]), names };
 }
 
@@ -199,6 +209,8 @@ async function main() {
 
   const secrets = localSecrets(STATE);
   const redis = await upstash(secrets);
+  const siteverify = await startSiteverify();
+  stops.push(() => siteverify.stop());
   const devVars = path.join(STATE, "dev.vars");
   writeFileSync(
     devVars,
@@ -208,12 +220,13 @@ async function main() {
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
       `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,
+      `TURNSTILE_SECRET_KEY=${process.env.TURNSTILE_SECRET_KEY ?? TURNSTILE_TEST_SECRETS.passes}`,
       // The lab's redlock strategy, when its databases are given (single quotes: the value is JSON).
       ...(process.env.LOCK_QUORUM_NODES ? [`LOCK_QUORUM_NODES='${process.env.LOCK_QUORUM_NODES}'`] : []),
     ].join("\n"),
     { mode: 0o600 },
   );
-  const overrides = varOverrides();
+  const overrides = varOverrides({ TURNSTILE_VERIFY_URL: siteverify.url });
   const base = `http://127.0.0.1:${WORKER_PORT}`;
   const child = startWranglerDev(devVars, overrides.flags);
   child.once("exit", (code) => {

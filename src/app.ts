@@ -10,6 +10,7 @@ import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
+import { denyRuleRoutes } from "./routes/deny-rules";
 import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints";
 import { labRoutes } from "./routes/lab";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
@@ -51,6 +52,7 @@ export const app = root
   .use("/admin/sales/:saleId/cancel", sendRaisedEvents) // a cancelled sale cancels its orders
   .route("/admin/webhooks", eventEndpointRoutes) // the shop's endpoints for order events
   .route("/admin", adminOrderRoutes) //      GET  /admin/sales/:saleId/orders(.csv), /admin/orders/:orderId
+  .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

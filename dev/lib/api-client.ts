@@ -62,6 +62,7 @@ export interface SaleInput {
   startsAt: string;
   endsAt: string;
   admission?: { rate: number; burst: number };
+  humanCheck?: boolean;
   price?: number;
   currency?: string;
   paymentWindowSec?: number;
@@ -81,7 +82,7 @@ export interface QueueInput {
 
 /** PATCH /admin/sales/:saleId: what an edit may change. */
 export type SaleEdit = Partial<
-  Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description" | "queue">
+  Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck">
 > & {
   imageUrl?: string | null;
 };

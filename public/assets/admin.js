@@ -76,6 +76,7 @@ $("token-form").addEventListener("submit", async (event) => {
   $("lock").hidden = false;
   setDefaultWindow();
   void salesList.reload();
+  void loadDenyRules();
   $("console-title").focus();
 });
 
@@ -135,6 +136,7 @@ function saleBody(/** @type {HTMLFormElement} */ form) {
     for (const name of ["prequeueSec", "admitPerSec", "passTtlSec"]) if (text(name)) queue[name] = Number(text(name));
     body.queue = queue;
   }
+  if (data.get("humanCheck")) body.humanCheck = true;
   return body;
 }
 
@@ -517,6 +519,7 @@ const editable = (sale) => ({
   startsAt: Date.parse(sale.startsAt),
   endsAt: Date.parse(sale.endsAt),
   admission: { rate: sale.admission?.rate, burst: sale.admission?.burst },
+  humanCheck: Boolean(sale.humanCheck),
 });
 
 /** Whether two reads of a sale agree on every field the form edits. @param {any} a @param {any} b */
@@ -534,6 +537,7 @@ function loadEditForm(sale) {
   field("edit-ends").value = localInput(Date.parse(sale.endsAt));
   field("edit-rate").value = String(sale.admission?.rate ?? "");
   field("edit-burst").value = String(sale.admission?.burst ?? "");
+  field("edit-human-check").checked = Boolean(sale.humanCheck);
   renderEditLimits();
 }
 
@@ -559,7 +563,7 @@ function renderEditLimits() {
   const closed = editing.status === "ended" || editing.status === "cancelled";
   /** @type {HTMLFieldSetElement} */ ($("edit-before-start")).disabled = started;
   $("edit-before-start-hint").textContent = started
-    ? "The sale has started: its window and admission are fixed."
+    ? "The sale has started: its window, admission and human check are fixed."
     : "These change only until the sale starts.";
   field("edit-stock").min = String(editing.stock);
   field("edit-stock").disabled = closed;
@@ -592,6 +596,8 @@ function editBody() {
     }
     const admission = { rate: Number(field("edit-rate").value), burst: Number(field("edit-burst").value) };
     if (admission.rate !== editing.admission?.rate || admission.burst !== editing.admission?.burst) body.admission = admission;
+    const humanCheck = field("edit-human-check").checked;
+    if (humanCheck !== Boolean(editing.humanCheck)) body.humanCheck = humanCheck;
   }
   return body;
 }
@@ -607,7 +613,7 @@ function holds(sale, body) {
 
 /** Edit refusals in words; others show the server's message. */
 const EDIT_REFUSALS = /** @type {Record<string, string>} */ ({
-  SALE_STARTED: "The sale has started: its window and admission can no longer change.",
+  SALE_STARTED: "The sale has started: its window, admission and human check can no longer change.",
   SALE_CLOSED: "The sale is over: its stock can no longer change.",
 });
 
@@ -665,5 +671,62 @@ $("edit-reload").addEventListener("click", async () => {
     say("edit-status", `Reloaded: version ${answer.body.sale.version}.`, "good");
   } else if (answer.status !== 401) {
     say("edit-status", `The sale cannot be read right now (${answer.message}).`, "bad");
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Deny rules: callers refused quietly (GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:id).
+
+/** @param {any} rule */
+function denyRow(rule) {
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.textContent = "Remove";
+  remove.setAttribute("aria-label", `Remove the rule on ${rule.kind} ${rule.value}`);
+  remove.addEventListener("click", async () => {
+    const answer = await admin(`/admin/deny-rules/${rule.id}`, { method: "DELETE" });
+    if (answer.status === 200) {
+      renderDenyRules(answer.body.rules);
+      say("deny-status", `Removed the rule on ${rule.kind} ${rule.value}.`, "good");
+    } else if (answer.status !== 401) {
+      say("deny-status", `Not removed: ${answer.message}`, "bad");
+    }
+  });
+  const expires = rule.expiresAt ? new Date(rule.expiresAt).toLocaleString() : "never";
+  const tr = row([rule.kind, rule.value, rule.note, expires].map((text) => [text, ""]));
+  const td = document.createElement("td");
+  td.append(remove);
+  tr.append(td);
+  return tr;
+}
+
+/** @param {any[]} rules */
+function renderDenyRules(rules) {
+  $("deny-rows").replaceChildren(...rules.map(denyRow));
+  if (rules.length === 0) $("deny-rows").append(row([["No deny rules.", ""]], 5));
+}
+
+async function loadDenyRules() {
+  const answer = await admin("/admin/deny-rules");
+  if (answer.status === 200) renderDenyRules(answer.body.rules);
+  else if (answer.status !== 401) say("deny-status", `The deny rules cannot be read right now (${answer.message}).`, "bad");
+}
+
+$("deny-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (event.target);
+  const data = new FormData(form);
+  const text = (/** @type {string} */ name) => String(data.get(name) ?? "").trim();
+  /** @type {Record<string, unknown>} */
+  const body = { kind: text("kind"), value: text("value") };
+  if (text("note")) body.note = text("note");
+  if (text("expiresAt")) body.expiresAt = new Date(text("expiresAt")).toISOString();
+  const answer = await admin("/admin/deny-rules", { method: "POST", body });
+  if (answer.status === 201) {
+    say("deny-status", `Added: ${answer.body.kind} ${answer.body.value}.`, "good");
+    form.reset();
+    await loadDenyRules();
+  } else if (answer.status !== 401) {
+    say("deny-status", `Not added: ${answer.message}`, "bad");
   }
 });

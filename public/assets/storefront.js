@@ -5,6 +5,7 @@
 // of small files with nothing to build.
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
+import { HumanCheck } from "./lib/human-check.js";
 import { Identity } from "./lib/identity.js";
 import { WaitingRoom } from "./waiting-room.js";
 
@@ -29,6 +30,8 @@ const REFUSALS = /** @type {Record<string, string>} */ ({
   QUEUE_PASS_INVALID: "Your pass is not valid for this sale: join the line again.",
   QUEUE_PASS_USED: "Your pass bought already; each pass buys once.",
   QUEUE_PASS_EXPIRED: "Your turn has passed: the next place in line was let in.",
+  HUMAN_CHECK_REQUIRED: "Complete the check beside Buy first.",
+  HUMAN_CHECK_FAILED: "The check did not go through: complete it again, then buy.",
 });
 
 /** What a sale's state means to a buyer waiting on its page. */
@@ -61,8 +64,8 @@ const ORDER_STATES = /** @type {Record<string, string>} */ ({
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-/** @type {{ devLogin: boolean, allowedOrigins: string[] }} */
-let config = { devLogin: false, allowedOrigins: [] };
+/** @type {{ devLogin: boolean, allowedOrigins: string[], turnstileSiteKey: string | null }} */
+let config = { devLogin: false, allowedOrigins: [], turnstileSiteKey: null };
 
 const identity = new Identity(() => {
   renderAccount();
@@ -349,6 +352,8 @@ class SalePage {
   ticker;
   /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
   room;
+  /** @type {HumanCheck | undefined} the Turnstile widget, where the sale asks for the human check */
+  humanCheck;
 
   /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders") */
   constructor(saleId, orderId) {
@@ -381,6 +386,8 @@ class SalePage {
     this.stopped = true;
     this.room?.stop();
     clearInterval(this.ticker);
+    $("human-check").hidden = true;
+    $("human-check").replaceChildren();
   }
 
   identityChanged() {
@@ -457,6 +464,12 @@ class SalePage {
       const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
       quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
       $("quantity-field").hidden = limit === 1;
+      if (sale.humanCheck && config.turnstileSiteKey) {
+        this.humanCheck = new HumanCheck();
+        this.humanCheck
+          .show($("human-check"), config.turnstileSiteKey, sale.id, () => this.renderBuy())
+          .catch(() => this.say("The human check could not be loaded: this sale cannot be bought from this page now.", "bad"));
+      }
     }
     const notice = SALE_NOTICES[sale.status];
     $("sale-notice").hidden = !notice;
@@ -514,6 +527,7 @@ class SalePage {
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
     if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
     if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
+    if (sale.humanCheck && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
     return "";
   }
 
@@ -557,6 +571,8 @@ class SalePage {
     // One key per purchase, sent with every retry of it: whatever the network loses, a
     // retry never buys twice (a buyer holding an order gets ALREADY_PURCHASED naming it).
     const key = idempotencyKey();
+    // A token passes once: this purchase's retries send it again (a refusal asks for a fresh check).
+    const humanCheckToken = this.humanCheck?.token();
     this.buying = true;
     this.renderBuy();
     this.say("Buying…", "wait");
@@ -567,7 +583,11 @@ class SalePage {
           method: "POST",
           token: identity.token,
           body: { quantity },
-          headers: { "Idempotency-Key": key, ...(this.room?.pass && { "Queue-Pass": this.room.pass }) },
+          headers: {
+            "Idempotency-Key": key,
+            ...(this.room?.pass && { "Queue-Pass": this.room.pass }),
+            ...(humanCheckToken && { "Human-Check": humanCheckToken }),
+          },
         });
         if (answer.status === 202) {
           this.room?.used();
@@ -605,6 +625,7 @@ class SalePage {
       }
     } finally {
       this.buying = false;
+      this.humanCheck?.reset();
       this.renderBuy();
     }
   }

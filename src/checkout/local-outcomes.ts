@@ -2,7 +2,7 @@ import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { SALE_STATS_TTL_SECONDS, saleStatsKey } from "../shared/keys";
 import { log } from "../shared/log";
-import type { RefusalCode } from "../shared/refusal";
+import type { CountedOutcome } from "../shared/refusal";
 
 /**
  * Counts the refusals this isolate answers on its own (Redis never sees them) into the
@@ -17,7 +17,13 @@ const FLUSH_AFTER_MS = 1_000;
 let counts = new Map<string, Map<string, number>>();
 let flushing = false;
 
-export function countLocalRefusal(redis: Redis, saleId: string, code: RefusalCode, keepAlive: KeepAlive, now = Date.now()): void {
+export function countLocalRefusal(
+  redis: Redis,
+  saleId: string,
+  code: CountedOutcome,
+  keepAlive: KeepAlive,
+  now = Date.now(),
+): void {
   let sale = counts.get(saleId);
   if (!sale) {
     sale = new Map();

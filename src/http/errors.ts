@@ -115,6 +115,10 @@ function refusalAnswer(refusal: Refusal): ErrorAnswer {
       );
     case "IDEMPOTENCY_KEY_REUSED":
       return answer(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a checkout of another quantity");
+    case "HUMAN_CHECK_REQUIRED":
+      return answer(403, "HUMAN_CHECK_REQUIRED", "this sale asks for the human check: send its token in the Human-Check header");
+    case "HUMAN_CHECK_FAILED":
+      return answer(403, "HUMAN_CHECK_FAILED", "the human check did not pass; complete it again");
     case "BUSY":
       return answer(503, "BUSY", "too many checkouts contend for this sale; try again shortly", { "Retry-After": "1" });
     case "QUEUE_PASS_REQUIRED":

@@ -37,6 +37,7 @@ export async function createLabSale(
       currency: DEFAULT_CURRENCY,
       paymentWindowSec: 0,
       perUserLimit: 1,
+      humanCheck: false,
       description: "",
       imageUrl: null,
       state: "active",

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { forgetSalePolicy } from "../admission/sale-policy";
 import { linePage, readFreshProgress } from "../admission/waiting-room";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
@@ -67,6 +68,7 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
     throw unavailable(`the ${what} was recorded but could not reach Redis; send the same request again to finish it`);
   }
   memo.saleChanged(sale.id);
+  forgetSalePolicy(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
       409,
@@ -97,7 +99,11 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
         ETag: `"${refusal.version}"`,
       });
     case "SALE_STARTED":
-      return new ApiError(409, "SALE_STARTED", "the window and the admission change only before the sale starts");
+      return new ApiError(
+        409,
+        "SALE_STARTED",
+        "the window, the admission and the human check change only before the sale starts",
+      );
     case "QUEUE_OPEN":
       return new ApiError(409, "QUEUE_OPEN", "the waiting room's settings change only before joining opens");
     case "SALE_CLOSED":
@@ -162,6 +168,7 @@ export const adminRoutes = new Hono<AppEnv>()
           currency: body.currency,
           paymentWindowSec: body.paymentWindowSec,
           perUserLimit: body.perUserLimit,
+          humanCheck: body.humanCheck,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
           queue: await queueFrom(body.queue),

@@ -1,5 +1,7 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
+import { admissionRefusal } from "../admission/gate";
+import { HumanCheckUnavailable } from "../admission/human-check";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
@@ -80,6 +82,20 @@ function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>
   );
 }
 
+/**
+ * Deny rules and the human check (src/admission/gate.ts): no Redis command, so the script
+ * call stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
+ */
+async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1]) {
+  try {
+    return await admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL });
+  } catch (err) {
+    log.warn("checkout: admission checks unavailable", { saleId: request.saleId }, err);
+    const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
+    throw unavailable(`${what} cannot be reached right now; try again shortly`);
+  }
+}
+
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
 function checkoutBody(text: string): CheckoutBody {
   let parsed: unknown = {};
@@ -128,6 +144,17 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     // network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
     const pass = passHeader === undefined ? undefined : await readPass(c.env.JWT_SECRET, passHeader, saleId, userId);
     if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
+
+    const turnedAway = await admitted(c.env, {
+      saleId,
+      caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
+      humanCheckToken: c.req.header("Human-Check"),
+      keepAlive,
+    });
+    if (turnedAway) {
+      countLocalRefusal(redis, saleId, turnedAway.counted, keepAlive);
+      return refusalResponse(c, turnedAway.refusal);
+    }
 
     let reservation: Reservation;
     const askedAt = Date.now();

@@ -31,6 +31,7 @@ export const storefrontRoutes = new Hono<AppEnv>()
     return c.json({
       devLogin: c.env.DEV_LOGIN === "true" && isLoopbackRequest(c),
       allowedOrigins: allowedOrigins(c.env),
+      turnstileSiteKey: c.env.TURNSTILE_SITE_KEY || null,
     } satisfies StorefrontConfig);
   })
   // DEV_LOGIN=true (npm start sets it; never in production): a token for any name, signed

@@ -59,7 +59,10 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const admissionMoves =
     changes.admission !== undefined &&
     (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
-  if ((windowMoves || admissionMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+  // Isolates keep whether a sale asks for the human check for seconds (src/admission/sale-policy.ts):
+  // changed only before the start, only an edit in those last seconds meets a buyer early.
+  const humanCheckMoves = changes.humanCheck !== undefined && changes.humanCheck !== sale.humanCheck;
+  if ((windowMoves || admissionMoves || humanCheckMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
   const { seed: _, seedCommitment: __, ...settings } = sale.queue;
   const queueMoves =
     changes.queue !== undefined && Object.entries(settings).some(([k, v]) => changes.queue?.[k as keyof typeof settings] !== v);

@@ -15,6 +15,7 @@ interface SaleRow {
   currency: string;
   payment_window_sec: number;
   per_user_limit: number;
+  human_check: number;
   description: string;
   image_url: string | null;
   state: SaleState;
@@ -40,6 +41,7 @@ const fromRow = (row: SaleRow): Sale => ({
   currency: row.currency,
   paymentWindowSec: row.payment_window_sec,
   perUserLimit: row.per_user_limit,
+  humanCheck: row.human_check === 1,
   description: row.description,
   imageUrl: row.image_url,
   state: row.state,
@@ -58,7 +60,7 @@ const fromRow = (row: SaleRow): Sale => ({
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
-  "queue_seed, queue_seed_commitment";
+  "queue_seed, queue_seed_commitment, human_check";
 
 /**
  * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second:
@@ -98,8 +100,9 @@ export async function insertSale(
     .prepare(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
-                          queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment)
-       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22
+                          queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment,
+                          human_check)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING ${SALE_COLUMNS}`,
@@ -127,6 +130,7 @@ export async function insertSale(
       sale.queue.passTtlSec,
       sale.queue.seed,
       sale.queue.seedCommitment,
+      sale.humanCheck ? 1 : 0,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
@@ -142,6 +146,7 @@ export interface SaleChanges {
   admission?: { rate: number; burst: number };
   stock?: number;
   queue?: Queue;
+  humanCheck?: boolean;
 }
 
 /**
@@ -159,9 +164,10 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
               admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
               queue_mode = ?11, queue_prequeue_sec = ?12, queue_admit_per_sec = ?13, queue_pass_ttl_sec = ?14,
               queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
+              human_check = ?17,
               id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
-         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst)
+         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check)
               OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
          AND ((?11 = queue_mode AND ?12 = queue_prequeue_sec AND ?13 = queue_admit_per_sec AND ?14 = queue_pass_ttl_sec)
               OR starts_at - queue_prequeue_sec * 1000 > CAST(unixepoch('subsec') * 1000 AS INTEGER))
@@ -184,6 +190,7 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
       next.queue.passTtlSec,
       next.queue.seed,
       next.queue.seedCommitment,
+      next.humanCheck ? 1 : 0,
     )
     .first<SaleRow>()
     // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.

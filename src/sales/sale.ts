@@ -29,6 +29,8 @@ export interface Sale {
   /** Seconds a settled order waits for its payment; 0: orders are final when settled. */
   paymentWindowSec: number;
   perUserLimit: number;
+  /** Checkout (and the queue join) ask for a Turnstile token (src/admission/human-check.ts). */
+  humanCheck: boolean;
   description: string;
   imageUrl: string | null;
   state: SaleState;
@@ -82,6 +84,7 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
     currency: sale.currency,
     paymentWindowSec: sale.paymentWindowSec,
     perUserLimit: sale.perUserLimit,
+    humanCheck: sale.humanCheck,
     description: sale.description,
     imageUrl: sale.imageUrl,
     queue: queueView(sale, now),

@@ -23,7 +23,7 @@ export interface ApiResponse {
 }
 
 export interface ApiRoute {
-  method: "get" | "post" | "patch";
+  method: "get" | "post" | "patch" | "delete";
   /** As the app mounts it (hono's `:param` form). */
   path: string;
   tag: "storefront" | "admin" | "lab" | "operations";
@@ -323,6 +323,11 @@ const ROUTES: readonly ApiRoute[] = [
         description:
           "a sale with a waiting room (queue.mode fifo or random) sells only with the pass its poll gave the buyer: admitted, unused, unexpired; it buys once",
       },
+      "Human-Check": {
+        required: false,
+        description:
+          "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck (the site key is in GET /api/config); each token passes once",
+      },
     },
     body: { schema: Requests.CheckoutBody, required: false },
     responses: {
@@ -330,7 +335,7 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
       403: error(
-        "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); nothing reserved",
+        "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); HUMAN_CHECK_REQUIRED (the sale has humanCheck and no Human-Check token came) or HUMAN_CHECK_FAILED (Cloudflare did not vouch for the token, for this sale's action, this once); nothing reserved",
       ),
       404: SALE_NOT_FOUND,
       409: error(
@@ -497,7 +502,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Edit a sale",
     description:
-      "Name, description and image at any time; the window and the admission only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
+      "Name, description and image at any time; the window, the admission and humanCheck only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
     auth: "admin",
     params: Requests.SaleIdParam,
     requestHeaders: {
@@ -514,7 +519,7 @@ const ROUTES: readonly ApiRoute[] = [
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
       409: error(
-        `SALE_STARTED (window or admission after the start), QUEUE_OPEN (the waiting room's settings once joining opened), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
+        `SALE_STARTED (window, admission or humanCheck after the start), QUEUE_OPEN (the waiting room's settings once joining opened), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
       ),
       412: error("PRECONDITION_FAILED: If-Match named another version", ["ETag"]),
       413: TOO_LARGE,
@@ -650,6 +655,54 @@ const ROUTES: readonly ApiRoute[] = [
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
       409: error("QUEUE_OFF: the sale has no waiting room"),
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "get",
+    path: "/admin/deny-rules",
+    tag: "admin",
+    summary: "Deny rules: callers refused quietly",
+    description:
+      "A caller a rule matches (client address, user id, or a part of its user agent) is answered as a person could be (HUMAN_CHECK_FAILED where the sale has humanCheck, SOLD_OUT otherwise) and counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
+    auth: "admin",
+    responses: {
+      200: { description: "every rule, newest first", body: Bodies.DenyRuleList },
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/deny-rules",
+    tag: "admin",
+    summary: "Add a deny rule (the same kind and value again replaces its note and expiry)",
+    auth: "admin",
+    body: { schema: Requests.DenyRuleBody, required: true },
+    responses: {
+      201: { description: "the rule, with its id", body: Bodies.DenyRuleView },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      409: error("DENY_RULES_FULL: the most rules kept; delete some first"),
+      413: TOO_LARGE,
+      503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "delete",
+    path: "/admin/deny-rules/:ruleId",
+    tag: "admin",
+    summary: "Remove a deny rule",
+    auth: "admin",
+    params: Requests.DenyRuleIdParam,
+    responses: {
+      200: { description: "the rules left, newest first", body: Bodies.DenyRuleList },
+      400: BAD_REQUEST,
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: error("RULE_NOT_FOUND: no deny rule has this id"),
       503: UNAVAILABLE,
     },
   },

@@ -43,6 +43,8 @@ export const SaleView = z.object({
   /** Seconds a settled order waits for its payment; 0: no payment step, orders are final when settled. */
   paymentWindowSec: z.int(),
   perUserLimit: z.int(),
+  /** Checkout (and the queue join) need a Turnstile token in Human-Check; the site key is in GET /api/config. */
+  humanCheck: z.boolean(),
   description: z.string(),
   /** https only; null when the sale has no image. */
   imageUrl: z.nullable(z.string()),
@@ -245,12 +247,30 @@ export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
 export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });
 export type SaleStats = z.infer<typeof SaleStats>;
 
+/** A deny rule as the admin API answers it. */
+export const DenyRuleView = z.object({
+  id: z.string(),
+  kind: z.enum(["ip", "user", "user-agent"]),
+  value: z.string(),
+  note: z.string(),
+  /** null: until deleted. */
+  expiresAt: z.nullable(z.iso.datetime()),
+  createdAt: z.iso.datetime(),
+});
+export type DenyRuleView = z.infer<typeof DenyRuleView>;
+
+/** GET and DELETE /admin/deny-rules: every rule, newest first. */
+export const DenyRuleList = z.object({ rules: z.array(DenyRuleView) });
+export type DenyRuleList = z.infer<typeof DenyRuleList>;
+
 /** GET /api/config: what a storefront page needs to know about this deployment. */
 export const StorefrontConfig = z.object({
   /** POST /api/dev/login mints tokens (DEV_LOGIN, local use only). */
   devLogin: z.boolean(),
   /** ALLOWED_ORIGINS: shops that may call the API cross-origin and hand the page a token. */
   allowedOrigins: z.array(z.string()),
+  /** TURNSTILE_SITE_KEY: the widget's site key for sales with humanCheck; null when unset. */
+  turnstileSiteKey: z.nullable(z.string()),
 });
 export type StorefrontConfig = z.infer<typeof StorefrontConfig>;
 

@@ -126,5 +126,11 @@ export function queueProgressKeys(saleId: string): string[] {
   return [meta, queue.counters, queue.pre, queue.line, queue.passes, queue.live];
 }
 
+/**
+ * Sorted set: the user ids seen from one client address in a sale, scored by first arrival
+ * (src/admission/accounts-per-address.ts); expires with the sale.
+ */
+export const addressUsersKey = (saleId: string, ip: string) => `fs:{sale:${saleId}}:address:${ip}`;
+
 /** How long a minute of outcome counters is kept. */
 export const SALE_STATS_TTL_SECONDS = 7_200;

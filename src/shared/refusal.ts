@@ -26,6 +26,10 @@ export type Refusal =
   | { code: "RATE_LIMITED"; retryAfterMs: number; admission: Admission }
   /** The buyer's Idempotency-Key already reserved an order, for another quantity. */
   | { code: "IDEMPOTENCY_KEY_REUSED" }
+  /** The sale asks for the human check and the request carried no Human-Check token. */
+  | { code: "HUMAN_CHECK_REQUIRED" }
+  /** The Human-Check token did not pass (or a deny rule matched a caller of such a sale). */
+  | { code: "HUMAN_CHECK_FAILED" }
   /** The lab only: a strategy gave up under contention (lock not taken, CAS retries spent). */
   | { code: "BUSY" }
   /** A queued sale: no Queue-Pass was sent. */
@@ -38,3 +42,9 @@ export type Refusal =
   | { code: "QUEUE_PASS_EXPIRED" };
 
 export type RefusalCode = Refusal["code"];
+
+/**
+ * What the console's outcome counters count besides the refusals: DENIED, a caller a deny
+ * rule matched (answered with a refusal a person could get, and counted here instead).
+ */
+export type CountedOutcome = RefusalCode | "DENIED";

@@ -103,6 +103,8 @@ export const CreateSaleBody = z
     perUserLimit: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
     /** The waiting room; absent: off. */
     queue: z.optional(QueueSettings),
+    /** Checkout (and the queue join) ask for a Turnstile token in the Human-Check header. */
+    humanCheck: z._default(z.boolean(), false),
   })
   .check(
     z.superRefine((s, ctx) => {
@@ -114,7 +116,7 @@ export type CreateSaleBody = z.infer<typeof CreateSaleBody>;
 
 /**
  * PATCH /admin/sales/:saleId: what may change. Name, description and image at any time; the
- * window and the admission only before the sale starts; stock only upward, ever.
+ * window, the admission and the human check only before the sale starts; stock only upward, ever.
  */
 export const UpdateSaleBody = z
   .strictObject({
@@ -128,9 +130,26 @@ export const UpdateSaleBody = z
     stock: z.optional(Stock),
     /** Changes only before joining opens (startsAt - prequeueSec). */
     queue: z.optional(QueueSettings),
+    humanCheck: z.optional(z.boolean()),
   })
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
+
+/** POST /admin/deny-rules: a caller to refuse quietly. */
+export const DenyRuleBody = z.strictObject({
+  /** ip: a client address (CF-Connecting-IP), exactly; user: a user id, exactly; user-agent: a part of it, any case. */
+  kind: z.enum(["ip", "user", "user-agent"]),
+  value: z.string().check(z.trim(), z.minLength(1), z.maxLength(256)),
+  note: z._default(z.string().check(z.maxLength(500)), ""),
+  /** The rule stops matching then; absent: until deleted. */
+  expiresAt: z.optional(z.iso.datetime({ offset: true })),
+});
+export type DenyRuleBody = z.infer<typeof DenyRuleBody>;
+
+/** DELETE /admin/deny-rules/:ruleId. */
+export const DenyRuleIdParam = z.object({
+  ruleId: z.string().check(z.regex(/^[1-9]\d{0,14}$/, "the rule id must be a positive integer")),
+});
 
 /** GET /api/sales?cursor=: the next page, as the previous page's nextCursor gave it (other parameters are ignored). */
 export const CatalogQuery = z.object({

@@ -169,4 +169,41 @@ describe("the admin console", () => {
     expect(await page.getByLabel("Admin token").inputValue()).toBe("");
     expect(await page.locator("#console").isHidden()).toBe(true);
   });
+
+  it("creates a sale with the human check, manages deny rules, and counts a denied buyer as DENIED", async () => {
+    const page = await (await newContext(browser())).newPage();
+    await unlockConsole(page);
+
+    const create = page.locator("#create-form");
+    await create.getByLabel("Name").fill("Checked drop");
+    await create.getByLabel("Buyers pass the human check (Turnstile) before checkout").check();
+    await page.getByRole("button", { name: "Create sale" }).click();
+    const created = await page
+      .locator("#create-status")
+      .filter({ hasText: /Created: sale \d+/ })
+      .textContent();
+    const checkedId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
+    expect((await api.sale(checkedId)).humanCheck).toBe(true);
+
+    const deny = page.locator("#deny-form");
+    await deny.getByLabel("Kind").selectOption("user");
+    await deny.getByLabel("Value").fill("console-denied");
+    await deny.getByLabel("Note (optional)").fill("seen buying for a bot farm");
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await page.locator("#deny-status").filter({ hasText: "Added: user console-denied." }).waitFor();
+    await page.locator("#deny-rows").getByText("seen buying for a bot farm").waitFor();
+
+    // The denied buyer is told the sale is sold out while a person beside it buys; the console counts it.
+    const sale = await api.createSale({ name: "Denied drop", stock: 5 });
+    expect((await api.checkout(sale.id, await api.userToken("console-denied"))).code).toBe("SOLD_OUT");
+    expect((await api.checkout(sale.id, await api.userToken("console-person"))).status).toBe(202);
+    await page.getByLabel("Sale number").fill(sale.id);
+    await page.getByRole("button", { name: "Watch", exact: true }).click();
+    await page.locator("#outcome-rows").getByText("DENIED").waitFor();
+
+    await page.getByRole("button", { name: "Remove the rule on user console-denied" }).click();
+    await page.locator("#deny-status").filter({ hasText: "Removed the rule on user console-denied." }).waitFor();
+    expect(await page.locator("#deny-rows").getByText("console-denied").count()).toBe(0);
+    expect(await cspViolations(page)).toEqual([]);
+  });
 });

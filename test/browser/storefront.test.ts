@@ -311,6 +311,56 @@ describe("the storefront", () => {
     }
   });
 
+  it("on a sale with the human check only, loads Turnstile, waits for its token and sends it in Human-Check", async () => {
+    const context = await newContext(browser());
+    // Cloudflare's widget cannot be reached from here: a stand-in script answers its URL and
+    // hands out the token the local siteverify stand-in vouches for with the widget's action.
+    const scriptLoads: string[] = [];
+    await context.route("https://challenges.cloudflare.com/**", (route) => {
+      scriptLoads.push(route.request().url());
+      return route.fulfill({
+        contentType: "text/javascript",
+        body: `window.turnstile = {
+          tokens: {},
+          render(el, options) {
+            const id = String(Object.keys(this.tokens).length + 1);
+            this.tokens[id] = undefined;
+            const button = document.createElement("button");
+            button.type = "button";
+            button.textContent = "I am human";
+            button.onclick = () => { this.tokens[id] = "stand-in." + crypto.randomUUID() + ":" + options.action; options.callback(this.tokens[id]); };
+            el.append(button);
+            return id;
+          },
+          getResponse(id) { return this.tokens[id]; },
+          reset(id) { this.tokens[id] = undefined; },
+        };`,
+      });
+    });
+    const plain = await openSale({ name: "Plain drop" });
+    const page = await context.newPage();
+    await page.goto(`${BASE}/?sale=${plain.id}`);
+    await page.getByRole("heading", { name: "Plain drop" }).waitFor();
+    expect(scriptLoads).toEqual([]);
+    expect(await page.locator("#human-check").isHidden()).toBe(true);
+
+    const checked = await openSale({ name: "Checked drop", humanCheck: true, stock: 3 });
+    await page.goto(`${BASE}/?sale=${checked.id}`);
+    await page.getByRole("heading", { name: "Checked drop" }).waitFor();
+    await signIn(page, "human-buyer");
+    await page.locator("#buy-note").filter({ hasText: "Complete the check beside Buy first." }).waitFor();
+    expect(scriptLoads).toHaveLength(1);
+    await page.getByRole("button", { name: "I am human" }).click();
+    await page.locator('#buy-button[aria-disabled="false"]').waitFor();
+    await page.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(page, /Accepted: order \d+ is reserved/);
+    // The token is spent: the widget was reset for a fresh one.
+    await page.waitForFunction(
+      () => (window as unknown as { turnstile: { getResponse(id: string): unknown } }).turnstile.getResponse("1") === undefined,
+    );
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("works framed in a shop: the shop hands it the buyer's token by postMessage, and the buyer buys", async () => {
     const sale = await openSale({ name: "Framed drop", stock: 2 });
     const token = await api.userToken("framed-buyer");

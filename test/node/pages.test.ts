@@ -57,10 +57,16 @@ describe("the pages", () => {
   });
 
   it("leave the API to the Worker", async () => {
-    expect(await (await worker.fetch("/api/config")).json()).toEqual({ devLogin: false, allowedOrigins: [] });
-    const stats = await worker.fetch("/admin/sales/1/stats");
-    expect(stats.status).toBe(401);
-    expect(((await stats.json()) as { error: { code: string } }).error.code).toBe("UNAUTHORIZED");
+    expect(await (await worker.fetch("/api/config")).json()).toEqual({
+      devLogin: false,
+      allowedOrigins: [],
+      turnstileSiteKey: null,
+    });
+    for (const route of ["/admin/sales/1/stats", "/admin/deny-rules"]) {
+      const res = await worker.fetch(route);
+      expect(res.status, route).toBe(401);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("UNAUTHORIZED");
+    }
     const missing = await worker.fetch("/no-such-page");
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");

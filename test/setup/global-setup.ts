@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { spawnGateway } from "../../dev/gateway/process.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
+import { startSiteverify } from "../../dev/turnstile/siteverify.ts";
 import { type SigningJwk, startIdentityProvider } from "./identity-provider.ts";
 
 /**
@@ -8,6 +9,8 @@ import { type SigningJwk, startIdentityProvider } from "./identity-provider.ts";
  * shop's identity provider (a JWKS) whose tokens the Worker accepts besides its own HS256.
  * A second gateway serves another database of the same server: a scratch Redis for a test
  * that loses what every file shares (the catalog's Bloom filter), while the other files run.
+ * The Worker cannot reach Cloudflare: its TURNSTILE_VERIFY_URL is the local siteverify
+ * stand-in started here (dev/turnstile/siteverify.ts).
  */
 export default async function setup(project: TestProject) {
   const redis = await startRedisServer();
@@ -15,12 +18,15 @@ export default async function setup(project: TestProject) {
   const gateway = await spawnGateway({ redisUrl: redis.url, token });
   const scratchGateway = await spawnGateway({ redisUrl: `${redis.url}/1`, token });
   const identityProvider = await startIdentityProvider();
+  const siteverify = await startSiteverify();
   project.provide("gatewayUrl", gateway.url);
   project.provide("gatewayToken", token);
   project.provide("scratchGatewayUrl", scratchGateway.url);
   project.provide("jwksUrl", identityProvider.jwksUrl);
   project.provide("signingKeys", identityProvider.signingKeys);
+  project.provide("siteverifyUrl", siteverify.url);
   return async () => {
+    await siteverify.stop();
     await identityProvider.stop();
     await scratchGateway.stop();
     await gateway.stop();
@@ -35,5 +41,6 @@ declare module "vitest" {
     scratchGatewayUrl: string;
     jwksUrl: string;
     signingKeys: SigningJwk[];
+    siteverifyUrl: string;
   }
 }

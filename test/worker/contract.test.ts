@@ -184,6 +184,14 @@ describe("the OpenAPI document", () => {
       await call(`/admin/sales/${sale.id}/${what}`);
     }
 
+    const rule = await call("/admin/deny-rules", { ...json({ kind: "user", value: "contract-bot" }), headers: admin() });
+    await call("/admin/deny-rules", { ...json({ kind: "robot", value: "x" }), headers: admin() }); // 400
+    await call("/admin/deny-rules", { headers: admin() });
+    await call("/admin/deny-rules"); // 401
+    const { id: ruleId } = (await rule.json()) as { id: string };
+    await call(`/admin/deny-rules/${ruleId}`, { method: "DELETE", headers: admin() });
+    await call(`/admin/deny-rules/${ruleId}`, { method: "DELETE", headers: admin() }); // 404
+
     await call("/lab/sales", { method: "POST", headers: admin(), body: "{}" }); // 404: the lab is off
     const lab = await fetchWithVars(LAB, "/lab/sales", { method: "POST", headers: admin(), body: JSON.stringify({ stock: 2 }) });
     const { id: labId } = (await lab.json()) as { id: string };

@@ -14,7 +14,7 @@ import { app } from "../../src/app";
 import type { LabSaleReport } from "../../src/shared/lab-types";
 import { api, createSale, handleWithVars, report, userToken } from "./helpers";
 
-const SEED = 20_261_123;
+const SEED = 20_261_125;
 const RUNS = 300;
 const ORIGIN = "https://flash.test";
 

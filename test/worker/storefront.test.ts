@@ -16,17 +16,22 @@ const login = (body: unknown, vars: Partial<Env> = { DEV_LOGIN: "true" }, base =
   );
 
 describe("storefront config", () => {
-  it("tells the page whether local sign-in is on and which shops may embed it", async () => {
+  it("tells the page whether local sign-in is on, which shops may embed it and the Turnstile site key", async () => {
     const res = await SELF.fetch(`${BASE}/api/config`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ devLogin: false, allowedOrigins: [] });
+    // The suite runs with Cloudflare's test site key (vitest.config.ts).
+    expect(await res.json()).toEqual({ devLogin: false, allowedOrigins: [], turnstileSiteKey: "1x00000000000000000000AA" });
     const on = await fetchWithVars(
-      { DEV_LOGIN: "true", ALLOWED_ORIGINS: "https://a.example,https://b.example" },
+      { DEV_LOGIN: "true", ALLOWED_ORIGINS: "https://a.example,https://b.example", TURNSTILE_SITE_KEY: "" },
       "/api/config",
       undefined,
       LOOPBACK_BASE,
     );
-    expect(await on.json()).toEqual({ devLogin: true, allowedOrigins: ["https://a.example", "https://b.example"] });
+    expect(await on.json()).toEqual({
+      devLogin: true,
+      allowedOrigins: ["https://a.example", "https://b.example"],
+      turnstileSiteKey: null,
+    });
   });
 });
 

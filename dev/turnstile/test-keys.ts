@@ -1,0 +1,16 @@
+// Cloudflare's published Turnstile test keys, and tokens the local siteverify stand-in
+// (siteverify.ts) reads an action from. No Node APIs: the Worker tests import it too.
+
+/** Cloudflare's published test secrets. */
+export const TEST_SECRETS = {
+  passes: "1x0000000000000000000000000000000AA",
+  fails: "2x0000000000000000000000000000000AA",
+  spent: "3x0000000000000000000000000000000AA",
+} as const;
+
+/** Cloudflare's published test site key that always passes (its widget hands the page DUMMY_TOKEN). */
+export const TEST_SITE_KEY = "1x00000000000000000000AA";
+export const DUMMY_TOKEN = "XXXX.DUMMY.TOKEN.XXXX";
+
+/** A fresh token the stand-in answers with `action`, as a widget rendered with that action would give. */
+export const standInToken = (action: string) => `stand-in.${crypto.randomUUID()}:${action}`;

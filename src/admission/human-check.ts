@@ -1,0 +1,113 @@
+// Turnstile, Cloudflare's human check, verified on the server: the token a widget gave the
+// buyer goes to siteverify with the secret, and passes only if Cloudflare says it succeeded
+// for this sale's action and this check is its first. Refusals are values the routes map to
+// HTTP (src/http/errors.ts), like checkout's own.
+import { IsolateCache } from "../isolate/isolate-cache";
+import { log } from "../shared/log";
+
+/** Cloudflare's endpoint; TURNSTILE_VERIFY_URL points elsewhere only for the local stand-in. */
+export const SITEVERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+/** Turnstile's own bound on a token. */
+export const MAX_TOKEN_LENGTH = 2_048;
+/** A token is valid this long after the widget issued it: spent tokens are remembered as long. */
+const TOKEN_LIFETIME_MS = 300_000;
+/** An answer slower than this is no answer: the caller may try again. */
+const VERIFY_TIMEOUT_MS = 5_000;
+
+export type HumanCheckRefusal =
+  /** No token: the storefront shows the widget and sends its token in Human-Check. */
+  | { code: "HUMAN_CHECK_REQUIRED" }
+  /** Cloudflare did not vouch for the token, for this sale's action, this once. */
+  | { code: "HUMAN_CHECK_FAILED" };
+
+/** What a check needs: the secret and where siteverify is (both from the Worker's env). */
+export interface HumanCheckSettings {
+  /** TURNSTILE_SECRET_KEY; unset refuses every token (a deploy that forgot it fails closed). */
+  secret: string | undefined;
+  /** TURNSTILE_VERIFY_URL. @default SITEVERIFY_URL */
+  verifyUrl?: string;
+}
+
+/** The widget's action for a sale: Turnstile allows 32 characters of [A-Za-z0-9_-]; a sale id has at most 15 digits. */
+export const humanCheckAction = (saleId: string) => `sale-${saleId}`;
+
+/** Raised when siteverify cannot be asked: neither a pass nor a failure (the route answers 503). */
+export class HumanCheckUnavailable extends Error {}
+
+/**
+ * Tokens this isolate has sent to siteverify, by SHA-256. Cloudflare's answer is the record
+ * that holds everywhere: a token checked twice, from any isolate anywhere, answers
+ * `timeout-or-duplicate`. This one is local and free: a token replayed at the same isolate
+ * (a bot's retry loop) is refused without an outbound call, and the published test secrets,
+ * which never answer a duplicate, still accept a token once per isolate. A shared record
+ * (Redis) would cost checkout a second round trip before its one script call.
+ */
+const spentTokens = new IsolateCache<true>({ ttlMs: TOKEN_LIFETIME_MS, maxEntries: 50_000, maxBytes: 4 << 20 });
+
+/** The fields of siteverify's answer this check reads. */
+interface SiteverifyAnswer {
+  success?: unknown;
+  action?: unknown;
+  "error-codes"?: unknown;
+}
+
+async function tokenDigest(token: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** siteverify's answer, or HumanCheckUnavailable when it cannot be had. */
+async function siteverify(settings: HumanCheckSettings, secret: string, token: string, remoteIp: string | undefined) {
+  let res: Response;
+  try {
+    res = await fetch(settings.verifyUrl || SITEVERIFY_URL, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ secret, response: token, ...(remoteIp && { remoteip: remoteIp }) }),
+      signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
+    });
+  } catch (err) {
+    throw new HumanCheckUnavailable("siteverify cannot be reached", { cause: err });
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new HumanCheckUnavailable(`siteverify answered ${res.status}`);
+  }
+  try {
+    return (await res.json()) as SiteverifyAnswer;
+  } catch (err) {
+    throw new HumanCheckUnavailable("siteverify answered something other than JSON", { cause: err });
+  }
+}
+
+/**
+ * Checks the Human-Check token for `saleId`: undefined when it passes, else the refusal.
+ * Each token passes once. Throws HumanCheckUnavailable when siteverify cannot answer (the
+ * token is then not counted as spent: the buyer may send it again).
+ */
+export async function checkHuman(
+  token: string | undefined,
+  saleId: string,
+  remoteIp: string | undefined,
+  settings: HumanCheckSettings,
+): Promise<HumanCheckRefusal | undefined> {
+  if (token === undefined || token.trim() === "") return { code: "HUMAN_CHECK_REQUIRED" };
+  if (token.length > MAX_TOKEN_LENGTH) return { code: "HUMAN_CHECK_FAILED" };
+  if (!settings.secret) {
+    log.error("human check: TURNSTILE_SECRET_KEY is not set; every token is refused", { saleId });
+    return { code: "HUMAN_CHECK_FAILED" };
+  }
+  const digest = await tokenDigest(token);
+  if (spentTokens.get(digest)) return { code: "HUMAN_CHECK_FAILED" };
+  // Marked before the call: two requests with one token race to one siteverify, not two.
+  spentTokens.set(digest, true);
+  let answer: SiteverifyAnswer;
+  try {
+    answer = await siteverify(settings, settings.secret, token, remoteIp);
+  } catch (err) {
+    spentTokens.delete(digest);
+    throw err;
+  }
+  if (answer.success === true && answer.action === humanCheckAction(saleId)) return undefined;
+  return { code: "HUMAN_CHECK_FAILED" };
+}

@@ -1,0 +1,35 @@
+// What checkout must know of a sale before its one script call, and Redis does not say:
+// whether the sale asks for the human check. Read from D1 and kept in the isolate, so a
+// crowd costs one D1 read per sale per isolate every few seconds, and no Redis round trip.
+import { IsolateCache } from "../isolate/isolate-cache";
+import type { KeepAlive } from "../isolate/shared-work";
+import { findSale } from "../sales/repository";
+
+export interface SalePolicy {
+  humanCheck: boolean;
+}
+
+/**
+ * Ten seconds: humanCheck changes only before a sale starts (src/sales/operations.ts), so an
+ * isolate is behind only for an edit in the last ten seconds before the start.
+ */
+export const SALE_POLICY_TTL_MS = 10_000;
+
+/** null: D1 has no such sale (Redis answers SALE_NOT_FOUND, as before). */
+const policies = new IsolateCache<SalePolicy | null>({ ttlMs: SALE_POLICY_TTL_MS, maxEntries: 10_000 });
+
+/** The sale's admission policy, undefined when D1 has no such sale; throws when D1 cannot be read. */
+export async function salePolicy(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<SalePolicy | undefined> {
+  const policy = await policies.getOrLoad(
+    saleId,
+    async () => {
+      const sale = await findSale(db, saleId);
+      return sale ? { humanCheck: sale.humanCheck } : null;
+    },
+    keepAlive,
+  );
+  return policy ?? undefined;
+}
+
+/** A sale changed: this isolate reads its policy again (others within SALE_POLICY_TTL_MS). */
+export const forgetSalePolicy = (saleId: string) => policies.delete(saleId);
