@@ -7,7 +7,7 @@
 // OOM kill) stops them first, and a watchdog stops this run's if it dies the same way.
 //
 // Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380), INSPECTOR_PORT
-// (wrangler's inspector of the Worker, 9229; npm run soak reads the isolate's heap there); ADMIN_TOKEN and
+// (wrangler's inspector of the Worker, on a port of its choosing unless set; npm run soak reads the isolate's heap there); ADMIN_TOKEN and
 // JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
 // uses that database and starts no Redis and no gateway; LOCK_QUORUM_NODES is passed on. The
@@ -45,7 +45,8 @@ const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
 const GATEWAY_PORT = Number(process.env.GATEWAY_PORT ?? 8079);
 const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6380);
-const INSPECTOR_PORT = Number(process.env.INSPECTOR_PORT ?? 9229);
+/** Only when asked for: wrangler's default finds a free port, so two stacks can run side by side. */
+const INSPECTOR_PORT = process.env.INSPECTOR_PORT;
 const CRON_INTERVAL_MS = 60_000;
 const WATCHDOG = fileURLToPath(new URL("./stack/watchdog.ts", import.meta.url));
 
@@ -145,8 +146,7 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
       devVarsFile,
       ...varFlags,
       "--test-scheduled",
-      "--inspector-port",
-      String(INSPECTOR_PORT),
+      ...(INSPECTOR_PORT ? ["--inspector-port", INSPECTOR_PORT] : []),
       "--log-level",
       "warn",
       "--show-interactive-dev-session=false",
