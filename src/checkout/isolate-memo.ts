@@ -124,12 +124,12 @@ export const memo = {
         throttled.set(saleId, { until, admission: r.admission }, Math.max(0, until - Date.now()));
         return;
       }
-      case "QUANTITY_UNAVAILABLE":
-      case "PER_USER_LIMIT_EXCEEDED":
-      case "IDEMPOTENCY_KEY_REUSED":
       case "QUEUE_PASS_REQUIRED":
         queued.set(saleId, true);
         return;
+      case "QUANTITY_UNAVAILABLE":
+      case "PER_USER_LIMIT_EXCEEDED":
+      case "IDEMPOTENCY_KEY_REUSED":
       case "BUSY":
       case "QUEUE_PASS_INVALID":
       case "QUEUE_PASS_USED":

@@ -196,6 +196,7 @@ describe("order events", () => {
           currency: "USD",
           expiresAt: null,
           refundDue: false,
+          failureReason: null,
         },
       },
     });

@@ -112,9 +112,11 @@ describe("PATCH /admin/sales/:saleId", () => {
 
 describe("pause, resume and cancel under a running crowd", () => {
   it("accepts no checkout while paused or after the cancel, then cancels every order and reconciles", async () => {
-    const stock = 80;
+    // Enough stock and buyers that the crowd cannot sell out before the pause and the resume
+    // land, however fast merged checkouts are on this machine.
+    const stock = 400;
     const sale = await createSale({ stock });
-    const tokens = await Promise.all(Array.from({ length: 200 }, (_, i) => api.userToken(`crowd-${i}`)));
+    const tokens = await Promise.all(Array.from({ length: 1_000 }, (_, i) => api.userToken(`crowd-${i}`)));
     type Attempt = Answer & { user: number; sentAt: number; answeredAt: number };
     const attempts: Attempt[] = [];
     let next = 0;
