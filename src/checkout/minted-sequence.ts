@@ -11,12 +11,6 @@ import { decodeOrderId } from "../shared/order-id";
 const SEQUENCE_SPAN = 1 << 20;
 /** A day: a sale's ids are minted within its window, and an idle entry costs a few bytes. */
 const highest = new IsolateCache<number>({ ttlMs: 86_400_000, maxEntries: 10_000 });
-/**
- * Orders minted by a Redis found gone back: their ids may repeat ids already promised to other
- * buyers, so they are never answered as accepted (they settle if D1 takes them, or fail
- * REDIS_ROLLBACK); their buyers are told to try again once the sale is rebuilt.
- */
-const mintedBehind = new IsolateCache<true>({ ttlMs: 60_000, maxEntries: 10_000 });
 /** A loss reported from this isolate lately: its crowd reports it once, not per checkout. */
 const reported = new IsolateCache<true>({ ttlMs: 2_000, maxEntries: 1_000 });
 
@@ -40,16 +34,10 @@ export function wentBack(saleId: string, orderIds: string[]): boolean {
   if (first === undefined || last === undefined) return false;
   const before = highest.get(saleId);
   const [firstSeq, lastSeq] = [decodeOrderId(first).sequence, decodeOrderId(last).sequence];
-  if (before !== undefined && !isAfter(firstSeq, before)) {
-    for (const id of orderIds) mintedBehind.set(id, true);
-    return true;
-  }
+  if (before !== undefined && !isAfter(firstSeq, before)) return true;
   highest.set(saleId, lastSeq);
   return false;
 }
-
-/** Whether this order was minted by a Redis found gone back (see mintedBehind). */
-export const mintedByRedisBehind = (orderId: string): boolean => mintedBehind.get(orderId) === true;
 
 /** True once per sale per couple of seconds in this isolate: whether to report its loss now. */
 export function firstReport(saleId: string): boolean {

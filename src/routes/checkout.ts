@@ -5,7 +5,7 @@ import { HumanCheckUnavailable } from "../admission/human-check";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
-import { firstReport, highestMinted, mintedByRedisBehind, wentBack } from "../checkout/minted-sequence";
+import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
 import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
 import type { AppEnv } from "../http/app-env";
@@ -195,11 +195,6 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       // D1 has the sale, still open, but Redis lost its live state (or it was found behind):
       // selling from a fresh copy could oversell, so refuse until it is rebuilt.
       reportLoss(c.env, saleId, keepAlive, false);
-      throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
-    }
-    // Minted by a Redis that went back: the id may be one already promised to another buyer.
-    // Fail closed; the buyer tries again once the sale is rebuilt.
-    if (reservation.code === "OK" && mintedByRedisBehind(reservation.orderId)) {
       throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
     }
     memo.learn(saleId, userId, reservation, askedAt);
