@@ -24,7 +24,7 @@ export default async function setup(project: TestProject) {
   project.provide("stack", { ...ports, stateDir, shopPort, shopOrigin, demoSaleId: demoSaleId(output) });
 
   return async () => {
-    await stopNpmStart(run.child);
+    await stopNpmStart(run.child, stateDir);
     rmSync(stateDir, { recursive: true, force: true });
   };
 }

@@ -46,7 +46,7 @@ function redisAnswer(port: number, command: string): Promise<string> {
 }
 
 afterAll(async () => {
-  await Promise.all(runs.map((child) => stopNpmStart(child)));
+  await Promise.all(runs.map((child) => stopNpmStart(child, stateDir)));
   rmSync(stateDir, { recursive: true, force: true });
 });
 

@@ -6,6 +6,7 @@ import path from "node:path";
 import { ApiClient } from "../../dev/lib/api-client.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import type { LocalSecrets } from "../../dev/stack/local-secrets.ts";
+import { StackRecordFile, stopProcesses } from "../../dev/stack/stack-record.ts";
 
 export interface NpmStartRun {
   child: ChildProcess;
@@ -52,16 +53,19 @@ export function npmStart(
 
 /**
  * Stops a run as Ctrl-C would (it stops its stack, then exits); one that has not exited after
- * `graceMs` is killed, and its watchdog stops what it left.
+ * `graceMs` is killed. Then whatever its record in `stateDir` still lists is stopped too: its
+ * watchdog would, but only while the record exists, and the caller may remove the directory next.
  */
-export async function stopNpmStart(child: ChildProcess, graceMs = 20_000): Promise<void> {
+export async function stopNpmStart(child: ChildProcess, stateDir: string, graceMs = 20_000): Promise<void> {
   const exited = () => child.exitCode !== null || child.signalCode !== null;
-  if (exited()) return;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-  await gone;
-  clearTimeout(timer);
+  if (!exited()) {
+    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+    await gone;
+    clearTimeout(timer);
+  }
+  await stopProcesses(new StackRecordFile(path.join(stateDir, "stack.json")).read()?.processes ?? []);
 }
 
 /** The demo sale npm start announced. */
