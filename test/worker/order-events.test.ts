@@ -269,6 +269,12 @@ describe("order events", () => {
     const all = await deliveries(shop.id);
     expect(all.every((d) => d.status === "delivered")).toBe(true);
     expect(all.filter((d) => d.type === "order.reserved").map((d) => d.attempts)).toEqual([3, 3]);
+    // Each attempt is readable: when, and what the endpoint answered (nothing while it was down).
+    for (const d of all.filter((d) => d.type === "order.reserved")) {
+      expect(d.attemptLog.map((a) => a.answer)).toEqual([null, 500, 200]);
+      expect(d.attemptLog[0]?.error).toBeTruthy();
+      expect(d.attemptLog.map((a) => Date.parse(a.at))).toEqual([...d.attemptLog.map((a) => Date.parse(a.at))].sort());
+    }
     const attempts = await env.DB.prepare(
       "SELECT a.status_code FROM delivery_attempts a JOIN event_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ? ORDER BY a.rowid",
     )
@@ -280,9 +286,13 @@ describe("order events", () => {
     const replayed = all.find((d) => d.type === "order.paid") as DeliveryView;
     const replay = await adminPost(`/admin/webhooks/${shop.id}/deliveries/${replayed.id}/replay`);
     expect(replay.status).toBe(202);
-    expect(await replay.json()).toMatchObject({ id: replayed.id, status: "pending" });
+    expect(await replay.json()).toMatchObject({ id: replayed.id, status: "pending", attempts: 0, attemptLog: [{ answer: 200 }] });
     await deliverDue(env.DB, { fetch: counting });
     expect(received.filter((r) => r.type === "order.paid").map((r) => r.id)).toEqual([replayed.eventId, replayed.eventId]);
+    // The attempts before the replay stay in its log.
+    const resent = (await deliveries(shop.id)).find((d) => d.id === replayed.id);
+    expect(resent).toMatchObject({ status: "delivered", attempts: 1 });
+    expect(resent?.attemptLog.map((a) => a.answer)).toEqual([200, 200]);
   });
 
   it("fails a delivery after its retries (about a day) and disables an endpoint that answers 410", async () => {
