@@ -164,6 +164,7 @@ export function orderEventsPanel(admin) {
         : ` It is sent no new events; deliveries still pending wait until it is enabled again${endpoint.disabledReason ? ` (disabled because ${endpoint.disabledReason})` : ""}.`,
     );
     $("endpoint-toggle").textContent = endpoint.enabled ? "Disable" : "Enable";
+    /** @type {HTMLInputElement} */ ($("endpoint-edit-url")).value = endpoint.url;
     checkEvents("endpoint-edit-events", endpoint.events);
   }
 
@@ -279,11 +280,27 @@ export function orderEventsPanel(admin) {
     }
   });
 
-  $("endpoint-events-form").addEventListener("submit", (event) => {
+  // Only what differs from the endpoint as loaded is sent.
+  $("endpoint-edit-form").addEventListener("submit", (event) => {
     event.preventDefault();
+    if (!open) return;
+    const url = /** @type {HTMLInputElement} */ ($("endpoint-edit-url")).value.trim();
     const events = checkedEvents("endpoint-edit-events");
     if (events.length === 0) return say("endpoint-status", "Choose at least one event.", "bad");
-    void change({ events }, `Saved: it receives ${eventsInWords(events)}.`);
+    /** @type {Record<string, unknown>} */
+    const changes = {};
+    /** @type {string[]} */
+    const done = [];
+    if (url !== open.endpoint.url) {
+      changes.url = url;
+      done.push(`it is sent to ${url}`);
+    }
+    if (events.join() !== ORDER_EVENT_TYPES.filter((type) => open?.endpoint.events.includes(type)).join()) {
+      changes.events = events;
+      done.push(`it receives ${eventsInWords(events)}`);
+    }
+    if (done.length === 0) return say("endpoint-status", "Nothing to save: nothing changed.");
+    void change(changes, `Saved: ${done.join("; ")}.`);
   });
 
   $("endpoint-toggle").addEventListener("click", () => {

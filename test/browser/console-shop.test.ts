@@ -192,13 +192,24 @@ describe("the console's order events", () => {
       ]);
       expect(heard[1]?.id).toBe(heard[2]?.id);
 
-      // Its events changed from the form.
+      // Its URL and its events changed from the form, each only when it differs.
+      const movedUrl = `${receiver.url}?moved=1`;
+      await page.getByRole("button", { name: "Save changes" }).click();
+      await page.locator("#endpoint-status").filter({ hasText: "Nothing to save: nothing changed." }).waitFor();
+      await page.locator("#endpoint-edit-form").getByLabel("URL", { exact: true }).fill(movedUrl);
+      await page.getByRole("button", { name: "Save changes" }).click();
+      await page
+        .locator("#endpoint-status")
+        .filter({ hasText: `Saved: it is sent to ${movedUrl}.` })
+        .waitFor();
+      await page.getByRole("heading", { name: `Endpoint ${movedUrl}` }).waitFor();
       await page.locator("#endpoint-edit-events").getByLabel("order.paid", { exact: true }).uncheck();
-      await page.getByRole("button", { name: "Save events" }).click();
+      await page.getByRole("button", { name: "Save changes" }).click();
       await page
         .locator("#endpoint-status")
         .filter({ hasText: "Saved: it receives order.reserved, order.awaiting_payment, order.cancelled." })
         .waitFor();
+      expect((await api.endpoints()).find((e) => e.id === endpointId)).toMatchObject({ url: movedUrl });
       expect((await api.endpoints()).find((e) => e.id === endpointId)?.events).toEqual([
         "order.reserved",
         "order.awaiting_payment",
@@ -213,7 +224,7 @@ describe("the console's order events", () => {
       });
       await page.getByRole("button", { name: "Rotate the secret" }).click();
       await page.locator("#endpoint-status").filter({ hasText: "Rotated: the old secret no longer signs anything." }).waitFor();
-      expect(asked).toContain(`Rotate the secret of ${receiver.url}?`);
+      expect(asked).toContain(`Rotate the secret of ${movedUrl}?`);
       const rotated = await secretShown(page);
       expect(rotated).toMatch(/^whsec_/);
       expect(rotated).not.toBe(secret);
