@@ -2,18 +2,19 @@
 // The admin console: the sales the storefront lists (or any by number), create a sale, then
 // watch it live from one poll of GET /admin/sales/:id/stats every 2 s (outcomes per second,
 // remaining stock, orders by state, the reconciliation verdict); pause, resume or cancel it,
-// and edit it with If-Match on the version the form loaded.
+// and edit it with If-Match on the version the form loaded. The watched sale's orders and the
+// shop's order events are sections of their own (order-lists.js, order-events.js).
 // The admin token lives in this module's memory only: never in storage, never in the URL.
-import { call, idempotencyKey } from "./lib/api.js";
+import { call, fetchFile, idempotencyKey } from "./lib/api.js";
 import { drawChart } from "./lib/chart.js";
+import { $, row, rowButton, say } from "./lib/console-page.js";
 import { formatTime, words } from "./lib/format.js";
+import { orderEventsPanel } from "./order-events.js";
+import { saleOrdersPanel } from "./order-lists.js";
 
 const STATS_POLL_MS = 2000;
 const SALE_ID = /^[1-9][0-9]{0,15}$/;
 const SERIES_CLASSES = 8;
-
-/** @param {string} id */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 /** @type {string | undefined} */
 let adminToken;
@@ -45,18 +46,22 @@ const seriesClass = (code) => {
   return `series-${seriesOf.get(code)}`;
 };
 
-/** @param {string} id @param {string} text @param {"good" | "bad" | "wait" | ""} [tone] */
-function say(id, text, tone = "") {
-  $(id).textContent = text;
-  $(id).dataset.tone = tone;
-}
-
 /** @param {string} path @param {{ method?: string, body?: unknown, headers?: Record<string, string> }} [options] */
 async function admin(path, options = {}) {
   const answer = await call("", path, { ...options, adminToken });
   if (answer.status === 401) lock("The admin token was refused: enter it again.");
   return answer;
 }
+
+/** @param {string} path a file the admin API answers (the CSV export) */
+async function adminFile(path) {
+  const answer = await fetchFile("", path, { adminToken });
+  if (answer.status === 401) lock("The admin token was refused: enter it again.");
+  return answer;
+}
+
+const orderEvents = orderEventsPanel(admin);
+const saleOrders = saleOrdersPanel(admin, adminFile);
 
 // ---------------------------------------------------------------------------------------
 // Unlocking and locking
@@ -77,6 +82,7 @@ $("token-form").addEventListener("submit", async (event) => {
   setDefaultWindow();
   void salesList.reload();
   void loadDenyRules();
+  void orderEvents.load();
   $("console-title").focus();
 });
 
@@ -88,6 +94,8 @@ function lock(message) {
   $("console").hidden = true;
   $("lock").hidden = true;
   $("live").hidden = true;
+  saleOrders.forget();
+  orderEvents.forget();
   $("unlock").hidden = false;
   say("unlock-status", message, message ? "bad" : "");
   /** @type {HTMLInputElement} */ ($("admin-token")).focus();
@@ -212,14 +220,7 @@ function saleRow(sale) {
     [words(sale.status), ""],
     [String(sale.remaining), "n"],
   ]);
-  const button = document.createElement("button");
-  button.type = "button";
-  button.append("Watch");
-  const which = document.createElement("span");
-  which.className = "visually-hidden";
-  which.textContent = ` sale ${sale.id}`;
-  button.append(which);
-  button.addEventListener("click", () => {
+  const button = rowButton("Watch", `sale ${sale.id}`, () => {
     watch(sale.id);
     $("live-title").focus();
   });
@@ -256,6 +257,7 @@ function watch(saleId) {
   say("live-status", "");
   say("edit-status", "");
   editing = undefined;
+  saleOrders.show(saleId);
   void poll(run);
 }
 
@@ -418,29 +420,6 @@ function render({ sale, series, report }) {
     ),
   );
   $("updated-at").textContent = new Date().toLocaleTimeString();
-}
-
-/**
- * A table row; a cell's second part is its class (a series class gets a colour swatch).
- * @param {[string, string][]} cells
- * @param {number} [span]
- */
-function row(cells, span) {
-  const tr = document.createElement("tr");
-  for (const [text, kind] of cells) {
-    const td = document.createElement("td");
-    if (span) td.colSpan = span;
-    if (kind.startsWith("series-")) {
-      const swatch = document.createElement("span");
-      swatch.className = `swatch ${kind}`;
-      td.append(swatch);
-    } else if (kind) {
-      td.className = kind;
-    }
-    td.append(text);
-    tr.append(td);
-  }
-  return tr;
 }
 
 /** Every leaf of the report as "path: value", so fields added to it later show up too. */

@@ -248,7 +248,7 @@ interface DeliveryRow {
   updated_at: number;
 }
 
-const deliveryView = (r: DeliveryRow): DeliveryView => ({
+const deliveryView = (r: DeliveryRow, attemptLog: DeliveryView["attemptLog"]): DeliveryView => ({
   id: r.id,
   endpointId: r.endpoint_id,
   eventId: r.event_id,
@@ -260,7 +260,31 @@ const deliveryView = (r: DeliveryRow): DeliveryView => ({
   lastError: r.last_error,
   nextAttemptAt: r.status === "pending" ? new Date(r.next_attempt_at).toISOString() : null,
   updatedAt: new Date(r.updated_at).toISOString(),
+  attemptLog,
 });
+
+interface AttemptRow {
+  delivery_id: string;
+  attempted_at: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+/** The rows as the admin sees them, each with every attempt made (one query for them all). */
+async function deliveryViews(db: D1Database, rows: DeliveryRow[]): Promise<DeliveryView[]> {
+  if (rows.length === 0) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT delivery_id, attempted_at, status_code, error FROM delivery_attempts
+       WHERE delivery_id IN (SELECT value FROM json_each(?)) ORDER BY attempted_at, rowid`,
+    )
+    .bind(JSON.stringify(rows.map((r) => r.id)))
+    .all<AttemptRow>();
+  const logs = new Map<string, DeliveryView["attemptLog"]>(rows.map((r) => [r.id, []]));
+  for (const a of results)
+    logs.get(a.delivery_id)?.push({ at: new Date(a.attempted_at).toISOString(), answer: a.status_code, error: a.error });
+  return rows.map((r) => deliveryView(r, logs.get(r.id) ?? []));
+}
 
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,
   d.next_attempt_at, d.updated_at`;
@@ -276,7 +300,7 @@ export async function listDeliveries(db: D1Database, endpointId: string, cursor?
     .all<DeliveryRow>();
   const page = results.slice(0, DELIVERY_PAGE_SIZE);
   const more = results.length > DELIVERY_PAGE_SIZE;
-  return { deliveries: page.map(deliveryView), nextCursor: more ? String(page.at(-1)?.event_seq) : null };
+  return { deliveries: await deliveryViews(db, page), nextCursor: more ? String(page.at(-1)?.event_seq) : null };
 }
 
 /** An order's deliveries to every endpoint, in order of occurrence (GET /admin/orders/:orderId). */
@@ -288,7 +312,7 @@ export async function deliveriesOf(db: D1Database, subject: string): Promise<Del
     )
     .bind(subject)
     .all<DeliveryRow>();
-  return results.map(deliveryView);
+  return deliveryViews(db, results);
 }
 
 /**
@@ -310,5 +334,5 @@ export async function replayDelivery(db: D1Database, endpointId: string, deliver
     .prepare(`SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq WHERE d.id = ?`)
     .bind(deliveryId)
     .first<DeliveryRow>();
-  return row ? deliveryView(row) : undefined;
+  return row ? (await deliveryViews(db, [row]))[0] : undefined;
 }

@@ -50,6 +50,8 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
     const endpoint = await updateEndpoint(c.env.DB, c.req.valid("param").id, changes);
     if (!endpoint) throw endpointNotFound();
     endpointsChanged();
+    // Enabled again: what waited for it is sent now, not at the cron's next run.
+    if (changes.enabled === true) c.executionCtx.waitUntil(kickOrderEvents(c.env));
     return c.json(endpoint);
   })
   .post("/:id/rotate-secret", validate("param", EndpointIdParam), async (c) => {

@@ -113,7 +113,7 @@ const EVENT_ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Change an endpoint's url or event types, or enable or disable it",
     description:
-      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it.",
+      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it; its deliveries still pending waited, and those due are sent at once when it is enabled.",
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     body: { schema: OrderEvents.UpdateEndpointBody, required: true },
@@ -143,7 +143,7 @@ const EVENT_ROUTES: readonly ApiRoute[] = [
     method: "get",
     path: "/admin/webhooks/:id/deliveries",
     tag: "admin",
-    summary: "What was sent to an endpoint, newest first: status, attempts, last answer",
+    summary: "What was sent to an endpoint, newest first: status, attempts, last answer, every attempt's time and answer",
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     query: OrderEvents.CursorQuery,

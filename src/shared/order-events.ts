@@ -125,6 +125,12 @@ export const DeliveryView = z.object({
   lastError: z.nullable(z.string()),
   nextAttemptAt: z.nullable(z.iso.datetime()),
   updatedAt: z.iso.datetime(),
+  /**
+   * Every attempt made, oldest first, those before a replay included (a replay starts
+   * `attempts` again): when, the endpoint's answer code (null when it never answered), and why
+   * it did not count.
+   */
+  attemptLog: z.array(z.object({ at: z.iso.datetime(), answer: z.nullable(z.int()), error: z.nullable(z.string()) })),
 });
 export type DeliveryView = z.infer<typeof DeliveryView>;
 

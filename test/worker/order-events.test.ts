@@ -21,11 +21,11 @@ const dropping = { send: async () => {}, sendBatch: async () => {} } as unknown 
 /** The suite's env with both queues dropping what they are sent: no event is sent but by the test. */
 const quiet: Env = { ...env, ORDERS: dropping, JOBS: dropping };
 
-async function call(path: string, init: RequestInit = {}): Promise<Response> {
+async function call(path: string, init: RequestInit = {}, runEnv: Env = quiet): Promise<Response> {
   return checkedFetch(
     async (req) => {
       const ctx = createExecutionContext();
-      const res = await worker.fetch(req, quiet, ctx);
+      const res = await worker.fetch(req, runEnv, ctx);
       await waitOnExecutionContext(ctx);
       return res;
     },
@@ -269,6 +269,12 @@ describe("order events", () => {
     const all = await deliveries(shop.id);
     expect(all.every((d) => d.status === "delivered")).toBe(true);
     expect(all.filter((d) => d.type === "order.reserved").map((d) => d.attempts)).toEqual([3, 3]);
+    // Each attempt is readable: when, and what the endpoint answered (nothing while it was down).
+    for (const d of all.filter((d) => d.type === "order.reserved")) {
+      expect(d.attemptLog.map((a) => a.answer)).toEqual([null, 500, 200]);
+      expect(d.attemptLog[0]?.error).toBeTruthy();
+      expect(d.attemptLog.map((a) => Date.parse(a.at))).toEqual([...d.attemptLog.map((a) => Date.parse(a.at))].sort());
+    }
     const attempts = await env.DB.prepare(
       "SELECT a.status_code FROM delivery_attempts a JOIN event_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ? ORDER BY a.rowid",
     )
@@ -280,9 +286,13 @@ describe("order events", () => {
     const replayed = all.find((d) => d.type === "order.paid") as DeliveryView;
     const replay = await adminPost(`/admin/webhooks/${shop.id}/deliveries/${replayed.id}/replay`);
     expect(replay.status).toBe(202);
-    expect(await replay.json()).toMatchObject({ id: replayed.id, status: "pending" });
+    expect(await replay.json()).toMatchObject({ id: replayed.id, status: "pending", attempts: 0, attemptLog: [{ answer: 200 }] });
     await deliverDue(env.DB, { fetch: counting });
     expect(received.filter((r) => r.type === "order.paid").map((r) => r.id)).toEqual([replayed.eventId, replayed.eventId]);
+    // The attempts before the replay stay in its log.
+    const resent = (await deliveries(shop.id)).find((d) => d.id === replayed.id);
+    expect(resent).toMatchObject({ status: "delivered", attempts: 1 });
+    expect(resent?.attemptLog.map((a) => a.answer)).toEqual([200, 200]);
   });
 
   it("fails a delivery after its retries (about a day) and disables an endpoint that answers 410", async () => {
@@ -330,15 +340,52 @@ describe("order events", () => {
     const paused = await addEndpoint("https://paused.shop.example/events", ["order.reserved"]);
     const sale = await createSale({ stock: 2 });
     const [orderId] = await buyAndSettle(sale.id, ["pz-1"]);
+    // The jobs queue records what it is asked (nothing sends it on: the test sends).
+    const asked: JobMessage[] = [];
+    const recording = { send: async (m: JobMessage) => void asked.push(m), sendBatch: async () => {} } as unknown as Queue;
     const patch = (enabled: boolean) =>
-      call(`/admin/webhooks/${paused.id}`, { method: "PATCH", headers: adminHeaders, body: JSON.stringify({ enabled }) });
+      call(
+        `/admin/webhooks/${paused.id}`,
+        { method: "PATCH", headers: adminHeaders, body: JSON.stringify({ enabled }) },
+        { ...quiet, JOBS: recording },
+      );
     expect((await patch(false)).status).toBe(200);
+    expect(asked).toEqual([]);
     const { received, fetcher } = receiver(new Map([[paused.url, paused.secret as string]]));
     await deliverDue(env.DB, { fetch: fetcher });
     expect(received.filter((r) => r.url === paused.url)).toEqual([]);
+    // Enabled again, the jobs queue is asked at once to send what waited (not at the cron's next run).
     expect((await patch(true)).status).toBe(200);
+    expect(asked).toEqual([{ kind: "deliver-order-events" }]);
     await deliverDue(env.DB, { fetch: fetcher });
     expect(received.filter((r) => r.url === paused.url).map((r) => r.subject)).toEqual([orderId]);
+  });
+});
+
+describe("a sender that dies mid-send", () => {
+  it("loses nothing: what it held is sent once its lease runs out, by the next sender, with the same id", async () => {
+    const shop = await addEndpoint("https://lease.shop.example/events", ["order.reserved"]);
+    const sale = await createSale({ stock: 2 });
+    const [orderId] = await buyAndSettle(sale.id, ["lease-1"]);
+    // FAULT INJECTION: an isolate dying between taking its deliveries and recording the
+    // attempt cannot be caused here; its lease is written as a sender writes it, a minute on.
+    await env.DB.prepare("UPDATE event_deliveries SET lease_until = ? WHERE endpoint_id = ? AND status = 'pending'")
+      .bind(Date.now() + 60_000, shop.id)
+      .run();
+    const { received, fetcher } = receiver(new Map([[shop.url, shop.secret as string]]));
+    await deliverDue(env.DB, { fetch: fetcher });
+    expect(received.filter((r) => r.url === shop.url)).toEqual([]); // still held by the dead sender
+    const [held] = await deliveries(shop.id);
+    expect(held).toMatchObject({ status: "pending", attempts: 0, attemptLog: [] });
+
+    // Its lease runs out (moved to the past): the next sender takes it and sends it.
+    await env.DB.prepare("UPDATE event_deliveries SET lease_until = ? WHERE endpoint_id = ?")
+      .bind(Date.now() - 1, shop.id)
+      .run();
+    await deliverDue(env.DB, { fetch: fetcher });
+    const sent = received.filter((r) => r.url === shop.url);
+    expect(sent.map((r) => [r.subject, r.id])).toEqual([[orderId, held?.eventId]]);
+    expect((await deliveries(shop.id))[0]).toMatchObject({ status: "delivered", attempts: 1 });
   });
 });
 

@@ -53,6 +53,29 @@ export async function call(base, path, options = {}) {
   };
 }
 
+/**
+ * A file the API answers (a CSV export): its bytes and the name its Content-Disposition gives;
+ * for an error, its status and message. The whole file is read before it is handed over.
+ * @param {string} base @param {string} path @param {{ adminToken?: string }} options
+ * @returns {Promise<{ status: number, file?: Blob, filename: string, message: string }>}
+ */
+export async function fetchFile(base, path, options) {
+  /** @type {Record<string, string>} */
+  const headers = options.adminToken ? { Authorization: `Bearer ${options.adminToken}` } : {};
+  let res;
+  try {
+    res = await fetch(`${base}${path}`, { headers, cache: "no-store" });
+  } catch {
+    return { status: 0, filename: "", message: "the server could not be reached" };
+  }
+  if (!res.ok) {
+    const body = await res.json().catch(() => undefined);
+    return { status: res.status, filename: "", message: body?.error?.message ?? res.statusText };
+  }
+  const filename = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] ?? "export";
+  return { status: res.status, file: await res.blob(), filename, message: "" };
+}
+
 /** @param {number} ms */
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

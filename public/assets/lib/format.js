@@ -41,3 +41,6 @@ export const words = (/** @type {string} */ code) =>
     .replace(/([a-z])([A-Z])/g, "$1 $2")
     .toLowerCase()
     .replaceAll("_", " ");
+
+/** A moment to the second (events a few seconds apart): "Nov 26, 2026, 1:34:05 AM". @param {string | number} iso */
+export const formatMoment = (iso) => new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });

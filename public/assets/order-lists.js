@@ -1,0 +1,214 @@
+// @ts-check
+// The console's orders of the watched sale: the list (GET /admin/sales/:saleId/orders),
+// filtered by state, newest first, a page at a time by its cursor; one order with its history,
+// payment attempts and the events sent about it (GET /admin/orders/:orderId); and the same
+// list as a CSV file (orders.csv). Kept apart from the sale's figures in admin.js, which
+// hands in its authenticated callers.
+import { $, badge, cellOf, row, rowButton, say } from "./lib/console-page.js";
+import { formatMoment, formatMoney, formatTime, words } from "./lib/format.js";
+import { attemptsCell } from "./order-events.js";
+
+/** Orders a page of the list holds. */
+const PAGE_SIZE = 50;
+
+/** @typedef {import("./order-events.js").AdminCall} AdminCall */
+/** @typedef {(path: string) => Promise<{ status: number, file?: Blob, filename: string, message: string }>} AdminDownload */
+
+/** @param {string | null} iso */
+const timeOrDash = (iso) => (iso ? formatTime(iso) : "–");
+
+/** @param {string} text */
+const numeric = (text) => {
+  const td = cellOf(text);
+  td.className = "n";
+  return td;
+};
+
+/**
+ * A table's rows, or one row saying there are none.
+ * @param {string} bodyId @param {HTMLTableRowElement[]} rows @param {string} none @param {number} columns
+ */
+function fillTable(bodyId, rows, none, columns) {
+  $(bodyId).replaceChildren(...(rows.length > 0 ? rows : [row([[none, ""]], columns)]));
+}
+
+/**
+ * The orders section of the console.
+ * @param {AdminCall} admin the console's admin caller (it locks the console on a 401)
+ * @param {AdminDownload} download the same for a file
+ */
+export function saleOrdersPanel(admin, download) {
+  /** The sale shown, the state filter and the list's next page. @type {{ saleId: string, status: string, cursor: string | null } | undefined} */
+  let list;
+
+  /** @param {any} order */
+  function orderRow(order) {
+    const tr = document.createElement("tr");
+    tr.dataset.order = order.orderId;
+    tr.append(
+      cellOf(order.orderId),
+      cellOf(order.userId),
+      cellOf(badge(order.status)),
+      numeric(String(order.quantity)),
+      numeric(order.currency ? formatMoney(order.amount, order.currency) : String(order.amount)),
+      cellOf(formatTime(order.createdAt)),
+      cellOf(timeOrDash(order.closedAt)),
+      cellOf(rowButton("Details", `of order ${order.orderId}`, () => void showOrder(order.orderId))),
+    );
+    return tr;
+  }
+
+  /** @param {boolean} fresh the first page again, or the next one after those shown */
+  async function loadOrders(fresh) {
+    if (!list) return;
+    const shown = list;
+    if (fresh) shown.cursor = null;
+    const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+    if (shown.status) params.set("status", shown.status);
+    if (shown.cursor) params.set("cursor", shown.cursor);
+    say("orders-status", "Reading the orders…", "wait");
+    const answer = await admin(`/admin/sales/${shown.saleId}/orders?${params}`);
+    if (list !== shown) return;
+    if (answer.status !== 200) {
+      if (answer.status !== 401) say("orders-status", `The orders cannot be read right now (${answer.message}).`, "bad");
+      return;
+    }
+    const rows = answer.body.orders.map(orderRow);
+    const before = $("order-rows").querySelectorAll("tr[data-order]").length;
+    if (fresh) fillTable("order-rows", rows, "No orders in this state.", 8);
+    else $("order-rows").append(...rows);
+    shown.cursor = answer.body.nextCursor;
+    $("more-orders").hidden = !shown.cursor;
+    const count = fresh ? rows.length : before + rows.length;
+    const which = shown.status ? ` ${words(shown.status)}` : "";
+    say(
+      "orders-status",
+      `${count}${which} ${count === 1 ? "order" : "orders"} shown, newest first${shown.cursor ? "; more below" : ""}.`,
+    );
+    // After "More orders", the first new row's button takes the focus: the keyboard goes on where the list grew.
+    if (!fresh) /** @type {HTMLElement | null} */ (rows[0]?.querySelector("button"))?.focus();
+  }
+
+  /** @param {string} orderId */
+  async function showOrder(orderId) {
+    const answer = await admin(`/admin/orders/${orderId}`);
+    if (answer.status !== 200) {
+      if (answer.status !== 401) say("orders-status", `Order ${orderId} cannot be read right now (${answer.message}).`, "bad");
+      return;
+    }
+    renderOrder(answer.body);
+    $("order-detail").hidden = false;
+    $("order-detail-title").focus();
+  }
+
+  /** @param {any} order */
+  function renderOrder(order) {
+    $("detail-order-id").textContent = order.orderId;
+    /** @type {[string, string][]} */
+    const facts = [
+      ["State", words(order.status)],
+      ["Buyer", order.userId],
+      ["Units", String(order.quantity)],
+      ["Amount", order.currency ? formatMoney(order.amount, order.currency) : String(order.amount)],
+      ["Reserved", formatTime(order.createdAt)],
+      ["Ended", timeOrDash(order.closedAt)],
+      ["Pay by", timeOrDash(order.expiresAt)],
+      ["Refund due", order.refundDue ? "yes" : "no"],
+    ];
+    if (order.failureReason) facts.push(["Why it failed", words(order.failureReason)]);
+    $("detail-facts").replaceChildren(
+      ...facts.flatMap(([name, value]) => {
+        const dt = document.createElement("dt");
+        dt.textContent = name;
+        const dd = document.createElement("dd");
+        dd.textContent = value;
+        return [dt, dd];
+      }),
+    );
+    fillTable(
+      "history-rows",
+      order.history.map((/** @type {any} */ h) =>
+        row([
+          [formatMoment(h.at), ""],
+          [h.type, ""],
+        ]),
+      ),
+      "No state changes recorded in D1 yet.",
+      2,
+    );
+    fillTable(
+      "payment-rows",
+      order.payments.map((/** @type {any} */ p) =>
+        row([
+          [formatMoment(p.createdAt), ""],
+          [words(p.status), ""],
+          [p.providerRef ?? "–", ""],
+          [p.declineReason ? words(p.declineReason) : "–", ""],
+        ]),
+      ),
+      "No payment attempts.",
+      4,
+    );
+    fillTable(
+      "sent-rows",
+      order.deliveries.map((/** @type {any} */ d) => {
+        const tr = document.createElement("tr");
+        tr.append(cellOf(d.type), cellOf(d.endpointId), cellOf(badge(d.status)), attemptsCell(d, `${d.type} to ${d.endpointId}`));
+        return tr;
+      }),
+      "No events sent: no endpoint receives this order's events.",
+      4,
+    );
+  }
+
+  $("orders-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!list) return;
+    list.status = /** @type {HTMLSelectElement} */ ($("orders-state")).value;
+    $("order-detail").hidden = true;
+    void loadOrders(true);
+  });
+
+  $("more-orders").addEventListener("click", () => void loadOrders(false));
+
+  $("orders-export").addEventListener("click", async () => {
+    if (!list) return;
+    const status = /** @type {HTMLSelectElement} */ ($("orders-state")).value;
+    say("export-status", "Exporting…", "wait");
+    const answer = await download(`/admin/sales/${list.saleId}/orders.csv${status ? `?status=${status}` : ""}`);
+    if (!answer.file) {
+      if (answer.status !== 401) say("export-status", `Not exported: ${answer.message}`, "bad");
+      return;
+    }
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(answer.file);
+    link.download = answer.filename;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    say("export-status", `Downloaded ${answer.filename}${status ? ` (${words(status)} orders)` : ""}.`, "good");
+  });
+
+  $("order-close").addEventListener("click", () => {
+    $("order-detail").hidden = true;
+    $("sale-orders-title").focus();
+  });
+
+  return {
+    /** The watched sale changed: its orders from the first page, with the filter as it is set. @param {string} saleId */
+    show(saleId) {
+      list = { saleId, status: /** @type {HTMLSelectElement} */ ($("orders-state")).value, cursor: null };
+      $("orders-sale-id").textContent = saleId;
+      $("sale-orders").hidden = false;
+      $("order-detail").hidden = true;
+      say("export-status", "");
+      void loadOrders(true);
+    },
+    /** The console locked: no order stays on the page. */
+    forget() {
+      list = undefined;
+      $("sale-orders").hidden = true;
+      $("order-rows").replaceChildren();
+      $("order-detail").hidden = true;
+    },
+  };
+}
