@@ -40,7 +40,9 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
       `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${expected} fields`,
     );
   }
-  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence] = reply.slice(0, HEADER_FIELDS).map(Number) as number[];
+  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence] = reply
+    .slice(0, HEADER_FIELDS)
+    .map(Number) as number[];
   const admission: Admission = { rate: rate as number, burst: burst as number };
   const reservations: Reservation[] = [];
   for (let i = HEADER_FIELDS; i < reply.length; i += FIELDS_PER_BUYER) {

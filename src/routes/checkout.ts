@@ -169,7 +169,8 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
           onReserved: (orders, sequence) => {
             c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));
             // These orders are on their way and will be accounted for; the sale stops selling from here.
-            if (wentBack(saleId, { first: sequence - orders.length + 1, last: sequence })) reportLoss(c.env, saleId, keepAlive, true);
+            const minted = { first: sequence - orders.length + 1, last: sequence };
+            if (wentBack(saleId, minted)) reportLoss(c.env, saleId, keepAlive, true);
           },
         },
       );

@@ -5,8 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
-import { eventually } from "../../dev/lib/wait.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/checkout/reply.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
 import { BLOOM } from "../../src/shared/limits.ts";
@@ -148,7 +148,12 @@ describe("checkout.lua", () => {
     // The third would need a later millisecond than Redis' clock has shown: retry in one.
     expect(replies[2]).toMatchObject({ code: "RATE_LIMITED", retryAfterMs: 1 });
     expect(await redis.hget(keys.buyers, "c3")).toBeNull();
-    expect(await redis.hmget(keys.meta, "remaining", "seq", "idms", "idn")).toEqual(["3", "2", String(lastMs), String(ID_INDEXES - 1)]);
+    expect(await redis.hmget(keys.meta, "remaining", "seq", "idms", "idn")).toEqual([
+      "3",
+      "2",
+      String(lastMs),
+      String(ID_INDEXES - 1),
+    ]);
   });
 
   it("a Redis gone back reports a sequence not above the one lost, and mints no id it lost", async () => {
