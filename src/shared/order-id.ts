@@ -22,9 +22,9 @@ import { ORDER_ID_PATTERN } from "./limits";
 
 /**
  * 2025-12-01T00:00:00Z. A month before the epoch of the earlier layout (seconds since
- * 2026-01-01 << 32 | slot << 20 | sequence), so an id of this layout is above every id that one
- * minted before this one replaced it (until 2029), and never equals one. 2^41 ms: ids fit in 63
- * bits until 2095.
+ * 2026-01-01 << 32 | slot << 20 | sequence): for a switch before mid-2029, every id of this
+ * layout is above every id that one minted, so none equals one. 2^41 ms: ids fit in 63 bits
+ * until 2095.
  */
 export const ORDER_ID_EPOCH_MS = 1_764_547_200_000;
 export const ID_SLOTS = 4096;
