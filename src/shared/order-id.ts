@@ -47,7 +47,7 @@ export function decodeOrderId(orderId: string): OrderIdParts {
   const id = BigInt(orderId);
   return {
     unixMs: Number(id >> 22n) + ORDER_ID_EPOCH_MS,
-    slot: Number((id >> 10n) & 0xfffn),
-    index: Number(id & 0x3ffn),
+    slot: Number((id >> 10n) & BigInt(ID_SLOTS - 1)),
+    index: Number(id & BigInt(ID_INDEXES - 1)),
   };
 }
