@@ -17,7 +17,8 @@ nothing. The Worker has already checked the pass's signature binds it to buyer a
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe)
   1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
-                     qmode (off | fifo | random), qopens, qrate, qttl (the waiting room, queue-progress.lua)
+                     qmode (off | fifo | random), qopens, qrate, qttl (the waiting room, queue-progress.lua),
+                     idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull)
   2  buyers hash     user id -> "<units held>:<latest order id>"
   3  outbox zset     order ids not settled yet, score = reservation time (ms)
   4  pending hash    order id -> "<quantity>:<user id>"
@@ -31,19 +32,23 @@ ARGV
   quadruples of user id, quantity, Idempotency-Key ("" for none) and the place its Queue-Pass
   names ("" for none): 1 to 100 quadruples
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
-  1  "checkout/3"     the layout; the Worker refuses any other
+  1  "checkout/4"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
   3  startsMs  4  endsMs         the sale window (0 when the sale is not found)
   5  rate      6  burst          the admission bucket (0 when the sale is not found)
   7  retryAfterMs     how long until the bucket holds a token again (0 when it holds one)
   8  limit            units one buyer may hold (0 when the sale is not found)
+  9  seq              the sale's order sequence after the call: ids it minted ever (the ids
+                      this call minted are the last ones; 0 when the sale is not found)
   then four fields per buyer, in ARGV order:
      outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
                QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
-               reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity
+               reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity;
+               RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
+               all the ids its clock allows in this millisecond
      orderId   the order reserved now (OK) or before (REPEATED), or the buyer's latest one, else ""
      remaining units left after this buyer (0 when the sale is not found)
      held      units the buyer holds after this buyer's turn
@@ -61,8 +66,9 @@ local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
+local seq = 0 -- the sale's order sequence: ids minted so far
 local function reply(starts, ends, rate, burst, retryAfter, limit, outcomes)
-  return { 'checkout/3', nowMs, starts, ends, rate, burst, retryAfter, limit, unpack(outcomes) }
+  return { 'checkout/4', nowMs, starts, ends, rate, burst, retryAfter, limit, seq, unpack(outcomes) }
 end
 
 -- Outcome counts for the admin console, one field per second and outcome.
@@ -93,7 +99,8 @@ if not sale[1] then
   return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
-local rate, burst, seq, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[7]) or 0, tonumber(sale[8]) or 1
+local rate, burst, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[8]) or 1
+seq = tonumber(sale[7]) or 0
 local queued = sale[10] == 'fifo' or sale[10] == 'random'
 
 local saleWide
@@ -119,14 +126,31 @@ local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or nowMs
 tokens = math.min(burst, tokens + math.max(0, nowMs - at) * rate / 1000)
 
--- Order id = (seconds since 2026-01-01 UTC) << 32 | slot << 20 | (seq mod 2^20).
+-- Order id = (ms since 2025-12-01 UTC) << 22 | slot << 10 | its index among the sale's ids of
+-- that ms. The ms is the sale's own clock: Redis' time, never behind the last id's (idms, idn),
+-- and at most 1024 ids a ms (ID_INDEXES), so it never runs ahead of Redis' time either: a buyer
+-- past that is RATE_LIMITED for a ms. A Redis back behind (restarted from a copy, a replica that
+-- missed the last writes) has its clock moved on past every id it lost, so it cannot mint one
+-- again (src/shared/order-id.ts). The sequence (seq) only counts ids; the reply carries it.
+local idMs, idIndex, clockFull -- the last id's ms and index, read when a buyer may first mint
+local function idClockFull()
+  if not idMs then
+    local last = redis.call('HMGET', meta, 'idms', 'idn')
+    idMs, idIndex = tonumber(last[1]) or -1, tonumber(last[2]) or 0
+    local ms = nowMs - 1764547200000 -- ORDER_ID_EPOCH_MS (src/shared/order-id.ts)
+    if ms > idMs then
+      idMs, idIndex = ms, -1
+    end
+  end
+  clockFull = idIndex >= 1023
+  return clockFull
+end
 -- Lua numbers are doubles, so the 63-bit decimal is assembled from exact parts:
--- hi * 2^32 + lo, with 2^32 = 4294 * 10^6 + 967296.
-local hi = nowSec - 1767225600
-local function orderIdFor(n)
-  local lo = slot * 1048576 + (n % 1048576)
-  local low = hi * 967296 + lo
-  local upper = hi * 4294 + math.floor(low / 1000000)
+-- ms = m1 * 10^6 + m0, and ms * 2^22 + lo = (m1 * 2^22) * 10^6 + m0 * 2^22 + lo.
+local function nextOrderId()
+  idIndex = idIndex + 1
+  local low = (idMs % 1000000) * 4194304 + slot * 1024 + idIndex
+  local upper = math.floor(idMs / 1000000) * 4194304 + math.floor(low / 1000000)
   if upper > 0 then
     return string.format('%.0f%06d', upper, low % 1000000)
   end
@@ -197,11 +221,11 @@ for i = 1, #ARGV, 4 do
     outcome = 'SOLD_OUT'
   elseif remaining < quantity then
     outcome = 'QUANTITY_UNAVAILABLE'
-  elseif tokens < 1 then
+  elseif tokens < 1 or idClockFull() then
     outcome = 'RATE_LIMITED'
   else
     tokens, remaining, seq = tokens - 1, remaining - quantity, seq + 1
-    orderId = orderIdFor(seq)
+    orderId = nextOrderId()
     h.units, h.last = h.units + quantity, orderId
     reserved[user] = h
     if queued then
@@ -231,7 +255,7 @@ if #newOutbox > 0 then
     newBuyers[#newBuyers + 1] = user
     newBuyers[#newBuyers + 1] = h.units .. ':' .. h.last
   end
-  redis.call('HSET', meta, 'remaining', remaining, 'seq', seq)
+  redis.call('HSET', meta, 'remaining', remaining, 'seq', seq, 'idms', idMs, 'idn', idIndex)
   redis.call('HSET', buyers, unpack(newBuyers))
   redis.call('ZADD', outbox, unpack(newOutbox))
   redis.call('HSET', pending, unpack(newPending))
@@ -253,5 +277,7 @@ flushCounts()
 local retryAfter = 0
 if tokens < 1 then
   retryAfter = math.ceil((1 - tokens) * 1000 / rate)
+elseif clockFull then
+  retryAfter = 1
 end
 return reply(starts, ends, rate, burst, retryAfter, limit, outcomes)

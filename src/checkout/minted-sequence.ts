@@ -1,23 +1,14 @@
+// The hot path's rollback detector, at no extra round trip: each sale's order sequence only
+// grows (lua/checkout.lua numbers the ids it mints one by one and reports where it stands with
+// every call; a rebuild numbers on above every sequence reported), so an isolate whose call
+// minted numbers not above one it saw minted before knows Redis went back. The ids themselves
+// cannot show it: a Redis gone back still mints them at its later time (src/shared/order-id.ts).
 import { IsolateCache } from "../isolate/isolate-cache";
-import { decodeOrderId } from "../shared/order-id";
 
-/**
- * The hot path's rollback detector, at no extra round trip: each sale's order sequence only
- * grows (lua/checkout.lua numbers ids one by one; a rebuild numbers on above every sequence
- * reported), so an isolate that sees a new id not above one it saw minted before knows Redis
- * went back. Ids carry the sequence modulo 2^20 (src/shared/order-id.ts): compared on that
- * circle, a step back is one of more than half of it.
- */
-const SEQUENCE_SPAN = 1 << 20;
 /** A day: a sale's ids are minted within its window, and an idle entry costs a few bytes. */
 const highest = new IsolateCache<number>({ ttlMs: 86_400_000, maxEntries: 10_000 });
 /** A loss reported from this isolate lately: its crowd reports it once, not per checkout. */
 const reported = new IsolateCache<true>({ ttlMs: 2_000, maxEntries: 1_000 });
-
-const isAfter = (seq: number, than: number) => {
-  const step = (seq - than + SEQUENCE_SPAN) % SEQUENCE_SPAN;
-  return step !== 0 && step < SEQUENCE_SPAN / 2;
-};
 
 /** The highest sequence this isolate saw minted for the sale (0: none). */
 export function highestMinted(saleId: string): number {
@@ -25,17 +16,13 @@ export function highestMinted(saleId: string): number {
 }
 
 /**
- * Takes in one merged call's minted ids (ascending). True when Redis went back: the call's
- * first id is not above the highest this isolate saw before. The highest seen stays.
+ * Takes in the sequence numbers one merged call minted. True when Redis went back: the first
+ * is not above the highest this isolate saw before. The highest seen stays.
  */
-export function wentBack(saleId: string, orderIds: string[]): boolean {
-  const first = orderIds[0];
-  const last = orderIds.at(-1);
-  if (first === undefined || last === undefined) return false;
+export function wentBack(saleId: string, minted: { first: number; last: number }): boolean {
   const before = highest.get(saleId);
-  const [firstSeq, lastSeq] = [decodeOrderId(first).sequence, decodeOrderId(last).sequence];
-  if (before !== undefined && !isAfter(firstSeq, before)) return true;
-  highest.set(saleId, lastSeq);
+  if (before !== undefined && minted.first <= before) return true;
+  highest.set(saleId, minted.last);
   return false;
 }
 

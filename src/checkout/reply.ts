@@ -12,12 +12,14 @@ export type Reservation =
       limit: number;
       /** Reserved by an earlier attempt with the same Idempotency-Key: nothing new was reserved. */
       repeated: boolean;
+      /** The sale's order sequence after the call (ids it minted ever); the call's new orders hold the last numbers. */
+      sequence: number;
     }
   | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
-const CHECKOUT_REPLY_LAYOUT = "checkout/3";
-const HEADER_FIELDS = 8;
+const CHECKOUT_REPLY_LAYOUT = "checkout/4";
+const HEADER_FIELDS = 9;
 const FIELDS_PER_BUYER = 4;
 
 /** The script and this Worker disagree on the reply: a deploy of mismatched versions. */
@@ -38,7 +40,9 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
       `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${expected} fields`,
     );
   }
-  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit] = reply.slice(0, HEADER_FIELDS).map(Number) as number[];
+  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence] = reply
+    .slice(0, HEADER_FIELDS)
+    .map(Number) as number[];
   const admission: Admission = { rate: rate as number, burst: burst as number };
   const reservations: Reservation[] = [];
   for (let i = HEADER_FIELDS; i < reply.length; i += FIELDS_PER_BUYER) {
@@ -58,6 +62,7 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
           held,
           limit: limit as number,
           repeated: code === "REPEATED",
+          sequence: sequence as number,
         });
         break;
       case "KEY_REUSED":

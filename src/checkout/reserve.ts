@@ -43,9 +43,10 @@ interface ReserveOptions {
   keepAlive: KeepAlive;
   /**
    * Runs once per merged call, in the request that sent it, with every order the call
-   * reserved (this buyer's and the others'), before any of them is answered.
+   * reserved (this buyer's and the others'), before any of them is answered, and the sale's
+   * order sequence after the call (the orders were numbered up to it).
    */
-  onReserved?: (orders: OrderMessage[]) => void;
+  onReserved?: (orders: OrderMessage[], sequence: number) => void;
 }
 
 /**
@@ -55,11 +56,14 @@ interface ReserveOptions {
 export function reserve(redis: Redis, saleId: string, item: CheckoutItem, options: ReserveOptions): Promise<Reservation> {
   const call = async (items: CheckoutItem[]) => {
     const reservations = await reserveAll(redis, saleId, items);
+    let sequence = 0;
     const orders = reservations.flatMap((r, i) => {
       const { userId, quantity } = items[i] as CheckoutItem;
-      return r.code === "OK" && !r.repeated ? [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }] : [];
+      if (r.code !== "OK" || r.repeated) return [];
+      sequence = r.sequence;
+      return [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }];
     });
-    if (orders.length > 0) options.onReserved?.(orders);
+    if (orders.length > 0) options.onReserved?.(orders, sequence);
     return reservations;
   };
   return calls.submit(saleId, item, call, options.keepAlive);

@@ -166,10 +166,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
         {
           keepAlive,
           // One queue send for every order the merged call reserved, from the request that sent it.
-          onReserved: (orders) => {
+          onReserved: (orders, sequence) => {
             c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));
             // These orders are on their way and will be accounted for; the sale stops selling from here.
-            const minted = orders.map((o) => o.orderId);
+            const minted = { first: sequence - orders.length + 1, last: sequence };
             if (wentBack(saleId, minted)) reportLoss(c.env, saleId, keepAlive, true);
           },
         },

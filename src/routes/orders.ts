@@ -48,8 +48,8 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   const record = await ownRecord(env.DB, orderId, userId);
   if (record) return record;
   // Not settled yet: the id names its sale (slot + time), and Redis holds the order.
-  const { slot, unixSeconds } = decodeOrderId(orderId);
-  const sale = await findSaleBySlotAt(env.DB, slot, unixSeconds * 1000);
+  const { slot, unixMs } = decodeOrderId(orderId);
+  const sale = await findSaleBySlotAt(env.DB, slot, unixMs);
   // An archived sale settled every order it minted into D1, and its keys are gone.
   if (!sale || sale.archivedAt !== null) throw orderNotFound();
   let pending: string | null;

@@ -63,8 +63,8 @@ const SALE_COLUMNS =
   "queue_seed, queue_seed_commitment, human_check";
 
 /**
- * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second:
- * ids carry whole seconds, so neighbours must not share one), or NULL when all are taken.
+ * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second,
+ * a margin between neighbours sharing a slot), or NULL when all are taken.
  */
 const FREE_SLOT = (start: string, end: string, self: string) => `(
   WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
@@ -279,9 +279,9 @@ export async function findSale(db: D1Database, saleId: string): Promise<Sale | u
 /** The sale that held `slot` at `atMs`: the one whose window minted an order id. */
 export async function findSaleBySlotAt(db: D1Database, slot: number, atMs: number): Promise<Sale | undefined> {
   const row = await db
-    .prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id_slot = ?1 AND starts_at <= ?2 AND ends_at > ?3`)
-    // Ids carry whole seconds: the reservation happened somewhere in [atMs, atMs + 1000).
-    .bind(slot, atMs + 999, atMs)
+    .prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id_slot = ?1 AND starts_at <= ?2 AND ends_at > ?2`)
+    // Ids carry the millisecond they were minted in, inside the sale's window.
+    .bind(slot, atMs)
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
 }

@@ -36,8 +36,8 @@ export async function staleOutboxOrders(
     const record = records[i];
     if (!record) continue; // settled between the two reads
     const { quantity, userId } = parsePendingRecord(String(record));
-    // Scores move when records are re-driven; the id itself keeps the reservation second.
-    orders.push({ orderId: String(id), saleId, userId, quantity, reservedAt: decodeOrderId(String(id)).unixSeconds * 1000 });
+    // Scores move when records are re-driven; the id itself keeps the reservation time.
+    orders.push({ orderId: String(id), saleId, userId, quantity, reservedAt: decodeOrderId(String(id)).unixMs });
   }
   return orders;
 }

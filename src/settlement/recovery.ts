@@ -17,7 +17,6 @@ import {
 import { saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
 import type { JobMessage, OrderMessage } from "../shared/messages";
-import { decodeOrderId } from "../shared/order-id";
 import { clearOutbox } from "./outbox";
 import { restoreSale } from "./restore";
 
@@ -66,11 +65,14 @@ export async function failRolledBack(env: Env, orders: OrderMessage[]): Promise<
     env.DB,
     orders.map((o) => ({ ...o, reason: REDIS_ROLLBACK })),
   );
-  await clearOutbox(redisFor(env), orders);
-  // Redis minted these ids: the rebuild waits for D1 to have landed as many, and numbers on above them.
-  const knownSeq = new Map<string, number>();
-  for (const o of orders) knownSeq.set(o.saleId, Math.max(knownSeq.get(o.saleId) ?? 0, decodeOrderId(o.orderId).sequence));
-  for (const [saleId, seq] of knownSeq) await reportBehind(env, saleId, "settlement", { knownSeq: seq, fence: true });
+  const redis = redisFor(env);
+  await clearOutbox(redis, orders);
+  // The Redis that minted these numbered at least as far as its sequence stands (ids carry no
+  // sequence): the rebuild waits for D1 to have landed as many, and numbers on above it.
+  for (const saleId of new Set(orders.map((o) => o.saleId))) {
+    const knownSeq = (await readLiveSale(redis, saleId))?.minted ?? 0;
+    await reportBehind(env, saleId, "settlement", { knownSeq, fence: true });
+  }
   log.warn("orders failed: Redis had sold what D1 already records", { orders: orders.length, reason: REDIS_ROLLBACK });
 }
 

@@ -16,7 +16,7 @@ export const MAX_USER_ID_LENGTH = 128;
 /** Names DEV_LOGIN mints tokens for: short and plain, so they read well in the console and logs. */
 export const DEV_USER_ID_PATTERN = /^[\w.@-]{1,64}$/;
 
-/** Units per sale: order ids hold a 20-bit per-sale sequence. */
+/** Units per sale: a sale's Redis keys are sized for a million buyers (docs/architecture.md, big keys). */
 export const MAX_STOCK = 1_000_000;
 
 /**

@@ -6,10 +6,11 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/checkout/reply.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
 import { BLOOM } from "../../src/shared/limits.ts";
-import { decodeOrderId, ORDER_ID_EPOCH_SECONDS } from "../../src/shared/order-id.ts";
+import { decodeOrderId, ID_INDEXES, ORDER_ID_EPOCH_MS } from "../../src/shared/order-id.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "lua-test-token";
@@ -94,14 +95,19 @@ const returnUnits = (keys: Keys, orderId: string, user: string, quantity = 1) =>
     [orderId, user, String(quantity)],
   );
 const orderOf = (r: Reservation) => ("orderId" in r ? r.orderId : undefined);
+/** Redis' clock, in ms. */
+const redisMs = async () => {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+};
 
 describe("checkout.lua", () => {
   it("reserves, records the buyer and the outbox, and mints a decodable id", async () => {
     const { keys } = await newSale({ slot: 4095 });
-    await redis.hset(keys.meta, { seq: String(2 ** 20 - 1) }); // the sequence wraps inside the id
-    const timeBefore = Number((await redis.time())[0]);
+    await redis.hset(keys.meta, { seq: "41" });
+    const timeBefore = await redisMs();
     const reply = await checkout(keys, "alice");
-    const timeAfter = Number((await redis.time())[0]);
+    const timeAfter = await redisMs();
     expect(reply).toMatchObject({
       code: "OK",
       remaining: 2,
@@ -109,19 +115,70 @@ describe("checkout.lua", () => {
       held: 1,
       limit: 1,
       repeated: false,
+      sequence: 42, // the sale's order sequence, counted on, in the reply (not in the id)
     });
     const orderId = orderOf(reply);
     const parts = decodeOrderId(String(orderId));
-    expect(parts.slot).toBe(4095);
-    expect(parts.sequence).toBe(0);
+    expect(parts).toMatchObject({ slot: 4095, index: 0 });
     // Minted from Redis' own clock, between the two TIME reads around the call.
-    expect(parts.unixSeconds).toBeGreaterThanOrEqual(timeBefore);
-    expect(parts.unixSeconds).toBeLessThanOrEqual(timeAfter);
-    const expected = (BigInt(parts.unixSeconds - ORDER_ID_EPOCH_SECONDS) << 32n) | (4095n << 20n);
+    expect(parts.unixMs).toBeGreaterThanOrEqual(timeBefore);
+    expect(parts.unixMs).toBeLessThanOrEqual(timeAfter);
+    const expected = (BigInt(parts.unixMs - ORDER_ID_EPOCH_MS) << 22n) | (4095n << 10n);
     expect(String(orderId)).toBe(expected.toString());
+    // Above every id the earlier layout (seconds since 2026-01-01 << 32 | slot << 20 | sequence) minted until now.
+    const earlierLayoutCeiling = BigInt(Math.floor(timeAfter / 1000) - 1_767_225_600 + 1) << 32n;
+    expect(BigInt(String(orderId)) > earlierLayoutCeiling).toBe(true);
     expect(await redis.hget(keys.buyers, "alice")).toBe(`1:${orderId}`);
     expect(await redis.zrange(keys.outbox, 0, -1)).toEqual([orderId]);
     expect(await redis.hget(keys.pending, String(orderId))).toBe("1:alice");
+  });
+
+  it("numbers a sale's ids on its clock: never behind the last id's millisecond, at most ID_INDEXES in one", async () => {
+    const { keys } = await newSale({ stock: 5, limit: 1 });
+    // The last id was minted a minute ahead of Redis' clock now (as if that clock stepped back),
+    // and took the millisecond's last index but two.
+    const lastMs = (await redisMs()) - ORDER_ID_EPOCH_MS + 60_000;
+    await redis.hset(keys.meta, { idms: String(lastMs), idn: String(ID_INDEXES - 3) });
+    const replies = await checkoutAll(keys, ["c1", "c2", "c3"]);
+    expect(replies.map((r) => r.code)).toEqual(["OK", "OK", "RATE_LIMITED"]);
+    expect(replies.slice(0, 2).map((r) => decodeOrderId(String(orderOf(r))))).toEqual([
+      { unixMs: lastMs + ORDER_ID_EPOCH_MS, slot: 7, index: ID_INDEXES - 2 },
+      { unixMs: lastMs + ORDER_ID_EPOCH_MS, slot: 7, index: ID_INDEXES - 1 },
+    ]);
+    // The third would need a later millisecond than Redis' clock has shown: retry in one.
+    expect(replies[2]).toMatchObject({ code: "RATE_LIMITED", retryAfterMs: 1 });
+    expect(await redis.hget(keys.buyers, "c3")).toBeNull();
+    expect(await redis.hmget(keys.meta, "remaining", "seq", "idms", "idn")).toEqual([
+      "3",
+      "2",
+      String(lastMs),
+      String(ID_INDEXES - 1),
+    ]);
+  });
+
+  it("a Redis gone back reports a sequence not above the one lost, and mints no id it lost", async () => {
+    const { keys } = await newSale({ stock: 20, limit: 1 });
+    await checkoutAll(keys, ["before-1", "before-2"]);
+    const hash = async (key: string) => {
+      const flat = (await redis.hgetall(key)) as unknown as string[]; // field, value, field, value...
+      return Object.fromEntries(flat.flatMap((field, i) => (i % 2 === 0 ? [[field, flat[i + 1]]] : [])));
+    };
+    const [meta, buyers] = await Promise.all([hash(keys.meta), hash(keys.buyers)]);
+    const lost = await checkoutAll(keys, ["lost-1", "lost-2", "lost-3"]);
+    const lostIds = lost.map((r) => String(orderOf(r)));
+    // Redis comes back from the copy: the writes after it are gone; its clock has moved on
+    // (a restart takes longer than the millisecond the lost ids carry).
+    await redis.del(keys.meta, keys.buyers);
+    await redis.hset(keys.meta, meta);
+    await redis.hset(keys.buyers, buyers);
+    const lastLostMs = Math.max(...lostIds.map((id) => decodeOrderId(id).unixMs));
+    await eventually("Redis' clock past the lost ids", async () => (await redisMs()) > lastLostMs, 5_000);
+    const again = await checkoutAll(keys, ["lost-1", "lost-2", "lost-3"]);
+    expect(again.map((r) => r.code)).toEqual(["OK", "OK", "OK"]);
+    const sequenceOf = (r: Reservation) => (r.code === "OK" ? r.sequence : undefined);
+    expect(sequenceOf(lost[2] as Reservation)).toBe(5);
+    expect(sequenceOf(again[0] as Reservation)).toBe(5); // not above the one lost: the isolate's detector sees it
+    for (const id of again.map((r) => String(orderOf(r)))) expect(lostIds).not.toContain(id);
   });
 
   it("refuses a repeat buyer with the first order, then sells out", async () => {
@@ -227,12 +284,12 @@ describe("the reply layout", () => {
   it("is what the Worker reads, and any other layout fails loudly", async () => {
     const { keys } = await newSale();
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
-    expect(raw[0]).toBe("checkout/3");
-    expect(raw).toHaveLength(8 + 4 * 2);
+    expect(raw[0]).toBe("checkout/4");
+    expect(raw).toHaveLength(9 + 4 * 2);
     expect(() => parseCheckoutReply(raw, 3)).toThrow(ReplyLayoutError);
-    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/3 with 16 fields/);
-    expect(() => parseCheckoutReply(["checkout/1", ...raw.slice(1)], 2)).toThrow(/layout checkout\/1/);
-    expect(() => parseCheckoutReply([...raw.slice(0, 8), "MAYBE", "", 0, 0, ...raw.slice(12)], 2)).toThrow(/outcome MAYBE/);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/4 with 17 fields/);
+    expect(() => parseCheckoutReply(["checkout/3", ...raw.slice(1)], 2)).toThrow(/layout checkout\/3/);
+    expect(() => parseCheckoutReply([...raw.slice(0, 9), "MAYBE", "", 0, 0, ...raw.slice(13)], 2)).toThrow(/outcome MAYBE/);
   });
 });
 

@@ -184,11 +184,9 @@ describe("Redis loses a sale mid-crowd and nobody is there", () => {
     expect(heals.length).toBe(1);
   });
 
-  // Skipped, and issue 25 left open: a Redis that comes back behind within the second it lost
-  // writes in can mint an id equal to one it lost, and this crowd finds that on most runs (an
-  // id handed out twice). Answering such orders 503 instead of 202 broke the long-outage
-  // scenario's accounting; the fix (ids that cannot repeat across a rollback) comes next.
-  it.skip("rolled back: a Redis restarted from a copy seconds old is detected and rebuilt; never oversold, no id twice, no buyer twice", async () => {
+  // Ids carry the millisecond of Redis' clock (src/shared/order-id.ts): the Redis that comes
+  // back, within the same second as the writes it lost or not, mints none of the ids it lost.
+  it("rolled back: a Redis restarted from a copy seconds old is detected and rebuilt; never oversold, no id twice, no buyer twice", async () => {
     const stock = 80;
     const sale = await stack.api.createSale({ stock, name: "rolled back" });
     const users = Array.from({ length: 200 }, (_, i) => `rollback-${sale.id}-${i}`);
