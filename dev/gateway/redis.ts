@@ -112,6 +112,13 @@ export async function runTransaction(conn: Redis, commands: PreparedCommand[]): 
   return toOutcomes(results, commands);
 }
 
+function withoutLogin(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = "";
+  parsed.password = "";
+  return parsed.toString();
+}
+
 export class RedisConnections {
   /** One connection pipelines every request's commands; more measured no faster. */
   readonly shared: Redis;
@@ -121,12 +128,12 @@ export class RedisConnections {
   private outage = false;
   /** The user every connection logs in as; none when administrative commands are allowed. */
   private readonly user: RestrictedUser | undefined;
+  /** Where connections go: the URL, without its login when they log in as the user (ioredis prefers the URL's). */
+  private readonly url: string;
 
-  constructor(
-    private readonly url: string,
-    { allowAdminCommands = false } = {},
-  ) {
+  constructor(url: string, { allowAdminCommands = false } = {}) {
     this.user = allowAdminCommands ? undefined : new RestrictedUser(url, BASE_OPTIONS);
+    this.url = this.user ? withoutLogin(url) : url;
     this.shared = this.createShared();
   }
 

@@ -137,8 +137,9 @@ describe("administrative commands", () => {
     expect(await fixture.client.eval("return #redis.call('TIME')", [], [])).toBe(2);
   });
 
-  it("keep being refused inside scripts after Redis restarts and forgets the gateway's user", async () => {
-    const redisServer = await startRedisServer();
+  it("keep being refused inside scripts on a Redis with a password, after it restarts and forgets the gateway's user", async () => {
+    // The URL's login (npm start's Redis wants one) makes the user; connections log in as the user.
+    const redisServer = await startRedisServer({ password: "a-password-for-the-default-user" });
     const gateway = await startGateway({ redisUrl: redisServer.url, token: TOKEN });
     try {
       await redisServer.stop();
