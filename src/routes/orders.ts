@@ -91,7 +91,8 @@ function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
     log.error("payment refused: PAYMENT_PROVIDER=dev acts only on a loopback Host; configure a real provider", {
       host: c.req.header("Host") ?? null,
     });
-    throw new ApiError(503, "PAYMENT_UNAVAILABLE", "payments cannot be taken on this server");
+    // Like any misconfiguration (an unusable ADMIN_TOKEN): 503, asked again in a minute.
+    throw new ApiError(503, "PAYMENT_UNAVAILABLE", "payments cannot be taken on this server", { "Retry-After": "60" });
   }
   return devPaymentProvider(redis);
 }

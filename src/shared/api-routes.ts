@@ -427,7 +427,7 @@ const ROUTES: readonly ApiRoute[] = [
       422: KEY_REUSED,
       429: RATE_LIMITED,
       503: error(
-        "UNAVAILABLE (with Retry-After): the provider did not answer in time, or storage cannot be reached; retry with the same key. PAYMENT_UNAVAILABLE: the dev provider is configured and the request's Host is not loopback; nothing is charged",
+        "UNAVAILABLE: the provider did not answer in time, or storage cannot be reached; retry with the same key. PAYMENT_UNAVAILABLE: the dev provider is configured and the request's Host is not loopback; nothing is charged",
         ["Retry-After"],
       ),
     },

@@ -164,6 +164,7 @@ describe("the dev payment provider", () => {
       const refused = await pay(base, `fenced-${base}`);
       expect(refused.status, base).toBe(503);
       expect(((await refused.json()) as { error: { code: string } }).error.code, base).toBe("PAYMENT_UNAVAILABLE");
+      expect(refused.headers.get("Retry-After"), base).toBe("60");
     }
     expect(logged.map((line) => JSON.parse(line).message)).toEqual(
       Array(3).fill("payment refused: PAYMENT_PROVIDER=dev acts only on a loopback Host; configure a real provider"),
