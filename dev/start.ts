@@ -20,7 +20,8 @@
 // Cloudflare's always-passing test secret and test site key (TURNSTILE_* in the environment override them).
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
-// drive them; the gateway refuses administrative commands; Redis wants its random password.
+// drive them; the gateway refuses administrative commands (inside scripts too); Redis wants
+// its random password; the cron is fired through the Worker's token-guarded route.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
