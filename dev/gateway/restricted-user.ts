@@ -11,8 +11,9 @@ import { Redis, type RedisOptions } from "ioredis";
 /**
  * What the user may do: every key and channel, every command but @admin and @dangerous. INFO
  * (in @dangerous) stays: it only reads, and ioredis asks it to learn that Redis has loaded.
+ * No `reset`: making the user again where it exists changes nothing, and keeps its connections.
  */
-const RULES = ["reset", "on", "~*", "&*", "+@all", "-@admin", "-@dangerous", "+info"];
+const RULES = ["on", "~*", "&*", "+@all", "-@admin", "-@dangerous", "+info"];
 
 /** Redis refused the login: the user is missing (or was changed) on this Redis. */
 export const isWrongPass = (error: unknown): boolean => error instanceof Error && error.message.startsWith("WRONGPASS");
