@@ -1,6 +1,7 @@
 // npm start: the whole local stack with a demo sale.
 //   redis-server (AOF, password) -> the Upstash REST gateway -> wrangler dev with local D1
-//   and Queues, plus the cron the Worker would get in production (wrangler dev fires none).
+//   and Queues, plus the cron the Worker would get in production (wrangler dev fires none):
+//   POST /admin/scheduled every minute, a route only a Worker with LOOPBACK_HOSTS_ONLY=true has.
 // Everything lives under the state directory (.state/, or STACK_STATE_DIR): Redis' AOF,
 // D1, the random secrets, and stack.json, the record of the processes it runs. A run that
 // finds a previous run's processes still running (after a kill -9, a closed terminal, an
@@ -19,7 +20,8 @@
 // Cloudflare's always-passing test secret and test site key (TURNSTILE_* in the environment override them).
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
-// drive them; the gateway refuses administrative commands; Redis wants its random password.
+// drive them; the gateway refuses administrative commands (inside scripts too); Redis wants
+// its random password; the cron is fired through the Worker's token-guarded route.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -145,7 +147,6 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
       "--env-file",
       devVarsFile,
       ...varFlags,
-      "--test-scheduled",
       ...(INSPECTOR_PORT ? ["--inspector-port", INSPECTOR_PORT] : []),
       "--log-level",
       "warn",
@@ -235,11 +236,6 @@ async function main() {
   });
   await waitForWorker(base, child);
 
-  const cron = setInterval(() => {
-    fetch(`${base}/__scheduled?cron=*+*+*+*+*`).catch((err) => console.warn("cron tick failed", err));
-  }, CRON_INTERVAL_MS);
-  stops.unshift(async () => clearInterval(cron));
-
   // The demo sale is idempotent per day, so a restart finds the same sale and its orders. It
   // has a price and a ten-minute payment window: the storefront shows the whole order life
   // (pay with the dev provider's test tokens, cancel, or let it expire).
@@ -248,6 +244,16 @@ async function main() {
     adminToken: secrets.ADMIN_TOKEN,
     jwtSecret: secrets.JWT_SECRET,
   });
+  // The cron, through the Worker's own route (admin token, loopback Host): wrangler dev's
+  // --test-scheduled trigger would answer GET /__scheduled before the Worker, for any Host.
+  const cron = setInterval(() => {
+    api.runScheduled().then(
+      (answer) => answer.status !== 204 && console.warn(`cron tick answered ${answer.status} ${answer.code ?? ""}`),
+      (err) => console.warn("cron tick failed", err),
+    );
+  }, CRON_INTERVAL_MS);
+  stops.unshift(async () => clearInterval(cron));
+
   const day = new Date().toISOString().slice(0, 10);
   const sale = await api.createSale(
     {

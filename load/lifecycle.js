@@ -1,10 +1,10 @@
 // The order's life after the 202 under load, against a Worker with PAYMENT_PROVIDER=dev
-// (test tokens; never production): a spike of new buyers on a sale with a payment window,
-// where each winner pays, cancels or walks away in set shares; then, once the window has
-// closed on those who walked away, a second crowd that buys the units that came back, and
-// pays. The teardown waits for settlement and expiries and fails the run on any unit sold
-// twice, on units that came back but were not sold again, or on a report that does not
-// reconcile.
+// (test tokens; never production: it pays only on a loopback Host, so npm start): a spike
+// of new buyers on a sale with a payment window, where each winner pays, cancels or walks
+// away in set shares; then, once the window has closed on those who walked away, a second
+// crowd that buys the units that came back, and pays. The teardown waits for settlement and
+// expiries and fails the run on any unit sold twice, on units that came back but were not
+// sold again, or on a report that does not reconcile.
 //
 //   k6 run -e BASE_URL=http://127.0.0.1:8787 -e JWT_SECRET=... -e ADMIN_TOKEN=... load/lifecycle.js
 //   optional: -e STOCK=200 -e RATE=200 (arrivals/s) -e HOLD_S=10 -e WINDOW_S=20 (payment window)

@@ -17,6 +17,7 @@ import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
 import { queueRoutes } from "./routes/queue";
 import { saleRoutes } from "./routes/sales";
+import { scheduledRoutes } from "./routes/scheduled";
 import { storefrontRoutes } from "./routes/storefront";
 import { webhookRoutes } from "./routes/webhooks";
 import { MAX_BODY_BYTES } from "./shared/limits";
@@ -53,6 +54,7 @@ export const app = root
   .route("/admin/webhooks", eventEndpointRoutes) // the shop's endpoints for order events
   .route("/admin", adminOrderRoutes) //      GET  /admin/sales/:saleId/orders(.csv), /admin/orders/:orderId
   .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId
+  .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

@@ -3,7 +3,9 @@
 //   [--max-record-bytes N] [--max-request-bytes N]   Upstash's limits, refused as Upstash does (platform-limits.ts)
 // Flags fall back to PORT, REDIS_URL and UPSTASH_REDIS_REST_TOKEN. It answers loopback Host
 // names only unless --allow-host names another, and refuses administrative commands
-// (FLUSHALL, CONFIG, KEYS, ...) unless started with --allow-admin-commands.
+// (FLUSHALL, CONFIG, KEYS, ...) unless started with --allow-admin-commands: by name, and
+// inside scripts through a Redis user of its own (restricted-user.ts; the --redis URL's
+// login must be allowed ACL SETUSER).
 import { parseArgs } from "node:util";
 import { MAX_LATENCY_MS } from "./http.js";
 import { DEFAULT_MAX_BODY_BYTES, startGateway } from "./server.js";

@@ -11,7 +11,10 @@
 // Nothing queues while Redis is unreachable (no offline queue, no retries per request) and
 // every command on a shared or pooled connection has a timeout, so an outage turns into a
 // prompt 5xx; the shared connection keeps reconnecting on its own.
+// Every connection logs in as the gateway's restricted user, unless administrative commands
+// are allowed (restricted-user.ts).
 import { Redis, type RedisOptions } from "ioredis";
+import { isWrongPass, RestrictedUser } from "./restricted-user.js";
 import type { Outcome, PreparedCommand, Reply } from "./types.js";
 
 /** Redis could not answer (down, timed out, connection lost): the whole request fails. */
@@ -19,7 +22,7 @@ export class RedisUnavailableError extends Error {
   readonly status: 503 | 504;
   constructor(cause: unknown) {
     const message = cause instanceof Error ? cause.message : String(cause);
-    super(`Redis unavailable: ${message}`);
+    super(`Redis unavailable: ${message}`, { cause });
     this.status = message === "Command timed out" ? 504 : 503;
   }
 }
@@ -109,6 +112,13 @@ export async function runTransaction(conn: Redis, commands: PreparedCommand[]): 
   return toOutcomes(results, commands);
 }
 
+function withoutLogin(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = "";
+  parsed.password = "";
+  return parsed.toString();
+}
+
 export class RedisConnections {
   /** One connection pipelines every request's commands; more measured no faster. */
   readonly shared: Redis;
@@ -116,13 +126,31 @@ export class RedisConnections {
   /** Every connection that is not shared, so close() can end them all. */
   private readonly dedicated = new Set<Redis>();
   private outage = false;
+  /** The user every connection logs in as; none when administrative commands are allowed. */
+  private readonly user: RestrictedUser | undefined;
+  /** Where connections go: the URL, without its login when they log in as the user (ioredis prefers the URL's). */
+  private readonly url: string;
 
-  constructor(private readonly url: string) {
+  constructor(url: string, { allowAdminCommands = false } = {}) {
+    this.user = allowAdminCommands ? undefined : new RestrictedUser(url, BASE_OPTIONS);
+    this.url = this.user ? withoutLogin(url) : url;
     this.shared = this.createShared();
   }
 
-  /** Waits for the first connection attempt; an unreachable Redis is not fatal (logged, retried). */
+  /**
+   * Makes the restricted user, then waits for the first connection attempt. An unreachable
+   * Redis is not fatal (logged, retried; the user is made once it answers); a Redis that
+   * refuses to make the user is.
+   */
   async connect(): Promise<void> {
+    await this.user?.make().catch((error: unknown) => {
+      if (error instanceof Error && error.name === "ReplyError") {
+        this.shared.disconnect();
+        throw new Error(
+          `the gateway could not make its Redis user (${error.message}): give it a Redis URL whose user may run ACL SETUSER, or start it with --allow-admin-commands`,
+        );
+      }
+    });
     await this.shared.connect().catch(() => {});
   }
 
@@ -166,17 +194,26 @@ export class RedisConnections {
     this.dedicated.clear();
     this.idleTransactionConnections.length = 0;
     await this.shared.quit().catch(() => this.shared.disconnect());
+    await this.user?.remove();
+  }
+
+  /** The login of every connection: the restricted user's, or the URL's own. */
+  private get credentials(): RedisOptions {
+    return this.user ? { username: this.user.username, password: this.user.password } : {};
   }
 
   private createShared(): Redis {
     const conn = new Redis(this.url, {
       ...BASE_OPTIONS,
+      ...this.credentials,
       connectionName: "gateway-shared",
       commandTimeout: COMMAND_TIMEOUT_MS,
       retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
     });
     // Log an outage once, not on every reconnect attempt.
     conn.on("error", (error: Error) => {
+      // Redis came back without the user (a restart): make it again before the next attempt.
+      if (isWrongPass(error)) this.user?.make().catch(() => {});
       if (this.outage) return;
       this.outage = true;
       console.warn(`[gateway] Redis connection error: ${error.message}; reconnecting`);
@@ -188,15 +225,33 @@ export class RedisConnections {
     return conn;
   }
 
+  /** A new connection; one refused for a missing user makes the user and tries once more. */
   private async open(connectionName: string, commandTimeout: number | undefined): Promise<Redis> {
+    try {
+      return await this.openOnce(connectionName, commandTimeout);
+    } catch (error) {
+      if (!this.user || !(error instanceof RedisUnavailableError && isWrongPass(error.cause))) throw error;
+      await this.user.make().catch((cause: unknown) => {
+        throw new RedisUnavailableError(cause);
+      });
+      return this.openOnce(connectionName, commandTimeout);
+    }
+  }
+
+  private async openOnce(connectionName: string, commandTimeout: number | undefined): Promise<Redis> {
     const conn = new Redis(this.url, {
       ...BASE_OPTIONS,
+      ...this.credentials,
       connectionName,
       commandTimeout,
       retryStrategy: () => null,
       autoResubscribe: false,
     });
-    conn.on("error", () => {}); // Surfaces as a rejected command or connect().
+    // Surfaces as a rejected command or connect(); a refused login is kept, to be told apart.
+    let refusedLogin: Error | undefined;
+    conn.on("error", (error: Error) => {
+      if (isWrongPass(error)) refusedLogin = error;
+    });
     this.dedicated.add(conn);
     conn.once("end", () => this.dedicated.delete(conn));
     // connectTimeout covers TCP only; a Redis that accepts but never answers (stopped,
@@ -209,7 +264,7 @@ export class RedisConnections {
       await Promise.race([conn.connect(), timeout]);
     } catch (error) {
       this.drop(conn);
-      throw new RedisUnavailableError(error);
+      throw new RedisUnavailableError(refusedLogin ?? error);
     } finally {
       clearTimeout(timer);
     }

@@ -28,7 +28,11 @@ export interface GatewayOptions {
   latencyMs?: number;
   /** Host names it answers besides loopback ones (it refuses others: DNS rebinding). */
   allowedHosts?: string[];
-  /** Runs administrative commands (FLUSHALL, CONFIG, KEYS, ...), which it refuses by default. */
+  /**
+   * Runs administrative commands (FLUSHALL, CONFIG, KEYS, ...), which it refuses by default:
+   * as commands, and inside scripts through its own Redis user, which Redis denies @admin and
+   * @dangerous (dev/gateway/restricted-user.ts; the Redis URL's user must be allowed ACL SETUSER).
+   */
   allowAdminCommands?: boolean;
   /**
    * Upstash's limit on one request's size: a bigger body is refused as Upstash refuses it
@@ -65,7 +69,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const hostAllowed = hostCheck(options.allowedHosts ?? []);
   const refusalOf = (command: string[]) => refusal(command, { allowAdminCommands: options.allowAdminCommands });
   const respond = createResponder();
-  const redis = new RedisConnections(options.redisUrl);
+  const redis = new RedisConnections(options.redisUrl, { allowAdminCommands: options.allowAdminCommands });
   const scripts = new ScriptShas();
   const batcher = new Batcher(redis.shared);
   const recordLimit = options.maxRecordBytes === undefined ? undefined : new RecordLimit(options.maxRecordBytes, redis.shared);

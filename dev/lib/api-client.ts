@@ -300,6 +300,11 @@ export class ApiClient {
     return this.admin(`/admin/sales/${saleId}/orders.csv${status ? `?status=${status}` : ""}`);
   }
 
+  /** POST /admin/scheduled: the cron's run, now (only where LOOPBACK_HOSTS_ONLY=true, as npm start runs the Worker). */
+  runScheduled(): Promise<ApiResult<never>> {
+    return this.adminResult("/admin/scheduled", { method: "POST" });
+  }
+
   /** GET /admin/orders/:orderId: the order with its history, payments and deliveries. */
   orderDetail(orderId: string): Promise<ApiResult<AdminOrderDetail>> {
     return this.adminResult(`/admin/orders/${orderId}`, {});

@@ -108,7 +108,7 @@ function runningStack(baseUrl: string, stateDir: string, inspectorPort: number |
       };
     },
     inspectorPort,
-    cron: () => api.fetch("/__scheduled?cron=*+*+*+*+*"),
+    cron: () => api.fetch("/admin/scheduled", { method: "POST", headers: { Authorization: `Bearer ${secrets.ADMIN_TOKEN}` } }),
     stop: async () => {},
   };
 }

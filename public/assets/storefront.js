@@ -67,8 +67,14 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 /** @type {{ devLogin: boolean, allowedOrigins: string[], turnstileSiteKey: string | null }} */
 let config = { devLogin: false, allowedOrigins: [], turnstileSiteKey: null };
 
+/** The token last drawn: an offer alone changes the account box, not the views. */
+let drawnToken = /** @type {string | undefined} */ (undefined);
+
 const identity = new Identity(() => {
   renderAccount();
+  renderLinkSignIn();
+  if (identity.token === drawnToken) return;
+  drawnToken = identity.token;
   current?.identityChanged();
 });
 
@@ -83,6 +89,31 @@ function renderAccount() {
   $("sign-in").hidden = signedIn || !config.devLogin;
   $("signed-out").hidden = signedIn || config.devLogin;
 }
+
+/** A token from the link: whose it is, and the choice to use it or not. */
+function renderLinkSignIn() {
+  const offered = identity.offered;
+  const box = $("link-sign-in");
+  const wasShown = !box.hidden;
+  box.hidden = !offered;
+  if (!offered) return;
+  const name = offered.userId || "an account the link does not name";
+  $("link-sign-in-text").textContent = identity.token
+    ? `The link you followed would sign you out of ${identity.userId || "your account"} and in as ${name}.`
+    : `The link you followed signs you in as ${name}.`;
+  $("link-sign-in-accept").textContent = `Continue as ${name}`;
+  if (!wasShown) box.focus();
+}
+
+$("link-sign-in-accept").addEventListener("click", () => {
+  identity.acceptOffer();
+  $("main").focus();
+});
+
+$("link-sign-in-decline").addEventListener("click", () => {
+  identity.declineOffer();
+  $("main").focus();
+});
 
 $("sign-in").addEventListener("submit", async (event) => {
   event.preventDefault();

@@ -146,6 +146,13 @@ export const memo = {
     atLimit.delete(buyerKey(saleId, userId));
     soldOut.delete(saleId);
   },
+  /**
+   * Units came back to these buyers' sales (the jobs queue, the cron): this isolate forgets it
+   * saw them at their limit (or the sale sold out) at once; other isolates forget within the memo's second.
+   */
+  returnedAll(orders: readonly { saleId: string; userId: string }[]) {
+    for (const order of orders) memo.returned(order.saleId, order.userId);
+  },
   /** The sale's state or window changed (an admin edit): forget what this isolate knew of it. */
   saleChanged(saleId: string) {
     saleState.delete(saleId);

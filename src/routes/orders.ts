@@ -1,10 +1,11 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { ApiError, badRequest, notFound, paymentInProgress, unavailable } from "../http/errors";
 import { idempotencyOf } from "../http/idempotency";
+import { isLoopbackRequest } from "../http/loopback-only";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { failureKind } from "../orders/order-views";
@@ -82,9 +83,18 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
 const stillPending = (what: string) =>
   new ApiError(409, what, "the order is still being recorded; try again in a moment", { "Retry-After": "1" });
 
-function providerFor(env: Env, redis: Redis): PaymentProvider {
-  if (env.PAYMENT_PROVIDER === "dev") return devPaymentProvider(redis);
-  throw notFound("NOT_FOUND", "payments are not configured");
+function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
+  if (c.env.PAYMENT_PROVIDER !== "dev") throw notFound("NOT_FOUND", "payments are not configured");
+  // Whatever LOOPBACK_HOSTS_ONLY says: a dev provider left on in production must not mark
+  // orders paid for the literal tok_visa. Nothing is charged or recorded.
+  if (!isLoopbackRequest(c)) {
+    log.error("payment refused: PAYMENT_PROVIDER=dev acts only on a loopback Host; configure a real provider", {
+      host: c.req.header("Host") ?? null,
+    });
+    // Like any misconfiguration (an unusable ADMIN_TOKEN): 503, asked again in a minute.
+    throw new ApiError(503, "PAYMENT_UNAVAILABLE", "payments cannot be taken on this server", { "Retry-After": "60" });
+  }
+  return devPaymentProvider(redis);
 }
 
 function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
@@ -126,7 +136,7 @@ export const orderRoutes = new Hono<AppEnv>()
     const idempotency = await idempotencyOf(c, body);
     if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
     const redis = redisFor(c.env);
-    const provider = providerFor(c.env, redis);
+    const provider = providerFor(c, redis);
     try {
       const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
       if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");

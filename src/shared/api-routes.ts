@@ -408,7 +408,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "storefront",
     summary: "Pay the token user's order while it awaits payment",
     description:
-      "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires. One payment is in flight per order: while one is being processed, a payment with another key is refused with 409 PAYMENT_IN_PROGRESS and charges nothing (a payment whose provider call timed out holds the order until a retry with its own key learns the outcome, at most until the payment window closes).",
+      "Charges through the configured provider (PAYMENT_PROVIDER; 404 NOT_FOUND when none is). The dev provider's test tokens: tok_visa succeeds, tok_chargeDeclined is declined, tok_timeout never answers; it acts only on requests whose Host is loopback (127.0.0.1, localhost, [::1]) and answers 503 PAYMENT_UNAVAILABLE elsewhere. The same Idempotency-Key and body again gets the same answer and is never charged twice; a decline leaves the order awaiting payment until it expires. One payment is in flight per order: while one is being processed, a payment with another key is refused with 409 PAYMENT_IN_PROGRESS and charges nothing (a payment whose provider call timed out holds the order until a retry with its own key learns the outcome, at most until the payment window closes).",
     auth: "user",
     params: Requests.OrderIdParam,
     requestHeaders: { "Idempotency-Key": { required: true, description: IDEMPOTENCY_KEY } },
@@ -426,9 +426,10 @@ const ROUTES: readonly ApiRoute[] = [
       413: TOO_LARGE,
       422: KEY_REUSED,
       429: RATE_LIMITED,
-      503: error("UNAVAILABLE: the provider did not answer in time, or storage cannot be reached; retry with the same key", [
-        "Retry-After",
-      ]),
+      503: error(
+        "UNAVAILABLE: the provider did not answer in time, or storage cannot be reached; retry with the same key. PAYMENT_UNAVAILABLE: the dev provider is configured and the request's Host is not loopback; nothing is charged",
+        ["Retry-After"],
+      ),
     },
   },
   {
@@ -584,6 +585,21 @@ const ROUTES: readonly ApiRoute[] = [
         ["Retry-After"],
       ),
       503: UNAVAILABLE,
+    },
+  },
+  {
+    method: "post",
+    path: "/admin/scheduled",
+    tag: "admin",
+    summary: "Run the cron's jobs now (local stack only: LOOPBACK_HOSTS_ONLY=true)",
+    description:
+      "What the cron trigger runs every minute: the outbox re-drive, the expiry sweep and returns, order events due, the Bloom filter's upkeep, the clean-up and the recovery of sales Redis lost. npm start fires it here every minute (wrangler dev fires no cron). Only where the Worker answers loopback Host names alone (LOOPBACK_HOSTS_ONLY=true); elsewhere 404 NOT_FOUND like a route that does not exist.",
+    auth: "admin",
+    responses: {
+      204: { description: "every job ran" },
+      401: UNAUTHORIZED,
+      403: CROSS_ORIGIN,
+      404: error("NOT_FOUND: LOOPBACK_HOSTS_ONLY is not true"),
     },
   },
   {

@@ -1,7 +1,7 @@
 // The storefront in Chromium against `npm start`: the catalog a page at a time, signing in
-// locally, buying and following the order to its end, paying (and a declined card), a second
-// buyer finding it sold out, the 429 wait shown and retried, a purchase by keyboard alone, and
-// every page's CSP, layout stability and accessibility.
+// locally or from a link (only once confirmed), buying and following the order to its end,
+// paying (and a declined card), a second buyer finding it sold out, the 429 wait shown and
+// retried, a purchase by keyboard alone, and every page's CSP, layout stability and accessibility.
 import { createServer } from "node:http";
 import type { Page } from "playwright-core";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -309,6 +309,46 @@ describe("the storefront", () => {
       expect(await cspViolations(page)).toEqual([]);
       expect(await seriousA11yViolations(page)).toEqual([]);
     }
+  });
+
+  it("takes a token from the link only once the visitor confirms whose it is, and drops it from the address bar", async () => {
+    const sale = await openSale({ stock: 2 });
+    // Someone else's token in a link (login CSRF): followed blindly, the visitor would buy as them.
+    const linkToken = await api.userToken("link-maker");
+    const context = await newContext(browser());
+    const sentTokens = new Set<string>();
+    context.on("request", (req) => {
+      const auth = req.headers().authorization;
+      if (auth) sentTokens.add(auth);
+    });
+    const link = `${BASE}/?sale=${sale.id}#token=${linkToken}`;
+    const offer = (page: Page) => page.getByRole("region", { name: "Sign in from this link?" });
+
+    const visitor = await context.newPage();
+    await visitor.goto(link);
+    await offer(visitor).waitFor();
+    expect(await offer(visitor).textContent()).toContain("The link you followed signs you in as link-maker.");
+    expect(new URL(visitor.url()).hash).toBe(""); // gone from the address bar (and so from history)
+    await visitor.getByRole("heading", { name: "Limited sneakers" }).waitFor();
+    expect(await visitor.locator("#signed-in").isHidden()).toBe(true);
+    expect(await seriousA11yViolations(visitor)).toEqual([]);
+    await visitor.getByRole("button", { name: "Not me: ignore the link" }).click();
+    await offer(visitor).waitFor({ state: "hidden" });
+    expect(await visitor.locator("#signed-in").isHidden()).toBe(true);
+    await signIn(visitor, "visitor"); // the page's own sign-in, untouched by the link
+    expect(await visitor.locator("#user-name").textContent()).toBe("visitor");
+    expect(sentTokens.has(`Bearer ${linkToken}`)).toBe(false); // never sent, so never used
+
+    const owner = await context.newPage();
+    await owner.goto(link);
+    await owner.getByRole("button", { name: "Continue as link-maker" }).click();
+    await owner.getByText("Signed in as link-maker").waitFor();
+    await owner.locator("#buy-button[aria-disabled='false']").waitFor();
+    await owner.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(owner, /Confirmed: it is yours/);
+    expect(sentTokens.has(`Bearer ${linkToken}`)).toBe(true);
+    expect((await api.report(sale.id)).redis.buyers).toBe(1);
+    for (const page of [visitor, owner]) expect(await cspViolations(page)).toEqual([]);
   });
 
   it("on a sale with the human check only, loads Turnstile, waits for its token and sends it in Human-Check", async () => {

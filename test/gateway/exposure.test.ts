@@ -1,6 +1,7 @@
 // What a page or a process that reaches the gateway without being one of its clients can do:
 // another Host name (DNS rebinding) gets nothing, administrative commands are refused unless
-// the gateway was started to allow them, and the emulated hop is bounded.
+// the gateway was started to allow them (as commands, and inside scripts, where Redis itself
+// denies them to the gateway's user), and the emulated hop is bounded.
 
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -9,6 +10,8 @@ import { spawnGateway } from "../../dev/gateway/process.ts";
 import { startGateway } from "../../dev/gateway/server.ts";
 import { requestAsHost } from "../../dev/lib/net.ts";
 import { ROOT } from "../../dev/lib/project.ts";
+import { startRedisServer } from "../../dev/lib/redis-server.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import { type GatewayFixture, raw, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
 
 let fixture: GatewayFixture;
@@ -55,6 +58,9 @@ describe("Host names", () => {
   });
 });
 
+/** How Redis refuses a command the gateway's user may not run (inside a script, or sent alone). */
+const DENIED = /NOPERM|can't run this command/;
+
 describe("administrative commands", () => {
   const admin = [
     ["FLUSHALL"],
@@ -96,16 +102,94 @@ describe("administrative commands", () => {
     expect((await raw(fixture.gateway, "/", ["CLIENT", "ID"])).status).toBe(200);
   });
 
-  it("run when the gateway is started with --allow-admin-commands", async () => {
+  it("are refused inside scripts too: Redis denies them to the gateway's user", async () => {
+    await fixture.direct.set("admin:kept", "1");
+    const maxmemory = await fixture.direct.config("GET", "maxmemory");
+    for (const script of [
+      "return redis.call('KEYS','*')",
+      "return #redis.call('KEYS','*')",
+      "return redis.call('FLUSHALL')",
+      "return redis.call('FLUSHDB')",
+      "return redis.call('SORT','admin:list')",
+      "return redis.pcall('FLUSHALL')",
+    ]) {
+      const reply = await raw(fixture.gateway, "/", ["EVAL", script, "0"]);
+      expect(reply.status, script).toBe(400);
+      expect(reply.body, script).toEqual({ error: expect.stringMatching(DENIED) });
+    }
+    // The same through the client, by SHA (EVALSHA), in a pipeline and in a transaction.
+    await expect(fixture.client.eval("return redis.call('FLUSHALL')", [], [])).rejects.toThrow(DENIED);
+    const sha = await fixture.client.scriptLoad("return redis.call('FLUSHDB')");
+    await expect(fixture.client.evalsha(sha, [], [])).rejects.toThrow(DENIED);
+    const pipeline = await raw(fixture.gateway, "/pipeline", [
+      ["EVAL", "return redis.call('FLUSHALL')", "0"],
+      ["GET", "admin:kept"],
+    ]);
+    expect(pipeline.body).toEqual([{ error: expect.stringMatching(DENIED) }, { result: "1" }]);
+    await raw(fixture.gateway, "/multi-exec", [["EVAL", "return redis.call('FLUSHALL')", "0"]]);
+    expect(await fixture.direct.get("admin:kept")).toBe("1");
+    expect(await fixture.direct.config("GET", "maxmemory")).toEqual(maxmemory);
+
+    // An ordinary script still runs, with its keys, its writes and TIME.
+    expect(
+      await fixture.client.eval("redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[1])", ["admin:own"], ["v"]),
+    ).toBe("v");
+    expect(await fixture.client.eval("return #redis.call('TIME')", [], [])).toBe(2);
+  });
+
+  it("keep being refused inside scripts on a Redis with a password, after it restarts and forgets the gateway's user", async () => {
+    // The URL's login (npm start's Redis wants one) makes the user; connections log in as the user.
+    const redisServer = await startRedisServer({ password: "a-password-for-the-default-user" });
+    const gateway = await startGateway({ redisUrl: redisServer.url, token: TOKEN });
+    try {
+      await redisServer.stop();
+      await redisServer.restart(); // memory only: every user but default is gone
+      await eventually("the gateway to answer again", async () => (await raw(gateway, "/", ["PING"])).status === 200, 10_000);
+      expect((await raw(gateway, "/", ["EVAL", "return redis.call('FLUSHALL')", "0"])).body).toEqual({
+        error: expect.stringMatching(DENIED),
+      });
+      // Connections of their own (a transaction, a blocking command) log in as the user too.
+      expect((await raw(gateway, "/multi-exec", [["EVAL", "return #redis.call('KEYS','*')", "0"]])).body).toEqual([
+        { error: expect.stringMatching(DENIED) },
+      ]);
+      expect((await raw(gateway, "/", ["BLPOP", "admin:none", "0.01"])).body).toEqual({ result: null });
+    } finally {
+      await gateway.close();
+      await redisServer.stop();
+    }
+  });
+
+  it("refuse to start on a Redis whose URL's user may not make the gateway's user", async () => {
+    await fixture.direct.call(
+      "ACL",
+      "SETUSER",
+      "plain",
+      "reset",
+      "on",
+      ">plain-password",
+      "~*",
+      "+@all",
+      "-@admin",
+      "-@dangerous",
+    );
+    const url = new URL(fixture.redisServer.url);
+    url.username = "plain";
+    url.password = "plain-password";
+    await expect(startGateway({ redisUrl: url.toString(), token: TOKEN })).rejects.toThrow(
+      /could not make its Redis user.*NOPERM/,
+    );
+  });
+
+  it("run when the gateway is started with --allow-admin-commands, in scripts too", async () => {
     const gateway = await spawnGateway({ redisUrl: fixture.redisServer.url, token: TOKEN, allowAdminCommands: true });
+    const send = async (command: unknown) =>
+      (
+        await fetch(gateway.url, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(command) })
+      ).json();
     try {
       await fixture.direct.set("admin:flushed", "1");
-      const res = await fetch(gateway.url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${TOKEN}` },
-        body: JSON.stringify(["FLUSHDB"]),
-      });
-      expect(await res.json()).toEqual({ result: "OK" });
+      expect(await send(["EVAL", "return #redis.call('KEYS','admin:flushed')", "0"])).toEqual({ result: 1 });
+      expect(await send(["FLUSHDB"])).toEqual({ result: "OK" });
       expect(await fixture.direct.exists("admin:flushed")).toBe(0);
     } finally {
       await gateway.stop();

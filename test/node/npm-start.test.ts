@@ -99,6 +99,33 @@ describe("npm start", () => {
       body: '["FLUSHALL"]',
     });
     expect(flush.status).toBe(400);
+    // Inside a script too: Redis itself denies the gateway's user KEYS and FLUSHALL.
+    for (const script of ["return #redis.call('KEYS','*')", "return redis.call('FLUSHALL')"]) {
+      const inScript = await requestAsHost(ports.GATEWAY_PORT, `127.0.0.1:${ports.GATEWAY_PORT}`, {
+        ...gateway,
+        body: JSON.stringify(["EVAL", script, "0"]),
+      });
+      expect({ status: inScript.status, body: JSON.parse(inScript.text) }, script).toEqual({
+        status: 400,
+        body: { error: expect.stringMatching(/can't run this command|NOPERM/) },
+      });
+    }
+    expect((await api().sale(saleId)).id).toBe(saleId); // nothing flushed
+    // The cron: wrangler's own trigger (GET /__scheduled, any Host, no token) is gone; what
+    // answers is the Worker, which refuses a rebound name and has no such route. npm start
+    // fires the cron through POST /admin/scheduled, with the admin token, on a loopback Host.
+    const trigger = "/__scheduled?cron=*+*+*+*+*";
+    const fromPage = await requestAsHost(ports.WORKER_PORT, "evil.example", { path: trigger });
+    expect({ status: fromPage.status, body: JSON.parse(fromPage.text) }).toEqual({
+      status: 403,
+      body: { error: { code: "HOST_NOT_ALLOWED", message: expect.any(String) } },
+    });
+    const local = await requestAsHost(ports.WORKER_PORT, `127.0.0.1:${ports.WORKER_PORT}`, { path: trigger });
+    expect(local.status).toBe(404);
+    expect(local.text).not.toContain("Ran scheduled event");
+    const cronRoute = { method: "POST", path: "/admin/scheduled", headers: admin };
+    expect((await requestAsHost(ports.WORKER_PORT, "evil.example", cronRoute)).status).toBe(403);
+    expect((await api().runScheduled()).status).toBe(204);
     // The gateway holds Redis to the Worker's Upstash limits: a body over REDIS_MAX_REQUEST_BYTES is refused as Upstash refuses it.
     const oversized = await requestAsHost(ports.GATEWAY_PORT, `127.0.0.1:${ports.GATEWAY_PORT}`, {
       ...gateway,

@@ -11,7 +11,18 @@ import { ARCHIVE_LOCK, type ArchiveOptions, type ArchiveRun, archiveSettledSales
 import type { OrderView, ReconciliationReport, SaleStats } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
 import { EVICT_AGAIN_AFTER_SECONDS } from "../../src/shared/limits";
-import { api, BASE, bearer, createSale, eventually, expectSettledInvariants, redis, report, userToken } from "./helpers";
+import {
+  api,
+  BASE,
+  bearer,
+  createSale,
+  eventually,
+  expectSettledInvariants,
+  loopbackApi,
+  redis,
+  report,
+  userToken,
+} from "./helpers";
 
 /**
  * The cron's clean-up for these sales only, with no grace period. Another test file's cron
@@ -223,7 +234,7 @@ describe("clean-up of an ended, settled sale", () => {
     // Settled: the re-drive sends the lost order, the buyer pays.
     await runCron({ OUTBOX_REDRIVE_AFTER_MS: "0" });
     await eventually("the re-driven order to be confirmed", async () => (await report(unsent.id)).d1.confirmed === 1);
-    const paid = await api.pay(waiting.orderId as string, await userToken("slow-payer"), "tok_visa", "cleanup-pay");
+    const paid = await loopbackApi.pay(waiting.orderId as string, await userToken("slow-payer"), "tok_visa", "cleanup-pay");
     expect(paid).toMatchObject({ status: 200, body: { status: "paid" } });
     await eventually("the outbox record to be cleared", async () => (await report(unsent.id)).redis.outbox === 0);
 

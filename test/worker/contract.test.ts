@@ -121,12 +121,13 @@ describe("the OpenAPI document", () => {
     const [toPay, toCancel, toHook] = [await buyOne("c-payer"), await buyOne("c-canceller"), await buyOne("c-hooked")];
     await waitForConfirmed([toPay, toCancel, toHook]);
     const payer = await userToken("c-payer");
-    const pay = (key: string | undefined, paymentToken: string) =>
-      call(`/api/orders/${toPay}/pay`, {
+    const pay = (key: string | undefined, paymentToken: string, base = LOOPBACK_BASE) =>
+      checkedFetch((req) => SELF.fetch(req), `${base}/api/orders/${toPay}/pay`, {
         method: "POST",
         headers: { Authorization: `Bearer ${payer}`, "Content-Type": "application/json", ...(key && { "Idempotency-Key": key }) },
         body: JSON.stringify({ paymentToken }),
       });
+    await pay("c-0", "tok_visa", BASE); // 503: the dev provider acts on a loopback Host only
     await pay(undefined, "tok_visa"); // 400
     await pay("c-1", "tok_chargeDeclined"); // 402
     await pay("c-1", "tok_visa"); // 422
@@ -176,6 +177,10 @@ describe("the OpenAPI document", () => {
       headers: admin(),
     });
     expect(restored.status).toBe(200);
+
+    // The cron's run: the local stack's route (404 in a deployment).
+    await fetchWithVars({ LOOPBACK_HOSTS_ONLY: "true" }, "/admin/scheduled", { method: "POST", headers: admin() }, LOOPBACK_BASE);
+    await call("/admin/scheduled", { method: "POST", headers: admin() }); // 404
 
     for (const what of ["report", "stats"]) {
       await call(`/admin/sales/${sale.id}/${what}`, { headers: admin() });

@@ -1,14 +1,15 @@
 import { env, SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { eventually } from "../../dev/lib/wait";
 import { webhookSignature } from "../../dev/lib/webhook-signing";
 import { encodeCursor } from "../../src/sales/catalog";
 import { CURSOR_TTL_MS, signCursor } from "../../src/sales/cursors";
 import { catalogKeys } from "../../src/shared/keys";
-import { api, BASE, bearer, createSale, fetchWithVars, redis } from "./helpers";
+import { api, BASE, bearer, createSale, fetchWithVars, LOOPBACK_BASE, redis, userToken, waitForConfirmed } from "./helpers";
 
 // The doors of the third hardening round that the corpus files do not cover: admin guessing
-// limited across isolates, webhook secrets rotated, and global limits that fail closed.
+// limited across isolates, webhook secrets rotated, global limits that fail closed, and the
+// dev payment provider fenced to loopback.
 
 /** An address of its own for each test, so counts in the suite's shared Redis never meet. */
 const freshAddress = () => `2001:db8::${crypto.randomUUID().slice(0, 4)}`;
@@ -131,5 +132,72 @@ describe("catalog cursors", () => {
     expect((await api.fetch(`/api/sales?cursor=${encodeURIComponent(genuine)}`)).status).toBe(200);
     // Written back after the answer (the page's load outlives its request).
     await eventually("the genuine page cached", async () => (await redis.exists(catalogKeys.page(place))) === 1);
+  });
+});
+
+describe("the dev payment provider", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("acts only on a loopback Host, whatever LOOPBACK_HOSTS_ONLY says, and logs why elsewhere", async () => {
+    const sale = await createSale({ stock: 1, price: 500, paymentWindowSec: 600 });
+    const token = await userToken("fenced-payer");
+    const accepted = await api.checkout(sale.id, token);
+    expect(accepted.status).toBe(202);
+    const orderId = accepted.orderId as string;
+    await waitForConfirmed([orderId]);
+    const vars = { PAYMENT_PROVIDER: "dev", LOOPBACK_HOSTS_ONLY: "false" };
+    const pay = (base: string, key: string) =>
+      fetchWithVars(
+        vars,
+        `/api/orders/${orderId}/pay`,
+        {
+          method: "POST",
+          headers: { ...bearer(token), "Content-Type": "application/json", "Idempotency-Key": key },
+          body: JSON.stringify({ paymentToken: "tok_visa" }),
+        },
+        base,
+      );
+
+    const logged: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: unknown) => logged.push(String(line)));
+    for (const base of ["https://shop.example", "http://shop.example:8787", "http://127.0.0.1.nip.io"]) {
+      const refused = await pay(base, `fenced-${base}`);
+      expect(refused.status, base).toBe(503);
+      expect(((await refused.json()) as { error: { code: string } }).error.code, base).toBe("PAYMENT_UNAVAILABLE");
+      expect(refused.headers.get("Retry-After"), base).toBe("60");
+    }
+    expect(logged.map((line) => JSON.parse(line).message)).toEqual(
+      Array(3).fill("payment refused: PAYMENT_PROVIDER=dev acts only on a loopback Host; configure a real provider"),
+    );
+    // Nothing was charged or recorded: the order still awaits payment, with no attempt against it.
+    const attempts = await env.DB.prepare("SELECT COUNT(*) AS n FROM payments WHERE order_id = ?")
+      .bind(orderId)
+      .first<{ n: number }>();
+    expect(attempts?.n).toBe(0);
+    expect((await api.order(orderId, token)).body?.status).toBe("awaiting_payment");
+
+    const paid = await pay(LOOPBACK_BASE, "fenced-local");
+    expect(paid.status).toBe(200);
+    expect(((await paid.json()) as { status: string }).status).toBe("paid");
+  });
+});
+
+describe("the local cron route", () => {
+  const run = (vars: Partial<Env>, base: string, token = env.ADMIN_TOKEN) =>
+    fetchWithVars(vars, "/admin/scheduled", { method: "POST", headers: bearer(token) }, base);
+
+  it("runs the cron's jobs only where the Worker answers loopback Hosts alone, for the admin token", async () => {
+    const local = { LOOPBACK_HOSTS_ONLY: "true" };
+    expect((await run(local, LOOPBACK_BASE)).status).toBe(204);
+    expect((await run(local, "http://localhost:8787")).status).toBe(204);
+    // A rebound name is refused before any route; a deployment (LOOPBACK_HOSTS_ONLY off) has no such route.
+    expect((await run(local, "http://evil.example:8787")).status).toBe(403);
+    for (const base of [BASE, LOOPBACK_BASE]) {
+      const absent = await run({ LOOPBACK_HOSTS_ONLY: "false" }, base);
+      expect(absent.status, base).toBe(404);
+      expect(await absent.json()).toEqual({ error: { code: "NOT_FOUND", message: "no such route" } });
+    }
+    // A page that makes the browser post to 127.0.0.1 has no token.
+    expect((await run(local, LOOPBACK_BASE, "x".repeat(40))).status).toBe(401);
   });
 });

@@ -13,12 +13,17 @@ export const BASE = "https://flash.test";
 /** The Worker as the local stack serves it: a loopback Host, where the dev switches act. */
 export const LOOPBACK_BASE = "http://127.0.0.1:8787";
 
+const apiAt = (base: string) =>
+  new ApiClient({
+    fetch: (path, init) => checkedFetch((req) => SELF.fetch(req), `${base}${path}`, init),
+    adminToken: env.ADMIN_TOKEN,
+    jwtSecret: env.JWT_SECRET,
+  });
+
 /** The API through the Worker under test (SELF), as an admin; every answer is checked against openapi.json. */
-export const api = new ApiClient({
-  fetch: (path, init) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init),
-  adminToken: env.ADMIN_TOKEN,
-  jwtSecret: env.JWT_SECRET,
-});
+export const api = apiAt(BASE);
+/** The same API on a loopback Host, where the dev switches act: payments go through the dev provider here. */
+export const loopbackApi = apiAt(LOOPBACK_BASE);
 
 export function userToken(userId: string, { expiresIn = 3600, secret = env.JWT_SECRET } = {}): Promise<string> {
   return mintUserToken(userId, secret, expiresIn);

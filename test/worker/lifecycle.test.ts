@@ -14,7 +14,7 @@ import { webhookSignature } from "../../dev/lib/webhook-signing";
 import worker from "../../src/index";
 import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
-import { api, BASE, createSale, eventually, redis, remaining, report } from "./helpers";
+import { api, BASE, createSale, eventually, LOOPBACK_BASE, redis, remaining, report } from "./helpers";
 
 const JOBS_QUEUE = "flash-sale-jobs";
 const ORDERS_QUEUE = "flash-sale-orders";
@@ -78,7 +78,7 @@ async function settleWithoutExpiryJob(saleId: string, user: string, orderId: str
 async function pay(orderId: string, user: string, paymentToken: string, key: string, testEnv: Env = env) {
   const ctx = createExecutionContext();
   const res = await worker.fetch(
-    new Request(`${BASE}/api/orders/${orderId}/pay`, {
+    new Request(`${LOOPBACK_BASE}/api/orders/${orderId}/pay`, {
       method: "POST",
       headers: {
         Authorization: `Bearer ${await api.userToken(user)}`,

@@ -15,13 +15,13 @@ import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { type DeliveryPage, type DeliveryView, type EndpointView, ORDER_EVENT_TYPES } from "../../src/shared/order-events";
 import { checkedFetch } from "./contract";
-import { api, BASE, createSale } from "./helpers";
+import { api, BASE, createSale, LOOPBACK_BASE } from "./helpers";
 
 const dropping = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue;
 /** The suite's env with both queues dropping what they are sent: no event is sent but by the test. */
 const quiet: Env = { ...env, ORDERS: dropping, JOBS: dropping };
 
-async function call(path: string, init: RequestInit = {}, runEnv: Env = quiet): Promise<Response> {
+async function call(path: string, init: RequestInit = {}, { runEnv = quiet, base = BASE } = {}): Promise<Response> {
   return checkedFetch(
     async (req) => {
       const ctx = createExecutionContext();
@@ -29,7 +29,7 @@ async function call(path: string, init: RequestInit = {}, runEnv: Env = quiet): 
       await waitOnExecutionContext(ctx);
       return res;
     },
-    `${BASE}${path}`,
+    `${base}${path}`,
     init,
   );
 }
@@ -92,11 +92,19 @@ async function buyAndSettle(saleId: string, users: string[]): Promise<string[]> 
 }
 
 async function pay(orderId: string, user: string, key: string) {
-  return call(`/api/orders/${orderId}/pay`, {
-    method: "POST",
-    headers: { Authorization: `Bearer ${await api.userToken(user)}`, "Content-Type": "application/json", "Idempotency-Key": key },
-    body: JSON.stringify({ paymentToken: "tok_visa" }),
-  });
+  return call(
+    `/api/orders/${orderId}/pay`,
+    {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${await api.userToken(user)}`,
+        "Content-Type": "application/json",
+        "Idempotency-Key": key,
+      },
+      body: JSON.stringify({ paymentToken: "tok_visa" }),
+    },
+    { base: LOOPBACK_BASE }, // the dev provider acts on a loopback Host only
+  );
 }
 
 async function cancel(orderId: string, user: string) {
@@ -347,7 +355,7 @@ describe("order events", () => {
       call(
         `/admin/webhooks/${paused.id}`,
         { method: "PATCH", headers: adminHeaders, body: JSON.stringify({ enabled }) },
-        { ...quiet, JOBS: recording },
+        { runEnv: { ...quiet, JOBS: recording } },
       );
     expect((await patch(false)).status).toBe(200);
     expect(asked).toEqual([]);

@@ -6,7 +6,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { EXPORT_PAGE_SIZE } from "../../src/orders/order-lists";
 import type { AdminOrderView } from "../../src/shared/api-types";
-import { api, createSale, waitForConfirmed } from "./helpers";
+import { api, createSale, loopbackApi, waitForConfirmed } from "./helpers";
 
 /** `count` orders of a sale, one per buyer (`<prefix>-<i>`) unless told, a millisecond apart, every third paid unless told. */
 async function insertOrders(
@@ -122,7 +122,7 @@ describe("a sale's orders", () => {
     const token = await api.userToken("detail-buyer");
     const { orderId } = (await api.checkout(sale.id, token)) as { orderId: string };
     await waitForConfirmed([orderId]);
-    expect((await api.pay(orderId, token, "tok_visa", "detail-key")).status).toBe(200);
+    expect((await loopbackApi.pay(orderId, token, "tok_visa", "detail-key")).status).toBe(200);
 
     const detail = await api.orderDetail(orderId);
     expect(detail.status).toBe(200);

@@ -8,7 +8,7 @@ import worker from "../../src/index";
 import { redisFor } from "../../src/redis/client";
 import { readLiveSale } from "../../src/sales/live-state";
 import type { AdminSaleView, OrderView } from "../../src/shared/api-types";
-import { api, createSale, d1Orders, eventually, remaining, report, waitForConfirmed } from "./helpers";
+import { api, createSale, d1Orders, eventually, loopbackApi, remaining, report, waitForConfirmed } from "./helpers";
 
 const minutes = (n: number) => new Date(Date.now() + n * 60_000).toISOString();
 
@@ -215,7 +215,7 @@ describe("pause, resume and cancel under a running crowd", () => {
     const [waiting, paying] = [await buy("waits"), await buy("pays")];
     await waitForConfirmed([waiting, paying]);
     const payer = await api.userToken("pays");
-    expect((await sentUntilAnswered(() => api.pay(paying, payer, "tok_visa", "k1"))).status).toBe(200);
+    expect((await sentUntilAnswered(() => loopbackApi.pay(paying, payer, "tok_visa", "k1"))).status).toBe(200);
     const lastMinute = await buy("late");
     expect((await operate(sale.id, "cancel")).status).toBe(200);
     await waitForConfirmed([lastMinute]);

@@ -1,6 +1,9 @@
 // @ts-check
 // Who is buying: a JWT the shop issues. The page never makes one up; it takes it from
 //   1. the URL fragment: /?sale=123#token=<jwt> (read once, then removed from the address bar),
+//      used only once the visitor, shown whose token it is, confirms it is theirs: anyone can
+//      make such a link with their own token, and followed blindly it would sign the visitor in
+//      as its maker, who would own what the visitor then pays for (login CSRF),
 //   2. the page's config: <meta name="flash-sale:token-url" content="/account/sale-token">, a
 //      URL of the shop's own origin answering {"token": "<jwt>"} for its signed-in customer,
 //   3. the shop's page around it: window.postMessage({type: "flash-sale:token", token}) from a
@@ -33,8 +36,15 @@ export class Identity {
   /** @type {string | undefined} */
   token;
   userId = "";
+  /**
+   * A token from the URL, waiting for the visitor to confirm it is theirs.
+   * @type {{ token: string, userId: string } | undefined}
+   */
+  offered;
 
-  /** @param {(identity: Identity) => void} onChange */
+  /**
+   * @param {(identity: Identity) => void} onChange the token, or the offer, changed
+   */
   constructor(onChange) {
     this.onChange = onChange;
   }
@@ -55,7 +65,8 @@ export class Identity {
     const fromFragment = fragment.get("token");
     if (fromFragment) {
       history.replaceState(history.state, "", location.pathname + location.search);
-      this.set(fromFragment);
+      this.offered = { token: fromFragment, userId: subjectOf(fromFragment) };
+      this.onChange(this);
     }
     window.addEventListener("message", (event) => {
       if (!allowedOrigins.includes(event.origin)) return;
@@ -73,6 +84,19 @@ export class Identity {
     } catch {
       // the shop could not be reached: the page says that a token is needed
     }
+  }
+
+  /** The visitor confirmed that the link's token is theirs: it becomes the page's token. */
+  acceptOffer() {
+    const offered = this.offered;
+    this.offered = undefined;
+    if (offered) this.set(offered.token);
+  }
+
+  /** The visitor said the link's token is not theirs: it is forgotten, unused. */
+  declineOffer() {
+    this.offered = undefined;
+    this.onChange(this);
   }
 
   /** The API refused the token (expired or revoked): forget it and ask the shop again. */

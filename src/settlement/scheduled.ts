@@ -1,0 +1,60 @@
+import { kickOrderEvents, reportEndedSales } from "../orders/event-deliveries";
+import { type EndedOrder, sweepOrders } from "../orders/lifecycle";
+import { redisFor } from "../redis/client";
+import { keepBloomFilled } from "../sales/bloom-upkeep";
+import { log } from "../shared/log";
+import { archiveSettledSales } from "./archive";
+import { superviseSales } from "./recovery";
+import { redriveOutbox } from "./redrive";
+
+/**
+ * The cron's run, every minute: re-send unsettled orders, expire what is due, give back units
+ * not back yet, raise sale.ended for sales whose window closed and send the order events that
+ * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
+ * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each
+ * runs to the end whatever the others do; `returned` hears the orders whose units came back
+ * (the entry's isolate memo forgets them); a failure fails the run, so it shows.
+ */
+export async function runScheduledJobs(env: Env, returned: (orders: EndedOrder[]) => void): Promise<void> {
+  const sweeping = sweepOrders(env.DB, redisFor(env));
+  const [redrive, sweep, bloom, archive, recovery, events] = await Promise.allSettled([
+    redriveOutbox(env),
+    sweeping,
+    keepBloomFilled(env.DB, redisFor(env)),
+    archiveSettledSales(env),
+    superviseSales(env),
+    // After the sweep, whose expiries raise events of their own.
+    sweeping
+      .catch(() => undefined)
+      .then(() => reportEndedSales(env.DB))
+      .then(() => kickOrderEvents(env)),
+  ]);
+  if (redrive.status === "fulfilled" && redrive.value > 0) log.info("outbox re-drive re-sent orders", { resent: redrive.value });
+  if (sweep.status === "fulfilled") {
+    returned(sweep.value.returned);
+    const { expired, returned: back } = sweep.value;
+    if (expired > 0 || back.length > 0) log.info("sweep expired orders and returned units", { expired, returned: back.length });
+  }
+  if (bloom.status === "fulfilled" && bloom.value.added > 0) log.info("sale ids added to the Bloom filter", { ...bloom.value });
+  if (archive.status === "fulfilled") {
+    const { archived, inProgress, commands, removed } = archive.value;
+    if (archived.length > 0 || inProgress.length > 0)
+      log.info("clean-up archived sales and removed their keys", {
+        archived: archived.join(","),
+        inProgress: inProgress.join(","),
+        commands,
+        removed,
+      });
+  }
+  if (recovery.status === "fulfilled") {
+    const { detected, healed, waiting } = recovery.value;
+    if (detected.length > 0 || healed.length > 0 || waiting.length > 0)
+      log.info("recovery checked sales", {
+        detected: detected.join(","),
+        healed: healed.join(","),
+        waiting: waiting.join(","),
+      });
+  }
+  const failures = [redrive, sweep, bloom, archive, recovery, events].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+  if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
+}
