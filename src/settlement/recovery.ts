@@ -66,7 +66,7 @@ export async function failRolledBack(env: Env, orders: OrderMessage[]): Promise<
     env.DB,
     orders.map((o) => ({ ...o, reason: REDIS_ROLLBACK })),
   );
-  await clearOutbox(redisFor(env), orders);
+  await clearOutbox(redisFor(env), env.DB, orders);
   // Redis minted these ids: the rebuild waits for D1 to have landed as many, and numbers on above them.
   const knownSeq = new Map<string, number>();
   for (const o of orders) knownSeq.set(o.saleId, Math.max(knownSeq.get(o.saleId) ?? 0, decodeOrderId(o.orderId).sequence));
