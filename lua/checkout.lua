@@ -15,22 +15,27 @@ admitted, unused and unexpired (queue-progress.lua admits them), and marks the p
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
 nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
 
-KEYS (all share the sale's hash tag, so the script is cluster-safe)
+KEYS (all share the sale's hash tag, so the script is cluster-safe; the layout of every key is
+one table: docs/architecture.md, "A sale in Redis")
   1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
-                     qmode (off | fifo | random), qopens, qrate, qttl (the waiting room, queue-progress.lua),
+                     buckets, qmode (off | fifo | random), qopens, qrate, qttl (queue-progress.lua),
                      idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull)
-  2  buyers hash     user id -> "<units held>:<latest order id>"
-  3  outbox zset     order ids not settled yet, score = reservation time (ms)
-  4  pending hash    order id -> "<quantity>:<user id>"
-  5  admission hash  token bucket: tokens, at (ms); expires when idle
-  6  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
-  7  keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent one
-  8  queue counters  admitted, used, expired (queue-progress.lua)
-  9  passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
-  10 live zset       user ids of passes not used yet, scored by expiry (ms)
+  2  admission hash  token bucket: tokens, at (ms); expires when idle
+  3  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
+  4  queue counters  admitted, used, expired (queue-progress.lua)
+  then six keys for each bucket the call's buyers live in (the call names only those):
+  +1 buyers hash     user id -> "<units held>:<latest order id>"
+  +2 outbox zset     order ids not settled yet, score = reservation time (ms)
+  +3 pending hash    order id -> "<quantity>:<user id>"
+  +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent one
+  +5 passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
+  +6 live zset       user ids of passes not used yet, scored by expiry (ms)
 ARGV
-  quadruples of user id, quantity, Idempotency-Key ("" for none) and the place its Queue-Pass
-  names ("" for none): 1 to 100 quadruples
+  1  the bucket count the Worker split the buyers by: when the sale's own (meta `buckets`,
+     1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
+  then quintuples of user id, quantity, Idempotency-Key ("" for none), the place its
+  Queue-Pass names ("" for none) and which of the call's buckets is the buyer's (1 for the
+  first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
   1  "checkout/4"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
@@ -40,35 +45,48 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
   8  limit            units one buyer may hold (0 when the sale is not found)
   9  seq              the sale's order sequence after the call: ids it minted ever (the ids
                       this call minted are the last ones; 0 when the sale is not found)
+  10 buckets          the sale's bucket count (0 when the sale is not found)
   then four fields per buyer, in ARGV order:
      outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
-               QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED
+               QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
                reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity;
                RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
                all the ids its clock allows in this millisecond
+               BUCKETS_CHANGED: the call was split by another count than the sale's (field 10):
+               nothing done, send it again split by field 10
      orderId   the order reserved now (OK) or before (REPEATED), or the buyer's latest one, else ""
      remaining units left after this buyer (0 when the sale is not found)
      held      units the buyer holds after this buyer's turn
 Time comes from the Redis server (TIME), never from the caller.
 ]]
 
-local meta, buyers, outbox, pending, admission, stats, idempotency, queueCounters, passes, livePasses =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local buyerCount = #ARGV / 4
-if #ARGV < 4 or #ARGV > 400 or #ARGV % 4 ~= 0 then
-  return redis.error_reply('checkout.lua takes 1 to 100 quadruples of user id, quantity, idempotency key and pass place')
+local meta, admission, stats, queueCounters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local SALE_KEYS, KEYS_PER_BUCKET = 4, 6
+local splitBy = tonumber(ARGV[1])
+local buyerCount = (#ARGV - 1) / 5
+if #ARGV < 6 or #ARGV > 501 or (#ARGV - 1) % 5 ~= 0 or (#KEYS - SALE_KEYS) % KEYS_PER_BUCKET ~= 0 then
+  return redis.error_reply('checkout.lua takes a bucket count, then 1 to 100 quintuples of user id, quantity, idempotency key, pass place and bucket')
+end
+-- The keys of the call's `n`th bucket.
+local function bucketKeys(n)
+  local base = SALE_KEYS + (n - 1) * KEYS_PER_BUCKET
+  if n < 1 or base + KEYS_PER_BUCKET > #KEYS then
+    return nil
+  end
+  return { buyers = KEYS[base + 1], outbox = KEYS[base + 2], pending = KEYS[base + 3], idempotency = KEYS[base + 4],
+    passes = KEYS[base + 5], live = KEYS[base + 6] }
 end
 
 local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local seq = 0 -- the sale's order sequence: ids minted so far
+local seq, buckets = 0, 0 -- the sale's order sequence (ids minted so far) and bucket count
 local function reply(starts, ends, rate, burst, retryAfter, limit, outcomes)
-  return { 'checkout/4', nowMs, starts, ends, rate, burst, retryAfter, limit, seq, unpack(outcomes) }
+  return { 'checkout/4', nowMs, starts, ends, rate, burst, retryAfter, limit, seq, buckets, unpack(outcomes) }
 end
 
 -- Outcome counts for the admin console, one field per second and outcome.
@@ -94,13 +112,17 @@ local function everyone(outcome, remaining)
   return outcomes
 end
 
-local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state', 'qmode')
+local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state', 'qmode',
+  'buckets')
 if not sale[1] then
   return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
+seq, buckets = tonumber(sale[7]) or 0, tonumber(sale[11]) or 1
+if buckets ~= splitBy then
+  return reply(0, 0, 0, 0, 0, 0, everyone('BUCKETS_CHANGED', 0))
+end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
 local rate, burst, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[8]) or 1
-seq = tonumber(sale[7]) or 0
 local queued = sale[10] == 'fifo' or sale[10] == 'random'
 
 local saleWide
@@ -159,16 +181,16 @@ end
 
 -- What each buyer of this call holds: read once, updated as the call goes.
 local holdings = {}
-local function holding(user)
+local function holding(user, bucket)
   local h = holdings[user]
   if not h then
-    local record = redis.call('HGET', buyers, user)
+    local record = redis.call('HGET', bucket.buyers, user)
     local units, last = 0, ''
     if record then
       local u, o = string.match(record, '^(%d+):(%d*)$')
       units, last = tonumber(u), o
     end
-    h = { units = units, last = last }
+    h = { units = units, last = last, bucket = bucket }
     holdings[user] = h
   end
   return h
@@ -176,13 +198,13 @@ end
 
 -- Why a queued sale's buyer may not buy with the pass naming `place`, if they may not.
 local spent, spentCount = {}, 0 -- passes this call used: user id -> place
-local function passProblem(user, place)
+local function passProblem(user, place, bucket)
   if place == '' then
     return 'QUEUE_PASS_REQUIRED'
   elseif spent[user] then
     return 'QUEUE_PASS_USED'
   end
-  local admittedPlace, expiry = string.match(redis.call('HGET', passes, user) or '', '^(%d+):(%w+)$')
+  local admittedPlace, expiry = string.match(redis.call('HGET', bucket.passes, user) or '', '^(%d+):(%w+)$')
   if admittedPlace ~= place then
     return 'QUEUE_PASS_INVALID' -- never admitted, or a pass of another place
   elseif expiry == 'used' then
@@ -193,16 +215,32 @@ local function passProblem(user, place)
   return nil
 end
 
-local outcomes, reserved, newOutbox, newPending, newKeys = {}, {}, {}, {}, {}
+-- Writes gathered per bucket of the call (by its position in KEYS), sent after the loop.
+local writes = {}
+local function writesOf(n, bucket)
+  local w = writes[n]
+  if not w then
+    w = { bucket = bucket, buyers = {}, outbox = {}, pending = {}, keys = {}, spent = {} }
+    writes[n] = w
+  end
+  return w
+end
+
+local outcomes = {}
 local keysHere = {}
-for i = 1, #ARGV, 4 do
-  local user, quantity, key, place = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
-  local h = holding(user)
+local reservedAny = false
+for i = 2, #ARGV, 5 do
+  local user, quantity, key, place, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local bucket = bucketKeys(n)
+  if not bucket then
+    return redis.error_reply('checkout.lua: buyer ' .. ((i - 2) / 5 + 1) .. ' names bucket ' .. tostring(ARGV[i + 4]) .. ', which KEYS do not hold')
+  end
+  local h = holding(user, bucket)
   local outcome, orderId = 'OK', h.last
   local keyField = key ~= '' and (user .. '\n' .. key) or nil
-  local before = keyField and (keysHere[keyField] or redis.call('HGET', idempotency, keyField))
+  local before = keyField and (keysHere[keyField] or redis.call('HGET', bucket.idempotency, keyField))
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
-  local passRefusal = not before and queued and passProblem(user, place)
+  local passRefusal = not before and queued and passProblem(user, place, bucket)
   if before then
     local o, q = string.match(before, '^(%d+):(%d+)$')
     orderId = o
@@ -227,19 +265,22 @@ for i = 1, #ARGV, 4 do
     tokens, remaining, seq = tokens - 1, remaining - quantity, seq + 1
     orderId = nextOrderId()
     h.units, h.last = h.units + quantity, orderId
-    reserved[user] = h
+    reservedAny = true
+    local w = writesOf(n, bucket)
+    w.buyers[user] = h
     if queued then
       spent[user] = place
+      w.spent[user] = place
       spentCount = spentCount + 1
     end
-    newOutbox[#newOutbox + 1] = nowMs
-    newOutbox[#newOutbox + 1] = orderId
-    newPending[#newPending + 1] = orderId
-    newPending[#newPending + 1] = quantity .. ':' .. user
+    w.outbox[#w.outbox + 1] = nowMs
+    w.outbox[#w.outbox + 1] = orderId
+    w.pending[#w.pending + 1] = orderId
+    w.pending[#w.pending + 1] = quantity .. ':' .. user
     if keyField then
       keysHere[keyField] = orderId .. ':' .. quantity
-      newKeys[#newKeys + 1] = keyField
-      newKeys[#newKeys + 1] = keysHere[keyField]
+      w.keys[#w.keys + 1] = keyField
+      w.keys[#w.keys + 1] = keysHere[keyField]
     end
   end
   count(outcome, 1)
@@ -249,24 +290,26 @@ for i = 1, #ARGV, 4 do
   outcomes[#outcomes + 1] = h.units
 end
 
-if #newOutbox > 0 then
-  local newBuyers = {}
-  for user, h in pairs(reserved) do
-    newBuyers[#newBuyers + 1] = user
-    newBuyers[#newBuyers + 1] = h.units .. ':' .. h.last
-  end
+if reservedAny then
   redis.call('HSET', meta, 'remaining', remaining, 'seq', seq, 'idms', idMs, 'idn', idIndex)
-  redis.call('HSET', buyers, unpack(newBuyers))
-  redis.call('ZADD', outbox, unpack(newOutbox))
-  redis.call('HSET', pending, unpack(newPending))
-  if #newKeys > 0 then
-    redis.call('HSET', idempotency, unpack(newKeys))
+  for _, w in pairs(writes) do
+    local newBuyers = {}
+    for user, h in pairs(w.buyers) do
+      newBuyers[#newBuyers + 1] = user
+      newBuyers[#newBuyers + 1] = h.units .. ':' .. h.last
+    end
+    redis.call('HSET', w.bucket.buyers, unpack(newBuyers))
+    redis.call('ZADD', w.bucket.outbox, unpack(w.outbox))
+    redis.call('HSET', w.bucket.pending, unpack(w.pending))
+    if #w.keys > 0 then
+      redis.call('HSET', w.bucket.idempotency, unpack(w.keys))
+    end
+    for user, place in pairs(w.spent) do
+      redis.call('HSET', w.bucket.passes, user, place .. ':used')
+      redis.call('ZREM', w.bucket.live, user)
+    end
   end
   if spentCount > 0 then
-    for user, place in pairs(spent) do
-      redis.call('HSET', passes, user, place .. ':used')
-      redis.call('ZREM', livePasses, user)
-    end
     redis.call('HINCRBY', queueCounters, 'used', spentCount)
   end
   redis.call('HSET', admission, 'tokens', tostring(tokens), 'at', nowMs)

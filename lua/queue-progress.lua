@@ -15,30 +15,41 @@ expires, or an order cancelled or expired (its units come back to `remaining`), 
 place in; a pass used takes its unit with it. An admitted place gets a pass record valid qttl
 seconds. A call admits at most ARGV[1] places; the next call goes on.
 
-KEYS (all share the sale's hash tag)
-  1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining (see checkout.lua)
+KEYS (all share the sale's hash tag; docs/architecture.md, "A sale in Redis")
+  1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
   2  counters hash    admitted, used, expired
   3  pre-queue zset   see queue-join.lua   4  line list   see queue-join.lua
-  5  passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
-  6  live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
+  then two keys for each of the sale's buckets, bucket 0 first (the line and the pre-queue
+  carry each user's bucket beside the id: queue-join.lua):
+  +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
+  +2 live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
 ARGV
   1  the most places this call admits
+  2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
+     absent), nothing is done and the reply's state is "buckets-changed"
 Reply
   { "queue-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
     qrate, state, drawn }
-  state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the sale
+  state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the
+         sale, or "buckets-changed" (all numbers 0, nothing done) when ARGV 2 or the bucket KEYS
+         are not the sale's count
   drawn  a random sale's pre-queue joiners (places 1..drawn)
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, counters, pre, line, passes, live = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local maxAdmit = tonumber(ARGV[1])
+local meta, counters, pre, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local maxAdmit, splitBy = tonumber(ARGV[1]), tonumber(ARGV[2])
+local SALE_KEYS = 4
+local buckets = (#KEYS - SALE_KEYS) / 2
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining')
+local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets')
 if not sale[4] then
   return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
+end
+if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
+  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'buckets-changed', 0 }
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
@@ -48,9 +59,16 @@ local drawn = redis.call('ZCARD', pre)
 local joined = drawn + redis.call('LLEN', line)
 
 -- Passes whose time ran out free their claim on a unit.
-local lapsed = redis.call('ZCOUNT', live, '-inf', nowMs)
+local lapsed = 0
+for b = 0, buckets - 1 do
+  local live = KEYS[SALE_KEYS + 2 * b + 2]
+  local n = redis.call('ZCOUNT', live, '-inf', nowMs)
+  if n > 0 then
+    redis.call('ZREMRANGEBYSCORE', live, '-inf', nowMs)
+    lapsed = lapsed + n
+  end
+end
 if lapsed > 0 then
-  redis.call('ZREMRANGEBYSCORE', live, '-inf', nowMs)
   expired = expired + lapsed
   redis.call('HSET', counters, 'expired', expired)
 end
@@ -59,22 +77,24 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   local paced = math.floor((nowMs - starts) * rate / 1000) + rate
   local target = math.min(joined, paced, used + expired + remaining, admitted + maxAdmit)
   if target > admitted then
-    local users = {}
+    local entries = {} -- "<bucket>:<user id>"
     -- Places 1..drawn are the pre-queue in draw order; the line follows.
     if admitted < drawn then
       for _, member in ipairs(redis.call('ZRANGE', pre, admitted, math.min(target, drawn) - 1)) do
-        users[#users + 1] = string.sub(member, 66) -- after "<64 hex>:"
+        entries[#entries + 1] = string.sub(member, 66) -- after "<64 hex>:"
       end
     end
     if target > drawn then
-      for _, user in ipairs(redis.call('LRANGE', line, math.max(admitted, drawn) - drawn, target - drawn - 1)) do
-        users[#users + 1] = user
+      for _, entry in ipairs(redis.call('LRANGE', line, math.max(admitted, drawn) - drawn, target - drawn - 1)) do
+        entries[#entries + 1] = entry
       end
     end
     local expires = nowMs + ttl * 1000
-    for i, user in ipairs(users) do
-      redis.call('HSET', passes, user, (admitted + i) .. ':' .. expires)
-      redis.call('ZADD', live, expires, user)
+    for i, entry in ipairs(entries) do
+      local b, user = string.match(entry, '^(%d+):(.*)$')
+      local base = SALE_KEYS + 2 * tonumber(b)
+      redis.call('HSET', KEYS[base + 1], user, (admitted + i) .. ':' .. expires)
+      redis.call('ZADD', KEYS[base + 2], expires, user)
     end
     admitted = target
     redis.call('HSET', counters, 'admitted', admitted)

@@ -8,16 +8,22 @@ Every call first checks that the lock's fencing counter still holds this restore
 still absent: the meta is written last, so checkout keeps refusing the sale until every
 other part is in place.
 
-KEYS (all share the sale's hash tag: the lock is named sale:<id>)
-  1  the lock's fencing counter   2  meta hash   3  buyers hash   4  returned set
-  5  outbox zset   6  pending hash   7  checkout keys hash   8  admission hash
+KEYS (all share the sale's hash tag: the lock is named sale:<id>; docs/architecture.md,
+"A sale in Redis")
+  1  the lock's fencing counter   2  meta hash   then by part:
+     clear     3..  keys to drop: the admission hash and the per-buyer keys of some of the
+               sale's buckets (buyers, returned, outbox, pending, checkout keys); a sale of
+               many buckets is cleared in several calls
+     buyers    3    one bucket's buyers hash
+     returned  3    one bucket's returned set
 ARGV
   1  fencing token   2  part, then by part:
-     clear     nothing: drops what an interrupted restore left (2..8 but the meta)
-     buyers    user id, "<units>:<latest order id>" pairs
-     returned  order ids whose units are back (ended orders: a later return is a no-op)
+     clear     nothing: drops what an interrupted restore left
+     buyers    user id, "<units>:<latest order id>" pairs, of buyers of KEYS[3]'s bucket
+     returned  order ids whose units are back (ended orders of KEYS[3]'s bucket's buyers: a
+               later return is a no-op)
      meta      3  the latest second an order id minted before the loss can carry; then the
-               meta hash's field, value pairs (see checkout.lua)
+               meta hash's field, value pairs (see checkout.lua), its bucket count included
 Replies
   clear  the Redis time, seconds (what `meta` must be later than)
   other  1
@@ -26,7 +32,7 @@ Errors: STALE_FENCE (the lock moved on), LOADED (the sale is in Redis again), TO
 the loss; try again in a second)
 ]]
 
-local fence, meta, buyers, returned = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local fence, meta = KEYS[1], KEYS[2]
 local token, part = ARGV[1], ARGV[2]
 
 if redis.call('GET', fence) ~= token then
@@ -37,15 +43,17 @@ if redis.call('EXISTS', meta) == 1 then
 end
 
 if part == 'clear' then
-  redis.call('DEL', buyers, returned, KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+  if #KEYS > 2 then
+    redis.call('DEL', unpack(KEYS, 3))
+  end
   return tonumber(redis.call('TIME')[1])
 end
 if part == 'buyers' then
-  redis.call('HSET', buyers, unpack(ARGV, 3))
+  redis.call('HSET', KEYS[3], unpack(ARGV, 3))
   return 1
 end
 if part == 'returned' then
-  redis.call('SADD', returned, unpack(ARGV, 3))
+  redis.call('SADD', KEYS[3], unpack(ARGV, 3))
   return 1
 end
 if part == 'meta' then

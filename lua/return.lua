@@ -5,25 +5,31 @@ Used for every order whose units come back: dead-lettered (it never settled), ex
 unpaid, cancelled. Idempotent per order id: a second call for the same order changes
 nothing, so a retry after a timeout, a redelivered message and the sweep can all call it.
 
-KEYS (all share the sale's hash tag)
-  1  sale meta hash   2  buyers hash   3  outbox zset   4  pending hash   5  returned set
-  (see checkout.lua)
+KEYS (all share the sale's hash tag; docs/architecture.md, "A sale in Redis")
+  1  sale meta hash   then the keys of the buyer's bucket (the order's records live there):
+  2  buyers hash   3  outbox zset   4  pending hash   5  returned set
 ARGV
-  1  order id   2  user id   3  quantity
+  1  order id   2  user id   3  quantity   4  the bucket count the Worker chose the bucket by
 Replies
   1  the units went back on sale now
   0  nothing to do: returned before
   -1 the sale is not in Redis (never re-created here): nothing done; a restore from D1
      counts the order's units as back (src/settlement/restore.ts), so the caller must not
      record them as returned now, or forget them
+Errors: BUCKETS_CHANGED when ARGV 4 is not the sale's count (meta `buckets`, 1 when absent):
+nothing done (the order's records are in another bucket than KEYS name)
 ]]
 
 local meta, buyers, outbox, pending, returned = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local orderId, user, quantity = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local orderId, user, quantity, splitBy = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 
+local loaded = redis.call('EXISTS', meta) == 1
+if loaded and (tonumber(redis.call('HGET', meta, 'buckets')) or 1) ~= splitBy then
+  return redis.error_reply('BUCKETS_CHANGED')
+end
 redis.call('ZREM', outbox, orderId)
 redis.call('HDEL', pending, orderId)
-if redis.call('EXISTS', meta) == 0 then
+if not loaded then
   return -1
 end
 if redis.call('SADD', returned, orderId) == 0 then

@@ -11,13 +11,14 @@ only grows: the units added go on sale at once (remaining grows by the same amou
 order ids already minted (seq) are kept.
 
 KEYS
-  1  sale meta hash (see checkout.lua)
+  1  sale meta hash (docs/architecture.md, "A sale in Redis")
 ARGV
   1  version   2  stock   3  starts (epoch ms)   4  ends (epoch ms)   5  id slot (0..4095)
   6  admission refill rate (tokens/s)   7  admission burst   8  sale name
   9  units one buyer may hold   10  state: active | paused | cancelled
   11 waiting room: off | fifo | random   12 joining opens (epoch ms)   13 places admitted per second
-  14 how long a pass is valid (s)
+  14 how long a pass is valid (s)   15 buckets: how many buckets the sale's per-buyer records are
+  split into (D1 changes it only before anyone can join or buy: src/sales/repository.ts)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -45,5 +46,5 @@ else
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
   'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10],
-  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14])
+  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15])
 return 1

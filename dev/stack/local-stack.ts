@@ -32,6 +32,7 @@ export interface Stack {
 }
 
 export interface StackOptions {
+  /** The Worker's settings over wrangler.toml's; REDIS_MAX_RECORD_BYTES and REDIS_MAX_REQUEST_BYTES given here bind the gateway too, as Upstash would. */
   vars?: Record<string, string>;
   /** AOF persistence here: a stack started again on the same dir finds Redis' data. */
   redisDataDir?: string;
@@ -76,7 +77,15 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   try {
     const redis = await begin(startRedisServer({ dataDir: opts.redisDataDir, password: secrets.REDIS_PASSWORD }));
-    const gateway = await begin(spawnGateway({ redisUrl: redis.url, token: secrets.GATEWAY_TOKEN }));
+    const limit = (name: string) => (opts.vars?.[name] === undefined ? undefined : Number(opts.vars[name]));
+    const gateway = await begin(
+      spawnGateway({
+        redisUrl: redis.url,
+        token: secrets.GATEWAY_TOKEN,
+        maxRecordBytes: limit("REDIS_MAX_RECORD_BYTES"),
+        maxRequestBytes: limit("REDIS_MAX_REQUEST_BYTES"),
+      }),
+    );
     const quorum: QuorumNode[] = [];
     for (let i = 0; i < (opts.quorumNodes ?? 0); i++) quorum.push(await startQuorumNode(secrets, begin));
     const quorumConfig = quorum.map((node) => ({ url: node.gateway.url, token: node.gateway.token }));

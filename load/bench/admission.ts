@@ -13,9 +13,10 @@ import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
 
 const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf8");
 
-/** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them. */
+/** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them (the bench's sales are one bucket). */
 function checkoutCall(saleId: string, user: string): [string[], string[]] {
-  return [checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000)), [user, "1", "", ""]];
+  const { keys, bucketSlots } = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000), 1, [user]);
+  return [keys, ["1", user, "1", "", "", String(bucketSlots[0])]];
 }
 
 export interface PlacementFigures {

@@ -1,13 +1,16 @@
 // A sale's big keys at 1,000 and 1,000,000 buyers, on a redis-server of their own (RESP through
 // ioredis, no gateway, no Worker: these are Redis' own costs, and the million-field keys never
-// weigh on another section):
-// 1. memory (MEMORY USAGE, every field counted) of the buyers hash and of the hash of checkout
-//    Idempotency-Keys, both as large as the crowd by the sale's end, and of the outbox and
-//    pending records a settlement backlog of as many orders would hold (worst case: normally
-//    they hold only the orders of the last moments);
+// weigh on another section). The sale is split into buckets as a sale of that stock is under
+// the record limit given (src/shared/keys.ts, bucketsFor), each buyer in the bucket the Worker
+// would put them in:
+// 1. memory (MEMORY USAGE, every field counted) of the buyers hashes and of the hashes of checkout
+//    Idempotency-Keys, as large as the crowd by the sale's end, and of the outbox and pending
+//    records a settlement backlog of as many orders would hold (worst case: normally they hold
+//    only the orders of the last moments): each structure whole (all its buckets together, what
+//    one unsplit key would hold) and the largest single record (one bucket's key);
 // 2. lua/checkout.lua against that sale: one new buyer per call, and 100 per call (a merged
 //    call), latency at the client and Redis' own time per call (SLOWLOG);
-// 3. removing a buyers hash of that size: one DEL, one UNLINK, or lua/purge-chunk.lua 500
+// 3. removing one bucket's buyers hash: one DEL, one UNLINK, or lua/purge-chunk.lua 500
 //    fields per call (the clean-up's way) or 1,000: commands, total time, Redis' own time for the
 //    commands (SLOWLOG: p99 and longest) and the longest wait of another client sending PING
 //    all along; the median of three rounds.
@@ -19,7 +22,15 @@ import { Redis as IORedis } from "ioredis";
 import { stripUpstashFlags } from "../../dev/gateway/scripts.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
-import { checkoutScriptKeys, saleKeys } from "../../src/shared/keys.ts";
+import {
+  allBuckets,
+  type BucketKeys,
+  bucketKeys,
+  bucketOf,
+  bucketsFor,
+  checkoutScriptKeys,
+  saleKeys,
+} from "../../src/shared/keys.ts";
 import { type LatencyFigures, latencyFigures } from "../runner/stats.ts";
 
 /** A script as redis-server 7.0 takes it: without the Upstash-only flag this bench's direct client cannot send. */
@@ -41,10 +52,15 @@ const orderId = (i: number) => String(7_000_000_000_000_000_000n + BigInt(i));
 
 export interface MemoryFigures {
   buyers: number;
+  /** How many buckets the sale is split into under the record limit. */
+  buckets: number;
+  /** Each structure whole: all its buckets together (what one unsplit key would hold). */
   buyersBytes: number;
   checkoutKeysBytes: number;
   backlogBytes: number;
-  /** The largest single record among them (Upstash's limit is per record), with its key's role. */
+  /** The largest structure whole: the largest record the sale would hold unsplit. */
+  largestWhole: { key: string; bytes: number };
+  /** The largest single record of the split sale (Upstash's limit is per record), with its key's role. */
   largest: { key: string; bytes: number };
   fillMs: number;
 }
@@ -57,6 +73,8 @@ export interface CheckoutFigures {
 
 export interface RemovalFigures {
   buyers: number;
+  /** Fields of the bucket's buyers hash removed. */
+  fields: number;
   how: string;
   commands: number;
   /** The median over REMOVAL_ROUNDS rounds of each figure below. */
@@ -78,18 +96,26 @@ const REMOVAL_ROUNDS = 3;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 export interface BigKeyFigures {
+  /** The record limit the sales were split for (bytes). */
+  recordLimitBytes: number;
   memory: MemoryFigures[];
   checkout: CheckoutFigures[];
   removal: RemovalFigures[];
 }
 
-/** Issues `command key ...args` in commands of FILL_FIELDS entries, FILL_IN_FLIGHT at a time. */
-async function fill(redis: IORedis, command: "hset" | "zadd", key: string, n: number, entry: (i: number) => [string, string]) {
+/** Issues `command key ...args` for the buyers `indices`, in commands of FILL_FIELDS entries, FILL_IN_FLIGHT at a time. */
+async function fill(
+  redis: IORedis,
+  command: "hset" | "zadd",
+  key: string,
+  indices: number[],
+  entry: (i: number) => [string, string],
+) {
   let pipeline = redis.pipeline();
   let queued = 0;
-  for (let first = 0; first < n; first += FILL_FIELDS) {
+  for (let first = 0; first < indices.length; first += FILL_FIELDS) {
     const args: string[] = [];
-    for (let i = first; i < Math.min(n, first + FILL_FIELDS); i++) args.push(...entry(i));
+    for (const i of indices.slice(first, first + FILL_FIELDS)) args.push(...entry(i));
     pipeline.call(command, key, ...args);
     if (++queued === FILL_IN_FLIGHT) {
       await pipeline.exec();
@@ -136,14 +162,44 @@ function pingAllAlong(url: string) {
   };
 }
 
-async function loadSale(redis: IORedis, saleId: string, buyers: number) {
-  const keys = saleKeys(saleId);
+/** Buyers 0..n-1 by the bucket (of `buckets`) the Worker puts each in. */
+function buyersByBucket(n: number, buckets: number): number[][] {
+  const groups: number[][] = Array.from({ length: buckets }, () => []);
+  for (let i = 0; i < n; i++) groups[bucketOf(userId(i), buckets)]?.push(i);
+  return groups;
+}
+
+/** Fills one structure (`role` of every bucket) and measures it: whole (the sum) and its largest record. */
+async function fillStructure(
+  redis: IORedis,
+  buckets: BucketKeys[],
+  groups: number[][],
+  role: keyof BucketKeys,
+  command: "hset" | "zadd",
+  entry: (i: number) => [string, string],
+): Promise<{ whole: number; largest: number }> {
+  const usage = async (key: string) => Number(await redis.memory("USAGE", key, "SAMPLES", 0));
+  let whole = 0;
+  let largest = 0;
+  for (const [b, keys] of buckets.entries()) {
+    await fill(redis, command, keys[role], groups[b] ?? [], entry);
+    const bytes = await usage(keys[role]);
+    whole += bytes;
+    largest = Math.max(largest, bytes);
+  }
+  return { whole, largest };
+}
+
+async function loadSale(redis: IORedis, saleId: string, buyers: number, recordLimitBytes: number) {
+  const meta = saleKeys(saleId).meta;
+  const bucketCount = bucketsFor(buyers, recordLimitBytes);
+  const buckets = allBuckets(saleId, bucketCount);
   const now = Date.now();
   // Room for the calls below; admission far above what one client sends.
   await redis.eval(
     lua("sale-sync"),
     1,
-    keys.meta,
+    meta,
     1,
     buyers + 1_000_000,
     now - 1_000,
@@ -158,52 +214,60 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number) {
     0,
     1,
     30,
+    bucketCount,
   );
-  await redis.hset(keys.meta, "remaining", 1_000_000, "seq", buyers);
+  await redis.hset(meta, "remaining", 1_000_000, "seq", buyers);
+  const groups = buyersByBucket(buyers, bucketCount);
   const started = performance.now();
-  await fill(redis, "hset", keys.buyers, buyers, (i) => [userId(i), `1:${orderId(i)}`]);
-  await fill(redis, "hset", keys.checkoutKeys, buyers, (i) => [`${userId(i)}\n${randomUUID()}`, `${orderId(i)}:1`]);
+  const buyersHash = await fillStructure(redis, buckets, groups, "buyers", "hset", (i) => [userId(i), `1:${orderId(i)}`]);
+  const checkoutKeys = await fillStructure(redis, buckets, groups, "checkoutKeys", "hset", (i) => [
+    `${userId(i)}\n${randomUUID()}`,
+    `${orderId(i)}:1`,
+  ]);
   const fillMs = performance.now() - started;
-  const usage = async (key: string) => Number(await redis.memory("USAGE", key, "SAMPLES", 0));
+  // A backlog: as many orders in the outbox and pending records, measured, then dropped.
+  const outbox = await fillStructure(redis, buckets, groups, "outbox", "zadd", (i) => [String(now), orderId(i)]);
+  const pending = await fillStructure(redis, buckets, groups, "pending", "hset", (i) => [orderId(i), `1:${userId(i)}`]);
+  const structures: [string, { whole: number; largest: number }][] = [
+    ["buyers", buyersHash],
+    ["checkout keys", checkoutKeys],
+    ["outbox (backlog)", outbox],
+    ["pending (backlog)", pending],
+  ];
+  const largestBy = (figure: "whole" | "largest") => {
+    const [key, sizes] = structures.reduce((a, b) => (b[1][figure] > a[1][figure] ? b : a));
+    return { key, bytes: sizes[figure] };
+  };
   const memory: MemoryFigures = {
     buyers,
-    buyersBytes: await usage(keys.buyers),
-    checkoutKeysBytes: await usage(keys.checkoutKeys),
-    backlogBytes: 0,
-    largest: { key: "", bytes: 0 },
+    buckets: bucketCount,
+    buyersBytes: buyersHash.whole,
+    checkoutKeysBytes: checkoutKeys.whole,
+    backlogBytes: outbox.whole + pending.whole,
+    largestWhole: largestBy("whole"),
+    largest: largestBy("largest"),
     fillMs,
   };
-  // A backlog: as many orders in the outbox and pending records, measured, then dropped.
-  await fill(redis, "zadd", keys.outbox, buyers, (i) => [String(now), orderId(i)]);
-  await fill(redis, "hset", keys.pending, buyers, (i) => [orderId(i), `1:${userId(i)}`]);
-  const [outboxBytes, pendingBytes] = [await usage(keys.outbox), await usage(keys.pending)];
-  memory.backlogBytes = outboxBytes + pendingBytes;
-  const records: [string, number][] = [
-    ["buyers", memory.buyersBytes],
-    ["checkout keys", memory.checkoutKeysBytes],
-    ["outbox (backlog)", outboxBytes],
-    ["pending (backlog)", pendingBytes],
-  ];
-  const [key, bytes] = records.reduce((a, b) => (b[1] > a[1] ? b : a));
-  memory.largest = { key, bytes };
-  await redis.unlink(keys.outbox, keys.pending);
+  await redis.unlink(...buckets.flatMap((k) => [k.outbox, k.pending]));
   return memory;
 }
 
-async function measureCheckout(redis: IORedis, saleId: string, buyers: number): Promise<CheckoutFigures> {
-  const keyList = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000));
+async function measureCheckout(redis: IORedis, saleId: string, buyers: number, buckets: number): Promise<CheckoutFigures> {
+  const minute = Math.floor(Date.now() / 60_000);
   const sha = String(await redis.script("LOAD", lua("checkout")));
   const run = async (calls: number, perCall: number, tag: string) => {
     await slowlogEverything(redis);
     const client: number[] = [];
     for (let call = 0; call < calls; call++) {
-      const args: string[] = [];
-      for (let b = 0; b < perCall; b++) args.push(`${tag}-${call}-${b}`, "1", randomUUID());
+      const users = Array.from({ length: perCall }, (_, b) => `${tag}-${call}-${b}`);
+      // As src/checkout/reserve.ts sends it: the call names only its buyers' buckets.
+      const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, buckets, users);
+      const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b])]);
       const sent = performance.now();
-      const reply = (await redis.evalsha(sha, keyList.length, ...keyList, ...args)) as unknown[];
+      const reply = (await redis.evalsha(sha, keys.length, ...keys, String(buckets), ...args)) as unknown[];
       client.push(performance.now() - sent);
-      // Header of 8 fields, then 4 per buyer, the outcome first: every buyer must be reserved.
-      const refused = reply.filter((field, i) => i >= 8 && (i - 8) % 4 === 0 && field !== "OK");
+      // Header of 9 fields, then 4 per buyer, the outcome first: every buyer must be reserved.
+      const refused = reply.filter((field, i) => i >= 9 && (i - 9) % 4 === 0 && field !== "OK");
       if (refused.length > 0) throw new Error(`checkout.lua answered ${String(refused[0])} on a sale of ${buyers} buyers`);
     }
     return { client: latencyFigures(client), redisUs: latencyFigures(await slowlogTimes(redis, "EVALSHA")) };
@@ -242,8 +306,15 @@ async function removeOnce(
   };
 }
 
-async function measureRemovals(redis: IORedis, url: string, saleId: string, buyers: number): Promise<RemovalFigures[]> {
-  const source = saleKeys(saleId).buyers;
+async function measureRemovals(
+  redis: IORedis,
+  url: string,
+  saleId: string,
+  buyers: number,
+  buckets: number,
+): Promise<RemovalFigures[]> {
+  const source = bucketKeys(saleId, 0, buckets).buyers;
+  const fields = await redis.hlen(source);
   const purgeSha = String(await redis.script("LOAD", lua("purge-chunk")));
   const ways: [string, (key: string) => Promise<{ commands: number; logged: string }>][] = [
     [
@@ -281,6 +352,7 @@ async function measureRemovals(redis: IORedis, url: string, saleId: string, buye
     const of = (figure: keyof (typeof rounds)[number]) => median(rounds.map((r) => r[figure]));
     figures.push({
       buyers,
+      fields,
       how,
       commands: of("commands"),
       totalMs: of("totalMs"),
@@ -294,20 +366,26 @@ async function measureRemovals(redis: IORedis, url: string, saleId: string, buye
   return figures;
 }
 
-export async function benchBigKeys(progress: (label: string) => void, sizes = [1_000, 1_000_000]): Promise<BigKeyFigures> {
+/** The sales split for `recordLimitBytes` (REDIS_MAX_RECORD_BYTES), at each of `sizes` buyers. */
+export async function benchBigKeys(
+  progress: (label: string) => void,
+  recordLimitBytes: number,
+  sizes = [1_000, 1_000_000],
+): Promise<BigKeyFigures> {
   const server = await startRedisServer();
   const redis = new IORedis(server.url);
-  const figures: BigKeyFigures = { memory: [], checkout: [], removal: [] };
+  const figures: BigKeyFigures = { recordLimitBytes, memory: [], checkout: [], removal: [] };
   try {
     for (const buyers of sizes) {
       const saleId = `bench-big-keys-${buyers}`;
       progress(`big keys: a sale of ${buyers} buyers (filling its keys)`);
-      figures.memory.push(await loadSale(redis, saleId, buyers));
+      const memory = await loadSale(redis, saleId, buyers, recordLimitBytes);
+      figures.memory.push(memory);
       // Removal first, on copies of the hash as filled; checkout then adds buyers to it.
-      progress(`big keys: removing a ${buyers}-field buyers hash three ways, ${REMOVAL_ROUNDS} times each`);
-      figures.removal.push(...(await measureRemovals(redis, server.url, saleId, buyers)));
+      progress(`big keys: removing one bucket's buyers hash three ways, ${REMOVAL_ROUNDS} times each`);
+      figures.removal.push(...(await measureRemovals(redis, server.url, saleId, buyers, memory.buckets)));
       progress(`big keys: checkout.lua at ${buyers} buyers`);
-      figures.checkout.push(await measureCheckout(redis, saleId, buyers));
+      figures.checkout.push(await measureCheckout(redis, saleId, buyers, memory.buckets));
       await redis.flushall();
     }
   } finally {

@@ -22,8 +22,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis as IORedis } from "ioredis";
 import { ROOT } from "../../dev/lib/project.ts";
+import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
 import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts";
 import type { Pace } from "./crowd.ts";
 import { saleViolations } from "./invariants.ts";
@@ -106,7 +106,7 @@ if (values.scenario === "queue") {
       patienceMs: positive("drain-timeout", values["drain-timeout"]) * 1000,
     });
     const redis = new IORedis(queueStack.redis.url);
-    const passes = await redis.hgetall(saleKeys(result.saleId).queue.passes);
+    const passes = await mergedHash(redis, result.saleId, "passes");
     redis.disconnect();
     const report = await waitForDrain(queueStack.api, result.saleId, result.accepted.size, options.drainTimeoutMs);
     const samples = [...result.accepted].map(([userId, orderId]) => ({

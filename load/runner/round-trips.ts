@@ -4,9 +4,10 @@
 import { Redis as IORedis } from "ioredis";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { totalCommands } from "../../dev/lib/redis-stats.ts";
+import { outboxSize } from "../../dev/lib/sale-buckets.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
-import { saleCardKeys, saleKeys } from "../../src/shared/keys.ts";
+import { saleCardKeys } from "../../src/shared/keys.ts";
 import { EVICT_AGAIN_AFTER_SECONDS } from "../../src/shared/limits.ts";
 
 export interface OutcomeCost {
@@ -173,5 +174,5 @@ async function waitForSecondEvictions(redis: IORedis, saleIds: string[]): Promis
 
 /** Polls Redis directly (not through the gateway, which is counting). */
 async function waitForOutboxEmpty(redis: IORedis, saleId: string): Promise<void> {
-  await eventually("the orders to settle", async () => (await redis.zcard(saleKeys(saleId).outbox)) === 0, 5_000);
+  await eventually("the orders to settle", async () => (await outboxSize(redis, saleId)) === 0, 5_000);
 }

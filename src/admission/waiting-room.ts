@@ -8,7 +8,7 @@ import { LUA, runScript } from "../redis/scripts";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
-import { queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
+import { bucketOf, buyerKeys, queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import { drawKey } from "../shared/queue-draw";
 
@@ -60,21 +60,34 @@ function parseProgress(reply: unknown): Progress {
   };
 }
 
-/** Moves the line forward to now and reads it: one script call. */
-async function advance(redis: Redis, saleId: string): Promise<Progress> {
-  return parseProgress(
-    await runScript<unknown>(redis, LUA.queueProgress, queueProgressKeys(saleId), [String(QUEUE_ADMIT_PER_CALL)]),
-  );
+/** The scripts found the sale split into another bucket count than the caller's (an edit just before the queue opened). */
+export class BucketsChanged extends Error {
+  constructor(saleId: string) {
+    super(`sale ${saleId} is split into another bucket count than this isolate's; it reads the sale again shortly`);
+  }
 }
 
-/** The line's progress: from this isolate's last read when it is under a second old, else one script call shared by every poll waiting. */
-export function readProgress(redis: Redis, saleId: string, keepAlive: KeepAlive): Promise<Progress> {
-  return progressCache.getOrLoad(saleId, () => advance(redis, saleId), keepAlive);
+/** Moves the line forward to now and reads it: one script call. */
+async function advance(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
+  const reply = await runScript<unknown>(redis, LUA.queueProgress, queueProgressKeys(saleId, buckets), [
+    String(QUEUE_ADMIT_PER_CALL),
+    String(buckets),
+  ]);
+  if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
+  return parseProgress(reply);
+}
+
+/**
+ * The line's progress: from this isolate's last read when it is under a second old, else one
+ * script call shared by every poll waiting. `buckets`: the sale's bucket count.
+ */
+export function readProgress(redis: Redis, saleId: string, buckets: number, keepAlive: KeepAlive): Promise<Progress> {
+  return progressCache.getOrLoad(saleId, () => advance(redis, saleId, buckets), keepAlive);
 }
 
 /** The line's progress now (one script call), for the console: it also refreshes this isolate's copy. */
-export async function readFreshProgress(redis: Redis, saleId: string): Promise<Progress> {
-  const progress = await advance(redis, saleId);
+export async function readFreshProgress(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
+  const progress = await advance(redis, saleId, buckets);
   progressCache.set(saleId, progress);
   return progress;
 }
@@ -87,8 +100,14 @@ export type JoinOutcome =
 /** Puts the buyer in the sale's line, once; again, the same place (lua/queue-join.lua). */
 export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
   const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
-  const reply = await runScript<unknown[]>(redis, LUA.queueJoin, queueJoinKeys(sale.id), [userId, key]);
+  const reply = await runScript<unknown[]>(redis, LUA.queueJoin, queueJoinKeys(sale.id, userId, sale.buckets), [
+    userId,
+    key,
+    String(sale.buckets),
+    String(bucketOf(userId, sale.buckets)),
+  ]);
   if (!Array.isArray(reply) || reply[0] !== "queue-join/1") throw new Error("lua/queue-join.lua replied in an unknown layout");
+  if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
   const place = Number(reply[3]);
   switch (String(reply[2])) {
     case "JOINED":
@@ -124,6 +143,7 @@ const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(mi
 export async function standing(
   redis: Redis,
   saleId: string,
+  buckets: number,
   userId: string,
   place: number | null,
   progress: Progress,
@@ -133,7 +153,7 @@ export async function standing(
   const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
-    const record = await redis.hget<string>(queueKeys(saleId).passes, userId);
+    const record = await redis.hget<string>(buyerKeys(saleId, userId, buckets).passes, userId);
     const [admittedPlace, expiry] = String(record ?? "").split(":");
     const expiresAt = Number(expiry);
     if (Number(admittedPlace) === place && expiresAt > now) {
@@ -169,6 +189,10 @@ export async function linePage(
     from <= drawn ? redis.zrange<string[]>(pre, from - 1, Math.min(last, drawn) - 1) : Promise.resolve([]),
     last > drawn ? redis.lrange<string>(line, Math.max(from, drawn + 1) - drawn - 1, last - drawn - 1) : Promise.resolve([]),
   ]);
-  // A pre-queue member is "<64 hex draw key>:<user id>".
-  return { drawn, userIds: [...drawnPart.map((member) => String(member).slice(65)), ...linePart.map(String)] };
+  // A pre-queue member is "<64 hex draw key>:<bucket>:<user id>", a line entry "<bucket>:<user id>".
+  const userOf = (entry: string) => entry.slice(entry.indexOf(":") + 1);
+  return {
+    drawn,
+    userIds: [...drawnPart.map((member) => userOf(String(member).slice(65))), ...linePart.map((entry) => userOf(String(entry)))],
+  };
 }

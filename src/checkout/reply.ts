@@ -19,7 +19,7 @@ export type Reservation =
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
 const CHECKOUT_REPLY_LAYOUT = "checkout/4";
-const HEADER_FIELDS = 9;
+const HEADER_FIELDS = 10;
 const FIELDS_PER_BUYER = 4;
 
 /** The script and this Worker disagree on the reply: a deploy of mismatched versions. */
@@ -28,11 +28,18 @@ export class ReplyLayoutError extends Error {
 }
 
 /**
+ * What one call decided: a reservation per buyer, or, when the call was split by another
+ * bucket count than the sale's (an isolate behind on an edit just before the start), nothing
+ * done and the sale's count to split by.
+ */
+export type CheckoutReply = { reservations: Reservation[] } | { reservations: null; buckets: number };
+
+/**
  * Reads the script's one flat reply (header, then four fields per buyer; see the header of
  * lua/checkout.lua) into one reservation per buyer. A reply in another layout or of the
  * wrong length means the script and this Worker disagree: fail loudly, never guess.
  */
-export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[] {
+export function parseCheckoutReply(reply: unknown, buyers: number): CheckoutReply {
   const expected = HEADER_FIELDS + FIELDS_PER_BUYER * buyers;
   if (!Array.isArray(reply) || reply[0] !== CHECKOUT_REPLY_LAYOUT || reply.length !== expected) {
     const layout = Array.isArray(reply) ? `${String(reply[0])} with ${reply.length} fields` : typeof reply;
@@ -40,9 +47,10 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
       `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${expected} fields`,
     );
   }
-  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence] = reply
+  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence, buckets] = reply
     .slice(0, HEADER_FIELDS)
     .map(Number) as number[];
+  if (reply[HEADER_FIELDS] === "BUCKETS_CHANGED") return { reservations: null, buckets: buckets as number };
   const admission: Admission = { rate: rate as number, burst: burst as number };
   const reservations: Reservation[] = [];
   for (let i = HEADER_FIELDS; i < reply.length; i += FIELDS_PER_BUYER) {
@@ -100,5 +108,5 @@ export function parseCheckoutReply(reply: unknown, buyers: number): Reservation[
         throw new ReplyLayoutError(`lua/checkout.lua replied with outcome ${code}, which this Worker does not know`);
     }
   }
-  return reservations;
+  return { reservations };
 }

@@ -5,7 +5,7 @@ import { checkoutScriptKeys } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { MergedCalls } from "./merged-calls";
-import { parseCheckoutReply, type Reservation } from "./reply";
+import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "./reply";
 
 export type { Reservation };
 
@@ -39,6 +39,12 @@ const calls = new MergedCalls<CheckoutItem, Reservation>({
 });
 
 interface ReserveOptions {
+  /**
+   * The sale's bucket count as this isolate knows it (src/admission/sale-policy.ts). Should
+   * the sale's own differ (an edit just before the start), the script does nothing and names
+   * it, and the call is sent again split by that.
+   */
+  buckets: number;
   /** The request's waitUntil: keeps it alive while others may wait on its call. */
   keepAlive: KeepAlive;
   /**
@@ -55,7 +61,7 @@ interface ReserveOptions {
  */
 export function reserve(redis: Redis, saleId: string, item: CheckoutItem, options: ReserveOptions): Promise<Reservation> {
   const call = async (items: CheckoutItem[]) => {
-    const reservations = await reserveAll(redis, saleId, items);
+    const reservations = await reserveAll(redis, saleId, items, options.buckets);
     let sequence = 0;
     const orders = reservations.flatMap((r, i) => {
       const { userId, quantity } = items[i] as CheckoutItem;
@@ -69,15 +75,30 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
   return calls.submit(saleId, item, call, options.keepAlive);
 }
 
-async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[]): Promise<Reservation[]> {
+async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], buckets: number): Promise<Reservation[]> {
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
-  const keys = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000));
-  const args = items.flatMap((item) => [
-    item.userId,
-    String(item.quantity),
-    item.idempotencyKey ?? "",
-    item.passPlace === undefined ? "" : String(item.passPlace),
-  ]);
-  const reply = await runScript<unknown>(redis, LUA.checkout, keys, args);
-  return parseCheckoutReply(reply, items.length);
+  const minute = Math.floor(Date.now() / 60_000);
+  let splitBy = buckets;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const { keys, bucketSlots } = checkoutScriptKeys(
+      saleId,
+      minute,
+      splitBy,
+      items.map((item) => item.userId),
+    );
+    const args = items.flatMap((item, i) => [
+      item.userId,
+      String(item.quantity),
+      item.idempotencyKey ?? "",
+      item.passPlace === undefined ? "" : String(item.passPlace),
+      String(bucketSlots[i]),
+    ]);
+    const reply = parseCheckoutReply(
+      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy), ...args]),
+      items.length,
+    );
+    if (reply.reservations) return reply.reservations;
+    splitBy = reply.buckets;
+  }
+  throw new ReplyLayoutError(`lua/checkout.lua asked twice for another bucket count (last ${splitBy})`);
 }

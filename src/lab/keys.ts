@@ -1,4 +1,4 @@
-import { saleKeys } from "../shared/keys";
+import { bucketKeys, saleKeys } from "../shared/keys";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 
 export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as readonly string[]).includes(name);
@@ -30,5 +30,11 @@ export function labKeys(strategy: HandRolledStrategy, labSaleId: string): LabKey
  */
 export const atomicSaleId = (labSaleId: string) => `lab:${labSaleId}`;
 
-/** The atomic copy's keys, for reading its buyers. */
-export const atomicKeys = (labSaleId: string) => saleKeys(atomicSaleId(labSaleId));
+/** The atomic copy is one bucket: the lab's crowds are far from any record limit. */
+export const LAB_SALE_BUCKETS = 1;
+
+/** The atomic copy's keys, for reading its stock and buyers. */
+export const atomicKeys = (labSaleId: string) => ({
+  ...saleKeys(atomicSaleId(labSaleId)),
+  ...bucketKeys(atomicSaleId(labSaleId), 0, LAB_SALE_BUCKETS),
+});

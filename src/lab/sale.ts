@@ -3,7 +3,7 @@ import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
 import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
 import { DEFAULT_CURRENCY, DEFAULT_QUEUE, MAX_ADMISSION } from "../shared/limits";
-import { atomicKeys, atomicSaleId, type HandRolledStrategy, labKeys } from "./keys";
+import { atomicKeys, atomicSaleId, type HandRolledStrategy, LAB_SALE_BUCKETS, labKeys } from "./keys";
 import type { LabBackends } from "./strategy";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic"];
@@ -43,6 +43,7 @@ export async function createLabSale(
       state: "active",
       version: 1,
       archivedAt: null,
+      buckets: LAB_SALE_BUCKETS,
     }),
     ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
     redis.scriptLoad(LUA.labCas),

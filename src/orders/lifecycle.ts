@@ -39,7 +39,7 @@ const EXPIRY_MESSAGE_MAX_ORDERS = 100;
  */
 export async function returnEnded(db: D1Database, redis: Redis, ended: EndedOrder[]): Promise<EndedOrder[]> {
   if (ended.length === 0) return [];
-  const { done } = await returnUnits(redis, ended);
+  const { done } = await returnUnits(redis, db, ended);
   await markReturned(
     db,
     done.map((o) => o.orderId),

@@ -393,8 +393,8 @@ export interface RestoreSnapshot {
   minted: number;
   /** Buyers holding units (awaiting payment, paid, confirmed): their units and latest order. */
   holders: { userId: string; units: number; lastOrderId: string }[];
-  /** Orders whose units are back on sale, or will be: expired, cancelled, failed. */
-  endedOrderIds: string[];
+  /** Orders whose units are back on sale, or will be (expired, cancelled, failed), with their buyers (whose bucket holds their records). */
+  endedOrders: { orderId: string; userId: string }[];
   /** When an order of the sale last reached D1 (settled or failed), ms; 0 when none did. */
   lastLandedAt: number;
 }
@@ -419,19 +419,19 @@ export async function restoreSnapshot(db: D1Database, saleId: string): Promise<R
       .bind(sale),
     db
       .prepare(
-        `SELECT order_id FROM orders WHERE sale_id = ?1 AND status IN ('expired', 'cancelled')
-         UNION ALL SELECT order_id FROM failed_orders WHERE sale_id = ?1`,
+        `SELECT order_id, user_id FROM orders WHERE sale_id = ?1 AND status IN ('expired', 'cancelled')
+         UNION ALL SELECT order_id, user_id FROM failed_orders WHERE sale_id = ?1`,
       )
       .bind(sale),
   ])) as [
     D1Result<{ minted: number; landed: number }>,
     D1Result<{ user_id: string; units: number; last_order_id: string }>,
-    D1Result<{ order_id: string }>,
+    D1Result<{ order_id: string; user_id: string }>,
   ];
   return {
     minted: counts.results[0]?.minted ?? 0,
     lastLandedAt: counts.results[0]?.landed ?? 0,
     holders: holders.results.map((r) => ({ userId: r.user_id, units: r.units, lastOrderId: r.last_order_id })),
-    endedOrderIds: ended.results.map((r) => r.order_id),
+    endedOrders: ended.results.map((r) => ({ orderId: r.order_id, userId: r.user_id })),
   };
 }

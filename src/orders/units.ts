@@ -1,6 +1,7 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { saleKeys } from "../shared/keys";
+import { bucketCounts } from "../sales/buckets";
+import { buyerKeys, saleKeys } from "../shared/keys";
 
 /** An order whose units go back on sale: dead-lettered, expired or cancelled. */
 export interface UnitsToReturn {
@@ -20,18 +21,25 @@ export interface Returned<T> {
 /**
  * Gives orders' units back to their sales and takes them off their buyers' holds
  * (lua/return.lua, idempotent per order: each order's units come back once, however often
- * this runs). All scripts are issued in one tick, so auto-pipelining sends them as one round
- * trip. Throws when Redis cannot be reached, and then the caller leaves them for a retry.
+ * this runs), in the bucket of each order's buyer. All scripts are issued in one tick, so
+ * auto-pipelining sends them as one round trip. Throws when Redis or D1 (the sales' bucket
+ * counts, when this isolate does not know them yet) cannot be reached, and then the caller
+ * leaves them for a retry.
  */
-export async function returnUnits<T extends UnitsToReturn>(redis: Redis, orders: T[]): Promise<Returned<T>> {
+export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1Database, orders: T[]): Promise<Returned<T>> {
+  const buckets = await bucketCounts(
+    db,
+    orders.map((o) => o.saleId),
+  );
   const results = await Promise.all(
     orders.map((o) => {
-      const keys = saleKeys(o.saleId);
+      const count = buckets.get(o.saleId) ?? 1;
+      const bucket = buyerKeys(o.saleId, o.userId, count);
       return runScript<number>(
         redis,
         LUA.return,
-        [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
-        [o.orderId, o.userId, String(o.quantity)],
+        [saleKeys(o.saleId).meta, bucket.buyers, bucket.outbox, bucket.pending, bucket.returned],
+        [o.orderId, o.userId, String(o.quantity), String(count)],
       );
     }),
   );

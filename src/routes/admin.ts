@@ -9,6 +9,7 @@ import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idem
 import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
+import { recordLimitBytes } from "../sales/big-keys";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
@@ -18,6 +19,7 @@ import { adminSaleView, queueView, type Sale, type SaleState } from "../sales/sa
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
 import type { AdminSaleView, QueuePlaces, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
+import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateSaleBody, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
@@ -172,6 +174,7 @@ export const adminRoutes = new Hono<AppEnv>()
           description: body.description,
           imageUrl: body.imageUrl ?? null,
           queue: await queueFrom(body.queue),
+          buckets: bucketsFor(body.stock, recordLimitBytes(c.env)),
         },
         idempotency,
       );
@@ -189,7 +192,7 @@ export const adminRoutes = new Hono<AppEnv>()
   .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
     const { saleId } = c.req.valid("param");
     const ifVersion = ifMatchVersion(c.req.header("If-Match"));
-    const result = await editSale(c.env.DB, saleId, changesOf(c.req.valid("json")), ifVersion);
+    const result = await editSale(c.env.DB, saleId, changesOf(c.req.valid("json")), recordLimitBytes(c.env), ifVersion);
     if ("code" in result) {
       if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
       throw editRefused(result);
@@ -276,7 +279,7 @@ export const adminRoutes = new Hono<AppEnv>()
   // The console's waiting-room panel: one script call, which also moves the line forward.
   .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const p = await orUnavailable("queue", sale.id, readFreshProgress(redisFor(c.env), sale.id));
+    const p = await orUnavailable("queue", sale.id, readFreshProgress(redisFor(c.env), sale.id, sale.buckets));
     return c.json({
       saleId: sale.id,
       queue: queueView(sale, Date.now()),
@@ -297,7 +300,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const [page, progress] = await orUnavailable(
       "queue",
       sale.id,
-      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readFreshProgress(redis, sale.id)]),
+      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
     );
     return c.json({
       saleId: sale.id,

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod/mini";
 import { admissionRefusal } from "../admission/gate";
 import { HumanCheckUnavailable } from "../admission/human-check";
+import { salePolicy } from "../admission/sale-policy";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
@@ -83,12 +84,18 @@ function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>
 }
 
 /**
- * Deny rules and the human check (src/admission/gate.ts): no Redis command, so the script
- * call stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
+ * Deny rules and the human check (src/admission/gate.ts), and the sale's bucket count
+ * (src/admission/sale-policy.ts, read by the gate too): no Redis command, so the script call
+ * stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
  */
 async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1]) {
   try {
-    return await admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL });
+    const [turnedAway, policy] = await Promise.all([
+      admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL }),
+      salePolicy(env.DB, request.saleId, request.keepAlive),
+    ]);
+    // No such sale in D1: Redis answers SALE_NOT_FOUND whatever the count.
+    return { turnedAway, buckets: policy?.buckets ?? 1 };
   } catch (err) {
     log.warn("checkout: admission checks unavailable", { saleId: request.saleId }, err);
     const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
@@ -145,7 +152,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const pass = passHeader === undefined ? undefined : await readPass(c.env.JWT_SECRET, passHeader, saleId, userId);
     if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
 
-    const turnedAway = await admitted(c.env, {
+    const { turnedAway, buckets } = await admitted(c.env, {
       saleId,
       caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
       humanCheckToken: c.req.header("Human-Check"),
@@ -165,6 +172,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
         { userId, quantity, idempotencyKey, passPlace: pass?.p },
         {
           keepAlive,
+          buckets,
           // One queue send for every order the merged call reserved, from the request that sent it.
           onReserved: (orders, sequence) => {
             c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));

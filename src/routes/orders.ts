@@ -14,7 +14,7 @@ import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
-import { parsePendingRecord, saleKeys } from "../shared/keys";
+import { buyerKeys, parsePendingRecord } from "../shared/keys";
 import { log } from "../shared/log";
 import { decodeOrderId } from "../shared/order-id";
 import { OrderIdParam, PayBody } from "../shared/requests";
@@ -55,7 +55,8 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   if (!sale || sale.archivedAt !== null) throw orderNotFound();
   let pending: string | null;
   try {
-    pending = await redis.hget<string>(saleKeys(sale.id).pending, orderId);
+    // The caller's own order lives in the caller's bucket; another buyer's is not found there.
+    pending = await redis.hget<string>(buyerKeys(sale.id, userId, sale.buckets).pending, orderId);
   } catch {
     throw unavailable("order status cannot be read right now");
   }

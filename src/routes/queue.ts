@@ -8,6 +8,7 @@ import { ApiError, notFound, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
+import { bucketCount } from "../sales/buckets";
 import type { Sale } from "../sales/sale";
 import type { QueueJoined, QueuePosition } from "../shared/api-types";
 import { log } from "../shared/log";
@@ -64,11 +65,12 @@ async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: str
 async function position(
   env: Env,
   saleId: string,
+  buckets: number,
   userId: string,
   place: number | null,
   progress: Progress,
 ): Promise<QueuePosition> {
-  const { pass, ...rest } = await standing(redisFor(env), saleId, userId, place, progress);
+  const { pass, ...rest } = await standing(redisFor(env), saleId, buckets, userId, place, progress);
   return {
     ...rest,
     pass: pass && (await signPass(env.JWT_SECRET, { s: saleId, u: userId, p: pass.place, e: pass.expiresAt })),
@@ -91,9 +93,10 @@ export const queueRoutes = new Hono<AppEnv>()
       const { state, retryAfterSec } = await position(
         c.env,
         saleId,
+        sale.buckets,
         userId,
         place,
-        await readProgress(redisFor(c.env), saleId, keepAliveOf(c)),
+        await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c)),
       );
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
     });
@@ -115,18 +118,21 @@ export const queueRoutes = new Hono<AppEnv>()
       const ticket = await readTicket(c.env.JWT_SECRET, c.req.valid("header")["queue-ticket"], saleId, userId);
       if (!ticket) throw new ApiError(403, "QUEUE_TICKET_INVALID", "this Queue-Ticket is not one this sale gave you");
       const answer = await orUnavailable(saleId, async () => {
-        const progress = await readProgress(redisFor(c.env), saleId, keepAliveOf(c));
+        // The sale's bucket count: read from D1 once per isolate while it is kept (src/sales/buckets.ts).
+        const buckets = await bucketCount(c.env.DB, saleId);
+        const progress = await readProgress(redisFor(c.env), saleId, buckets, keepAliveOf(c));
         let place = ticket.p;
         const started = progress.at >= progress.startsAt && progress.state !== "missing";
         // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.
         const estimate = place === null && started && ticket.d ? estimatedPlace(ticket.d, progress) : undefined;
-        if (estimate !== undefined) return { ...(await position(c.env, saleId, userId, estimate, progress)), place: null };
+        if (estimate !== undefined)
+          return { ...(await position(c.env, saleId, buckets, userId, estimate, progress)), place: null };
         if (place === null && started) {
           const placed = await join(c.env, await queuedSale(c.env.DB, saleId, keepAliveOf(c)), userId);
           place = placed.place;
           if (place !== null) c.header("Queue-Ticket", placed.ticket);
         }
-        return position(c.env, saleId, userId, place, progress);
+        return position(c.env, saleId, buckets, userId, place, progress);
       });
       return c.json(answer);
     },

@@ -3,8 +3,9 @@
 // included). The admin report shows it; past half the limit it warns, in the report and in
 // the logs. How big each key grows with the crowd: README, "Big keys".
 import type { Redis } from "../redis/client";
-import { saleKeys } from "../shared/keys";
+import { allBuckets, saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
+import type { Sale } from "./sale";
 
 /** Past this share of the record limit a key is a warning: the sale may not finish inside it. */
 export const BIG_KEY_WARNING_SHARE = 0.5;
@@ -24,13 +25,23 @@ export function recordLimitBytes(env: Pick<Env, "REDIS_MAX_RECORD_BYTES">): numb
   return limit;
 }
 
+/** Every key of a sale that can grow: the sale-wide ones, the waiting room's and each bucket's. */
+export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets">): string[] {
+  const { meta, admission, queue } = saleKeys(sale.id);
+  return [meta, admission, ...Object.values(queue), ...allBuckets(sale.id, sale.buckets).flatMap((b) => Object.values(b))];
+}
+
 /**
  * The sale's largest key now, or null when Redis holds none of them. Issued together, the
  * MEMORY USAGE reads travel in one auto-pipelined request (with whatever else the caller sends
  * in the same tick).
  */
-export async function largestSaleKey(redis: Redis, saleId: string, limitBytes: number): Promise<LargestKey | null> {
-  const keys = Object.values(saleKeys(saleId));
+export async function largestSaleKey(
+  redis: Redis,
+  sale: Pick<Sale, "id" | "buckets">,
+  limitBytes: number,
+): Promise<LargestKey | null> {
+  const keys = growingSaleKeys(sale);
   const sizes = await Promise.all(keys.map((key) => redis.exec<number | null>(["MEMORY", "USAGE", key])));
   let largest: LargestKey | null = null;
   keys.forEach((key, i) => {

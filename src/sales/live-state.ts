@@ -34,6 +34,7 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       sale.perUserLimit,
       sale.state,
       ...Object.values(queueMetaFields(sale)),
+      sale.buckets,
     ].map(String),
   );
   return Number(applied) === 1 ? "applied" : Number(applied) === 0 ? "unchanged" : "missing";

@@ -4,6 +4,7 @@
 // before the write cannot leave it cached; the eviction floor already refuses its write-back).
 import { bloomAdd } from "../redis/bloom";
 import type { Redis } from "../redis/client";
+import { bucketsFor } from "../shared/keys";
 import { EVICT_AGAIN_AFTER_SECONDS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
@@ -97,6 +98,7 @@ export async function editSale(
   db: D1Database,
   saleId: string,
   edit: SaleEdit,
+  recordLimitBytes: number,
   ifVersion?: number,
   now = Date.now(),
 ): Promise<{ sale: Sale } | EditRefusal> {
@@ -109,7 +111,7 @@ export async function editSale(
     if (!changesAnything(sale, changes)) return { sale };
     const problem = editProblem(sale, changes, now);
     if (problem) return problem;
-    const edited = await updateSale(db, sale, changes);
+    const edited = await updateSale(db, sale, changes, bucketsFor(changes.stock ?? sale.stock, recordLimitBytes));
     if (edited === "NO_ID_SLOT") return { code: "NO_ID_SLOT" };
     if (edited) return { sale: edited };
   }

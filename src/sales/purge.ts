@@ -1,10 +1,11 @@
-// Removing a sale's Redis keys once it is archived. A sale's buyers hash (and its hash of
-// checkout Idempotency-Keys) can hold a million fields: one DEL of it blocks Redis for the
-// whole free, so big keys go a chunk at a time (lua/purge-chunk.lua), within a budget that
-// a run shares across its sales, and the emptied keys are unlinked at the end.
+// Removing a sale's Redis keys once it is archived. Each bucket of a sale's buyers (and of its
+// checkout Idempotency-Keys) can hold up to half the Redis record limit: one DEL of it blocks
+// Redis for the whole free, so big keys go a chunk at a time (lua/purge-chunk.lua), within a
+// budget that a run shares across its sales, and the emptied keys are unlinked at the end.
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { SALE_STATS_TTL_SECONDS, saleCardKeys, saleKeys, saleStatsKey } from "../shared/keys";
+import { allBuckets, SALE_STATS_TTL_SECONDS, saleCardKeys, saleKeys, saleStatsKey } from "../shared/keys";
+import type { Sale } from "./sale";
 
 /**
  * Members one purge command removes at most (lua/purge-chunk.lua takes up to 5,000): about a
@@ -35,12 +36,20 @@ export class PurgeBudget {
   }
 }
 
-/** The keys that may hold many members, in the order they are emptied. */
-const bigKeys = (saleId: string) => {
-  const keys = saleKeys(saleId);
-  const { places, pre, passes, live } = keys.queue;
-  return [keys.buyers, keys.checkoutKeys, keys.pending, keys.outbox, keys.returned, places, pre, passes, live];
-};
+/** The keys that may hold many members, in the order they are emptied: every bucket's, then the pre-queue. */
+const bigKeys = (sale: Pick<Sale, "id" | "buckets">) => [
+  ...allBuckets(sale.id, sale.buckets).flatMap((b) => [
+    b.buyers,
+    b.checkoutKeys,
+    b.pending,
+    b.outbox,
+    b.returned,
+    b.places,
+    b.passes,
+    b.live,
+  ]),
+  saleKeys(sale.id).queue.pre,
+];
 
 /**
  * The sale's per-minute outcome counters that can still exist: each expires
@@ -67,13 +76,18 @@ function liveStatsKeys(saleId: string, now: number): string[] {
  */
 export async function purgeSaleKeys(
   redis: Redis,
-  saleId: string,
+  sale: Pick<Sale, "id" | "buckets">,
   budget: PurgeBudget,
   otherKeys: string[] = [],
 ): Promise<boolean> {
+  const saleId = sale.id;
   const keys = saleKeys(saleId);
   await redis.unlink(keys.meta);
-  for (const key of bigKeys(saleId)) {
+  // Which of them exist, asked in one tick (one auto-pipelined round trip): a sale of many
+  // buckets leaves most of its waiting-room keys unwritten.
+  const candidates = bigKeys(sale);
+  const exists = await Promise.all(candidates.map((key) => redis.exists(key)));
+  for (const key of candidates.filter((_, i) => Number(exists[i]) > 0)) {
     let cursor = "0";
     for (;;) {
       if (budget.spent) return false;
@@ -91,7 +105,7 @@ export async function purgeSaleKeys(
       keys.admission,
       keys.queue.counters,
       keys.queue.line,
-      ...bigKeys(saleId),
+      ...candidates,
       ...liveStatsKeys(saleId, Date.now()),
       // The cached card and its eviction floor (they would expire by themselves).
       ...Object.values(saleCardKeys(saleId)),

@@ -27,6 +27,7 @@ interface SaleRow {
   queue_pass_ttl_sec: number;
   queue_seed: string | null;
   queue_seed_commitment: string | null;
+  redis_buckets: number;
 }
 
 const fromRow = (row: SaleRow): Sale => ({
@@ -47,6 +48,7 @@ const fromRow = (row: SaleRow): Sale => ({
   state: row.state,
   version: row.version,
   archivedAt: row.archived_at,
+  buckets: row.redis_buckets,
   queue: {
     mode: row.queue_mode,
     prequeueSec: row.queue_prequeue_sec,
@@ -60,7 +62,7 @@ const fromRow = (row: SaleRow): Sale => ({
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
-  "queue_seed, queue_seed_commitment, human_check";
+  "queue_seed, queue_seed_commitment, human_check, redis_buckets";
 
 /**
  * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second,
@@ -101,8 +103,8 @@ export async function insertSale(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
                           queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment,
-                          human_check)
-       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23
+                          human_check, redis_buckets)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING ${SALE_COLUMNS}`,
@@ -131,6 +133,7 @@ export async function insertSale(
       sale.queue.seed,
       sale.queue.seedCommitment,
       sale.humanCheck ? 1 : 0,
+      sale.buckets,
     )
     .first<SaleRow>();
   return row ? fromRow(row) : undefined;
@@ -153,10 +156,19 @@ export interface SaleChanges {
  * Applies an edit to the sale as it was read at `version` (optimistic concurrency: a
  * concurrent edit makes this one change nothing, and the caller reads again), with a fresh
  * order-id slot for the new window. A change of window or admission applies only while the
- * sale has not started by D1's clock. Returns the sale as edited, undefined when the version
- * moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken over the new window.
+ * sale has not started by D1's clock. The bucket count grows to `buckets` (what the new stock
+ * needs) only while nobody can have joined or bought, by D1's clock: before the waiting room
+ * opens (the start, for a sale without one), when no per-buyer record exists to be found in
+ * the wrong bucket; later the sale keeps its count. Returns the sale as edited, undefined
+ * when the version moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken
+ * over the new window.
  */
-export async function updateSale(db: D1Database, sale: Sale, changes: SaleChanges): Promise<Sale | undefined | "NO_ID_SLOT"> {
+export async function updateSale(
+  db: D1Database,
+  sale: Sale,
+  changes: SaleChanges,
+  buckets: number,
+): Promise<Sale | undefined | "NO_ID_SLOT"> {
   const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission, queue: changes.queue ?? sale.queue };
   const row = await db
     .prepare(
@@ -165,6 +177,9 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
               queue_mode = ?11, queue_prequeue_sec = ?12, queue_admit_per_sec = ?13, queue_pass_ttl_sec = ?14,
               queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
               human_check = ?17,
+              redis_buckets = CASE WHEN (CASE queue_mode WHEN 'off' THEN starts_at ELSE starts_at - queue_prequeue_sec * 1000 END)
+                                        > CAST(unixepoch('subsec') * 1000 AS INTEGER)
+                                   THEN MAX(redis_buckets, ?18) ELSE redis_buckets END,
               id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
          AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check)
@@ -191,6 +206,7 @@ export async function updateSale(db: D1Database, sale: Sale, changes: SaleChange
       next.queue.seed,
       next.queue.seedCommitment,
       next.humanCheck ? 1 : 0,
+      buckets,
     )
     .first<SaleRow>()
     // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.
@@ -287,13 +303,26 @@ export async function findSaleBySlotAt(db: D1Database, slot: number, atMs: numbe
 }
 
 /**
- * Sales whose outboxes may still hold orders: every sale that ended less than `withinMs` ago,
- * except archived ones (settled, their keys gone).
+ * Sales whose outboxes may still hold orders, with their bucket counts: every sale that ended
+ * less than `withinMs` ago, except archived ones (settled, their keys gone).
  */
-export async function listRecentSaleIds(db: D1Database, now: number, withinMs: number): Promise<string[]> {
+export async function listRecentSales(
+  db: D1Database,
+  now: number,
+  withinMs: number,
+): Promise<{ saleId: string; buckets: number }[]> {
   const { results } = await db
-    .prepare("SELECT id FROM sales WHERE ends_at > ? AND archived_at IS NULL ORDER BY id")
+    .prepare("SELECT id, redis_buckets FROM sales WHERE ends_at > ? AND archived_at IS NULL ORDER BY id")
     .bind(now - withinMs)
-    .all<{ id: number }>();
-  return results.map((r) => String(r.id));
+    .all<{ id: number; redis_buckets: number }>();
+  return results.map((r) => ({ saleId: String(r.id), buckets: r.redis_buckets }));
+}
+
+/** The bucket counts (redis_buckets) of those of `saleIds` D1 holds. */
+export async function saleBucketCounts(db: D1Database, saleIds: string[]): Promise<Map<string, number>> {
+  const { results } = await db
+    .prepare(`SELECT id, redis_buckets FROM sales WHERE id IN (${saleIds.map(() => "?").join(", ")})`)
+    .bind(...saleIds.map(Number))
+    .all<{ id: number; redis_buckets: number }>();
+  return new Map(results.map((row) => [String(row.id), row.redis_buckets]));
 }

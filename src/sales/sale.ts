@@ -38,6 +38,8 @@ export interface Sale {
   version: number;
   /** When the sale's Redis keys were archived to D1 and removed (after it ended and settled). */
   archivedAt: number | null;
+  /** How many buckets its per-buyer Redis records are split into (src/shared/keys.ts, bucketsFor). */
+  buckets: number;
   queue: Queue;
 }
 

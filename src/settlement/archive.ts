@@ -136,7 +136,7 @@ async function archiveRun(
     // for a sale with outbox records to re-send (it looks first), and this one has none left;
     // a restore refuses a sale whose keys are archived.
     const lockCounters = [lockKeys(redriveLockName(saleId)).fence, lockKeys(restoreLockName(saleId)).fence];
-    const done = await purgeSaleKeys(redis, saleId, budget, lockCounters);
+    const done = await purgeSaleKeys(redis, sale, budget, lockCounters);
     if (!done) {
       run.inProgress.push(saleId);
       break;

@@ -72,10 +72,12 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
     const [, released, cancelled] = await Promise.all([
       clearOutbox(
         redis,
+        env.DB,
         settled.orders.filter((o) => !settled.failedIds.has(o.orderId)),
       ),
       returnUnits(
         redis,
+        env.DB,
         settled.orders.filter((o) => settled.failedIds.has(o.orderId)),
       ),
       returnEnded(env.DB, redis, settled.cancelled),

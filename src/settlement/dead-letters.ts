@@ -34,10 +34,12 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
     const [, returned] = await Promise.all([
       clearOutbox(
         redis,
+        env.DB,
         letters.filter((l) => !failed.has(l.orderId)),
       ),
       returnUnits(
         redis,
+        env.DB,
         letters.filter((l) => failed.has(l.orderId)),
       ),
     ]);

@@ -1,29 +1,40 @@
 import type { Redis } from "../redis/client";
-import { parsePendingRecord, saleKeys } from "../shared/keys";
+import { bucketCounts } from "../sales/buckets";
+import { allBuckets, type BucketKeys, buyerKeys, parsePendingRecord } from "../shared/keys";
 import type { OrderMessage } from "../shared/messages";
 import { decodeOrderId } from "../shared/order-id";
 
 /**
- * Clears settled orders from their sales' outboxes and pending records. The commands are
- * issued in one tick: auto-pipelining sends them as one Upstash round trip per batch.
+ * Clears settled orders from their sales' outboxes and pending records, in their buyers'
+ * buckets. The commands are issued in one tick: auto-pipelining sends them as one Upstash
+ * round trip per batch.
  */
-export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId">[]): Promise<void> {
+export async function clearOutbox(
+  redis: Redis,
+  db: D1Database,
+  orders: Pick<OrderMessage, "orderId" | "saleId" | "userId">[],
+): Promise<void> {
+  if (orders.length === 0) return;
+  const buckets = await bucketCounts(
+    db,
+    orders.map((o) => o.saleId),
+  );
   await Promise.all(
     orders.flatMap((o) => {
-      const keys = saleKeys(o.saleId);
+      const keys = buyerKeys(o.saleId, o.userId, buckets.get(o.saleId) ?? 1);
       return [redis.zrem(keys.outbox, o.orderId), redis.hdel(keys.pending, o.orderId)];
     }),
   );
 }
 
-/** The orders of a sale whose outbox records were last sent before `olderThanMs` (epoch ms, Redis time), oldest first. */
-export async function staleOutboxOrders(
+/** One bucket's orders whose outbox records were last sent before `olderThanMs`, oldest first. */
+async function staleInBucket(
   redis: Redis,
   saleId: string,
+  keys: BucketKeys,
   olderThanMs: number,
   limit: number,
 ): Promise<OrderMessage[]> {
-  const keys = saleKeys(saleId);
   const ids = (await redis.zrange(keys.outbox, "-inf", olderThanMs, {
     byScore: true,
     offset: 0,
@@ -42,19 +53,50 @@ export async function staleOutboxOrders(
   return orders;
 }
 
-/** Whether any of the sale's outbox records was last sent before `olderThanMs` (one ZCOUNT; never creates the key). */
-export async function hasStaleOutboxOrders(redis: Redis, saleId: string, olderThanMs: number): Promise<boolean> {
-  return Number(await redis.zcount(saleKeys(saleId).outbox, "-inf", olderThanMs)) > 0;
+/**
+ * The orders of a sale (split into `buckets`) whose outbox records were last sent before
+ * `olderThanMs` (epoch ms, Redis time): up to `limit` from each bucket, every bucket's reads
+ * issued in one tick (one auto-pipelined round trip for the ranges, one for the records).
+ */
+export async function staleOutboxOrders(
+  redis: Redis,
+  saleId: string,
+  buckets: number,
+  olderThanMs: number,
+  limit: number,
+): Promise<OrderMessage[]> {
+  const perBucket = Math.max(1, Math.ceil(limit / buckets));
+  const found = await Promise.all(
+    allBuckets(saleId, buckets).map((keys) => staleInBucket(redis, saleId, keys, olderThanMs, perBucket)),
+  );
+  return found.flat();
+}
+
+/** Whether any of the sale's outbox records was last sent before `olderThanMs` (a ZCOUNT per bucket, in one tick; never creates a key). */
+export async function hasStaleOutboxOrders(redis: Redis, saleId: string, buckets: number, olderThanMs: number): Promise<boolean> {
+  const counts = await Promise.all(allBuckets(saleId, buckets).map((keys) => redis.zcount(keys.outbox, "-inf", olderThanMs)));
+  return counts.some((n) => Number(n) > 0);
 }
 
 /**
  * Marks re-driven records as sent now, so the next run waits another threshold before
  * re-sending them. XX: a record the consumer cleared meanwhile is not brought back.
  */
-export async function touchOutbox(redis: Redis, saleId: string, orders: OrderMessage[], nowMs: number): Promise<void> {
-  if (orders.length === 0) return;
-  const [first, ...rest] = orders.map((o) => ({ score: nowMs, member: o.orderId }));
-  if (first) await redis.zadd(saleKeys(saleId).outbox, { xx: true }, first, ...rest);
+export async function touchOutbox(
+  redis: Redis,
+  saleId: string,
+  buckets: number,
+  orders: OrderMessage[],
+  nowMs: number,
+): Promise<void> {
+  const byBucket = new Map<string, { score: number; member: string }[]>();
+  for (const o of orders) {
+    const outbox = buyerKeys(saleId, o.userId, buckets).outbox;
+    const members = byBucket.get(outbox);
+    if (members) members.push({ score: nowMs, member: o.orderId });
+    else byBucket.set(outbox, [{ score: nowMs, member: o.orderId }]);
+  }
+  await Promise.all([...byBucket].map(([outbox, [first, ...rest]]) => first && redis.zadd(outbox, { xx: true }, first, ...rest)));
 }
 
 /** An order reserved in Redis and not settled in D1 yet. */
@@ -64,12 +106,16 @@ export interface PendingOrder {
   quantity: number;
 }
 
-/** Every pending order of a sale (for the reconciliation report). */
-export async function pendingOrders(redis: Redis, saleId: string): Promise<PendingOrder[]> {
-  const flat = (await redis.hgetall(saleKeys(saleId).pending)) as unknown as string[] | null;
+/** Every pending order of a sale, from all its buckets (for the reconciliation report). */
+export async function pendingOrders(redis: Redis, saleId: string, buckets: number): Promise<PendingOrder[]> {
+  const all = await Promise.all(
+    allBuckets(saleId, buckets).map((keys) => redis.hgetall(keys.pending) as unknown as Promise<string[] | null>),
+  );
   const orders: PendingOrder[] = [];
-  for (let i = 0; flat && i < flat.length; i += 2) {
-    orders.push({ orderId: String(flat[i]), ...parsePendingRecord(String(flat[i + 1])) });
+  for (const flat of all) {
+    for (let i = 0; flat && i < flat.length; i += 2) {
+      orders.push({ orderId: String(flat[i]), ...parsePendingRecord(String(flat[i + 1])) });
+    }
   }
   return orders;
 }

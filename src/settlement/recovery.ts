@@ -66,7 +66,7 @@ export async function failRolledBack(env: Env, orders: OrderMessage[]): Promise<
     orders.map((o) => ({ ...o, reason: REDIS_ROLLBACK })),
   );
   const redis = redisFor(env);
-  await clearOutbox(redis, orders);
+  await clearOutbox(redis, env.DB, orders);
   // The Redis that minted these numbered at least as far as its sequence stands (ids carry no
   // sequence): the rebuild waits for D1 to have landed as many, and numbers on above it.
   for (const saleId of new Set(orders.map((o) => o.saleId))) {

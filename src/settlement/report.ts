@@ -6,7 +6,7 @@ import { readLiveSale } from "../sales/live-state";
 import { failedByRollback, findRecovery, type RecoveryRecord } from "../sales/recovery-record";
 import type { Sale } from "../sales/sale";
 import type { ReconciliationReport, SaleHealth } from "../shared/api-types";
-import { saleKeys } from "../shared/keys";
+import { allBuckets } from "../shared/keys";
 import { type PendingOrder, pendingOrders } from "./outbox";
 
 /** What the report reads from Redis: live, or as archived when the sale's keys were removed. */
@@ -42,6 +42,10 @@ const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
   largestKey: null,
 });
 
+/** The sum of counts read from every bucket. */
+const total = async (counts: Promise<number>[]): Promise<number> =>
+  (await Promise.all(counts)).reduce((n, c) => n + Number(c), 0);
+
 /**
  * The sale's figures as Redis holds them, or as archived. Once the sale is archived Redis
  * is not asked at all. The meta hash is read last: the clean-up removes it before any
@@ -54,14 +58,14 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
     if (archive) return archivedFigures(sale, archive);
   }
   const redis = redisFor(env);
-  const keys = saleKeys(sale.id);
+  const buckets = allBuckets(sale.id, sale.buckets);
   // Issued together, these reads travel as one auto-pipelined round trip, in this order.
   const [outbox, pending, buyers, returned, largestKey, live] = await Promise.all([
-    redis.zcard(keys.outbox),
-    pendingOrders(redis, sale.id),
-    redis.hlen(keys.buyers),
-    redis.scard(keys.returned),
-    largestSaleKey(redis, sale.id, recordLimitBytes(env)),
+    total(buckets.map((b) => redis.zcard(b.outbox))),
+    pendingOrders(redis, sale.id, sale.buckets),
+    total(buckets.map((b) => redis.hlen(b.buyers))),
+    total(buckets.map((b) => redis.scard(b.returned))),
+    largestSaleKey(redis, sale, recordLimitBytes(env)),
     readLiveSale(redis, sale.id),
   ]);
   if (live) {

@@ -9,29 +9,33 @@ import { LUA, runScript } from "../redis/scripts";
 import { queueMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
-import { saleKeys } from "../shared/keys";
+import { allBuckets, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
 
 /** The restore's lock: its keys share the sale's hash tag, so restore.lua can check the fence beside the sale's keys. */
 export const restoreLockName = (saleId: string) => `sale:${saleId}`;
 /** Renewed while the restore works; one at a time, a second is refused rather than queued. */
 const RESTORE_LOCK = { leaseMs: 15_000, waitMs: 0, maxHoldMs: 120_000 };
-/** lua/restore.lua's KEYS: the lock's fencing counter beside the sale's keys (one hash tag). */
-export function restoreScriptKeys(saleId: string): string[] {
-  const keys = saleKeys(saleId);
-  return [
-    lockKeys(restoreLockName(saleId)).fence,
-    keys.meta,
-    keys.buyers,
-    keys.returned,
-    keys.outbox,
-    keys.pending,
-    keys.checkoutKeys,
-    keys.admission,
-  ];
+/** lua/restore.lua's KEYS: the lock's fencing counter beside the sale's meta (one hash tag), then the part's keys. */
+export function restoreScriptKeys(saleId: string, partKeys: string[] = []): string[] {
+  return [lockKeys(restoreLockName(saleId)).fence, saleKeys(saleId).meta, ...partKeys];
 }
 
 /** Buyers or order ids per script call. */
 const CHUNK = 1_000;
+/** Buckets a `clear` call drops the keys of (five keys each). */
+const CLEAR_BUCKETS_PER_CALL = 200;
+
+/** `items` grouped by the bucket (of `buckets`) of each one's user id. */
+function byBucket<T extends { userId: string }>(items: T[], buckets: number): Map<number, T[]> {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const bucket = bucketOf(item.userId, buckets);
+    const group = groups.get(bucket);
+    if (group) group.push(item);
+    else groups.set(bucket, [item]);
+  }
+  return groups;
+}
 /** How long the restore waits for Redis' clock to pass the second it started in. */
 const CLOCK_WAIT_MS = 3_000;
 
@@ -105,22 +109,38 @@ export async function restoreSale(
         const [snapshot, recovery] = await Promise.all([restoreSnapshot(db, saleId), findRecovery(db, saleId)]);
         const waitMs = waitBeforeRebuildMs(snapshot, recovery, options.quietMs, Date.now());
         if (waitMs > 0) return { kind: "in-flight", retryAfterMs: waitMs };
-        const scriptKeys = restoreScriptKeys(saleId);
         // Each part checks the fence first: once another restore took the lock, nothing more is written.
-        const part = (name: string, args: (string | number)[]) => {
+        const part = (name: string, partKeys: string[], args: (string | number)[]) => {
           signal.throwIfAborted();
-          return runScript<number>(redis, LUA.restore, scriptKeys, [String(lease.fence), name, ...args.map(String)]);
+          return runScript<number>(redis, LUA.restore, restoreScriptKeys(saleId, partKeys), [
+            String(lease.fence),
+            name,
+            ...args.map(String),
+          ]);
         };
-        const startedSecond = Number(await part("clear", []));
-        for (let i = 0; i < snapshot.holders.length; i += CHUNK) {
-          await part(
-            "buyers",
-            snapshot.holders.slice(i, i + CHUNK).flatMap((h) => [h.userId, `${h.units}:${h.lastOrderId}`]),
-          );
+        // The sale comes back split as D1 records it (the meta below names the same count).
+        const buckets = allBuckets(saleId, sale.buckets);
+        let startedSecond = 0;
+        for (let b = 0; b < buckets.length; b += CLEAR_BUCKETS_PER_CALL) {
+          const dropped = buckets
+            .slice(b, b + CLEAR_BUCKETS_PER_CALL)
+            .flatMap((k) => [k.buyers, k.returned, k.outbox, k.pending, k.checkoutKeys]);
+          const second = Number(await part("clear", b === 0 ? [keys.admission, ...dropped] : dropped, []));
+          if (b === 0) startedSecond = second;
         }
-        for (let i = 0; i < snapshot.endedOrderIds.length; i += CHUNK) {
-          await part("returned", snapshot.endedOrderIds.slice(i, i + CHUNK));
-        }
+        // Each record into its buyer's bucket, CHUNK records per call.
+        const intoBuckets = async <T extends { userId: string }>(
+          name: "buyers" | "returned",
+          items: T[],
+          args: (item: T) => string[],
+        ) => {
+          for (const [bucket, group] of byBucket(items, sale.buckets)) {
+            const key = bucketKeys(saleId, bucket, sale.buckets)[name];
+            for (let i = 0; i < group.length; i += CHUNK) await part(name, [key], group.slice(i, i + CHUNK).flatMap(args));
+          }
+        };
+        await intoBuckets("buyers", snapshot.holders, (h) => [h.userId, `${h.units}:${h.lastOrderId}`]);
+        await intoBuckets("returned", snapshot.endedOrders, (o) => [o.orderId]);
         const held = snapshot.holders.reduce((n, h) => n + h.units, 0);
         const meta = {
           version: sale.version,
@@ -137,11 +157,12 @@ export async function restoreSale(
           limit: sale.perUserLimit,
           state: sale.state,
           ...queueMetaFields(sale),
+          buckets: sale.buckets,
         };
         const deadline = Date.now() + CLOCK_WAIT_MS;
         for (;;) {
           try {
-            await part("meta", [startedSecond, ...Object.entries(meta).flat()]);
+            await part("meta", [], [startedSecond, ...Object.entries(meta).flat()]);
             break;
           } catch (err) {
             if (!failedWith(err, "TOO_SOON") || Date.now() > deadline) throw err;
@@ -155,7 +176,7 @@ export async function restoreSale(
           minted: snapshot.minted,
           seq: meta.seq,
           buyers: snapshot.holders.length,
-          returned: snapshot.endedOrderIds.length,
+          returned: snapshot.endedOrders.length,
           detectedBy: recovery.state === "live" ? null : recovery.detectedBy,
           detectedAt: recovery.state === "live" ? null : recovery.detectedAt,
         };

@@ -1,9 +1,35 @@
 // Every key of a sale carries the same hash tag, so one script can touch them all on a
 // Redis Cluster (and on Upstash, which may shard): KEYS[] never cross a slot.
 
+/**
+ * A sale's keys that do not grow with the crowd. The whole layout, per-buyer buckets
+ * included, is one table: docs/architecture.md, "A sale in Redis".
+ */
 export interface SaleKeys {
-  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version. */
+  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version, buckets. */
   meta: string;
+  /** Token bucket of the sale's checkout admission. */
+  admission: string;
+  /** The waiting room's sale-wide keys (lua/queue-join.lua, lua/queue-progress.lua): see QueueKeys. */
+  queue: QueueKeys;
+}
+
+/** A sale's waiting room in Redis, sale-wide; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
+export interface QueueKeys {
+  /** Hash: admitted (every place up to it is admitted), used and expired (passes), at (ms of the last progress). */
+  counters: string;
+  /** Sorted set, all scores 0: "<draw key hex>:<user id>" of a random sale's pre-queue; the lexical order is the draw. */
+  pre: string;
+  /** List: user ids in arrival order (a fifo sale's every joiner, a random sale's joiners after the start). */
+  line: string;
+}
+
+/**
+ * One bucket of a sale's per-buyer and per-order records. A buyer's records, and every order
+ * of theirs, live in the bucket `bucketOf(userId, buckets)`, so no key grows past its share
+ * of the crowd (the sale's bucket count is chosen for its stock: bucketsFor).
+ */
+export interface BucketKeys {
   /** Hash: user id -> "<units held>:<latest order id>". */
   buyers: string;
   /** Sorted set: order ids not settled in D1 yet, scored by when they were last sent (ms). */
@@ -12,24 +38,10 @@ export interface SaleKeys {
   pending: string;
   /** Set: order ids whose units went back on sale (each comes back once). */
   returned: string;
-  /** Token bucket of the sale's checkout admission. */
-  admission: string;
   /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent a key. */
   checkoutKeys: string;
-  /** The waiting room (lua/queue-join.lua, lua/queue-progress.lua, lua/checkout.lua): see queueKeys. */
-  queue: QueueKeys;
-}
-
-/** A sale's waiting room in Redis; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
-export interface QueueKeys {
-  /** Hash: admitted (every place up to it is admitted), used and expired (passes), at (ms of the last progress). */
-  counters: string;
-  /** Hash: user id -> place, or "pre" for a random sale's pre-queue joiner (placed by the draw). */
+  /** Hash: user id -> place in the waiting room, or "pre" for a random sale's pre-queue joiner (placed by the draw). */
   places: string;
-  /** Sorted set, all scores 0: "<draw key hex>:<user id>" of a random sale's pre-queue; the lexical order is the draw. */
-  pre: string;
-  /** List: user ids in arrival order (a fifo sale's every joiner, a random sale's joiners after the start). */
-  line: string;
   /** Hash: user id -> "<place>:<pass expiry ms>", or "<place>:used" once the pass bought. */
   passes: string;
   /** Sorted set: user ids of admitted passes not used yet, scored by their expiry (ms). */
@@ -38,28 +50,68 @@ export interface QueueKeys {
 
 export function queueKeys(saleId: string): QueueKeys {
   const prefix = `fs:{sale:${saleId}}:queue`;
-  return {
-    counters: prefix,
-    places: `${prefix}:places`,
-    pre: `${prefix}:pre`,
-    line: `${prefix}:line`,
-    passes: `${prefix}:passes`,
-    live: `${prefix}:live`,
-  };
+  return { counters: prefix, pre: `${prefix}:pre`, line: `${prefix}:line` };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
   const prefix = `fs:{sale:${saleId}}`;
+  return { meta: `${prefix}:meta`, admission: `${prefix}:admission`, queue: queueKeys(saleId) };
+}
+
+/**
+ * Bucket `bucket` of `buckets`. A sale of one bucket keeps the names sales had before they
+ * were split (fs:{sale:<id>}:buyers); bucket b of several adds ":b<b>" (fs:{sale:<id>}:buyers:b3).
+ */
+export function bucketKeys(saleId: string, bucket: number, buckets: number): BucketKeys {
+  const prefix = `fs:{sale:${saleId}}`;
+  const suffix = buckets === 1 ? "" : `:b${bucket}`;
   return {
-    meta: `${prefix}:meta`,
-    buyers: `${prefix}:buyers`,
-    outbox: `${prefix}:outbox`,
-    pending: `${prefix}:pending`,
-    returned: `${prefix}:returned`,
-    admission: `${prefix}:admission`,
-    checkoutKeys: `${prefix}:keys`,
-    queue: queueKeys(saleId),
+    buyers: `${prefix}:buyers${suffix}`,
+    outbox: `${prefix}:outbox${suffix}`,
+    pending: `${prefix}:pending${suffix}`,
+    returned: `${prefix}:returned${suffix}`,
+    checkoutKeys: `${prefix}:keys${suffix}`,
+    places: `${prefix}:queue:places${suffix}`,
+    passes: `${prefix}:queue:passes${suffix}`,
+    live: `${prefix}:queue:live${suffix}`,
   };
+}
+
+/** Every bucket of a sale, bucket 0 first. */
+export const allBuckets = (saleId: string, buckets: number): BucketKeys[] =>
+  Array.from({ length: buckets }, (_, b) => bucketKeys(saleId, b, buckets));
+
+/** The bucket holding `userId`'s records and orders: FNV-1a of the id's UTF-8 bytes, mod `buckets`. */
+export function bucketOf(userId: string, buckets: number): number {
+  if (buckets === 1) return 0;
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(userId)) hash = Math.imul(hash ^ byte, 0x01000193);
+  return (hash >>> 0) % buckets;
+}
+
+/** The keys of `userId`'s bucket. */
+export const buyerKeys = (saleId: string, userId: string, buckets: number): BucketKeys =>
+  bucketKeys(saleId, bucketOf(userId, buckets), buckets);
+
+/**
+ * The most one buyer or one order adds to any one per-buyer key, in bytes of MEMORY USAGE:
+ * a checkout-keys field at the longest user id (128) and Idempotency-Key (200) the API takes,
+ * its value and Redis' per-entry overhead, rounded up to the allocator's size class. Typical
+ * ids and keys take about a quarter of it (README, "Big keys").
+ */
+export const MAX_BYTES_PER_BUYER_RECORD = 512;
+
+/** The most buckets a sale is split into: a million units under a 256 KiB record limit take about 3,900. */
+export const MAX_BUCKETS = 4_096;
+
+/**
+ * How many buckets a sale of `stock` units is split into so that, sold out, no per-buyer key
+ * holds more than half of `recordLimitBytes` (each buyer and each order adds at most one
+ * record to a key; every order holds at least a unit, so there are at most `stock` of each).
+ */
+export function bucketsFor(stock: number, recordLimitBytes: number): number {
+  const needed = Math.ceil((stock * MAX_BYTES_PER_BUYER_RECORD) / (recordLimitBytes / 2));
+  return Math.min(MAX_BUCKETS, Math.max(1, needed));
 }
 
 /** A sale's cached card (what GET /api/sales/:saleId shows of D1's record) and its eviction floor (lua/cache-read.lua). */
@@ -97,33 +149,44 @@ export function parsePendingRecord(record: string): { quantity: number; userId: 
  */
 export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${saleId}}:stats:${minute}`;
 
-/** lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters. */
-export function checkoutScriptKeys(saleId: string, minute: number): string[] {
-  const keys = saleKeys(saleId);
-  return [
-    keys.meta,
-    keys.buyers,
-    keys.outbox,
-    keys.pending,
-    keys.admission,
-    saleStatsKey(saleId, minute),
-    keys.checkoutKeys,
-    keys.queue.counters,
-    keys.queue.passes,
-    keys.queue.live,
-  ];
+/**
+ * lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters:
+ * the sale-wide keys, then the keys of each bucket `userIds` live in, once, in order of first
+ * appearance. `bucketSlots[i]` is which of those buckets (1-based) holds `userIds[i]`.
+ */
+export function checkoutScriptKeys(
+  saleId: string,
+  minute: number,
+  buckets: number,
+  userIds: string[],
+): { keys: string[]; bucketSlots: number[] } {
+  const sale = saleKeys(saleId);
+  const keys = [sale.meta, sale.admission, saleStatsKey(saleId, minute), sale.queue.counters];
+  const slotOfBucket = new Map<number, number>();
+  const bucketSlots = userIds.map((userId) => {
+    const bucket = bucketOf(userId, buckets);
+    let slot = slotOfBucket.get(bucket);
+    if (slot === undefined) {
+      slot = slotOfBucket.size + 1;
+      slotOfBucket.set(bucket, slot);
+      const k = bucketKeys(saleId, bucket, buckets);
+      keys.push(k.buyers, k.outbox, k.pending, k.checkoutKeys, k.passes, k.live);
+    }
+    return slot;
+  });
+  return { keys, bucketSlots };
 }
 
-/** lua/queue-join.lua's KEYS, in its header's order. */
-export function queueJoinKeys(saleId: string): string[] {
+/** lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join. */
+export function queueJoinKeys(saleId: string, userId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, queue.places, queue.pre, queue.line];
+  return [meta, buyerKeys(saleId, userId, buckets).places, queue.pre, queue.line];
 }
 
-/** lua/queue-progress.lua's KEYS, in its header's order. */
-export function queueProgressKeys(saleId: string): string[] {
+/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then every bucket's passes and live set. */
+export function queueProgressKeys(saleId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, queue.counters, queue.pre, queue.line, queue.passes, queue.live];
+  return [meta, queue.counters, queue.pre, queue.line, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live])];
 }
 
 /**

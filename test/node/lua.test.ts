@@ -8,7 +8,15 @@ import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/checkout/reply.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
+import {
+  allBuckets,
+  type BucketKeys,
+  bucketKeys,
+  bucketOf,
+  buyerKeys,
+  checkoutScriptKeys,
+  saleKeys,
+} from "../../src/shared/keys.ts";
 import { BLOOM } from "../../src/shared/limits.ts";
 import { decodeOrderId, ID_INDEXES, ORDER_ID_EPOCH_MS } from "../../src/shared/order-id.ts";
 
@@ -30,11 +38,14 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** A sale of one bucket: its per-buyer keys keep the names they had before sales were split. */
+const oneBucketKeys = (id: string) => ({ ...saleKeys(id), ...bucketKeys(id, 0, 1) });
+
 async function newSale(
   opts: { stock?: number; starts?: number; ends?: number; slot?: number; rate?: number; burst?: number; limit?: number } = {},
 ) {
   const id = String(++seq);
-  const keys = saleKeys(id);
+  const keys = oneBucketKeys(id);
   const now = Date.now();
   const args = [
     1,
@@ -52,6 +63,7 @@ async function newSale(
     0,
     1,
     30,
+    1, // one bucket
   ];
   expect(await sync(keys, args)).toBe(1);
   return { id, keys };
@@ -62,7 +74,7 @@ const sync = (keys: { meta: string }, args: (string | number)[]) =>
 
 // Script.exec: EVALSHA first, EVAL on NOSCRIPT, as the Worker runs it; the reply read by the
 // Worker's own parser, which checks its layout.
-type Keys = ReturnType<typeof saleKeys>;
+type Keys = ReturnType<typeof oneBucketKeys>;
 const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
 /** Buyers as "user" (one unit), ["user", quantity], or ["user", quantity, Idempotency-Key]. */
 type Buyer = string | [string, number] | [string, number, string];
@@ -70,19 +82,24 @@ const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
     [
       keys.meta,
+      keys.admission,
+      statsKey(keys),
+      keys.queue.counters,
       keys.buyers,
       keys.outbox,
       keys.pending,
-      keys.admission,
-      statsKey(keys),
       keys.checkoutKeys,
-      keys.queue.counters,
-      keys.queue.passes,
-      keys.queue.live,
+      keys.passes,
+      keys.live,
     ],
-    buyers.flatMap((b) => (typeof b === "string" ? [b, "1", "", ""] : [b[0], String(b[1]), b[2] ?? "", ""])),
+    // Split by one bucket; every buyer's is the call's first.
+    ["1", ...buyers.flatMap((b) => (typeof b === "string" ? [b, "1", "", "", "1"] : [b[0], String(b[1]), b[2] ?? "", "", "1"]))],
   );
-const checkoutAll = async (keys: Keys, buyers: Buyer[]) => parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
+const checkoutAll = async (keys: Keys, buyers: Buyer[]) => {
+  const reply = parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
+  if (!reply.reservations) throw new Error(`split by another bucket count than the sale's ${reply.buckets}`);
+  return reply.reservations;
+};
 const checkout = async (keys: Keys, buyer: Buyer) => {
   const replies = await checkoutAll(keys, [buyer]);
   expect(replies).toHaveLength(1);
@@ -92,7 +109,7 @@ const returnUnits = (keys: Keys, orderId: string, user: string, quantity = 1) =>
   redis.eval(
     lua("return"),
     [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
-    [orderId, user, String(quantity)],
+    [orderId, user, String(quantity), "1"],
   );
 const orderOf = (r: Reservation) => ("orderId" in r ? r.orderId : undefined);
 /** Redis' clock, in ms. */
@@ -197,7 +214,7 @@ describe("checkout.lua", () => {
     expect(await checkout(early.keys, "x")).toEqual({ code: "SALE_NOT_STARTED", startsAt: now + 60_000 });
     const late = await newSale({ starts: now - 120_000, ends: now - 60_000 });
     expect(await checkout(late.keys, "x")).toEqual({ code: "SALE_ENDED", endsAt: now - 60_000 });
-    expect(await checkout(saleKeys("404"), "x")).toEqual({ code: "SALE_NOT_FOUND" });
+    expect(await checkout(oneBucketKeys("404"), "x")).toEqual({ code: "SALE_NOT_FOUND" });
     for (const s of [early, late]) {
       expect(await redis.hget(s.keys.meta, "remaining")).toBe("3");
       expect(await redis.exists(s.keys.buyers, s.keys.outbox, s.keys.admission)).toBe(0);
@@ -245,13 +262,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 quadruples/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 quintuples/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 quadruples/);
+    ).rejects.toThrow(/1 to 100 quintuples/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -263,7 +280,7 @@ describe("checkout.lua with a batch of buyers", () => {
       { code: "SALE_ENDED", endsAt: now - 60_000 },
       { code: "SALE_ENDED", endsAt: now - 60_000 },
     ]);
-    expect(await checkoutAll(saleKeys("405"), ["x", "y"])).toEqual([{ code: "SALE_NOT_FOUND" }, { code: "SALE_NOT_FOUND" }]);
+    expect(await checkoutAll(oneBucketKeys("405"), ["x", "y"])).toEqual([{ code: "SALE_NOT_FOUND" }, { code: "SALE_NOT_FOUND" }]);
     expect(await redis.exists(late.keys.buyers, late.keys.outbox, late.keys.admission)).toBe(0);
   });
 });
@@ -285,11 +302,11 @@ describe("the reply layout", () => {
     const { keys } = await newSale();
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
     expect(raw[0]).toBe("checkout/4");
-    expect(raw).toHaveLength(9 + 4 * 2);
+    expect(raw).toHaveLength(10 + 4 * 2);
     expect(() => parseCheckoutReply(raw, 3)).toThrow(ReplyLayoutError);
-    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/4 with 17 fields/);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/4 with 18 fields/);
     expect(() => parseCheckoutReply(["checkout/3", ...raw.slice(1)], 2)).toThrow(/layout checkout\/3/);
-    expect(() => parseCheckoutReply([...raw.slice(0, 9), "MAYBE", "", 0, 0, ...raw.slice(13)], 2)).toThrow(/outcome MAYBE/);
+    expect(() => parseCheckoutReply([...raw.slice(0, 10), "MAYBE", "", 0, 0, ...raw.slice(14)], 2)).toThrow(/outcome MAYBE/);
   });
 });
 
@@ -392,14 +409,14 @@ describe("return.lua and sale-sync.lua", () => {
   });
 
   it("never re-creates a sale Redis does not hold, and says so", async () => {
-    const keys = saleKeys("gone-1");
+    const keys = oneBucketKeys("gone-1");
     expect(await returnUnits(keys, "123", "nobody", 1)).toBe(-1);
     expect(await redis.exists(keys.meta, keys.returned)).toBe(0);
   });
 
   const record = (version: number, stock: number, state = "active") => {
     const now = Date.now();
-    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state, "off", 0, 1, 30];
+    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state, "off", 0, 1, 30, 1];
   };
 
   it("sale-sync never resets a live sale: the same version again changes nothing", async () => {
@@ -422,7 +439,7 @@ describe("return.lua and sale-sync.lua", () => {
   });
 
   it("sale-sync loads only a sale's first record: a later one for a sale Redis lost waits for a restore", async () => {
-    const keys = saleKeys(`lost-${++seq}`);
+    const keys = oneBucketKeys(`lost-${++seq}`);
     expect(await sync(keys, record(2, 5))).toBe(-1);
     expect(await redis.exists(keys.meta)).toBe(0);
   });
@@ -437,6 +454,128 @@ describe("return.lua and sale-sync.lua", () => {
     expect(await sync(keys, record(4, 5, "cancelled"))).toBe(1);
     expect((await checkout(keys, "ivy")).code).toBe("SALE_CANCELLED");
     expect(await redis.hget(keys.meta, "remaining")).toBe("4");
+  });
+});
+
+describe("a sale split into buckets", () => {
+  const BUCKETS = 4;
+  /** A sale of BUCKETS buckets, as sale-sync loads one D1 split. */
+  async function splitSale(stock: number) {
+    const id = `split-${++seq}`;
+    const now = Date.now();
+    const args = [1, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, "active", "off", 0, 1, 30, BUCKETS];
+    expect(await sync(saleKeys(id), args)).toBe(1);
+    return id;
+  }
+  /** One merged call as src/checkout/reserve.ts sends it, split by `splitBy`; each buyer [user, Idempotency-Key]. */
+  async function splitCheckout(id: string, buyers: [string, string][], splitBy = BUCKETS) {
+    const { keys, bucketSlots } = checkoutScriptKeys(
+      id,
+      0,
+      splitBy,
+      buyers.map(([user]) => user),
+    );
+    const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i])]);
+    const reply = parseCheckoutReply(
+      await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), ...args]),
+      buyers.length,
+    );
+    return { keys, reply };
+  }
+  // Users of every bucket: enough of them that each bucket holds some.
+  const users = Array.from({ length: 16 }, (_, i) => `buyer-${i}`);
+
+  it("keeps each buyer's records and orders in the buyer's bucket, and a call names only the buckets it touches", async () => {
+    const id = await splitSale(100);
+    expect(new Set(users.map((u) => bucketOf(u, BUCKETS))).size).toBe(BUCKETS);
+    const few = users.filter((u) => bucketOf(u, BUCKETS) !== 3).slice(0, 3);
+    const { keys, reply } = await splitCheckout(
+      id,
+      few.map((u) => [u, `key-${u}`]),
+    );
+    const touched = new Set(few.map((u) => bucketOf(u, BUCKETS)));
+    expect(keys).toHaveLength(4 + 6 * touched.size);
+    expect(keys.some((k) => k.endsWith(":b3"))).toBe(false);
+    const orders = (reply.reservations ?? []).map((r) => (r.code === "OK" ? r.orderId : r.code));
+    for (const [i, user] of few.entries()) {
+      const own = buyerKeys(id, user, BUCKETS);
+      expect(await redis.hget(own.buyers, user)).toBe(`1:${orders[i]}`);
+      expect(await redis.hget(own.pending, String(orders[i]))).toBe(`1:${user}`);
+      expect(await redis.zscore(own.outbox, String(orders[i]))).not.toBeNull();
+      expect(await redis.hget(own.checkoutKeys, `${user}\nkey-${user}`)).toBe(`${orders[i]}:1`);
+    }
+    // The other buckets hold nothing of theirs; the untouched one holds nothing at all.
+    const everyBucket = allBuckets(id, BUCKETS);
+    const buyersPerBucket = await Promise.all(everyBucket.map((b) => redis.hlen(b.buyers)));
+    expect(buyersPerBucket.reduce((n, c) => n + c, 0)).toBe(few.length);
+    expect(await redis.exists(...Object.values(everyBucket[3] as BucketKeys))).toBe(0);
+    // A retry with its key finds it in its bucket; a second purchase finds the buyer there.
+    const again = await splitCheckout(id, [
+      [few[0] as string, `key-${few[0]}`],
+      [few[1] as string, "another-key"],
+    ]);
+    expect(again.reply.reservations).toMatchObject([
+      { code: "OK", orderId: orders[0], repeated: true },
+      { code: "ALREADY_PURCHASED", orderId: orders[1] },
+    ]);
+    expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe(String(100 - few.length));
+  });
+
+  it("sells each unit once and one order per buyer when every call spans every bucket", async () => {
+    const id = await splitSale(10);
+    const crowd = Array.from({ length: 40 }, (_, i) => `crowd-${i}`);
+    const replies = [];
+    for (let i = 0; i < crowd.length; i += 8) {
+      const { reply } = await splitCheckout(
+        id,
+        crowd.slice(i, i + 8).flatMap((u) => [[u, ""] as [string, string], [u, ""] as [string, string]]),
+      );
+      replies.push(...(reply.reservations ?? []));
+    }
+    expect(replies.filter((r) => r.code === "OK" && !r.repeated)).toHaveLength(10);
+    const holders = await Promise.all(allBuckets(id, BUCKETS).map((b) => redis.hkeys(b.buyers)));
+    const held = holders.flat();
+    expect(held).toHaveLength(10);
+    expect(new Set(held).size).toBe(10);
+  });
+
+  it("does nothing for a call split by another count than the sale's, and names the sale's", async () => {
+    const id = await splitSale(10);
+    const { reply } = await splitCheckout(id, [["stale", "k"]], 1);
+    expect(reply).toEqual({ reservations: null, buckets: BUCKETS });
+    expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
+    expect(await redis.exists(...allBuckets(id, 1).flatMap((b) => Object.values(b)))).toBe(0);
+    // The same buyers split by the sale's count buy.
+    expect((await splitCheckout(id, [["stale", "k"]])).reply.reservations).toMatchObject([{ code: "OK" }]);
+  });
+
+  it("refuses a buyer who names a bucket the call's KEYS do not hold", async () => {
+    const id = await splitSale(10);
+    const { keys } = checkoutScriptKeys(id, 0, BUCKETS, ["a"]);
+    await expect(
+      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "a", "1", "", "", "2"]),
+    ).rejects.toThrow(/names bucket 2/);
+    expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
+  });
+
+  it("return.lua gives units back from the buyer's bucket, and refuses another count", async () => {
+    const id = await splitSale(10);
+    const user = users[5] as string;
+    const { reply } = await splitCheckout(id, [[user, ""]]);
+    const orderId = String(reply.reservations?.[0] && orderOf(reply.reservations[0]));
+    const own = buyerKeys(id, user, BUCKETS);
+    const returnWith = (splitBy: number) =>
+      redis.eval(
+        lua("return"),
+        [saleKeys(id).meta, own.buyers, own.outbox, own.pending, own.returned],
+        [orderId, user, "1", String(splitBy)],
+      );
+    await expect(returnWith(1)).rejects.toThrow(/BUCKETS_CHANGED/);
+    expect(await redis.zscore(own.outbox, orderId)).not.toBeNull(); // nothing done
+    expect(await returnWith(BUCKETS)).toBe(1);
+    expect(await redis.hget(own.buyers, user)).toBeNull();
+    expect(await redis.sismember(own.returned, orderId)).toBe(1);
+    expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
   });
 });
 

@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
 
 const STOCK = 250;
 const SPIKE = 500; // distinct users, one attempt each, launched in waves
@@ -166,7 +166,7 @@ describe("Redis stopped mid-spike", () => {
       accepted.set(o.user, o.orderId as string);
     }
     // Each buyer's hold: "<units>:<latest order id>".
-    const holds = Object.entries(await redis.hgetall(saleKeys(sale.id).buyers));
+    const holds = Object.entries(await mergedHash(redis, sale.id, "buyers"));
     for (const [, hold] of holds) expect(hold).toMatch(/^1:[1-9][0-9]+$/);
     const buyers = new Map(holds.map(([user, hold]) => [user, hold.slice(2)]));
     for (const [user, orderId] of accepted) expect(buyers.get(user)).toBe(orderId);

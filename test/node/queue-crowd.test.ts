@@ -3,12 +3,12 @@
 // draw recomputed from its revealed seed, and a drop with bots.
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { verifyQueue } from "../../dev/lib/verify-queue.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
 import { queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
-import { saleKeys } from "../../src/shared/keys.ts";
 import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
 
 let stack: Stack;
@@ -81,7 +81,7 @@ it("a drop with bots: units only to their own pass holders, admitted places one 
   expect(result.accepted.size).toBe(stock);
   expect([...result.botRefusals.keys()]).toEqual(expect.arrayContaining(["QUEUE_PASS_REQUIRED", "QUEUE_PASS_INVALID"]));
 
-  const passes = await redis.hgetall(saleKeys(result.saleId).queue.passes);
+  const passes = await mergedHash(redis, result.saleId, "passes");
   expect(queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes })).toEqual([]);
   const report = await waitForDrain(stack.api, result.saleId, stock);
   const settled = await stack.settledOrders(result.saleId);

@@ -8,12 +8,22 @@ import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
-import { checkoutScriptKeys, queueJoinKeys, queueProgressKeys, saleKeys } from "../../src/shared/keys.ts";
+import {
+  allBuckets,
+  bucketOf,
+  buyerKeys,
+  checkoutScriptKeys,
+  queueJoinKeys,
+  queueProgressKeys,
+  saleKeys,
+} from "../../src/shared/keys.ts";
 import { drawKey, drawOrder } from "../../src/shared/queue-draw.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "queue-lua-test-token";
 const SEED = "5eed".repeat(16);
+/** Every sale here is split into three buckets: passes land in their users' buckets, wherever the line keeps them. */
+const BUCKETS = 3;
 
 let server: RedisServer;
 let gateway: Gateway;
@@ -46,7 +56,7 @@ async function newSale(opts: QueuedSale = {}): Promise<string> {
   const now = Date.now();
   const starts = now + (opts.startsIn ?? -1000);
   const args = [1, opts.stock ?? 3, starts, now + 600_000, 7, 100_000, 100_000, "q", opts.limit ?? 1, "active"];
-  const queue = [opts.mode ?? "fifo", now + (opts.opensIn ?? -60_000), opts.rate ?? 1000, opts.ttlSec ?? 60];
+  const queue = [opts.mode ?? "fifo", now + (opts.opensIn ?? -60_000), opts.rate ?? 1000, opts.ttlSec ?? 60, BUCKETS];
   await redis.createScript(lua("sale-sync")).exec([saleKeys(id).meta], [...args, ...queue].map(String));
   return id;
 }
@@ -56,7 +66,9 @@ const startNow = (saleId: string) => redis.hset(saleKeys(saleId).meta, { starts:
 
 async function join(saleId: string, user: string, random = false): Promise<{ outcome: string; place: number }> {
   const key = random ? await drawKey(SEED, user) : "";
-  const reply = (await redis.createScript(lua("queue-join")).exec(queueJoinKeys(saleId), [user, key])) as unknown[];
+  const reply = (await redis
+    .createScript(lua("queue-join"))
+    .exec(queueJoinKeys(saleId, user, BUCKETS), [user, key, String(BUCKETS), String(bucketOf(user, BUCKETS))])) as unknown[];
   expect(reply[0]).toBe("queue-join/1");
   return { outcome: String(reply[2]), place: Number(reply[3]) };
 }
@@ -64,19 +76,34 @@ async function join(saleId: string, user: string, random = false): Promise<{ out
 async function progress(saleId: string, maxAdmit = 5000) {
   const reply = (await redis
     .createScript(lua("queue-progress"))
-    .exec(queueProgressKeys(saleId), [String(maxAdmit)])) as unknown[];
+    .exec(queueProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
   expect(reply[0]).toBe("queue-progress/1");
   const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
   return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]) };
 }
 
-/** One buyer's checkout with the place its pass names ("" for no pass). */
-async function checkout(saleId: string, user: string, place: number | "" = ""): Promise<Reservation> {
-  const reply = await redis.createScript(lua("checkout")).exec(checkoutScriptKeys(saleId, 0), [user, "1", "", String(place)]);
-  return parseCheckoutReply(reply, 1)[0] as Reservation;
+/** One merged checkout call: each buyer with the place its pass names ("" for no pass). */
+async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Promise<Reservation[]> {
+  const { keys, bucketSlots } = checkoutScriptKeys(
+    saleId,
+    0,
+    BUCKETS,
+    buyers.map(([user]) => user),
+  );
+  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i])]);
+  const reply = parseCheckoutReply(
+    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), ...args]),
+    buyers.length,
+  );
+  if (!reply.reservations) throw new Error(`the sale is split into ${reply.buckets} buckets`);
+  return reply.reservations;
 }
 
-const passOf = async (saleId: string, user: string) => redis.hget<string>(saleKeys(saleId).queue.passes, user);
+/** One buyer's checkout with the place its pass names ("" for no pass). */
+const checkout = async (saleId: string, user: string, place: number | "" = "") =>
+  (await checkoutAll(saleId, [[user, place]]))[0] as Reservation;
+
+const passOf = async (saleId: string, user: string) => redis.hget<string>(buyerKeys(saleId, user, BUCKETS).passes, user);
 
 describe("queue-join.lua", () => {
   it("opens at qopens, places fifo joiners in arrival order, and answers a second join with the same place", async () => {
@@ -90,7 +117,8 @@ describe("queue-join.lua", () => {
     expect((await join(sale, "a")).place).toBe(1);
     expect((await join(sale, "b")).place).toBe(2);
     expect(await join(sale, "a")).toEqual({ outcome: "JOINED", place: 1 });
-    expect(await redis.hlen(saleKeys(sale).queue.places)).toBe(2);
+    const places = await Promise.all(allBuckets(sale, BUCKETS).map((b) => redis.hlen(b.places)));
+    expect(places.reduce((n, p) => n + p, 0)).toBe(2);
   });
 
   it("places a random sale's pre-queue by draw key at the start, and later joiners behind in arrival order", async () => {
@@ -150,7 +178,7 @@ describe("checkout.lua with a waiting room", () => {
     expect((await checkout(sale, "a", 1)).code).toBe("OK");
     expect(await passOf(sale, "a")).toBe("1:used");
     expect(await checkout(sale, "a", 1)).toEqual({ code: "QUEUE_PASS_USED" });
-    expect(await redis.zscore(saleKeys(sale).queue.live, "a")).toBeNull();
+    expect(await redis.zscore(buyerKeys(sale, "a", BUCKETS).live, "a")).toBeNull();
     expect(await progress(sale)).toMatchObject({ admitted: 3, used: 1, remaining: 4 });
   });
 
@@ -158,10 +186,11 @@ describe("checkout.lua with a waiting room", () => {
     const sale = await newSale({ stock: 5, limit: 2 });
     await join(sale, "a");
     await progress(sale);
-    const reply = await redis
-      .createScript(lua("checkout"))
-      .exec(checkoutScriptKeys(sale, 0), ["a", "1", "", "1", "a", "1", "", "1"]);
-    expect(parseCheckoutReply(reply, 2).map((r) => r.code)).toEqual(["OK", "QUEUE_PASS_USED"]);
+    const replies = await checkoutAll(sale, [
+      ["a", 1],
+      ["a", 1],
+    ]);
+    expect(replies.map((r) => r.code)).toEqual(["OK", "QUEUE_PASS_USED"]);
     expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("4");
   });
 
@@ -183,11 +212,11 @@ describe("checkout.lua with a waiting room", () => {
     expect((await progress(sale)).admitted).toBe(3); // sold out: d waits
 
     // a's order is cancelled: its unit goes back, and d, the next place, is let in.
-    const keys = saleKeys(sale);
+    const keys = buyerKeys(sale, "a", BUCKETS);
     await redis.eval(
       lua("return"),
-      [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
-      [bought.orderId, "a", "1"],
+      [saleKeys(sale).meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+      [bought.orderId, "a", "1", String(BUCKETS)],
     );
     expect(await progress(sale)).toMatchObject({ admitted: 4, remaining: 1 });
     expect((await checkout(sale, "d", 4)).code).toBe("OK");

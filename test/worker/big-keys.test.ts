@@ -3,7 +3,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, expect, it, vi } from "vitest";
 import type { ReconciliationReport } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys } from "../../src/shared/keys";
 import { bearer, createSale, fetchWithVars, redis } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
@@ -16,7 +16,7 @@ const report = async (saleId: string, vars: Partial<Env> = {}) => {
 
 it("shows the sale's largest key and its share of the record limit, and warns past half of it, in the report and the logs", async () => {
   const sale = await createSale();
-  const { buyers } = saleKeys(sale.id);
+  const { buyers } = bucketKeys(sale.id, 0, 1);
   await redis.hset(buyers, Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`buyer-${i}`, `1:${7e18 + i}`])));
   const bytes = Number(await redis.exec(["MEMORY", "USAGE", buyers]));
 

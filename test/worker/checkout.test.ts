@@ -1,6 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { saleKeys, saleStatsKey } from "../../src/shared/keys";
+import { bucketKeys, saleKeys, saleStatsKey } from "../../src/shared/keys";
 import { BASE, bearer, checkout, createSale, eventually, expectSettledInvariants, redis, userToken } from "./helpers";
 
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
@@ -59,7 +59,7 @@ describe("checkout", () => {
     expect(await errorCode(late)).toBe("SALE_ENDED");
     for (const id of [upcoming.id, ended.id]) {
       expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
-      expect(await redis.hlen(saleKeys(id).buyers)).toBe(0);
+      expect(await redis.hlen(bucketKeys(id, 0, 1).buyers)).toBe(0);
     }
   });
 
@@ -116,11 +116,11 @@ describe("checkout", () => {
     });
     expect(spoof.status).toBe(400);
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("2");
-    expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, "eve")).toBeNull();
     // The buyer is who the token says.
     expect((await checkout(sale.id, token)).status).toBe(202);
-    expect(await redis.hget(saleKeys(sale.id).buyers, "dave")).toBeTruthy();
-    expect(await redis.hget(saleKeys(sale.id).buyers, "eve")).toBeNull();
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, "dave")).toBeTruthy();
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, "eve")).toBeNull();
   });
 });
 

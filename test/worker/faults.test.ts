@@ -15,7 +15,7 @@ import worker from "../../src/index";
 import { lockKeys } from "../../src/locks/keys";
 import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
 import { redriveLockName } from "../../src/settlement/redrive";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys } from "../../src/shared/keys";
 import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/shared/messages";
 import {
   BASE,
@@ -62,7 +62,7 @@ async function runRedrive(queue: Queue<SettlementMessage> = env.ORDERS): Promise
 }
 
 async function outboxOrderIds(saleId: string): Promise<string[]> {
-  const members = (await redis.zrange(saleKeys(saleId).outbox, 0, -1)) as unknown as string[];
+  const members = (await redis.zrange(bucketKeys(saleId, 0, 1).outbox, 0, -1)) as unknown as string[];
   return members.map((m) => String(m).split(":")[0] as string).sort();
 }
 
@@ -365,7 +365,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     // Its owner sees it failed; its unit is back in stock and the user may buy again.
     expect(await orderStatus(poisonOrder, poisonUser)).toEqual({ http: 200, status: "failed" });
     expect(await eventually("the unit to return", async () => ((await remaining(sale.id)) === 1 ? 1 : undefined))).toBe(1);
-    expect(await redis.hget(saleKeys(sale.id).buyers, poisonUser)).toBeNull();
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, poisonUser)).toBeNull();
     let r = await report(sale.id);
     expect(r.d1).toMatchObject({ confirmed: stock - 1, failed: 1, soldCounter: stock - 1 });
     expect(r.pending).toBe(0);
@@ -393,7 +393,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     // The old dead letter once more, now that the user holds a new order: nothing released.
     await deliverDeadLetter(letter);
     expect(await remaining(sale.id)).toBe(0);
-    expect(await redis.hget(saleKeys(sale.id).buyers, poisonUser)).toBe(`1:${secondOrder}`);
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, poisonUser)).toBe(`1:${secondOrder}`);
 
     r = await expectSettledInvariants(sale.id, stock, confirmed, new Map([[poisonUser, poisonOrder]]));
     expect(r.redis.minted).toBe(stock + 1);
@@ -411,7 +411,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     await deliverDeadLetter({ orderId, saleId: sale.id, userId: user, quantity: 1, reservedAt: Date.now(), reason: "late" });
     expect(await orderStatus(orderId, user)).toEqual({ http: 200, status: "confirmed" });
     expect(await remaining(sale.id)).toBe(2);
-    expect(await redis.hget(saleKeys(sale.id).buyers, user)).toBe(`1:${orderId}`);
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, user)).toBe(`1:${orderId}`);
     expect(await d1FailedOrders(sale.id)).toEqual([]);
     await expectSettledInvariants(sale.id, 3, new Map([[user, orderId]]));
   });

@@ -4,7 +4,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DUMMY_TOKEN, standInToken, TEST_SECRETS } from "../../dev/turnstile/test-keys";
 import { humanCheckAction } from "../../src/admission/human-check";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys } from "../../src/shared/keys";
 import { api, bearer, checkout, createSale, fetchWithVars, redis, userToken } from "./helpers";
 
 const tokenFor = (saleId: string) => standInToken(humanCheckAction(saleId));
@@ -24,7 +24,7 @@ async function expectRefused(res: Response, code: string): Promise<void> {
 
 /** Units Redis handed out: the sale's buyers, by user id. */
 async function buyers(saleId: string): Promise<string[]> {
-  return (await redis.hkeys(saleKeys(saleId).buyers)) as string[];
+  return (await redis.hkeys(bucketKeys(saleId, 0, 1).buyers)) as string[];
 }
 
 describe("the human check (Turnstile) on checkout of a sale with humanCheck", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys, saleKeys } from "../../src/shared/keys";
 import { BASE, checkout, createSale, handleWithVars, redis, userToken } from "./helpers";
 
 type ErrorJson = { error: { code: string; message: string } };
@@ -19,7 +19,7 @@ describe("admission and abuse limits", () => {
     expect(res.headers.get("RateLimit-Limit")).toBe("1");
     expect(res.headers.get("RateLimit-Remaining")).toBe("0");
     expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("9");
-    expect(await redis.hget(saleKeys(sale.id).buyers, "bucket-2")).toBeNull();
+    expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, "bucket-2")).toBeNull();
   });
 
   it("limits one user hammering the API (USER_RATE_LIMIT, burst 2x)", async () => {

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys } from "../../src/shared/keys";
 import { errorSummary } from "../../src/shared/log";
 import { BASE, bearer, createSale, handleWithVars, redis, userToken } from "./helpers";
 
@@ -22,7 +22,7 @@ afterEach(() => vi.restoreAllMocks());
 describe("logs", () => {
   it("are one JSON object per line, with a Redis error's class and message but not the command it quotes", async () => {
     const sale = await createSale();
-    const outbox = saleKeys(sale.id).outbox;
+    const outbox = bucketKeys(sale.id, 0, 1).outbox;
     await redis.set(outbox, "not a sorted set"); // every read of the outbox now fails with WRONGTYPE
     const lines = await logsOf(() =>
       handleWithVars({}, new Request(`${BASE}/admin/sales/${sale.id}/report`, { headers: bearer(env.ADMIN_TOKEN) })).then((res) =>

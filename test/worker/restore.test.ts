@@ -10,7 +10,7 @@ import { redisFor } from "../../src/redis/client";
 import { LUA, runScript } from "../../src/redis/scripts";
 import { restoreLockName, restoreScriptKeys } from "../../src/settlement/restore";
 import type { RestoreReport } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys, saleKeys } from "../../src/shared/keys";
 import { api, createSale, d1Orders, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
 
 const admin = { Authorization: `Bearer ${env.ADMIN_TOKEN}`, "Content-Type": "application/json" };
@@ -126,8 +126,8 @@ describe("restore", () => {
   it("a restore whose lock moved on writes nothing more (its fence is stale)", async () => {
     const sale = await createSale();
     await loseSale(sale.id);
-    const keys = saleKeys(sale.id);
-    const scriptKeys = restoreScriptKeys(sale.id);
+    const keys = bucketKeys(sale.id, 0, 1);
+    const scriptKeys = restoreScriptKeys(sale.id, [keys.buyers]);
     await redis.set(lockKeys(restoreLockName(sale.id)).fence, "7");
     await expect(runScript(redisFor(env), LUA.restore, scriptKeys, ["6", "buyers", "u", "1:1"])).rejects.toThrow(/STALE_FENCE/);
     expect(await redis.exists(keys.buyers)).toBe(0);
@@ -152,9 +152,8 @@ describe("restore", () => {
     await waitForConfirmed([...bought.values()]);
     // Redis comes back from a copy taken before those orders: what a failover to a replica
     // that missed the last writes leaves (the sale is there; its stock, buyers and sequence are old).
-    const keys = saleKeys(sale.id);
-    await redis.hset(keys.meta, { remaining: stock, seq: 0 });
-    await redis.del(keys.buyers);
+    await redis.hset(saleKeys(sale.id).meta, { remaining: stock, seq: 0 });
+    await redis.del(bucketKeys(sale.id, 0, 1).buyers);
 
     await worker.scheduled(createScheduledController(), { ...env, RESTORE_QUIET_MS: "0" });
     const health = (await report(sale.id)).health;

@@ -1,7 +1,7 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { saleKeys } from "../../src/shared/keys";
+import { bucketKeys, saleKeys } from "../../src/shared/keys";
 import type { OrderMessage } from "../../src/shared/messages";
 import { api, checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
 
@@ -44,7 +44,7 @@ describe("settlement consumer", () => {
     expect(rows.map((r) => r.order_id).sort()).toEqual(orders.map((o) => o.orderId).sort());
     const sold = await env.DB.prepare("SELECT sold FROM sales WHERE id = ?").bind(Number(sale.id)).first<number>("sold");
     expect(sold).toBe(3);
-    expect(await redis.zcard(saleKeys(sale.id).outbox)).toBe(0);
+    expect(await redis.zcard(bucketKeys(sale.id, 0, 1).outbox)).toBe(0);
   });
 
   it("never lets D1 record more than the stock: the order it refuses ends failed with REDIS_ROLLBACK, and the sale stops selling until rebuilt", async () => {
@@ -98,7 +98,7 @@ describe("settlement consumer", () => {
     const first = await deliver([message]);
     expect(first.explicitAcks).toEqual(["mixed"]);
     expect((await d1Orders(sale.id)).map((r) => r.user_id)).toEqual(["good"]);
-    expect(await redis.zcard(saleKeys(sale.id).outbox)).toBe(0); // the good one is cleared
+    expect(await redis.zcard(bucketKeys(sale.id, 0, 1).outbox)).toBe(0); // the good one is cleared
     expect((await d1FailedOrders(sale.id)).map((r) => [r.user_id, r.reason])).toEqual([["poison", "REDIS_ROLLBACK"]]);
   });
 

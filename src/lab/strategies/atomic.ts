@@ -1,5 +1,5 @@
 import { reserve } from "../../checkout/reserve";
-import { atomicSaleId } from "../keys";
+import { atomicSaleId, LAB_SALE_BUCKETS } from "../keys";
 import type { Strategy } from "../strategy";
 
 /**
@@ -9,7 +9,12 @@ import type { Strategy } from "../strategy";
  * the script's `seq` counts the order ids it minted.
  */
 export const atomicCheckout: Strategy = async ({ redis, keepAlive }, labSaleId, userId) => {
-  const reservation = await reserve(redis, atomicSaleId(labSaleId), { userId, quantity: 1 }, { keepAlive });
+  const reservation = await reserve(
+    redis,
+    atomicSaleId(labSaleId),
+    { userId, quantity: 1 },
+    { keepAlive, buckets: LAB_SALE_BUCKETS },
+  );
   switch (reservation.code) {
     case "OK":
       return { code: "OK", orderId: reservation.orderId };
