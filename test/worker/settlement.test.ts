@@ -79,7 +79,7 @@ describe("settlement consumer", () => {
     expect(recovery).toEqual({
       state: expect.stringMatching(/^(behind|rebuilding)$/),
       detected_by: "settlement",
-      known_seq: 909177,
+      known_seq: 1, // where Redis stood (its sequence) when the forged order came
     });
   });
 
