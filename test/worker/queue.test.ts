@@ -4,7 +4,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { QueuePosition } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
+import { buyerKeys, saleKeys } from "../../src/shared/keys";
 import { api, createSale, eventually, redis, userToken } from "./helpers";
 
 const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
@@ -166,6 +166,13 @@ describe("the pass checkout.lua enforces", () => {
     if (!late || !next) throw new Error("joins failed");
     const turn = await waitForTurn(sale.id, late);
     expect(Date.parse(turn.passExpiresAt as string)).toBeGreaterThan(Date.now());
+    expect((await poll(sale.id, next))?.state).toBe("waiting"); // one unit: nobody else while the pass lives
+    // The pass's 30 s (the shortest a sale allows) end now: its expiry is moved to the past where
+    // the scripts read it (the passes hash and the live set), as if the buyer had let it lapse.
+    const keys = buyerKeys(sale.id, late.userId, Number(await redis.hget(saleKeys(sale.id).meta, "buckets")) || 1);
+    const lapsed = Date.now() - 1;
+    await redis.hset(keys.passes, { [late.userId]: `${turn.place}:${lapsed}` });
+    await redis.zadd(keys.live, { score: lapsed, member: late.userId });
     const nextTurn = await waitForTurn(sale.id, next); // comes once the first pass expires
     expect(nextTurn).toMatchObject({ state: "admitted", place: 2 });
     expect((await api.checkoutWithPass(sale.id, late.token, turn.pass as string)).code).toBe("QUEUE_PASS_EXPIRED");
