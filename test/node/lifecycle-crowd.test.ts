@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
-import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../../src/shared/order-events.ts";
 
@@ -565,7 +565,9 @@ describe("quantities", () => {
     expect(sold).toBeLessThanOrEqual(STOCK);
     for (const [user, held] of heldBy) expect(held, user).toBeLessThanOrEqual(3);
 
-    const report = await waitForDrain(stack.api, sale.id, results.filter((r) => r.status === 202).length);
+    const report = await waitForDrain(stack.api, sale.id, results.filter((r) => r.status === 202).length, DRAIN_BOUND_MS, {
+      redrive: () => stack.worker.scheduled(),
+    });
     expect(report.reconciled).toBe(true);
     expect(report.oversold).toBe(0);
     expect(report.redis.reserved).toBe(sold);

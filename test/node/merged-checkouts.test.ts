@@ -107,7 +107,7 @@ describe("checkouts merged while Redis is slow", () => {
     expect(samples.filter((s) => s.status !== 202)).toEqual([]);
     const promised = new Map(samples.map((s) => [s.userId, s.orderId]));
     expect(new Set(promised.values()).size).toBe(total); // no two buyers were handed the same order
-    const report = await waitForDrain(stack.api, sale.id, total);
+    const report = await waitForDrain(stack.api, sale.id, total, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
     expect(report.d1.confirmed).toBe(total);
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
