@@ -12,7 +12,7 @@ import { healSale, superviseSales } from "./settlement/recovery";
 import { redriveOutbox } from "./settlement/redrive";
 import { log } from "./shared/log";
 
-/** The lab's durable-object strategy: one object per lab sale (wrangler.toml binds LAB_SALES). */
+/** The lab's durable-object strategies: objects per lab sale (wrangler.toml binds LAB_SALES). */
 export { LabSaleObject } from "./lab/sale-object";
 
 /**

@@ -22,9 +22,12 @@ const D1_INPUTS = ["migrations", "package-lock.json"];
 /** What the Worker's configuration is read from. */
 const CONFIG_INPUTS = ["wrangler.toml", "package-lock.json"];
 
-/** A short hash of the files under `inputs` (paths relative to the project), names and contents. */
-function hashOf(inputs: string[]): string {
-  const hash = createHash("sha256");
+/**
+ * A short hash of the files under `inputs` (paths relative to the project), names and contents,
+ * and of `also` (what else the entry depends on).
+ */
+function hashOf(inputs: string[], also = ""): string {
+  const hash = createHash("sha256").update(also).update("\0");
   const visit = (file: string) => {
     if (statSync(file).isDirectory()) {
       for (const name of readdirSync(file).sort()) visit(path.join(file, name));
@@ -117,7 +120,9 @@ export interface WorkerConfig {
 
 /** wrangler.toml as wrangler reads it; wrangler is loaded only when wrangler.toml changed. */
 export function workerConfig(): WorkerConfig {
-  const entry = cached(`config-${hashOf(CONFIG_INPUTS)}`, (dir) => {
+  // The configuration names the pages' folder by its absolute path: an entry belongs to one
+  // checkout of the project (two checkouts may share node_modules, and so this cache).
+  const entry = cached(`config-${hashOf(CONFIG_INPUTS, ROOT)}`, (dir) => {
     const wrangler = createRequire(import.meta.url)("wrangler") as typeof import("wrangler");
     const configPath = path.join(ROOT, "wrangler.toml");
     const config = wrangler.unstable_readConfig({ config: configPath });

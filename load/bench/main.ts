@@ -6,7 +6,8 @@
 //    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
 //    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
 //    to every request (a Worker's hop to its Upstash region, which the local gateway does not
-//    have); durable-object: the Durable Object peer against atomic (durable-object.ts);
+//    have); durable-object: the Durable Object peer, one RPC per checkout and merged with the
+//    isolate memo, against atomic (durable-object.ts);
 // 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
 //    each --throughput-concurrency; cpu and profile: server CPU per request and where the
 //    isolate spends it (cpu.ts, profile.ts, each on a stack of its own);
@@ -282,8 +283,10 @@ try {
       }
     },
   );
-  const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>
-    benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+  const durableObject = await section(
+    "durable-object",
+    "the Durable Object peer (one RPC each, and merged) vs atomic, alternating",
+    () => benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
   );
   const drain = await section("drain", undefined, () => benchDrain(stack, target));
   const vsTrivial = await section("throughput", undefined, async () => {

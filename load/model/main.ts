@@ -1,7 +1,7 @@
 // npm run model -- [--seed 1] [--json]
 //
-// A global spike on one sale, 10k / 100k / 1M attempts in one second, through both designs
-// (see simulation.ts): accepted, answer times, time to sell out, the busiest second of each
+// A global spike on one sale, 10k / 100k / 1M attempts in one second, through three designs
+// (see simulation.ts: atomic, the object one RPC per attempt, the object merged with a memo): accepted, answer times, time to sell out, the busiest second of each
 // store against its published limit, and the bill per million attempts at list prices; and a
 // waiting-room drop of a million buyers: Upstash commands per second in each phase, the polls' share.
 // Inputs and their sources: inputs.ts and docs/scale.md.
@@ -16,7 +16,7 @@ const { values } = parseArgs({
 });
 const seed = Number(values.seed);
 const SPIKES = [10_000, 100_000, 1_000_000];
-const DESIGNS: Design[] = ["atomic", "durable-object"];
+const DESIGNS: Design[] = ["atomic", "durable-object", "durable-object-merged"];
 
 /** Dollars per million attempts, by line of the bill. */
 function bill(u: Usage, attempts: number) {
@@ -69,7 +69,9 @@ if (values.json) {
         "p99 ms": fixed(o.p99Ms, 0),
         "sold out s": seconds(o.sellOutMs),
         "last answer s": seconds(o.lastAnswerMs),
-        "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${o.storeLimitPerSec}/s`,
+        "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${Math.round(o.storeLimitPerSec)}/s`,
+        "store calls": o.storeCalls,
+        "buyers/call": fixed(o.storeDecided / Math.max(1, o.storeCalls), 1),
         "queue msgs/s": o.design === "atomic" ? `${Math.round(o.peakQueueMessagesPerSec)} of ${INPUTS.queueMessagesPerSec}` : "-",
         "D1 settled s": o.design === "atomic" ? seconds(o.d1SettleMs) : "-",
       })),
