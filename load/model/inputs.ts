@@ -63,7 +63,11 @@ export const INPUTS = {
   d1OrdersPerSec: 1_000,
   /** D1 rows written per settled order: the row, its primary key and three indexes, the sale's sold counter (migrations/). */
   d1RowsPerOrder: 6,
-  /** Upstash commands besides the merged calls: the settlement's outbox clear per consumer batch (ZREM + HDEL). */
+  /**
+   * Upstash commands besides the merged calls: settlement's outbox clear, one ZREM and one
+   * HDEL per sale naming all its settled orders (src/settlement/outbox.ts), so at most two per
+   * queue message (a message is one call's orders, all of one sale).
+   */
   settlementCommandsPerMessage: 2,
   /**
    * An object's time per RPC (ms), whatever it carries, and per buyer checked and written in

@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { INPUTS, PRICES } from "./inputs.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
+import { CEILING, checkoutCeiling } from "./ceiling.ts";
 import { WAITING_ROOM, waitingRoomLoad } from "./waiting-room.ts";
 
 const { values } = parseArgs({
@@ -44,6 +45,7 @@ for (const attempts of SPIKES) {
 }
 
 const waitingRoom = waitingRoomLoad();
+const ceiling = checkoutCeiling(seed);
 
 if (values.json) {
   console.log(
@@ -53,6 +55,7 @@ if (values.json) {
       prices: PRICES,
       outcomes,
       waitingRoom: { inputs: WAITING_ROOM, phases: waitingRoom },
+      ceiling: { bounds: CEILING, ...ceiling },
     }),
   );
 } else {
@@ -70,6 +73,8 @@ if (values.json) {
         "sold out s": seconds(o.sellOutMs),
         "last answer s": seconds(o.lastAnswerMs),
         "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${Math.round(o.storeLimitPerSec)}/s`,
+        "Upstash commands, busiest second":
+          o.design === "atomic" ? `${Math.round(o.peakCommandsPerSec)} of ${INPUTS.upstashCommandsPerSec}` : "-",
         "store calls": o.storeCalls,
         "buyers/call": fixed(o.storeDecided / Math.max(1, o.storeCalls), 1),
         "queue msgs/s": o.design === "atomic" ? `${Math.round(o.peakQueueMessagesPerSec)} of ${INPUTS.queueMessagesPerSec}` : "-",
@@ -113,5 +118,34 @@ if (values.json) {
   );
   console.log(
     `the polls: ${Math.round(waitingRoom[0]?.workerRequestsPerSec ?? 0).toLocaleString("en-US")} Worker requests/s cost ${Math.round(waitingRoom[0]?.commandsPerSec.progress ?? 0)} Upstash commands/s (one progress read per isolate per second)`,
+  );
+  const c = ceiling;
+  console.log(
+    `\nThe checkout's own ceiling: the largest spike one Upstash database serves within ${INPUTS.upstashCommandsPerSec} commands/s (every command) with p99 <= ${CEILING.p99Ms} ms, to the nearest ${CEILING.stepAttempts.toLocaleString("en-US")} attempts`,
+  );
+  console.log(
+    formatTable(
+      [c.within, c.beyond].flatMap((o) =>
+        o
+          ? [
+              {
+                attempts: o.attempts,
+                fits: o === c.within && c.attempts !== null ? "yes" : "no",
+                "p50 ms": fixed(o.p50Ms, 0),
+                "p99 ms": fixed(o.p99Ms, 0),
+                "sold out s": seconds(o.sellOutMs),
+                "Upstash commands, busiest second": Math.round(o.peakCommandsPerSec),
+                "script calls": o.commandsByKind.scriptCalls,
+                "settlement clears": o.commandsByKind.settlementClears,
+                "refusal counters": o.commandsByKind.counters,
+              },
+            ]
+          : [],
+      ),
+    ),
+  );
+  const p = c.perAccepted;
+  console.log(
+    `per accepted order at the ceiling: ${fixed(p.total, 2)} Upstash commands = ${fixed(p.scriptCalls, 2)} script calls + ${fixed(p.settlementClears, 2)} settlement clears + ${fixed(p.counters, 2)} refusal counters (lifecycle: none in the spike; one return.lua per order that expires or is cancelled, when its deadline passes)`,
   );
 }

@@ -113,6 +113,9 @@ export interface Outcome {
   storeCalls: number;
   storeDecided: number;
   storeLimitPerSec: number;
+  /** atomic: Upstash commands by kind, and the busiest second of all of them together. */
+  commandsByKind: { scriptCalls: number; settlementClears: number; counters: number };
+  peakCommandsPerSec: number;
   /** atomic: the queue's busiest second, and how long D1 takes to hold every order. */
   peakQueueMessagesPerSec: number;
   d1SettleMs: number;
@@ -192,6 +195,9 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
   const storeStarts: number[] = [];
   let storeDecided = 0;
   const messageTimes: number[] = [];
+  const messageOrders: number[] = [];
+  const commandTimes: number[] = [];
+  const commandsByKind = { scriptCalls: 0, settlementClears: 0, counters: 0 };
   const usage: Usage = {
     workerRequests: attempts,
     workerCpuMs: 0,
@@ -280,13 +286,25 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         if (reserved === 0) return;
         usage.queueMessages++;
         messageTimes.push(at);
+        messageOrders.push(reserved);
       },
     );
-    usage.upstashCommands += storeStarts.length;
-    const isolates = new Set(list.map((a) => a.isolate));
-    // Settlement clears the outbox once per message; each isolate writes its refusal counters once a second.
-    usage.upstashCommands += usage.queueMessages * inputs.settlementCommandsPerMessage;
-    for (const isolate of isolates) usage.upstashCommands += 2 * isolate.refusalSeconds.size;
+    // Every Upstash command, when it is sent: the script calls; settlement's outbox clear once
+    // D1 holds a message's orders (D1 writes one order at a time, in the order they came);
+    // each isolate's refusal counters, written a second after the first refusal they count.
+    commandTimes.push(...storeStarts);
+    commandsByKind.scriptCalls = storeStarts.length;
+    let d1FreeAt = 0;
+    messageTimes.forEach((at, i) => {
+      d1FreeAt = Math.max(at, d1FreeAt) + ((messageOrders[i] as number) * 1000) / inputs.d1OrdersPerSec;
+      for (let c = 0; c < inputs.settlementCommandsPerMessage; c++) commandTimes.push(d1FreeAt);
+    });
+    commandsByKind.settlementClears = usage.queueMessages * inputs.settlementCommandsPerMessage;
+    for (const isolate of new Set(list.map((a) => a.isolate))) {
+      for (const second of isolate.refusalSeconds) commandTimes.push((second + 1) * 1000, (second + 1) * 1000);
+      commandsByKind.counters += 2 * isolate.refusalSeconds.size;
+    }
+    usage.upstashCommands = commandsByKind.scriptCalls + commandsByKind.settlementClears + commandsByKind.counters;
     usage.d1RowsWritten = (inputs.stock - remaining) * inputs.d1RowsPerOrder;
   } else if (design === "durable-object-merged") {
     const { busyMs } = lanes(
@@ -339,6 +357,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
     // The object's soft limit: requests of one buyer each a second.
     storeLimitPerSec:
       design === "atomic" ? inputs.upstashCommandsPerSec : 1000 / (inputs.objectMsPerRpc + inputs.objectMsPerBuyer),
+    commandsByKind,
+    peakCommandsPerSec: peakPerSecond(commandTimes),
     peakQueueMessagesPerSec: peakPerSecond(messageTimes),
     d1SettleMs: design === "atomic" ? (accepted * 1000) / inputs.d1OrdersPerSec : 0,
     usage,

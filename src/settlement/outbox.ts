@@ -4,14 +4,21 @@ import type { OrderMessage } from "../shared/messages";
 import { decodeOrderId } from "../shared/order-id";
 
 /**
- * Clears settled orders from their sales' outboxes and pending records. The commands are
- * issued in one tick: auto-pipelining sends them as one Upstash round trip per batch.
+ * Clears settled orders from their sales' outboxes and pending records: one ZREM and one
+ * HDEL per sale naming all its orders (Upstash bills per command, and a batch is mostly one
+ * sale's), issued in one tick, so auto-pipelining sends them as one round trip per batch.
  */
 export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId">[]): Promise<void> {
+  const bySale = new Map<string, string[]>();
+  for (const o of orders) {
+    const ids = bySale.get(o.saleId);
+    if (ids) ids.push(o.orderId);
+    else bySale.set(o.saleId, [o.orderId]);
+  }
   await Promise.all(
-    orders.flatMap((o) => {
-      const keys = saleKeys(o.saleId);
-      return [redis.zrem(keys.outbox, o.orderId), redis.hdel(keys.pending, o.orderId)];
+    [...bySale].flatMap(([saleId, orderIds]) => {
+      const keys = saleKeys(saleId);
+      return [redis.zrem(keys.outbox, ...orderIds), redis.hdel(keys.pending, ...orderIds)];
     }),
   );
 }

@@ -41,6 +41,15 @@ describe("the spike model", () => {
     }
   });
 
+  it("atomic: every Upstash command is counted by kind, and its busiest second counts them all", () => {
+    const outcome = simulate("atomic", 20_000, 7);
+    const { scriptCalls, settlementClears, counters } = outcome.commandsByKind;
+    expect(scriptCalls + settlementClears + counters).toBe(outcome.usage.upstashCommands);
+    expect(scriptCalls).toBe(outcome.storeCalls);
+    expect(settlementClears).toBe(outcome.usage.queueMessages * INPUTS.settlementCommandsPerMessage);
+    expect(outcome.peakCommandsPerSec).toBeGreaterThanOrEqual(outcome.peakStoreRequestsPerSec);
+  });
+
   it("the object one RPC per attempt decides every attempt itself, one RPC each", () => {
     const outcome = simulate("durable-object", 10_000, 5);
     expect(outcome.storeCalls).toBe(10_000);
