@@ -7,9 +7,9 @@
 // Inputs and their sources: inputs.ts and docs/scale.md.
 import { parseArgs } from "node:util";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
+import { CEILING, checkoutCeiling } from "./ceiling.ts";
 import { INPUTS, PRICES } from "./inputs.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
-import { CEILING, checkoutCeiling } from "./ceiling.ts";
 import { WAITING_ROOM, waitingRoomLoad } from "./waiting-room.ts";
 
 const { values } = parseArgs({
