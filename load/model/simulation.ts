@@ -85,8 +85,11 @@ interface Isolate {
   soldOutUntil: number;
   inFlight: boolean;
   waiting: Attempt[];
-  /** Seconds in which it refused from memory (each costs one counters write). */
-  refusalSeconds: Set<number>;
+  /**
+   * When its refusal counters go out: a second after the first refusal not yet written
+   * (src/checkout/local-outcomes.ts), each write one HINCRBY and one EXPIRE.
+   */
+  counterWrites: number[];
 }
 
 interface Attempt {
@@ -155,7 +158,7 @@ function spike(attempts: number, rand: () => number, inputs: Inputs): Attempt[] 
         soldOutUntil: -1,
         inFlight: false,
         waiting: [],
-        refusalSeconds: new Set(),
+        counterWrites: [],
       }),
     );
   });
@@ -260,7 +263,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         if (isolate.soldOutUntil > now) {
           usage.workerCpuMs += inputs.cpuMsPerLocalRefusal;
           const done = useCpu(isolate, now, inputs.cpuMsPerLocalRefusal);
-          isolate.refusalSeconds.add(Math.floor(done / 1000));
+          const pending = isolate.counterWrites.at(-1);
+          if (pending === undefined || pending <= done) isolate.counterWrites.push(done + 1000);
           events.at(done, () => answer(a, done));
           return;
         }
@@ -301,8 +305,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
     });
     commandsByKind.settlementClears = usage.queueMessages * inputs.settlementCommandsPerMessage;
     for (const isolate of new Set(list.map((a) => a.isolate))) {
-      for (const second of isolate.refusalSeconds) commandTimes.push((second + 1) * 1000, (second + 1) * 1000);
-      commandsByKind.counters += 2 * isolate.refusalSeconds.size;
+      for (const at of isolate.counterWrites) commandTimes.push(at, at);
+      commandsByKind.counters += 2 * isolate.counterWrites.length;
     }
     usage.upstashCommands = commandsByKind.scriptCalls + commandsByKind.settlementClears + commandsByKind.counters;
     usage.d1RowsWritten = (inputs.stock - remaining) * inputs.d1RowsPerOrder;
