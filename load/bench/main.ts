@@ -354,7 +354,7 @@ try {
       log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
       log(strategyTable(strategies.all));
       log(
-        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object, ${times(summary.sellOutSpeedup["durable-object-merged"])} faster than durable-object-merged`,
       );
       log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
       log(strategyTable(strategies.overHop));
