@@ -30,7 +30,7 @@ export function checkoutCeiling(seed: number): Ceiling {
   let low = simulate("atomic", CEILING.lowAttempts, seed);
   if (!fits(low)) return { attempts: null, within: low, beyond: null, perAccepted: perAccepted(low) };
   let high: Outcome | null = null;
-  let highAttempts = CEILING.highAttempts;
+  let highAttempts: number = CEILING.highAttempts;
   const top = simulate("atomic", highAttempts, seed);
   if (fits(top)) low = top;
   else high = top;
