@@ -5,21 +5,22 @@ import { decodeOrderId } from "../shared/order-id";
 
 /**
  * Clears settled orders from their sales' outboxes and pending records: one ZREM and one
- * HDEL per sale naming all its orders (Upstash bills per command, and a batch is mostly one
+ * HDEL per outbox naming all its orders (Upstash bills per command, and a batch is mostly one
  * sale's), issued in one tick, so auto-pipelining sends them as one round trip per batch.
  */
 export async function clearOutbox(redis: Redis, orders: Pick<OrderMessage, "orderId" | "saleId">[]): Promise<void> {
-  const bySale = new Map<string, string[]>();
+  const byOutbox = new Map<string, { pending: string; orderIds: string[] }>();
   for (const o of orders) {
-    const ids = bySale.get(o.saleId);
-    if (ids) ids.push(o.orderId);
-    else bySale.set(o.saleId, [o.orderId]);
+    const { outbox, pending } = saleKeys(o.saleId);
+    const same = byOutbox.get(outbox);
+    if (same) same.orderIds.push(o.orderId);
+    else byOutbox.set(outbox, { pending, orderIds: [o.orderId] });
   }
   await Promise.all(
-    [...bySale].flatMap(([saleId, orderIds]) => {
-      const keys = saleKeys(saleId);
-      return [redis.zrem(keys.outbox, ...orderIds), redis.hdel(keys.pending, ...orderIds)];
-    }),
+    [...byOutbox].flatMap(([outbox, { pending, orderIds }]) => [
+      redis.zrem(outbox, ...orderIds),
+      redis.hdel(pending, ...orderIds),
+    ]),
   );
 }
 
