@@ -6,7 +6,8 @@
 //    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
 //    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
 //    to every request (a Worker's hop to its Upstash region, which the local gateway does not
-//    have); durable-object: the Durable Object peer against atomic (durable-object.ts);
+//    have); durable-object: the Durable Object peer, one RPC per checkout and merged with the
+//    isolate memo, against atomic (durable-object.ts);
 // 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
 //    each --throughput-concurrency; cpu and profile: server CPU per request and where the
 //    isolate spends it (cpu.ts, profile.ts, each on a stack of its own);
@@ -283,8 +284,10 @@ try {
       }
     },
   );
-  const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>
-    benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+  const durableObject = await section(
+    "durable-object",
+    "the Durable Object peer (one RPC each, and merged) vs atomic, alternating",
+    () => benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
   );
   const drain = await section("drain", undefined, () => benchDrain(stack, target));
   const vsTrivial = await section("throughput", undefined, async () => {
@@ -352,7 +355,7 @@ try {
       log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
       log(strategyTable(strategies.all));
       log(
-        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object, ${times(summary.sellOutSpeedup["durable-object-merged"])} faster than durable-object-merged`,
       );
       log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
       log(strategyTable(strategies.overHop));
