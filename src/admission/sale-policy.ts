@@ -1,5 +1,6 @@
 // What checkout must know of a sale before its one script call, and Redis does not say:
-// whether the sale asks for the human check. Read from D1 and kept in the isolate, so a
+// whether the sale asks for the human check, and whether it has a waiting room (then the
+// check was asked at the join, and the pass carries it). Read from D1 and kept in the isolate, so a
 // crowd costs one D1 read per sale per isolate every few seconds, and no Redis round trip.
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
@@ -7,11 +8,13 @@ import { findSale } from "../sales/repository";
 
 export interface SalePolicy {
   humanCheck: boolean;
+  queued: boolean;
 }
 
 /**
- * Ten seconds: humanCheck changes only before a sale starts (src/sales/operations.ts), so an
- * isolate is behind only for an edit in the last ten seconds before the start.
+ * Ten seconds: humanCheck changes only before a sale starts, its queue's mode only before
+ * joining opens (src/sales/operations.ts), so an isolate is behind only for an edit in the
+ * last ten seconds before then.
  */
 export const SALE_POLICY_TTL_MS = 10_000;
 
@@ -24,7 +27,7 @@ export async function salePolicy(db: D1Database, saleId: string, keepAlive: Keep
     saleId,
     async () => {
       const sale = await findSale(db, saleId);
-      return sale ? { humanCheck: sale.humanCheck } : null;
+      return sale ? { humanCheck: sale.humanCheck, queued: sale.queue.mode !== "off" } : null;
     },
     keepAlive,
   );
