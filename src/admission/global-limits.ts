@@ -58,6 +58,9 @@ const ephemeralCaches = new Map<GlobalLimit, Map<string, number>>();
 /** Per Redis client (a test may point one Worker at another Redis), per limit and allowance. */
 const limiters = new WeakMap<Redis, Map<string, Ratelimit>>();
 
+/** Where a limit's counts live in Redis; the library keys its ephemeral cache by `<prefix>:<caller>` too. */
+const prefixOf = (limit: GlobalLimit) => `fs:admission:${limit}`;
+
 function ephemeralCache(limit: GlobalLimit): Map<string, number> {
   let cache = ephemeralCaches.get(limit);
   if (!cache) {
@@ -80,7 +83,7 @@ function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit 
     limiter = new Ratelimit({
       redis,
       limiter: Ratelimit.slidingWindow(allowance, "60 s"),
-      prefix: `fs:admission:${limit}`,
+      prefix: prefixOf(limit),
       ephemeralCache: ephemeralCache(limit),
       // The Redis client bounds each request by REDIS_TIMEOUT_MS and throws past it; the
       // library's own timer would instead resolve success: true (fail open), see admit().
@@ -126,7 +129,7 @@ export async function withinLimit(limit: GlobalLimit, caller: string, env: Env):
 /** The refusal this isolate's ephemeral cache holds for `caller` under `limit`, if it is blocked. */
 function blockedHere(limit: GlobalLimit, caller: string, env: Env): Admission | undefined {
   const allowance = perMinute(limit, env);
-  const reset = ephemeralCaches.get(limit)?.get(caller);
+  const reset = ephemeralCaches.get(limit)?.get(`${prefixOf(limit)}:${caller}`);
   if (allowance === undefined || reset === undefined || reset < Date.now()) return undefined;
   return verdict({ success: false, reset, limit: allowance });
 }
