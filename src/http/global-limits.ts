@@ -1,6 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { type Admission, admit, admitCaller, type CallerLimitedRoute } from "../admission/global-limits";
-import type { AppEnv } from "./app-env";
 import { clientAddress } from "./client-address";
 import { rateLimited, unavailable } from "./errors";
 
@@ -16,8 +15,11 @@ export const limitWebhookPerIp: MiddlewareHandler<{ Bindings: Env }> = async (c,
   await next();
 };
 
+/** A signed-in request (auth.ts imports this module: the shape is spelled here, not imported). */
+type SignedIn = { Bindings: Env; Variables: { userId: string } };
+
 /** Counts one request of `route` against the user's and the client address's global limits. */
-export async function limitCallerGlobally(c: Context<AppEnv>, route: CallerLimitedRoute, userId: string) {
+export async function limitCallerGlobally(c: Context, route: CallerLimitedRoute, userId: string) {
   refuseUnlessAdmitted(
     await admitCaller(route, { userId, ip: clientAddress(c) }, c.env),
     "too many requests from this user or address; try again after Retry-After",
@@ -29,7 +31,7 @@ export async function limitCallerGlobally(c: Context<AppEnv>, route: CallerLimit
  * isolate's per-user bucket (the free first layer), so a caller that one refuses costs no Redis.
  */
 export const limitGlobally =
-  (route: CallerLimitedRoute): MiddlewareHandler<AppEnv> =>
+  (route: CallerLimitedRoute): MiddlewareHandler<SignedIn> =>
   async (c, next) => {
     await limitCallerGlobally(c, route, c.get("userId"));
     await next();
