@@ -107,8 +107,8 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
  * joining. Costs no Redis command beyond the line's progress this isolate reads once a second.
  */
 async function quietTicket(sale: Sale, userId: string, progress: Progress): Promise<TicketClaims> {
-  const preQueue = sale.queue.mode === "random" && sale.queue.seed && progress.at < progress.startsAt;
-  if (preQueue && sale.queue.seed) return { s: sale.id, u: userId, p: null, d: await drawKey(sale.queue.seed, userId) };
+  const preQueueSeed = sale.queue.mode === "random" && progress.at < progress.startsAt ? sale.queue.seed : null;
+  if (preQueueSeed) return { s: sale.id, u: userId, p: null, d: await drawKey(preQueueSeed, userId) };
   return { s: sale.id, u: userId, p: progress.joined + 1 };
 }
 
