@@ -684,7 +684,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Deny rules: callers refused quietly",
     description:
-      "A caller a rule matches (client address, user id, or a part of its user agent) is answered as a person could be (HUMAN_CHECK_FAILED where the sale has humanCheck, SOLD_OUT otherwise) and counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
+      "A caller a rule matches (client address, user id, or a part of its user agent) is answered as a person could be: at a queue join, a ticket whose place never comes up; at checkout, HUMAN_CHECK_FAILED where the sale asks for the check there, SOLD_OUT otherwise. It is counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
     auth: "admin",
     responses: {
       200: { description: "every rule, newest first", body: Bodies.DenyRuleList },
