@@ -10,6 +10,7 @@
 // its timeout (it answers `success: true, reason: "timeout"`). Here that answer and a Redis
 // error are both "unavailable", which the routes answer 503: never admitted unseen.
 import { Ratelimit } from "@upstash/ratelimit";
+import { BoundedMap } from "../isolate/bounded-map";
 import { type Redis, redisFor } from "../redis/client";
 
 /** What each global limit counts, and the var that sets its allowance per minute. */
@@ -61,10 +62,16 @@ const limiters = new WeakMap<Redis, Map<string, Ratelimit>>();
 /** Where a limit's counts live in Redis; the library keys its ephemeral cache by `<prefix>:<caller>` too. */
 const prefixOf = (limit: GlobalLimit) => `fs:admission:${limit}`;
 
+/**
+ * Callers each limit's ephemeral cache remembers (blocked ones, by when their window resets),
+ * a few MB at most per limit; one forgotten while still blocked asks Redis again, which says so.
+ */
+const EPHEMERAL_CACHE_ENTRIES = 20_000;
+
 function ephemeralCache(limit: GlobalLimit): Map<string, number> {
   let cache = ephemeralCaches.get(limit);
   if (!cache) {
-    cache = new Map();
+    cache = new BoundedMap(EPHEMERAL_CACHE_ENTRIES);
     ephemeralCaches.set(limit, cache);
   }
   return cache;
