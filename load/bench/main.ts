@@ -22,7 +22,9 @@
 // 11. big-keys: a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and
 //    removing the buyers hash with DEL, UNLINK or in chunks (big-keys.ts, its own redis-server);
 // 12. queue: the waiting room: round trips per 1,000 position polls, checkout with passes
-//    against the same sale unqueued, a pass expiring to the next place let in (queue.ts).
+//    against the same sale unqueued, a pass expiring to the next place let in (queue.ts);
+// 13. global-limits: a route with the global limits against without them, for admitted and
+//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
@@ -45,6 +47,7 @@ import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
 import { benchCpu, printCpu } from "./cpu.ts";
 import { benchDurableObject, printDurableObject } from "./durable-object.ts";
+import { benchGlobalLimits, printGlobalLimits } from "./global-limits.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
 import { benchProfile, printProfile } from "./profile.ts";
@@ -66,9 +69,10 @@ const SECTIONS = [
   "locks",
   "big-keys",
   "queue",
+  "global-limits",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
-const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys"];
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys", "global-limits"];
 
 const { values } = parseArgs({
   options: {
@@ -224,12 +228,15 @@ const profile = want("profile") ? await benchProfile() : undefined;
 // On a redis-server of its own: the stack's Redis never holds the million-field keys.
 // Split for the record limit wrangler.toml sets (REDIS_MAX_RECORD_BYTES, Upstash's 100 MB).
 const bigKeys = want("big-keys") ? await benchBigKeys(progress, Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES)) : undefined;
+if (want("global-limits")) progress("global limits: GET /api/orders with and without them (stacks of their own)");
+const globalLimits = want("global-limits") ? await benchGlobalLimits() : undefined;
 if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
-  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys }));
+  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys, globalLimits }));
   else {
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
     if (bigKeys) printBigKeys(bigKeys);
+    if (globalLimits) printGlobalLimits(globalLimits, log);
   }
   process.exit(0);
 }
@@ -327,6 +334,7 @@ try {
     readPath,
     locks,
     bigKeys,
+    globalLimits,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -465,6 +473,7 @@ try {
 
     if (locks) printLocks(locks);
     if (bigKeys) printBigKeys(bigKeys);
+    if (globalLimits) printGlobalLimits(globalLimits, log);
 
     log("\nMeasurement conditions: the share of both cores other work took during each section");
     log(
