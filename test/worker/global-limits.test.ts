@@ -77,6 +77,7 @@ describe("global limits per user and per client address", () => {
         { ORDER_CHANGES_PER_USER_PER_MIN: "1" },
         "/api/orders/123456789/pay",
         { method: "POST", headers: { ...json, "Idempotency-Key": fresh("pay") }, body: '{"paymentToken":"tok_visa"}' },
+        LOOPBACK_BASE, // the dev provider acts on a loopback Host only
       ],
       ["cancel", { ORDER_CHANGES_PER_USER_PER_MIN: "1" }, "/api/orders/123456789/cancel", { method: "POST", headers }],
       [
