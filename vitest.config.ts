@@ -72,6 +72,16 @@ export default defineConfig({
                 // webhooks share one address; test/worker/hardening.test.ts sets its own.
                 ADMIN_AUTH_FAILURES_PER_MIN: "1000000",
                 WEBHOOK_RATE_PER_MIN: "1000000",
+                // The per-user and per-address global limits are off ("0"): suite users poll and
+                // pay far more than a person; test/worker/global-limits.test.ts sets its own.
+                QUEUE_JOINS_PER_USER_PER_MIN: "0",
+                QUEUE_JOINS_PER_IP_PER_MIN: "0",
+                DEV_LOGINS_PER_USER_PER_MIN: "0",
+                DEV_LOGINS_PER_IP_PER_MIN: "0",
+                ORDER_CHANGES_PER_USER_PER_MIN: "0",
+                ORDER_CHANGES_PER_IP_PER_MIN: "0",
+                ORDER_READS_PER_USER_PER_MIN: "0",
+                ORDER_READS_PER_IP_PER_MIN: "0",
                 UPSTASH_REDIS_REST_URL: inject("gatewayUrl"),
                 UPSTASH_REDIS_REST_TOKEN: inject("gatewayToken"),
                 TEST_SCRATCH_REDIS_URL: inject("scratchGatewayUrl"),

@@ -7,7 +7,7 @@ import { handleDeadLetters } from "./settlement/dead-letters";
 import { healSale } from "./settlement/recovery";
 import { runScheduledJobs } from "./settlement/scheduled";
 
-/** The lab's durable-object strategy: one object per lab sale (wrangler.toml binds LAB_SALES). */
+/** The lab's durable-object strategies: objects per lab sale (wrangler.toml binds LAB_SALES). */
 export { LabSaleObject } from "./lab/sale-object";
 
 export default {

@@ -330,7 +330,7 @@ export class ApiClient {
     };
   }
 
-  /** `objectHopMs`: an emulated round trip the durable-object copy waits on each checkout. */
+  /** `objectHopMs`: an emulated round trip the durable-object copies wait on each RPC. */
   async createLabSale(stock: number, { objectHopMs = 0 } = {}): Promise<string> {
     const body = JSON.stringify({ stock, objectHopMs });
     return (await this.adminJson<{ id: string }>("/lab/sales", { method: "POST", body })).id;

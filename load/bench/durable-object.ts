@@ -1,8 +1,10 @@
-// The Durable Object peer side by side with atomic: the same crowd on the same harness, the
-// two alternating run by run, at two depths of requests in flight, on the bare stack and with
-// an emulated distance: per request for the object (the lab sale's objectHopMs), per call for
-// Upstash (the gateway's added round trip; a merged call pays it once for its whole batch).
-// Each run's workerd CPU per request comes from /proc; oversold and duplicates from the lab.
+// The Durable Object peer side by side with atomic: the same crowd on the same harness, atomic,
+// durable-object (one RPC per checkout) and durable-object-merged (the peer at its best:
+// atomic's merging and isolate memo) alternating run by run, at two depths of requests in
+// flight, on the bare stack and with an emulated distance: per RPC for the objects (the lab
+// sale's objectHopMs; a merged RPC pays it once for its whole batch), per call for Upstash
+// (the gateway's added round trip, likewise once per merged call). Each run's workerd CPU
+// per request comes from /proc; oversold and duplicates from the lab, RPCs from the object.
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
 import { measureCpu, type Processes } from "../runner/cpu.ts";
@@ -11,7 +13,8 @@ import { labViolations } from "../runner/invariants.ts";
 import { latencyFigures, summarize } from "../runner/stats.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 
-const CONTENDERS = ["atomic", "durable-object"] as const satisfies readonly StrategyName[];
+const CONTENDERS = ["atomic", "durable-object", "durable-object-merged"] as const satisfies readonly StrategyName[];
+type Contender = (typeof CONTENDERS)[number];
 
 /** One crowd against one strategy's copy. */
 interface Run {
@@ -22,12 +25,14 @@ interface Run {
   interfered: boolean;
   sellOutMs: number | null;
   violations: string[];
+  /** The objects' checkout RPCs (undefined for atomic). */
+  rpcs?: number;
 }
 
 export interface PeerRow {
   inFlight: number;
   hopMs: number;
-  strategy: (typeof CONTENDERS)[number];
+  strategy: Contender;
   runs: number;
   /** Mean over the runs; null when a run did not sell out. */
   sellOutMs: number | null;
@@ -36,6 +41,8 @@ export interface PeerRow {
   p99Ms: number;
   workerdCpuMsPerRequest: number;
   gatewayRedisCpuMsPerRequest: number;
+  /** RPCs the object served per attempt (null for atomic): 1 unmerged, less merged and refused from the memo. */
+  rpcsPerAttempt: number | null;
   violations: string[];
   interfered: boolean;
 }
@@ -45,8 +52,8 @@ export interface PeerFigures {
   attempts: number;
   stock: number;
   rows: PeerRow[];
-  /** durable-object's sell-out time over atomic's, per depth and distance: above 1, atomic sold out sooner. */
-  ratios: { inFlight: number; hopMs: number; doOverAtomic: number | null }[];
+  /** Each object's sell-out time over atomic's, per depth and distance: above 1, atomic sold out sooner. */
+  ratios: { inFlight: number; hopMs: number; overAtomic: Record<Exclude<Contender, "atomic">, number | null> }[];
 }
 
 export async function benchDurableObject(
@@ -70,7 +77,7 @@ export async function benchDurableObject(
   try {
     for (const inFlight of depths) {
       for (const hopMs of [0, opts.hopMs]) {
-        opts.progress(`  ${inFlight} in flight, ${hopMs} ms distance: ${rounds} alternating rounds of atomic and durable-object`);
+        opts.progress(`  ${inFlight} in flight, ${hopMs} ms distance: ${rounds} alternating rounds of ${CONTENDERS.join(", ")}`);
         await stack.gateway.setLatency(hopMs);
         const runs = new Map(CONTENDERS.map((s) => [s, [] as Run[]]));
         for (let round = 0; round < rounds; round++) {
@@ -88,6 +95,7 @@ export async function benchDurableObject(
               interfered: cpu.interfered,
               sellOutMs: summarize(result.samples, result.durationMs, stock).sellOutMs,
               violations: labViolations({ samples: result.samples, copy }),
+              rpcs: copy.rpcs,
             });
           }
         }
@@ -110,6 +118,7 @@ export async function benchDurableObject(
             p99Ms: latency.p99,
             workerdCpuMsPerRequest: done.reduce((n, r) => n + r.cpu, 0) / samples.length,
             gatewayRedisCpuMsPerRequest: done.reduce((n, r) => n + r.backing, 0) / samples.length,
+            rpcsPerAttempt: strategy === "atomic" ? null : done.reduce((n, r) => n + (r.rpcs ?? 0), 0) / samples.length,
             violations: done.flatMap((r) => r.violations),
             interfered: done.some((r) => r.interfered),
           });
@@ -123,8 +132,15 @@ export async function benchDurableObject(
     [0, opts.hopMs].map((hopMs) => {
       const of = (s: string) => rows.find((r) => r.inFlight === inFlight && r.hopMs === hopMs && r.strategy === s)?.sellOutMs;
       const atomic = of("atomic");
-      const object = of("durable-object");
-      return { inFlight, hopMs, doOverAtomic: atomic && object ? object / atomic : null };
+      const over = (s: Contender) => {
+        const object = of(s);
+        return atomic && object ? object / atomic : null;
+      };
+      return {
+        inFlight,
+        hopMs,
+        overAtomic: { "durable-object": over("durable-object"), "durable-object-merged": over("durable-object-merged") },
+      };
     }),
   );
   return { users, attempts, stock, rows, ratios };
@@ -132,7 +148,7 @@ export async function benchDurableObject(
 
 export function printDurableObject(f: PeerFigures, log: (text: string) => void): void {
   log(
-    `\n1c. durable-object vs atomic: ${f.users} users x ${f.attempts} attempts, stock ${f.stock}, alternating runs; distance = per request to the object, per merged call to Upstash`,
+    `\n1c. The Durable Object peer vs atomic: ${f.users} users x ${f.attempts} attempts, stock ${f.stock}, alternating runs; distance = per RPC to the object, per merged call to Upstash`,
   );
   log(
     formatTable(
@@ -147,14 +163,16 @@ export function printDurableObject(f: PeerFigures, log: (text: string) => void):
         "p99 ms": fixed(r.p99Ms),
         "workerd CPU ms/req": fixed(r.workerdCpuMsPerRequest, 3),
         "gateway+redis ms/req": fixed(r.gatewayRedisCpuMsPerRequest, 3),
+        "RPCs/attempt": r.rpcsPerAttempt === null ? "-" : fixed(r.rpcsPerAttempt, 3),
         violations: r.violations.length === 0 ? "none" : r.violations.join("; "),
         cores: r.interfered ? "INTERFERED" : "ok",
       })),
     ),
   );
+  const times = (n: number | null) => (n === null ? "n/a" : `${fixed(n, 2)}x`);
   for (const r of f.ratios) {
     log(
-      `${r.inFlight} in flight, ${r.hopMs} ms: durable-object took ${r.doOverAtomic === null ? "n/a" : `${fixed(r.doOverAtomic, 2)}x`} atomic's time to sell out`,
+      `${r.inFlight} in flight, ${r.hopMs} ms: durable-object took ${times(r.overAtomic["durable-object"])} and durable-object-merged ${times(r.overAtomic["durable-object-merged"])} atomic's time to sell out`,
     );
   }
 }

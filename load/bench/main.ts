@@ -6,7 +6,8 @@
 //    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
 //    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
 //    to every request (a Worker's hop to its Upstash region, which the local gateway does not
-//    have); durable-object: the Durable Object peer against atomic (durable-object.ts);
+//    have); durable-object: the Durable Object peer, one RPC per checkout and merged with the
+//    isolate memo, against atomic (durable-object.ts);
 // 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
 //    each --throughput-concurrency; cpu and profile: server CPU per request and where the
 //    isolate spends it (cpu.ts, profile.ts, each on a stack of its own);
@@ -21,7 +22,9 @@
 // 11. big-keys: a sale's big keys at 1k and 1M buyers: memory, checkout.lua's latency, and
 //    removing the buyers hash with DEL, UNLINK or in chunks (big-keys.ts, its own redis-server);
 // 12. queue: the waiting room: round trips per 1,000 position polls, checkout with passes
-//    against the same sale unqueued, a pass expiring to the next place let in (queue.ts).
+//    against the same sale unqueued, a pass expiring to the next place let in (queue.ts);
+// 13. global-limits: a route with the global limits against without them, for admitted and
+//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
@@ -44,6 +47,7 @@ import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
 import { benchCpu, printCpu } from "./cpu.ts";
 import { benchDurableObject, printDurableObject } from "./durable-object.ts";
+import { benchGlobalLimits, printGlobalLimits } from "./global-limits.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
 import { benchProfile, printProfile } from "./profile.ts";
@@ -65,9 +69,10 @@ const SECTIONS = [
   "locks",
   "big-keys",
   "queue",
+  "global-limits",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
-const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys"];
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys", "global-limits"];
 
 const { values } = parseArgs({
   options: {
@@ -223,12 +228,15 @@ const profile = want("profile") ? await benchProfile() : undefined;
 // On a redis-server of its own: the stack's Redis never holds the million-field keys.
 // Split for the record limit wrangler.toml sets (REDIS_MAX_RECORD_BYTES, Upstash's 100 MB).
 const bigKeys = want("big-keys") ? await benchBigKeys(progress, Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES)) : undefined;
+if (want("global-limits")) progress("global limits: GET /api/orders with and without them (stacks of their own)");
+const globalLimits = want("global-limits") ? await benchGlobalLimits() : undefined;
 if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
-  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys }));
+  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys, globalLimits }));
   else {
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
     if (bigKeys) printBigKeys(bigKeys);
+    if (globalLimits) printGlobalLimits(globalLimits, log);
   }
   process.exit(0);
 }
@@ -283,8 +291,10 @@ try {
       }
     },
   );
-  const durableObject = await section("durable-object", "durable-object vs atomic, alternating", () =>
-    benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+  const durableObject = await section(
+    "durable-object",
+    "the Durable Object peer (one RPC each, and merged) vs atomic, alternating",
+    () => benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
   );
   const drain = await section("drain", undefined, () => benchDrain(stack, target));
   const vsTrivial = await section("throughput", undefined, async () => {
@@ -324,6 +334,7 @@ try {
     readPath,
     locks,
     bigKeys,
+    globalLimits,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -352,7 +363,7 @@ try {
       log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
       log(strategyTable(strategies.all));
       log(
-        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object, ${times(summary.sellOutSpeedup["durable-object-merged"])} faster than durable-object-merged`,
       );
       log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
       log(strategyTable(strategies.overHop));
@@ -462,6 +473,7 @@ try {
 
     if (locks) printLocks(locks);
     if (bigKeys) printBigKeys(bigKeys);
+    if (globalLimits) printGlobalLimits(globalLimits, log);
 
     log("\nMeasurement conditions: the share of both cores other work took during each section");
     log(

@@ -1,12 +1,13 @@
 // npm run model -- [--seed 1] [--json]
 //
-// A global spike on one sale, 10k / 100k / 1M attempts in one second, through both designs
-// (see simulation.ts): accepted, answer times, time to sell out, the busiest second of each
+// A global spike on one sale, 10k / 100k / 1M attempts in one second, through three designs
+// (see simulation.ts: atomic, the object one RPC per attempt, the object merged with a memo): accepted, answer times, time to sell out, the busiest second of each
 // store against its published limit, and the bill per million attempts at list prices; and a
 // waiting-room drop of a million buyers: Upstash commands per second in each phase, the polls' share.
 // Inputs and their sources: inputs.ts and docs/scale.md.
 import { parseArgs } from "node:util";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
+import { CEILING, checkoutCeiling } from "./ceiling.ts";
 import { INPUTS, PRICES } from "./inputs.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
 import { WAITING_ROOM, waitingRoomLoad } from "./waiting-room.ts";
@@ -16,7 +17,7 @@ const { values } = parseArgs({
 });
 const seed = Number(values.seed);
 const SPIKES = [10_000, 100_000, 1_000_000];
-const DESIGNS: Design[] = ["atomic", "durable-object"];
+const DESIGNS: Design[] = ["atomic", "durable-object", "durable-object-merged"];
 
 /** Dollars per million attempts, by line of the bill. */
 function bill(u: Usage, attempts: number) {
@@ -44,6 +45,7 @@ for (const attempts of SPIKES) {
 }
 
 const waitingRoom = waitingRoomLoad();
+const ceiling = checkoutCeiling(seed);
 
 if (values.json) {
   console.log(
@@ -53,6 +55,7 @@ if (values.json) {
       prices: PRICES,
       outcomes,
       waitingRoom: { inputs: WAITING_ROOM, phases: waitingRoom },
+      ceiling: { bounds: CEILING, ...ceiling },
     }),
   );
 } else {
@@ -69,7 +72,11 @@ if (values.json) {
         "p99 ms": fixed(o.p99Ms, 0),
         "sold out s": seconds(o.sellOutMs),
         "last answer s": seconds(o.lastAnswerMs),
-        "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${o.storeLimitPerSec}/s`,
+        "store's busiest second": `${Math.round(o.peakStoreRequestsPerSec)}/s of ${Math.round(o.storeLimitPerSec)}/s`,
+        "Upstash commands, busiest second":
+          o.design === "atomic" ? `${Math.round(o.peakCommandsPerSec)} of ${INPUTS.upstashCommandsPerSec}` : "-",
+        "store calls": o.storeCalls,
+        "buyers/call": fixed(o.storeDecided / Math.max(1, o.storeCalls), 1),
         "queue msgs/s": o.design === "atomic" ? `${Math.round(o.peakQueueMessagesPerSec)} of ${INPUTS.queueMessagesPerSec}` : "-",
         "D1 settled s": o.design === "atomic" ? seconds(o.d1SettleMs) : "-",
       })),
@@ -111,5 +118,34 @@ if (values.json) {
   );
   console.log(
     `the polls: ${Math.round(waitingRoom[0]?.workerRequestsPerSec ?? 0).toLocaleString("en-US")} Worker requests/s cost ${Math.round(waitingRoom[0]?.commandsPerSec.progress ?? 0)} Upstash commands/s (one progress read per isolate per second)`,
+  );
+  const c = ceiling;
+  console.log(
+    `\nThe checkout's own ceiling: the largest spike one Upstash database serves within ${INPUTS.upstashCommandsPerSec} commands/s (every command) with p99 <= ${CEILING.p99Ms} ms, to the nearest ${CEILING.stepAttempts.toLocaleString("en-US")} attempts`,
+  );
+  console.log(
+    formatTable(
+      [c.within, c.beyond].flatMap((o) =>
+        o
+          ? [
+              {
+                attempts: o.attempts,
+                fits: o === c.within && c.attempts !== null ? "yes" : "no",
+                "p50 ms": fixed(o.p50Ms, 0),
+                "p99 ms": fixed(o.p99Ms, 0),
+                "sold out s": seconds(o.sellOutMs),
+                "Upstash commands, busiest second": Math.round(o.peakCommandsPerSec),
+                "script calls": o.commandsByKind.scriptCalls,
+                "settlement clears": o.commandsByKind.settlementClears,
+                "refusal counters": o.commandsByKind.counters,
+              },
+            ]
+          : [],
+      ),
+    ),
+  );
+  const p = c.perAccepted;
+  console.log(
+    `per accepted order at the ceiling: ${fixed(p.total, 2)} Upstash commands = ${fixed(p.scriptCalls, 2)} script calls + ${fixed(p.settlementClears, 2)} settlement clears + ${fixed(p.counters, 2)} refusal counters (lifecycle: none in the spike; one return.lua per order that expires or is cancelled, when its deadline passes)`,
   );
 }

@@ -8,11 +8,15 @@
 //   the sale's keys, at most `upstashCommandsPerSec` calls a second. One queue message per
 //   call that reserved; settlement into D1 behind it.
 // durable-object: every attempt is one request to the sale's one object, which serves them
-//   one at a time (`objectServiceMs` each), wherever the buyer is.
+//   one at a time (`objectMsPerRpc` + `objectMsPerBuyer` each), wherever the buyer is.
+// durable-object-merged: the object at its best, built like atomic: the same lanes, batches
+//   and memo, the object serving one RPC of n buyers in `objectMsPerRpc` + n x
+//   `objectMsPerBuyer`, with no commands-per-second cap but its own time; the object is the
+//   record (no queue, no D1).
 import { percentile } from "../runner/stats.ts";
 import { INPUTS, REGIONS, type Region } from "./inputs.ts";
 
-export type Design = "atomic" | "durable-object";
+export type Design = "atomic" | "durable-object" | "durable-object-merged";
 type Inputs = { [K in keyof typeof INPUTS]: (typeof INPUTS)[K] extends readonly unknown[] ? [number, number] : number };
 
 /** mulberry32: a small seeded generator, enough for a model. */
@@ -81,8 +85,11 @@ interface Isolate {
   soldOutUntil: number;
   inFlight: boolean;
   waiting: Attempt[];
-  /** Seconds in which it refused from memory (each costs one counters write). */
-  refusalSeconds: Set<number>;
+  /**
+   * When its refusal counters go out: a second after the first refusal not yet written
+   * (src/checkout/local-outcomes.ts), each write one HINCRBY and one EXPIRE.
+   */
+  counterWrites: number[];
 }
 
 interface Attempt {
@@ -103,9 +110,15 @@ export interface Outcome {
   sellOutMs: number | null;
   /** When the last attempt was answered (ms). */
   lastAnswerMs: number;
-  /** The busiest second of the store (Upstash calls, or requests to the object). */
+  /** The busiest second of the store (Upstash calls, or RPCs to the object). */
   peakStoreRequestsPerSec: number;
+  /** Calls the store served, and the buyers it decided in them (the rest were refused in their isolate). */
+  storeCalls: number;
+  storeDecided: number;
   storeLimitPerSec: number;
+  /** atomic: Upstash commands by kind, and the busiest second of all of them together. */
+  commandsByKind: { scriptCalls: number; settlementClears: number; counters: number };
+  peakCommandsPerSec: number;
   /** atomic: the queue's busiest second, and how long D1 takes to hold every order. */
   peakQueueMessagesPerSec: number;
   d1SettleMs: number;
@@ -145,7 +158,7 @@ function spike(attempts: number, rand: () => number, inputs: Inputs): Attempt[] 
         soldOutUntil: -1,
         inFlight: false,
         waiting: [],
-        refusalSeconds: new Set(),
+        counterWrites: [],
       }),
     );
   });
@@ -183,7 +196,11 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
   let remaining = inputs.stock;
   let sellOutMs: number | null = null;
   const storeStarts: number[] = [];
+  let storeDecided = 0;
   const messageTimes: number[] = [];
+  const messageOrders: number[] = [];
+  const commandTimes: number[] = [];
+  const commandsByKind = { scriptCalls: 0, settlementClears: 0, counters: 0 };
   const usage: Usage = {
     workerRequests: attempts,
     workerCpuMs: 0,
@@ -205,25 +222,32 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
     return true;
   };
 
-  if (design === "atomic") {
+  /**
+   * The merged designs: one lane per isolate and sale, one call in flight, everyone who
+   * arrived meanwhile (up to maxBatch) in the next; the memo refuses for a second after a
+   * sold-out answer. The store runs one call at a time, `serviceMs(n)` for a batch of n,
+   * starting calls at least `spacingMs` apart. Answers the store's busy span.
+   */
+  const lanes = (
+    store: { spacingMs: number; serviceMs: (buyers: number) => number },
+    onReply: (reserved: number, at: number) => void,
+  ) => {
     let storeFreeAt = 0;
     let lastStart = Number.NEGATIVE_INFINITY;
-    const spacing = 1000 / inputs.upstashCommandsPerSec;
+    let firstStart = Number.POSITIVE_INFINITY;
     const send = (isolate: Isolate, batch: Attempt[], at: number) => {
       isolate.inFlight = true;
       const rtt = (batch[0] as Attempt).region.rttMs;
-      const start = Math.max(at + rtt / 2, storeFreeAt, lastStart + spacing);
+      const start = Math.max(at + rtt / 2, storeFreeAt, lastStart + store.spacingMs);
       lastStart = start;
+      firstStart = Math.min(firstStart, start);
       storeStarts.push(start);
-      usage.upstashCommands++;
-      storeFreeAt = start + inputs.scriptMsPerCall + inputs.scriptMsPerBuyer * batch.length;
+      storeFreeAt = start + store.serviceMs(batch.length);
+      storeDecided += batch.length;
       const outcomes = batch.map(() => take(storeFreeAt));
       const replyAt = storeFreeAt + rtt / 2;
       events.at(replyAt, () => {
-        if (outcomes.some(Boolean)) {
-          usage.queueMessages++;
-          messageTimes.push(replyAt);
-        }
+        onReply(outcomes.filter(Boolean).length, replyAt);
         if (remaining === 0) isolate.soldOutUntil = replyAt + inputs.soldOutMemoMs;
         batch.forEach((a, i) => {
           answer(a, replyAt + (i === 0 ? 0 : rand() * inputs.pickupMs));
@@ -239,7 +263,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         if (isolate.soldOutUntil > now) {
           usage.workerCpuMs += inputs.cpuMsPerLocalRefusal;
           const done = useCpu(isolate, now, inputs.cpuMsPerLocalRefusal);
-          isolate.refusalSeconds.add(Math.floor(done / 1000));
+          const pending = isolate.counterWrites.at(-1);
+          if (pending === undefined || pending <= done) isolate.counterWrites.push(done + 1000);
           events.at(done, () => answer(a, done));
           return;
         }
@@ -252,11 +277,48 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
       });
     }
     events.run();
-    const isolates = new Set(list.map((a) => a.isolate));
-    // Settlement clears the outbox once per message; each isolate writes its refusal counters once a second.
-    usage.upstashCommands += usage.queueMessages * inputs.settlementCommandsPerMessage;
-    for (const isolate of isolates) usage.upstashCommands += 2 * isolate.refusalSeconds.size;
+    return { busyMs: storeStarts.length > 0 ? storeFreeAt - firstStart : 0 };
+  };
+
+  if (design === "atomic") {
+    lanes(
+      {
+        spacingMs: 1000 / inputs.upstashCommandsPerSec,
+        serviceMs: (buyers) => inputs.scriptMsPerCall + inputs.scriptMsPerBuyer * buyers,
+      },
+      (reserved, at) => {
+        if (reserved === 0) return;
+        usage.queueMessages++;
+        messageTimes.push(at);
+        messageOrders.push(reserved);
+      },
+    );
+    // Every Upstash command, when it is sent: the script calls; settlement's outbox clear once
+    // D1 holds a message's orders (D1 writes one order at a time, in the order they came);
+    // each isolate's refusal counters, written a second after the first refusal they count.
+    commandTimes.push(...storeStarts);
+    commandsByKind.scriptCalls = storeStarts.length;
+    let d1FreeAt = 0;
+    messageTimes.forEach((at, i) => {
+      d1FreeAt = Math.max(at, d1FreeAt) + ((messageOrders[i] as number) * 1000) / inputs.d1OrdersPerSec;
+      for (let c = 0; c < inputs.settlementCommandsPerMessage; c++) commandTimes.push(d1FreeAt);
+    });
+    commandsByKind.settlementClears = usage.queueMessages * inputs.settlementCommandsPerMessage;
+    for (const isolate of new Set(list.map((a) => a.isolate))) {
+      for (const at of isolate.counterWrites) commandTimes.push(at, at);
+      commandsByKind.counters += 2 * isolate.counterWrites.length;
+    }
+    usage.upstashCommands = commandsByKind.scriptCalls + commandsByKind.settlementClears + commandsByKind.counters;
     usage.d1RowsWritten = (inputs.stock - remaining) * inputs.d1RowsPerOrder;
+  } else if (design === "durable-object-merged") {
+    const { busyMs } = lanes(
+      { spacingMs: 0, serviceMs: (buyers) => inputs.objectMsPerRpc + inputs.objectMsPerBuyer * buyers },
+      () => undefined,
+    );
+    // The object is the record: no queue, no D1, no counters elsewhere.
+    usage.objectRequests = storeStarts.length;
+    usage.objectRowsWritten = (inputs.stock - remaining) * inputs.objectRowsPerAccepted;
+    usage.objectGbSeconds = (busyMs / 1000) * inputs.objectGb;
   } else {
     let objectFreeAt = 0;
     let firstArrival = Number.POSITIVE_INFINITY;
@@ -269,7 +331,8 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         firstArrival = Math.min(firstArrival, arrive);
         const start = Math.max(arrive, objectFreeAt);
         storeStarts.push(start);
-        objectFreeAt = start + inputs.objectServiceMs;
+        objectFreeAt = start + inputs.objectMsPerRpc + inputs.objectMsPerBuyer;
+        storeDecided++;
         const ok = take(objectFreeAt);
         if (ok) usage.objectRowsWritten += inputs.objectRowsPerAccepted;
         const replyAt = objectFreeAt + rtt / 2;
@@ -293,7 +356,13 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
     sellOutMs,
     lastAnswerMs,
     peakStoreRequestsPerSec: peakPerSecond(storeStarts),
-    storeLimitPerSec: design === "atomic" ? inputs.upstashCommandsPerSec : 1000 / inputs.objectServiceMs,
+    storeCalls: storeStarts.length,
+    storeDecided,
+    // The object's soft limit: requests of one buyer each a second.
+    storeLimitPerSec:
+      design === "atomic" ? inputs.upstashCommandsPerSec : 1000 / (inputs.objectMsPerRpc + inputs.objectMsPerBuyer),
+    commandsByKind,
+    peakCommandsPerSec: peakPerSecond(commandTimes),
     peakQueueMessagesPerSec: peakPerSecond(messageTimes),
     d1SettleMs: design === "atomic" ? (accepted * 1000) / inputs.d1OrdersPerSec : 0,
     usage,

@@ -518,6 +518,11 @@ class SalePage {
         userId: () => identity.userId,
         say: (text, tone) => this.say(text, tone),
         changed: () => this.renderBuy(),
+        humanCheck: () => ({
+          needed: Boolean(sale.humanCheck),
+          token: this.humanCheck?.token(),
+          reset: () => this.humanCheck?.reset(),
+        }),
       });
     }
     this.room?.render(sale.remaining);
@@ -558,7 +563,8 @@ class SalePage {
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
     if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
     if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
-    if (sale.humanCheck && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
+    // A queued sale asked for the check at the join: its pass carries it.
+    if (sale.humanCheck && !this.room && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
     return "";
   }
 
@@ -603,7 +609,7 @@ class SalePage {
     // retry never buys twice (a buyer holding an order gets ALREADY_PURCHASED naming it).
     const key = idempotencyKey();
     // A token passes once: this purchase's retries send it again (a refusal asks for a fresh check).
-    const humanCheckToken = this.humanCheck?.token();
+    const humanCheckToken = this.room ? undefined : this.humanCheck?.token();
     this.buying = true;
     this.renderBuy();
     this.say("Buying…", "wait");
@@ -656,7 +662,7 @@ class SalePage {
       }
     } finally {
       this.buying = false;
-      this.humanCheck?.reset();
+      if (!this.room) this.humanCheck?.reset();
       this.renderBuy();
     }
   }

@@ -1,7 +1,8 @@
 // @ts-check
 // A queued sale's waiting room on the sale page: join the line, follow the place as the line
 // moves (polling when the server says to), and hold the pass once admitted. The pass goes with
-// the checkout as Queue-Pass; Buy stays closed until then.
+// the checkout as Queue-Pass; Buy stays closed until then. A sale with the human check asks
+// for it at the join (Human-Check), and the pass carries it to checkout.
 import { call, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration } from "./lib/format.js";
 
@@ -29,7 +30,7 @@ export class WaitingRoom {
   /**
    * @param {string} api the API's origin
    * @param {string} saleId
-   * @param {{ token: () => string, userId: () => string, say: (text: string, tone?: "good" | "bad" | "wait" | "") => void, changed: () => void }} page
+   * @param {{ token: () => string, userId: () => string, say: (text: string, tone?: "good" | "bad" | "wait" | "") => void, changed: () => void, humanCheck: () => { needed: boolean, token: string | undefined, reset: () => void } }} page
    */
   constructor(api, saleId, page) {
     this.api = api;
@@ -57,7 +58,15 @@ export class WaitingRoom {
 
   async join() {
     if (!this.page.token()) return this.page.say("Sign in above to join the line.", "bad");
-    const answer = await call(this.api, `/api/sales/${this.saleId}/queue`, { method: "POST", token: this.page.token() });
+    const check = this.page.humanCheck();
+    if (check.needed && !check.token) return this.page.say("Complete the human check on this page first.", "bad");
+    const answer = await call(this.api, `/api/sales/${this.saleId}/queue`, {
+      method: "POST",
+      token: this.page.token(),
+      headers: check.token ? { "Human-Check": check.token } : {},
+    });
+    // A token passes once: a join that did not take it asks for a fresh check.
+    if (check.token) check.reset();
     if (answer.status === 200) {
       this.ticket = answer.body.ticket;
       sessionStorage.setItem(this.storageKey(), answer.body.ticket);

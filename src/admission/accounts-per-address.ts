@@ -1,7 +1,7 @@
 // One account, one seat: many user ids from one client address in one sale look like one
 // person (or one bot farm) with many accounts. The first `limit` user ids seen from an
 // address keep going; the ones after them are flagged, to be handled like denied callers.
-// Costs one Redis round trip (three commands, auto-pipelined), so it belongs where a round
+// Costs one Redis round trip (three commands, one pipeline), so it belongs where a round
 // trip is affordable (the queue join), not in front of checkout's one script call.
 import type { Redis } from "../redis/client";
 import { addressUsersKey } from "../shared/keys";
@@ -27,11 +27,14 @@ export async function beyondAccountsPerAddress(
 ): Promise<boolean> {
   if (limit <= 0 || !ip) return false;
   const key = addressUsersKey(saleId, ip);
-  // Scored by arrival (ms); NX keeps a user id's first arrival, so its rank never moves.
-  const [, rank] = await Promise.all([
-    redis.zadd(key, { nx: true }, { score: Date.now(), member: userId }),
-    redis.zrank(key, userId),
-    redis.expire(key, ttlSeconds),
-  ]);
+  // Scored by arrival (ms); NX keeps a user id's first arrival, so its rank never moves. One
+  // pipeline, so the rank is read after the add (auto-pipelining may split commands issued
+  // together over two requests in flight at once, and the rank could then come first).
+  const [, rank] = await redis
+    .pipeline()
+    .zadd(key, { nx: true }, { score: Date.now(), member: userId })
+    .zrank(key, userId)
+    .expire(key, ttlSeconds)
+    .exec<[unknown, number | null, unknown]>();
   return rank !== null && rank >= limit;
 }

@@ -1,10 +1,10 @@
 // The admission checks in front of a sale's stock, in order: deny rules, then the human check
-// where the sale asks for it. Checkout of an unqueued sale runs them now; the queue join is
-// to run the same. None of them costs a Redis command.
+// where the sale asks for it. A queued sale runs them at the queue join (its pass then carries
+// them to checkout); an unqueued sale at checkout. None of them costs a Redis command.
 import type { KeepAlive } from "../isolate/shared-work";
 import type { CountedOutcome, Refusal } from "../shared/refusal";
 import { type Caller, isDenied } from "./deny-rules";
-import { checkHuman, type HumanCheckSettings } from "./human-check";
+import { checkHuman, type HumanCheckSettings, HumanCheckUnavailable } from "./human-check";
 import { salePolicy } from "./sale-policy";
 
 export interface AdmissionRequest {
@@ -14,6 +14,8 @@ export interface AdmissionRequest {
   humanCheckToken: string | undefined;
   /** The request's waitUntil: D1 reads shared inside the isolate are kept alive by it. */
   keepAlive: KeepAlive;
+  /** Where the checks run: joining the sale's queue, or checking out. */
+  stage: "queue-join" | "checkout";
 }
 
 /** Turned away: what the caller is answered, and what the console counts. */
@@ -22,23 +24,40 @@ export interface AdmissionRefusal {
   counted: CountedOutcome;
 }
 
+/** D1 or siteverify cannot be asked: neither admitted nor refused (the routes answer 503 with the message). */
+export class AdmissionUnavailable extends Error {}
+
 /**
- * Undefined when the caller may go on to the sale's stock. A denied caller is not told so
- * ("bots lose quietly"): it gets what a person could get, HUMAN_CHECK_FAILED where the sale
- * asks for the check, SOLD_OUT otherwise, and is counted as DENIED. Throws when D1 cannot
- * say whether the sale asks for the check, or siteverify cannot be asked (HumanCheckUnavailable).
+ * Undefined when the caller may go on to the sale's stock (or its line). A denied caller is
+ * not told so ("bots lose quietly"): it gets what a person could get, HUMAN_CHECK_FAILED where
+ * the check is asked, SOLD_OUT otherwise, and is counted as DENIED. Throws AdmissionUnavailable
+ * when D1 cannot say whether the sale asks for the check, or siteverify cannot be asked.
  */
 export async function admissionRefusal(
   db: D1Database,
   request: AdmissionRequest,
   settings: HumanCheckSettings,
 ): Promise<AdmissionRefusal | undefined> {
-  const [policy, denied] = await Promise.all([
-    salePolicy(db, request.saleId, request.keepAlive),
-    isDenied(db, request.caller, request.keepAlive),
-  ]);
-  if (denied) return { refusal: policy?.humanCheck ? { code: "HUMAN_CHECK_FAILED" } : { code: "SOLD_OUT" }, counted: "DENIED" };
-  if (!policy?.humanCheck) return undefined;
-  const refusal = await checkHuman(request.humanCheckToken, request.saleId, request.caller.ip, settings);
-  return refusal && { refusal, counted: refusal.code };
+  try {
+    const [policy, denied] = await Promise.all([
+      salePolicy(db, request.saleId, request.keepAlive),
+      isDenied(db, request.caller, request.keepAlive),
+    ]);
+    // A queued sale asks at the join: only buyers who passed there hold a pass to check out with.
+    const asksHuman = !!policy?.humanCheck && (request.stage === "queue-join" || !policy.queued);
+    if (denied) return { refusal: asksHuman ? { code: "HUMAN_CHECK_FAILED" } : { code: "SOLD_OUT" }, counted: "DENIED" };
+    if (!asksHuman) return undefined;
+    const refusal = await checkHuman(request.humanCheckToken, request.saleId, request.caller.ip, settings);
+    return refusal && { refusal, counted: refusal.code };
+  } catch (err) {
+    const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
+    throw new AdmissionUnavailable(`${what} cannot be reached right now; try again shortly`, { cause: err });
+  }
 }
+
+/**
+ * Whether a caller turned away at the queue join loses quietly (a deny rule matched, or its
+ * token did not pass: it is given a ticket whose place never comes up), rather than being
+ * asked openly for the token it did not send.
+ */
+export const losesQuietly = (turnedAway: AdmissionRefusal) => turnedAway.refusal.code !== "HUMAN_CHECK_REQUIRED";

@@ -1,9 +1,16 @@
 // Admission, global layer: limits counted in Redis with @upstash/ratelimit, so they hold across
 // every isolate and location (the isolate buckets of src/http/caller-limits.ts are the first,
 // free layer; they count per isolate only). Used where a global count matters and one extra
-// round trip is affordable: failed admin authentications and the payments webhook. Checkout is
-// not given one: its script's per-sale bucket is its limit, in its one round trip.
+// round trip is affordable: failed admin authentications, the payments webhook, and per user
+// and per client address the queue join, dev login, pay and cancel, and order reads. Checkout
+// is not given one: a queued sale's pass is its limit, an unqueued sale's bucket in the script
+// is, both in its one round trip.
+//
+// Failing closed: the library's default is to let a request through when Redis is slower than
+// its timeout (it answers `success: true, reason: "timeout"`). Here that answer and a Redis
+// error are both "unavailable", which the routes answer 503: never admitted unseen.
 import { Ratelimit } from "@upstash/ratelimit";
+import { BoundedMap } from "../isolate/bounded-map";
 import { type Redis, redisFor } from "../redis/client";
 
 /** What each global limit counts, and the var that sets its allowance per minute. */
@@ -12,15 +19,34 @@ const LIMITS = {
   "admin-auth-failures": { setting: "ADMIN_AUTH_FAILURES_PER_MIN", defaultPerMinute: 10 },
   /** Payment webhook deliveries per client address: generous, a provider sends in bursts. */
   webhook: { setting: "WEBHOOK_RATE_PER_MIN", defaultPerMinute: 600 },
+  // Per user and per client address, each route's pair (see CallerLimitedRoute); "0" turns one off.
+  "queue-join:user": { setting: "QUEUE_JOINS_PER_USER_PER_MIN", defaultPerMinute: 10 },
+  "queue-join:ip": { setting: "QUEUE_JOINS_PER_IP_PER_MIN", defaultPerMinute: 120 },
+  "dev-login:user": { setting: "DEV_LOGINS_PER_USER_PER_MIN", defaultPerMinute: 10 },
+  "dev-login:ip": { setting: "DEV_LOGINS_PER_IP_PER_MIN", defaultPerMinute: 120 },
+  "order-changes:user": { setting: "ORDER_CHANGES_PER_USER_PER_MIN", defaultPerMinute: 20 },
+  "order-changes:ip": { setting: "ORDER_CHANGES_PER_IP_PER_MIN", defaultPerMinute: 240 },
+  "order-reads:user": { setting: "ORDER_READS_PER_USER_PER_MIN", defaultPerMinute: 300 },
+  "order-reads:ip": { setting: "ORDER_READS_PER_IP_PER_MIN", defaultPerMinute: 1_200 },
 } as const;
 
 export type GlobalLimit = keyof typeof LIMITS;
 
-/** The allowance per minute of `limit` (its var when a positive whole number, else the default). */
-export function perMinute(limit: GlobalLimit, env: Env): number {
+/** Routes limited per user and per client address: joining a queue, dev login, pay and cancel, order reads. */
+export type CallerLimitedRoute = "queue-join" | "dev-login" | "order-changes" | "order-reads";
+
+/** The limits only a var may turn off ("0"): the per-caller pairs. The admin and webhook ones stay on. */
+const mayBeOff = (limit: GlobalLimit) => limit.endsWith(":user") || limit.endsWith(":ip");
+
+/**
+ * The allowance per minute of `limit`: its var when a positive whole number, undefined when
+ * the var turns it off, else the default.
+ */
+export function perMinute(limit: GlobalLimit, env: Env): number | undefined {
   const { setting, defaultPerMinute } = LIMITS[limit];
   const n = Number(env[setting]);
-  return Number.isInteger(n) && n > 0 ? n : defaultPerMinute;
+  if (Number.isInteger(n) && n > 0) return n;
+  return n === 0 && env[setting] !== "" && mayBeOff(limit) ? undefined : defaultPerMinute;
 }
 
 export type Admission = { admitted: true } | { admitted: false; retryAfterSec: number; limit: number } | { unavailable: true };
@@ -33,8 +59,25 @@ const ephemeralCaches = new Map<GlobalLimit, Map<string, number>>();
 /** Per Redis client (a test may point one Worker at another Redis), per limit and allowance. */
 const limiters = new WeakMap<Redis, Map<string, Ratelimit>>();
 
-function limiterFor(limit: GlobalLimit, env: Env): Ratelimit {
-  const allowance = perMinute(limit, env);
+/** Where a limit's counts live in Redis; the library keys its ephemeral cache by `<prefix>:<caller>` too. */
+const prefixOf = (limit: GlobalLimit) => `fs:admission:${limit}`;
+
+/**
+ * Callers each limit's ephemeral cache remembers (blocked ones, by when their window resets),
+ * a few MB at most per limit; one forgotten while still blocked asks Redis again, which says so.
+ */
+const EPHEMERAL_CACHE_ENTRIES = 20_000;
+
+function ephemeralCache(limit: GlobalLimit): Map<string, number> {
+  let cache = ephemeralCaches.get(limit);
+  if (!cache) {
+    cache = new BoundedMap(EPHEMERAL_CACHE_ENTRIES);
+    ephemeralCaches.set(limit, cache);
+  }
+  return cache;
+}
+
+function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit {
   const redis = redisFor(env);
   let ofClient = limiters.get(redis);
   if (!ofClient) {
@@ -44,16 +87,11 @@ function limiterFor(limit: GlobalLimit, env: Env): Ratelimit {
   const key = `${limit}:${allowance}`;
   let limiter = ofClient.get(key);
   if (!limiter) {
-    let cache = ephemeralCaches.get(limit);
-    if (!cache) {
-      cache = new Map();
-      ephemeralCaches.set(limit, cache);
-    }
     limiter = new Ratelimit({
       redis,
       limiter: Ratelimit.slidingWindow(allowance, "60 s"),
-      prefix: `fs:admission:${limit}`,
-      ephemeralCache: cache,
+      prefix: prefixOf(limit),
+      ephemeralCache: ephemeralCache(limit),
       // The Redis client bounds each request by REDIS_TIMEOUT_MS and throws past it; the
       // library's own timer would instead resolve success: true (fail open), see admit().
       timeout: Number(env.REDIS_TIMEOUT_MS) || undefined,
@@ -74,8 +112,10 @@ const verdict = (result: { success: boolean; reason?: string; reset: number; lim
 
 /** Counts one use by `caller` against `limit`; never admits when Redis cannot say. */
 export async function admit(limit: GlobalLimit, caller: string, env: Env): Promise<Admission> {
+  const allowance = perMinute(limit, env);
+  if (allowance === undefined) return { admitted: true };
   try {
-    return verdict(await limiterFor(limit, env).limit(caller));
+    return verdict(await limiterFor(limit, allowance, env).limit(caller));
   } catch {
     return { unavailable: true };
   }
@@ -83,10 +123,45 @@ export async function admit(limit: GlobalLimit, caller: string, env: Env): Promi
 
 /** Whether `caller` is within `limit` right now, counting nothing (a blocked caller stays blocked). */
 export async function withinLimit(limit: GlobalLimit, caller: string, env: Env): Promise<Admission> {
+  const allowance = perMinute(limit, env);
+  if (allowance === undefined) return { admitted: true };
   try {
-    const { remaining, reset } = await limiterFor(limit, env).getRemaining(caller);
-    return verdict({ success: remaining > 0, reset, limit: perMinute(limit, env) });
+    const { remaining, reset } = await limiterFor(limit, allowance, env).getRemaining(caller);
+    return verdict({ success: remaining > 0, reset, limit: allowance });
   } catch {
     return { unavailable: true };
   }
+}
+
+/** The refusal this isolate's ephemeral cache holds for `caller` under `limit`, if it is blocked. */
+function blockedHere(limit: GlobalLimit, caller: string, env: Env): Admission | undefined {
+  const allowance = perMinute(limit, env);
+  const reset = ephemeralCaches.get(limit)?.get(`${prefixOf(limit)}:${caller}`);
+  if (allowance === undefined || reset === undefined || reset < Date.now()) return undefined;
+  return verdict({ success: false, reset, limit: allowance });
+}
+
+/**
+ * Counts one request of `route` against both its limits, the user's and the client
+ * address's. A caller this isolate already knows to be blocked by either is refused with no
+ * Redis command; otherwise both are counted at once (the client folds them into one round
+ * trip). Never admits when Redis cannot say.
+ */
+export async function admitCaller(
+  route: CallerLimitedRoute,
+  caller: { userId: string; ip: string },
+  env: Env,
+): Promise<Admission> {
+  const uses: [GlobalLimit, string][] = [
+    [`${route}:user`, caller.userId],
+    [`${route}:ip`, caller.ip],
+  ];
+  for (const [limit, id] of uses) {
+    const blocked = blockedHere(limit, id, env);
+    if (blocked) return blocked;
+  }
+  const admissions = await Promise.all(uses.map(([limit, id]) => admit(limit, id, env)));
+  return (
+    admissions.find((a) => "unavailable" in a) ?? admissions.find((a) => "admitted" in a && !a.admitted) ?? { admitted: true }
+  );
 }

@@ -1,5 +1,7 @@
 // What checkout must know of a sale before its one script call, and Redis does not say:
-// whether the sale asks for the human check, and how many buckets its buyers are split into. Read from D1 and kept in the isolate, so a
+// whether the sale asks for the human check, whether it has a waiting room (then the check
+// was asked at the join, and the pass carries it), and how many buckets its buyers are split
+// into. Read from D1 and kept in the isolate, so a
 // crowd costs one D1 read per sale per isolate every few seconds, and no Redis round trip.
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
@@ -7,14 +9,16 @@ import { findSale } from "../sales/repository";
 
 export interface SalePolicy {
   humanCheck: boolean;
+  queued: boolean;
   /** The sale's bucket count (src/shared/keys.ts): which keys a buyer's records live in. */
   buckets: number;
 }
 
 /**
- * Ten seconds: humanCheck and buckets change only before a sale starts (src/sales/operations.ts,
- * src/sales/repository.ts), so an isolate is behind only for an edit in the last ten seconds
- * before the start (and lua/checkout.lua refuses a call split by a stale bucket count).
+ * Ten seconds: humanCheck and buckets change only before a sale starts, its queue's mode only
+ * before joining opens (src/sales/operations.ts, src/sales/repository.ts), so an isolate is
+ * behind only for an edit in the last ten seconds before then (and lua/checkout.lua refuses a
+ * call split by a stale bucket count).
  */
 export const SALE_POLICY_TTL_MS = 10_000;
 
@@ -27,7 +31,7 @@ export async function salePolicy(db: D1Database, saleId: string, keepAlive: Keep
     saleId,
     async () => {
       const sale = await findSale(db, saleId);
-      return sale ? { humanCheck: sale.humanCheck, buckets: sale.buckets } : null;
+      return sale ? { humanCheck: sale.humanCheck, queued: sale.queue.mode !== "off", buckets: sale.buckets } : null;
     },
     keepAlive,
   );

@@ -4,6 +4,17 @@ import type { Admission, Refusal } from "../shared/refusal";
 import type { Reservation } from "./reply";
 
 /**
+ * What the memo learns from: a reservation, as lua/checkout.lua or any other store that
+ * decides checkouts answers it. A store without an admission bucket (the lab's merged
+ * Durable Object) leaves `admission` out.
+ */
+export type Decided =
+  | Exclude<Reservation, { code: "OK" }>
+  | (Pick<Extract<Reservation, { code: "OK" }>, "code" | "orderId" | "remaining" | "held" | "limit"> & {
+      admission?: Admission;
+    });
+
+/**
  * What this isolate has learnt from earlier script replies, so repeat losers are refused
  * with no network at all. Every fact here is one Redis stated; none is guessed, and none
  * outlives the time in which Redis could have changed its mind by much: units come back
@@ -87,16 +98,16 @@ function knowWindow(saleId: string, bound: { startsAt?: number; endsAt?: number 
 
 export const memo = {
   /**
-   * Remembers what Redis answered for one buyer. `askedAt` is when the script was called:
-   * a throttle counts from then, not from when the answer arrived.
+   * Remembers what Redis (or the lab's object) answered for one buyer. `askedAt` is when
+   * it was asked: a throttle counts from then, not from when the answer arrived.
    */
-  learn(saleId: string, userId: string, r: Reservation, askedAt: number) {
+  learn(saleId: string, userId: string, r: Decided, askedAt: number) {
     // Redis spends an admission token only on a reservation: mirror that locally.
     if (r.code !== "OK") memo.admissionTokenUnused(saleId);
     switch (r.code) {
       case "OK":
         if (r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
-        knowAdmission(saleId, r.admission);
+        if (r.admission) knowAdmission(saleId, r.admission);
         if (r.remaining === 0) soldOut.set(saleId, true);
         return;
       case "SOLD_OUT":
@@ -162,3 +173,28 @@ export const memo = {
     queued.delete(saleId);
   },
 };
+
+/**
+ * A checkout with the memo in front of the store that decides it: refused here, with no
+ * network, when the memo knows the answer; else decided by `decide` and remembered. The
+ * lab's copies of this design (atomic, durable-object-merged) go through it; the checkout
+ * route takes the same two steps among its own (src/routes/checkout.ts).
+ */
+export async function decideWithMemo<D extends Decided>(
+  saleId: string,
+  userId: string,
+  decide: () => Promise<D>,
+): Promise<D | Refusal> {
+  const refusal = localRefusal(saleId, userId);
+  if (refusal) return refusal;
+  const askedAt = Date.now();
+  let decided: D;
+  try {
+    decided = await decide();
+  } catch (err) {
+    memo.admissionTokenUnused(saleId);
+    throw err;
+  }
+  memo.learn(saleId, userId, decided, askedAt);
+  return decided;
+}

@@ -4,16 +4,11 @@ import { LUA, runScript } from "../redis/scripts";
 import { checkoutScriptKeys } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
-import { MergedCalls } from "./merged-calls";
+import { MergedCalls, type MergedCallsOptions } from "./merged-calls";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "./reply";
 
 export type { Reservation };
 
-/**
- * Merging checkouts of one sale in this isolate. A batch of 100 keeps the script well under
- * a millisecond of Redis time (a few microseconds per buyer). A call takes at most
- * REDIS_TIMEOUT_MS and one retry; a waiter may sit behind one call and then ride the next.
- */
 /**
  * One buyer's checkout: who, how many units, the Idempotency-Key that makes its retries safe,
  * and the place its verified Queue-Pass names (a queued sale sells only against it).
@@ -25,7 +20,14 @@ export interface CheckoutItem {
   passPlace?: number;
 }
 
-const calls = new MergedCalls<CheckoutItem, Reservation>({
+/**
+ * Merging checkouts of one sale in this isolate: at most 100 buyers a call, one call in
+ * flight per sale. A batch of 100 keeps the script well under a millisecond of Redis time
+ * (a few microseconds per buyer). A call takes at most REDIS_TIMEOUT_MS and one retry; a
+ * waiter may sit behind one call and then ride the next. The lab's merged Durable Object
+ * merges by the same rule (src/lab/strategies/durable-object-merged.ts).
+ */
+export const CHECKOUT_MERGING: MergedCallsOptions = {
   // One call's orders make one queue message; lua/checkout.lua refuses larger batches.
   maxItems: QUEUE_MESSAGE_MAX_ORDERS,
   maxWaitMs: 8_000,
@@ -36,7 +38,9 @@ const calls = new MergedCalls<CheckoutItem, Reservation>({
   leadMs: 5_000,
   // A waiter looks for its answer after 2 ms, then backs off to every 8 ms.
   pollMs: 2,
-});
+};
+
+const calls = new MergedCalls<CheckoutItem, Reservation>(CHECKOUT_MERGING);
 
 interface ReserveOptions {
   /**

@@ -5,9 +5,9 @@ export const isStrategy = (name: string): name is StrategyName => (STRATEGIES as
 
 /**
  * The copies the lab lays out itself in Redis; the atomic copy is a real sale (see
- * atomicSaleId), the durable-object copy lives in its own object.
+ * atomicSaleId), the durable-object copies live in objects of their own.
  */
-export type HandRolledStrategy = Exclude<StrategyName, "atomic" | "durable-object">;
+export type HandRolledStrategy = Exclude<StrategyName, "atomic" | "durable-object" | "durable-object-merged">;
 
 export interface LabKeys {
   /** Hash: stock, remaining, seq (the copy's exact count of accepted checkouts). */
@@ -38,3 +38,12 @@ export const atomicKeys = (labSaleId: string) => ({
   ...saleKeys(atomicSaleId(labSaleId)),
   ...bucketKeys(atomicSaleId(labSaleId), 0, LAB_SALE_BUCKETS),
 });
+
+/** The durable-object copy's object is named by the lab sale's id; the merged copy's by this. */
+export const mergedObjectName = (labSaleId: string) => `${labSaleId}:merged`;
+
+/**
+ * The merged object's copy in the isolate memo (atomic's is atomicSaleId): each copy sells
+ * on its own, so each has its own sold-out and buyers there.
+ */
+export const mergedObjectMemoId = (labSaleId: string) => `lab-object:${labSaleId}`;

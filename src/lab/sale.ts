@@ -3,7 +3,7 @@ import { LUA } from "../redis/scripts";
 import { preloadSale, readLiveSale } from "../sales/live-state";
 import type { LabCopyReport, LabSaleReport } from "../shared/lab-types";
 import { DEFAULT_CURRENCY, DEFAULT_QUEUE, MAX_ADMISSION } from "../shared/limits";
-import { atomicKeys, atomicSaleId, type HandRolledStrategy, LAB_SALE_BUCKETS, labKeys } from "./keys";
+import { atomicKeys, atomicSaleId, type HandRolledStrategy, LAB_SALE_BUCKETS, labKeys, mergedObjectName } from "./keys";
 import type { LabBackends } from "./strategy";
 
 const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic"];
@@ -12,8 +12,8 @@ const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
 
 /**
  * Creates a lab sale: one copy per strategy with the same stock. The atomic copy is a real
- * sale loaded by preloadSale; the durable-object copy is the sale's own object; the others
- * are plain hashes. Also loads the scripts the strategies run, so the crowd's first EVALSHAs
+ * sale loaded by preloadSale; the durable-object copies are objects of their own (one
+ * named by the sale's id, the merged one by mergedObjectName); the others are plain hashes. Also loads the scripts the strategies run, so the crowd's first EVALSHAs
  * hit. `objectHopMs` is the emulated round trip to the object (see LabSaleObject.seed).
  */
 export async function createLabSale(
@@ -24,6 +24,7 @@ export async function createLabSale(
   const id = crypto.randomUUID();
   await Promise.all([
     objects.getByName(id).seed(stock, objectHopMs),
+    objects.getByName(mergedObjectName(id)).seed(stock, objectHopMs),
     preloadSale(redis, {
       id: atomicSaleId(id),
       name: "lab: atomic",
@@ -81,9 +82,9 @@ async function atomicReport(redis: Redis, labSaleId: string) {
   return live && copyReport(live.stock, live.remaining, live.minted, buyers);
 }
 
-async function objectReport(objects: LabBackends["objects"], labSaleId: string) {
-  const report = await objects.getByName(labSaleId).report();
-  return report && copyReport(report.stock, report.remaining, report.accepted, report.buyers);
+async function objectReport(objects: LabBackends["objects"], name: string) {
+  const report = await objects.getByName(name).report();
+  return report && { ...copyReport(report.stock, report.remaining, report.accepted, report.buyers), rpcs: report.rpcs };
 }
 
 /** Every copy of a lab sale, or undefined when the lab sale does not exist. */
@@ -92,11 +93,15 @@ export async function labSaleReport(
   labSaleId: string,
 ): Promise<LabSaleReport | undefined> {
   // Issued in the same tick, all the Redis reads travel as one auto-pipelined round trip.
-  const [naive, lock, redlock, optimistic, atomic, durableObject] = await Promise.all([
+  const [naive, lock, redlock, optimistic, atomic, durableObject, merged] = await Promise.all([
     ...HAND_ROLLED.map((strategy) => handRolledReport(redis, strategy, labSaleId)),
     atomicReport(redis, labSaleId),
     objectReport(objects, labSaleId),
+    objectReport(objects, mergedObjectName(labSaleId)),
   ]);
-  if (!naive || !lock || !redlock || !optimistic || !atomic || !durableObject) return undefined;
-  return { id: labSaleId, strategies: { naive, lock, redlock, optimistic, atomic, "durable-object": durableObject } };
+  if (!naive || !lock || !redlock || !optimistic || !atomic || !durableObject || !merged) return undefined;
+  return {
+    id: labSaleId,
+    strategies: { naive, lock, redlock, optimistic, atomic, "durable-object": durableObject, "durable-object-merged": merged },
+  };
 }

@@ -15,7 +15,7 @@ export type LabOutcome = { code: "OK"; orderId: string } | Refusal;
 /** Where the copies live, and the request's waitUntil for strategies whose calls other requests share. */
 export interface LabBackends {
   redis: Redis;
-  /** One Durable Object per lab sale, named by its id (the durable-object copy). */
+  /** The durable-object copies' objects, named by the lab sale's id (see mergedObjectName). */
   objects: DurableObjectNamespace<LabSaleObject>;
   keepAlive: KeepAlive;
   /** The independent databases the redlock copy locks on. */

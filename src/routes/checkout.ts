@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
-import { admissionRefusal } from "../admission/gate";
-import { HumanCheckUnavailable } from "../admission/human-check";
+import { AdmissionUnavailable, admissionRefusal } from "../admission/gate";
 import { salePolicy } from "../admission/sale-policy";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
@@ -84,7 +83,8 @@ function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>
 }
 
 /**
- * Deny rules and the human check (src/admission/gate.ts), and the sale's bucket count
+ * Deny rules and, for an unqueued sale, the human check (src/admission/gate.ts; a queued
+ * sale's pass carries its join's check), and the sale's bucket count
  * (src/admission/sale-policy.ts, read by the gate too): no Redis command, so the script call
  * stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
  */
@@ -97,9 +97,9 @@ async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1
     // No such sale in D1: Redis answers SALE_NOT_FOUND whatever the count.
     return { turnedAway, buckets: policy?.buckets ?? 1 };
   } catch (err) {
+    if (!(err instanceof AdmissionUnavailable)) throw err;
     log.warn("checkout: admission checks unavailable", { saleId: request.saleId }, err);
-    const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
-    throw unavailable(`${what} cannot be reached right now; try again shortly`);
+    throw unavailable(err.message);
   }
 }
 
@@ -157,6 +157,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
       humanCheckToken: c.req.header("Human-Check"),
       keepAlive,
+      stage: "checkout",
     });
     if (turnedAway) {
       countLocalRefusal(redis, saleId, turnedAway.counted, keepAlive);

@@ -8,6 +8,7 @@ import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
 import { durableObjectCheckout } from "../lab/strategies/durable-object";
+import { durableObjectMergedCheckout } from "../lab/strategies/durable-object-merged";
 import { lockCheckout } from "../lab/strategies/lock";
 import { naiveCheckout } from "../lab/strategies/naive";
 import { optimisticCheckout } from "../lab/strategies/optimistic";
@@ -21,7 +22,7 @@ import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
 
 /**
- * The oversell lab: the checkout contract under six strategies, each selling from its own
+ * The oversell lab: the checkout contract under seven strategies, each selling from its own
  * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
  * "true"; when off, every lab route answers exactly like a route that does not exist.
  */
@@ -33,6 +34,7 @@ const strategies: Record<StrategyName, Strategy> = {
   optimistic: optimisticCheckout,
   atomic: atomicCheckout,
   "durable-object": durableObjectCheckout,
+  "durable-object-merged": durableObjectMergedCheckout,
 };
 
 const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {

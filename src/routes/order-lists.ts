@@ -3,6 +3,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { notFound } from "../http/errors";
+import { limitGlobally } from "../http/global-limits";
 import { validate } from "../http/validate";
 import { listBuyerOrders, listSaleOrders, orderDetail, saleOrdersCsv } from "../orders/order-lists";
 import { findSale } from "../sales/repository";
@@ -19,6 +20,7 @@ export const buyerOrderRoutes = new Hono<AppEnv>().get(
   validate("query", BuyerOrdersQuery),
   requireUser,
   limitPerUser,
+  limitGlobally("order-reads"),
   async (c) => c.json(await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE)),
 );
 

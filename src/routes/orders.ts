@@ -4,6 +4,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { ApiError, badRequest, notFound, paymentInProgress, unavailable } from "../http/errors";
+import { limitGlobally } from "../http/global-limits";
 import { idempotencyOf } from "../http/idempotency";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { validate } from "../http/validate";
@@ -120,7 +121,7 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 
 /** GET /api/orders/:orderId, POST .../pay, POST .../cancel: the owner's order and its life after the 202. */
 export const orderRoutes = new Hono<AppEnv>()
-  .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
+  .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, limitGlobally("order-reads"), async (c) => {
     const { orderId } = c.req.valid("param");
     try {
       return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
@@ -131,44 +132,59 @@ export const orderRoutes = new Hono<AppEnv>()
       throw unavailable("order status cannot be read right now");
     }
   })
-  .post("/:orderId/pay", validate("param", OrderIdParam), requireUser, limitPerUser, validate("json", PayBody), async (c) => {
-    const { orderId } = c.req.valid("param");
-    const body = c.req.valid("json");
-    const idempotency = await idempotencyOf(c, body);
-    if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
-    const redis = redisFor(c.env);
-    const provider = providerFor(c, redis);
-    try {
-      const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
-      if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");
-      const outcome = await payOrder(
-        c.env.DB,
-        provider,
-        order,
-        { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
-        paymentTimeoutMs(c.env),
-      );
-      if (outcome.kind !== "paid") throw payError(outcome);
-      return c.json(view({ ...order, status: "paid", expiresAt: null }));
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
-      log.warn("pay: storage unavailable", { orderId }, err);
-      throw unavailable("the payment cannot be taken right now; retry with the same Idempotency-Key");
-    }
-  })
-  .post("/:orderId/cancel", validate("param", OrderIdParam), requireUser, limitPerUser, async (c) => {
-    const { orderId } = c.req.valid("param");
-    const userId = c.get("userId");
-    const redis = redisFor(c.env);
-    const cancelled = await cancelOrder(c.env.DB, redis, orderId, userId);
-    if (cancelled) {
-      memo.returned(cancelled.saleId, userId);
-      return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
-    }
-    const order = await ownOrder(c.env, redis, orderId, userId);
-    if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
-    const why =
-      order.status === "awaiting_payment" ? "the payment window has closed" : `the order is ${order.status.replace("_", " ")}`;
-    throw new ApiError(409, "ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
-  });
+  .post(
+    "/:orderId/pay",
+    validate("param", OrderIdParam),
+    requireUser,
+    limitPerUser,
+    limitGlobally("order-changes"),
+    validate("json", PayBody),
+    async (c) => {
+      const { orderId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const idempotency = await idempotencyOf(c, body);
+      if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
+      const redis = redisFor(c.env);
+      const provider = providerFor(c, redis);
+      try {
+        const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
+        if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");
+        const outcome = await payOrder(
+          c.env.DB,
+          provider,
+          order,
+          { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
+          paymentTimeoutMs(c.env),
+        );
+        if (outcome.kind !== "paid") throw payError(outcome);
+        return c.json(view({ ...order, status: "paid", expiresAt: null }));
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
+        log.warn("pay: storage unavailable", { orderId }, err);
+        throw unavailable("the payment cannot be taken right now; retry with the same Idempotency-Key");
+      }
+    },
+  )
+  .post(
+    "/:orderId/cancel",
+    validate("param", OrderIdParam),
+    requireUser,
+    limitPerUser,
+    limitGlobally("order-changes"),
+    async (c) => {
+      const { orderId } = c.req.valid("param");
+      const userId = c.get("userId");
+      const redis = redisFor(c.env);
+      const cancelled = await cancelOrder(c.env.DB, redis, orderId, userId);
+      if (cancelled) {
+        memo.returned(cancelled.saleId, userId);
+        return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
+      }
+      const order = await ownOrder(c.env, redis, orderId, userId);
+      if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
+      const why =
+        order.status === "awaiting_payment" ? "the payment window has closed" : `the order is ${order.status.replace("_", " ")}`;
+      throw new ApiError(409, "ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
+    },
+  );

@@ -3,6 +3,7 @@ import { sign } from "hono/jwt";
 import type { AppEnv } from "../http/app-env";
 import { allowedOrigins } from "../http/cors";
 import { notFound, unavailable } from "../http/errors";
+import { limitCallerGlobally } from "../http/global-limits";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { usableSecret } from "../http/secrets";
 import { validate } from "../http/validate";
@@ -38,6 +39,7 @@ export const storefrontRoutes = new Hono<AppEnv>()
   // with JWT_SECRET exactly like the shop's tokens, so the rest of the API cannot tell.
   .post("/dev/login", devLoginEnabled, validate("json", DevLoginBody), async (c) => {
     const { userId } = c.req.valid("json");
+    await limitCallerGlobally(c, "dev-login", userId);
     const now = Math.floor(Date.now() / 1000);
     const exp = now + DEV_TOKEN_TTL_SECONDS;
     const secret = usableSecret("JWT_SECRET", c.env.JWT_SECRET);

@@ -6,7 +6,8 @@ import { decodeOrderId } from "../shared/order-id";
 
 /**
  * Clears settled orders from their sales' outboxes and pending records, in their buyers'
- * buckets. The commands are issued in one tick: auto-pipelining sends them as one Upstash
+ * buckets: one ZREM and one HDEL per outbox naming all its orders (Upstash bills per command,
+ * and a batch is mostly one sale's), issued in one tick, so auto-pipelining sends them as one
  * round trip per batch.
  */
 export async function clearOutbox(
@@ -19,11 +20,18 @@ export async function clearOutbox(
     db,
     orders.map((o) => o.saleId),
   );
+  const byOutbox = new Map<string, { pending: string; orderIds: string[] }>();
+  for (const o of orders) {
+    const { outbox, pending } = buyerKeys(o.saleId, o.userId, buckets.get(o.saleId) ?? 1);
+    const same = byOutbox.get(outbox);
+    if (same) same.orderIds.push(o.orderId);
+    else byOutbox.set(outbox, { pending, orderIds: [o.orderId] });
+  }
   await Promise.all(
-    orders.flatMap((o) => {
-      const keys = buyerKeys(o.saleId, o.userId, buckets.get(o.saleId) ?? 1);
-      return [redis.zrem(keys.outbox, o.orderId), redis.hdel(keys.pending, o.orderId)];
-    }),
+    [...byOutbox].flatMap(([outbox, { pending, orderIds }]) => [
+      redis.zrem(outbox, ...orderIds),
+      redis.hdel(pending, ...orderIds),
+    ]),
   );
 }
 

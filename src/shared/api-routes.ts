@@ -70,6 +70,15 @@ const RATE_LIMITED = error("RATE_LIMITED: too many requests from this address or
   "RateLimit-Reset",
 ]);
 const UNAVAILABLE = error("UNAVAILABLE: Redis or D1 cannot be reached right now; nothing changed", ["Retry-After"]);
+/** Routes with global limits per user and per client address (counted in Redis, failing closed). */
+const CALLER_LIMITED = error(
+  "RATE_LIMITED: the isolate's per-user or per-address bucket, or the global limit per user and per client address (counted across every isolate); a caller refused by the global limit is refused in that isolate without a Redis command until its window resets",
+  ["Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"],
+);
+const UNAVAILABLE_OR_UNCOUNTED = error(
+  "UNAVAILABLE: Redis or D1 cannot be reached right now (the global limits fail closed: a request they cannot count is refused); nothing changed",
+  ["Retry-After"],
+);
 const SALE_NOT_FOUND = error("SALE_NOT_FOUND: no such sale");
 /** A change recorded in D1 that Redis cannot take: the sale's live state is gone until a restore. */
 const SALE_NOT_LOADED =
@@ -183,7 +192,8 @@ const ORDER_LIST_ROUTES: readonly ApiRoute[] = [
       200: { description: "a page of the caller's orders", body: Bodies.BuyerOrderPage },
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
-      429: RATE_LIMITED,
+      429: CALLER_LIMITED,
+      503: UNAVAILABLE_OR_UNCOUNTED,
     },
   },
   {
@@ -268,7 +278,8 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       404: error("NOT_FOUND: DEV_LOGIN is off"),
       413: TOO_LARGE,
-      429: RATE_LIMITED,
+      429: CALLER_LIMITED,
+      503: UNAVAILABLE_OR_UNCOUNTED,
     },
   },
   {
@@ -326,7 +337,7 @@ const ROUTES: readonly ApiRoute[] = [
       "Human-Check": {
         required: false,
         description:
-          "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck (the site key is in GET /api/config); each token passes once",
+          "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck and no waiting room (a queued sale asks at its join; its pass carries the check); each token passes once",
       },
     },
     body: { schema: Requests.CheckoutBody, required: false },
@@ -335,7 +346,7 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
       403: error(
-        "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); HUMAN_CHECK_REQUIRED (the sale has humanCheck and no Human-Check token came) or HUMAN_CHECK_FAILED (Cloudflare did not vouch for the token, for this sale's action, this once); nothing reserved",
+        "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); HUMAN_CHECK_REQUIRED (the sale has humanCheck and no waiting room, and no Human-Check token came) or HUMAN_CHECK_FAILED (Cloudflare did not vouch for the token, for this sale's action, this once); nothing reserved",
       ),
       404: SALE_NOT_FOUND,
       409: error(
@@ -353,17 +364,25 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "storefront",
     summary: "Join a sale's waiting room: the ticket to poll with",
     description:
-      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order.",
+      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order. Callers a deny rule matches, whose Human-Check token does not pass, or who bring a user id beyond ACCOUNTS_PER_ADDRESS from one client address to the sale are not told so: they get a ticket like any other whose place never comes up (its polls cost no Redis command), and are counted in the sale's stats.",
     auth: "user",
     params: Requests.SaleIdParam,
+    requestHeaders: {
+      "Human-Check": {
+        required: false,
+        description:
+          "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck (the site key is in GET /api/config); each token passes once",
+      },
+    },
     responses: {
       200: { description: "in line", body: Bodies.QueueJoined },
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
+      403: error("HUMAN_CHECK_REQUIRED: the sale has humanCheck and no Human-Check token came; nothing joined"),
       404: SALE_NOT_FOUND,
       409: error("QUEUE_NOT_OPEN (before startsAt - queue.prequeueSec) or QUEUE_OFF (the sale has no waiting room)"),
-      429: RATE_LIMITED,
-      503: UNAVAILABLE,
+      429: CALLER_LIMITED,
+      503: UNAVAILABLE_OR_UNCOUNTED,
     },
   },
   {
@@ -398,8 +417,8 @@ const ROUTES: readonly ApiRoute[] = [
       400: BAD_REQUEST,
       401: UNAUTHORIZED,
       404: ORDER_NOT_FOUND,
-      429: RATE_LIMITED,
-      503: UNAVAILABLE,
+      429: CALLER_LIMITED,
+      503: UNAVAILABLE_OR_UNCOUNTED,
     },
   },
   {
@@ -425,9 +444,9 @@ const ROUTES: readonly ApiRoute[] = [
       ),
       413: TOO_LARGE,
       422: KEY_REUSED,
-      429: RATE_LIMITED,
+      429: CALLER_LIMITED,
       503: error(
-        "UNAVAILABLE: the provider did not answer in time, or storage cannot be reached; retry with the same key. PAYMENT_UNAVAILABLE: the dev provider is configured and the request's Host is not loopback; nothing is charged",
+        "UNAVAILABLE: the provider did not answer in time, or storage cannot be reached (the global limits fail closed); retry with the same key. PAYMENT_UNAVAILABLE: the dev provider is configured and the request's Host is not loopback; nothing is charged",
         ["Retry-After"],
       ),
     },
@@ -447,8 +466,8 @@ const ROUTES: readonly ApiRoute[] = [
       409: error("ORDER_NOT_CANCELLABLE: paid, expired, cancelled, confirmed, or still pending (then with Retry-After)", [
         "Retry-After",
       ]),
-      429: RATE_LIMITED,
-      503: UNAVAILABLE,
+      429: CALLER_LIMITED,
+      503: UNAVAILABLE_OR_UNCOUNTED,
     },
   },
   {
@@ -680,7 +699,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Deny rules: callers refused quietly",
     description:
-      "A caller a rule matches (client address, user id, or a part of its user agent) is answered as a person could be (HUMAN_CHECK_FAILED where the sale has humanCheck, SOLD_OUT otherwise) and counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
+      "A caller a rule matches (client address, user id, or a part of its user agent) is answered as a person could be: at a queue join, a ticket whose place never comes up; at checkout, HUMAN_CHECK_FAILED where the sale asks for the check there, SOLD_OUT otherwise. It is counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
     auth: "admin",
     responses: {
       200: { description: "every rule, newest first", body: Bodies.DenyRuleList },

@@ -1,6 +1,16 @@
 /**
  * The oversell lab's strategies, in the order its report lists them. `durable-object` is
- * the Cloudflare-native peer of `atomic`: one SQLite-backed Durable Object per lab sale.
+ * the Cloudflare-native peer of `atomic`: one SQLite-backed Durable Object per lab sale,
+ * one RPC per checkout; `durable-object-merged` is that peer at its best, with atomic's
+ * merging and isolate memo.
  */
-export const STRATEGIES = ["naive", "lock", "redlock", "optimistic", "atomic", "durable-object"] as const;
+export const STRATEGIES = [
+  "naive",
+  "lock",
+  "redlock",
+  "optimistic",
+  "atomic",
+  "durable-object",
+  "durable-object-merged",
+] as const;
 export type StrategyName = (typeof STRATEGIES)[number];

@@ -20,6 +20,11 @@ export const LabCopyReport = z.object({
   duplicates: z.int(),
   /** Units nobody bought: stock - accepted. */
   unsold: z.int(),
+  /**
+   * The durable-object copies only: checkout RPCs their object served (since it last started;
+   * merged, one RPC carries a batch). Attempts refused in the isolate never reach it.
+   */
+  rpcs: z.optional(z.int()),
 });
 export type LabCopyReport = z.infer<typeof LabCopyReport>;
 

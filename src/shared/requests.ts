@@ -197,8 +197,9 @@ export const DevLoginBody = z.strictObject({
 export const CreateLabSaleBody = z.strictObject({
   stock: Stock,
   /**
-   * An emulated round trip (ms) the durable-object copy waits on every checkout: the hop
-   * from a buyer's isolate to the object's one location, which one machine does not have.
+   * An emulated round trip (ms) the durable-object copies wait on every RPC (one checkout,
+   * or a merged batch): the hop from a buyer's isolate to the object's one location, which
+   * one machine does not have.
    */
   objectHopMs: z._default(z.int().check(z.minimum(0), z.maximum(1_000)), 0),
 });

@@ -399,6 +399,27 @@ describe("the storefront", () => {
       () => (window as unknown as { turnstile: { getResponse(id: string): unknown } }).turnstile.getResponse("1") === undefined,
     );
     expect(await cspViolations(page)).toEqual([]);
+
+    // A queued sale asks at the join: its pass carries the check, so Buy asks for no token.
+    const queued = await openSale({
+      name: "Checked line",
+      humanCheck: true,
+      stock: 2,
+      queue: { mode: "fifo", admitPerSec: 100 },
+    });
+    const inLine = await context.newPage();
+    await inLine.goto(`${BASE}/?sale=${queued.id}`);
+    await inLine.getByRole("heading", { name: "Checked line" }).waitFor();
+    await signIn(inLine, "human-queuer");
+    await inLine.getByRole("button", { name: "Join the line" }).click();
+    await statusReads(inLine, /Complete the human check on this page first/);
+    await inLine.getByRole("button", { name: "I am human" }).click();
+    await inLine.getByRole("button", { name: "Join the line" }).click();
+    await statusReads(inLine, /You're in: buy now/);
+    await inLine.locator('#buy-button[aria-disabled="false"]').waitFor();
+    await inLine.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(inLine, /Accepted: order \d+ is reserved/);
+    expect(await cspViolations(inLine)).toEqual([]);
   });
 
   it("works framed in a shop: the shop hands it the buyer's token by postMessage, and the buyer buys", async () => {

@@ -38,7 +38,7 @@ const accepted = (strategy: LabStrategy) => (answers.get(strategy) ?? []).filter
 const codes = (strategy: LabStrategy) => new Set((answers.get(strategy) ?? []).map((s) => s.code));
 
 describe("a concurrent spike per strategy", () => {
-  it.each(["atomic", "durable-object"] as const)(
+  it.each(["atomic", "durable-object", "durable-object-merged"] as const)(
     "%s sells exactly the stock, to distinct users, with nothing oversold or duplicated",
     async (strategy) => {
       const copy = (await stack.api.labReport(labSaleId)).strategies[strategy];
@@ -96,6 +96,23 @@ describe("a concurrent spike per strategy", () => {
     expect(samples.filter((s) => s.status !== 202).map((s) => s.code)).toEqual(Array(15).fill("SOLD_OUT"));
     expect(Math.min(...samples.map((s) => s.latencyMs))).toBeGreaterThanOrEqual(30);
     expect((await stack.api.labReport(hopped)).strategies["durable-object"]).toMatchObject({ accepted: 5, oversold: 0 });
+  });
+
+  it("durable-object-merged sends the isolate's waiting checkouts as fewer RPCs than checkouts, and never oversells", async () => {
+    // Every RPC waits the hop, so the crowd's later checkouts queue behind the first call and ride the next.
+    const hopped = await stack.api.createLabSale(5, { objectHopMs: 200 });
+    const crowd = await planCrowd(stack.api, 20, 2, "lab-merged-user-");
+    const { samples } = await drive(crowd, (shot) => stack.api.labCheckout("durable-object-merged", hopped, shot.token), {
+      concurrency: crowd.length,
+    });
+    const sold = samples.filter((s) => s.status === 202);
+    expect(sold).toHaveLength(5);
+    expect(new Set(sold.map((s) => s.userId)).size).toBe(5);
+    for (const s of samples.filter((s) => s.status !== 202)) expect(["SOLD_OUT", "ALREADY_PURCHASED"]).toContain(s.code);
+    const merged = (await stack.api.labReport(hopped)).strategies["durable-object-merged"];
+    expect(merged).toMatchObject({ accepted: 5, buyers: 5, oversold: 0, duplicates: 0 });
+    expect(merged.rpcs).toBeGreaterThan(0);
+    expect(merged.rpcs).toBeLessThan(samples.length);
   });
 
   it("answers like the real checkout: 202 with a pending order, 409 with the API's error shape", async () => {

@@ -28,23 +28,30 @@ async function reserveFor(saleId: string, userId: string): Promise<OrderMessage>
 describe("settlement consumer", () => {
   it("settles a redelivered batch exactly once and clears the outbox", async () => {
     const sale = await createSale({ stock: 5 });
+    const other = await createSale({ stock: 5 });
     const orders = [await reserveFor(sale.id, "s1"), await reserveFor(sale.id, "s2"), await reserveFor(sale.id, "s3")];
-    // A message carries the orders of one merged checkout call.
+    const otherOrder = await reserveFor(other.id, "s4");
+    // A message carries the orders of one merged checkout call; a batch, several sales' messages.
     const messages = [
       { id: "m0", body: { orders: orders.slice(0, 2) } },
       { id: "m1", body: { orders: orders.slice(2) } },
+      { id: "m2", body: { orders: [otherOrder] } },
     ];
 
     for (let delivery = 0; delivery < 3; delivery++) {
       const result = await deliver(messages);
       expect(result.retryMessages).toEqual([]);
-      expect(new Set(result.explicitAcks)).toEqual(new Set(["m0", "m1"]));
+      expect(new Set(result.explicitAcks)).toEqual(new Set(["m0", "m1", "m2"]));
     }
     const rows = await d1Orders(sale.id);
     expect(rows.map((r) => r.order_id).sort()).toEqual(orders.map((o) => o.orderId).sort());
     const sold = await env.DB.prepare("SELECT sold FROM sales WHERE id = ?").bind(Number(sale.id)).first<number>("sold");
     expect(sold).toBe(3);
-    expect(await redis.zcard(bucketKeys(sale.id, 0, 1).outbox)).toBe(0);
+    expect((await d1Orders(other.id)).map((r) => r.order_id)).toEqual([otherOrder.orderId]);
+    for (const id of [sale.id, other.id]) {
+      expect(await redis.zcard(bucketKeys(id, 0, 1).outbox)).toBe(0);
+      expect(await redis.hlen(bucketKeys(id, 0, 1).pending)).toBe(0);
+    }
   });
 
   it("never lets D1 record more than the stock: the order it refuses ends failed with REDIS_ROLLBACK, and the sale stops selling until rebuilt", async () => {

@@ -1,0 +1,67 @@
+// The isolate memo in front of a store, as the lab's atomic and durable-object-merged copies
+// use it: what the store answered once is refused in the isolate after, without asking again.
+// The stores are plain functions standing in for the script call and the object's RPC (the
+// real ones run in lab.test.ts); the clock is vitest's fake one, so the memo's one-second
+// entries never lapse between two steps on a busy machine.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type Decided, decideWithMemo } from "../../src/checkout/isolate-memo.ts";
+
+/** A store that answers `answer` and counts how often it was asked. */
+function store(answer: Decided) {
+  const asked = { count: 0 };
+  const decide = async () => {
+    asked.count++;
+    return answer;
+  };
+  return { asked, decide };
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("decideWithMemo", () => {
+  it("refuses the next buyer of a sold-out sale without asking the store, and only that sale", async () => {
+    const sale = `memo-sold-out-${crypto.randomUUID()}`;
+    const soldOut = store({ code: "SOLD_OUT" });
+    expect(await decideWithMemo(sale, "u1", soldOut.decide)).toEqual({ code: "SOLD_OUT" });
+    expect(await decideWithMemo(sale, "u2", soldOut.decide)).toEqual({ code: "SOLD_OUT" });
+    expect(soldOut.asked.count).toBe(1);
+
+    const open = store({ code: "OK", orderId: "7", remaining: 3, held: 1, limit: 1 });
+    expect(await decideWithMemo(`${sale}-other`, "u2", open.decide)).toMatchObject({ code: "OK", orderId: "7" });
+    expect(open.asked.count).toBe(1);
+  });
+
+  it("refuses a buyer at their limit with their order, from a store that has no admission bucket", async () => {
+    const sale = `memo-repeat-${crypto.randomUUID()}`;
+    const accepting = store({ code: "OK", orderId: "42", remaining: 9, held: 1, limit: 1 });
+    expect(await decideWithMemo(sale, "buyer", accepting.decide)).toMatchObject({ code: "OK", orderId: "42" });
+    expect(await decideWithMemo(sale, "buyer", accepting.decide)).toEqual({ code: "ALREADY_PURCHASED", orderId: "42" });
+    expect(await decideWithMemo(sale, "another", accepting.decide)).toMatchObject({ code: "OK" });
+    expect(accepting.asked.count).toBe(2);
+  });
+
+  it("forgets nothing it was not told: a store's failure is the caller's, and the next buyer asks again", async () => {
+    const sale = `memo-failure-${crypto.randomUUID()}`;
+    const failing = async (): Promise<Decided> => {
+      throw new Error("unreachable");
+    };
+    await expect(decideWithMemo(sale, "u1", failing)).rejects.toThrow("unreachable");
+    const soldOut = store({ code: "SOLD_OUT" });
+    expect(await decideWithMemo(sale, "u1", soldOut.decide)).toEqual({ code: "SOLD_OUT" });
+    expect(soldOut.asked.count).toBe(1);
+  });
+
+  it("lets a sold-out answer lapse after about a second: units may have come back", async () => {
+    const sale = `memo-lapse-${crypto.randomUUID()}`;
+    const soldOut = store({ code: "SOLD_OUT" });
+    await decideWithMemo(sale, "u1", soldOut.decide);
+    await vi.advanceTimersByTimeAsync(1_001);
+    await decideWithMemo(sale, "u2", soldOut.decide);
+    expect(soldOut.asked.count).toBe(2);
+  });
+});
