@@ -10,6 +10,7 @@ import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
 import { recordLimitBytes } from "../sales/big-keys";
+import { forgetBucketCount } from "../sales/buckets";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
@@ -71,6 +72,7 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
   }
   memo.saleChanged(sale.id);
   forgetSalePolicy(sale.id);
+  forgetBucketCount(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
       409,
