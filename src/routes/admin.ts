@@ -160,6 +160,7 @@ export const adminRoutes = new Hono<AppEnv>()
     let created = false;
     if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
     if (!sale) {
+      const queue = await queueFrom(body.queue);
       sale = await insertSale(
         c.env.DB,
         {
@@ -175,8 +176,8 @@ export const adminRoutes = new Hono<AppEnv>()
           humanCheck: body.humanCheck,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
-          queue: await queueFrom(body.queue),
-          buckets: bucketsFor(body.stock, recordLimitBytes(c.env)),
+          queue,
+          buckets: bucketsFor(body.stock, recordLimitBytes(c.env), queue.mode !== "off"),
         },
         idempotency,
       );
@@ -302,7 +303,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const [page, progress] = await orUnavailable(
       "queue",
       sale.id,
-      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
+      Promise.all([linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
     );
     return c.json({
       saleId: sale.id,
