@@ -16,7 +16,7 @@ the same step as the deduct: no pass, another buyer's, a replayed or an expired 
 nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe; the layout of every key is
-one table: docs/architecture.md, "A sale in Redis")
+one table: docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
                      buckets, qmode (off | fifo | random), qopens, qrate, qttl (queue-progress.lua),
                      idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull)

@@ -3,26 +3,31 @@
 queue-join.lua: put a buyer in a sale's waiting room, once; joining again answers the same place.
 
 A fifo sale places every joiner in arrival order. A random sale keeps its pre-queue (joiners
-before startsAt) unplaced: each goes into a sorted set as "<draw key>:<user id>" with score 0,
-so the set's lexical order is the draw. The draw key is HMAC-SHA256(seed, user id) in hex,
+before startsAt) unplaced: each goes into a sorted set as "<draw key>:<bucket>:<user id>" with
+score 0, so the set's lexical order is the draw; the pre-queue is split into the sale's buckets
+by the draw key's leading bits (bucket after bucket is the draw in order). The draw key is HMAC-SHA256(seed, user id) in hex,
 computed by the Worker under the sale's secret seed (published as its SHA-256, revealed once
-the sale ends), so anyone can recompute the order afterwards. At the start the set stops
-growing and a pre-queue joiner's place is its rank in it; those who join after the start go
+the sale ends), so anyone can recompute the order afterwards. At the start the pre-queue stops
+growing and a pre-queue joiner's place is its rank in it (the sizes of the buckets before its
+own, plus its rank in its own); those who join after the start go
 behind, in arrival order. Nothing is rewritten at the start: no draw step, no burst of writes.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "A sale in Redis")
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets
   2  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
                       pre-queue joiner is unplaced
-  3  pre-queue zset   "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only)
-  4  line list        "<bucket>:<user id>" in arrival order, placed after the pre-queue
-  (the bucket travels with the user id, so queue-progress.lua writes an admitted user's pass
-  into the user's bucket)
+  3  line list        "<bucket>:<user id>" in arrival order, placed after the pre-queue
+  then one key per bucket, bucket 0 first:
+  +1 pre-queue zset   "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only), of
+                      the draw keys in the bucket's range
+  (the user's bucket travels with the user id, so queue-progress.lua writes an admitted user's
+  pass into the user's bucket)
 ARGV
   1  user id   2  draw key: 64 hex characters for a random sale, else ""
   3  the bucket count KEYS[2] was chosen by: when it is not the sale's (meta `buckets`, 1 when
      absent), nothing is done and the reply is BUCKETS_CHANGED
   4  the user's bucket (0-based), which KEYS[2] belongs to
+  5  the pre-queue bucket (0-based) of the draw key (0 without one)
 Reply
   { "queue-join/1", nowMs, outcome, place, startsMs, endsMs }
   outcome  JOINED (now or before) | NOT_OPEN (before qopens) | OFF (no waiting room) |
@@ -31,8 +36,21 @@ Reply
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, places, pre, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local user, drawKey, splitBy, bucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local meta, places, line = KEYS[1], KEYS[2], KEYS[3]
+local SALE_KEYS = 3
+local user, drawKey, splitBy, bucket, preBucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local preBuckets = #KEYS - SALE_KEYS
+if not preBucket or preBucket < 0 or preBucket >= preBuckets then
+  return redis.error_reply('queue-join.lua: the pre-queue bucket must name one of the KEYS after the third')
+end
+-- Pre-queue joiners in buckets before `b` (0-based), and in all when b is preBuckets.
+local function drawnBefore(b)
+  local n = 0
+  for q = 0, b - 1 do
+    n = n + redis.call('ZCARD', KEYS[SALE_KEYS + 1 + q])
+  end
+  return n
+end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -44,7 +62,7 @@ end
 if not sale[3] then
   return reply('NOT_FOUND', 0)
 end
-if (tonumber(sale[6]) or 1) ~= splitBy then
+if (tonumber(sale[6]) or 1) ~= splitBy or preBuckets ~= splitBy then
   return reply('BUCKETS_CHANGED', 0)
 end
 local mode = sale[1] or 'off'
@@ -60,7 +78,7 @@ if known == 'pre' then
   if nowMs < starts then
     return reply('JOINED', 0)
   end
-  return reply('JOINED', redis.call('ZRANK', pre, member) + 1)
+  return reply('JOINED', drawnBefore(preBucket) + redis.call('ZRANK', KEYS[SALE_KEYS + 1 + preBucket], member) + 1)
 elseif known then
   return reply('JOINED', tonumber(known))
 end
@@ -72,10 +90,10 @@ if nowMs < tonumber(sale[2]) then
   return reply('NOT_OPEN', 0)
 end
 if random and nowMs < starts then
-  redis.call('ZADD', pre, 0, member)
+  redis.call('ZADD', KEYS[SALE_KEYS + 1 + preBucket], 0, member)
   redis.call('HSET', places, user, 'pre')
   return reply('JOINED', 0)
 end
-local place = redis.call('RPUSH', line, entry) + redis.call('ZCARD', pre)
+local place = redis.call('RPUSH', line, entry) + drawnBefore(preBuckets)
 redis.call('HSET', places, user, place)
 return reply('JOINED', place)

@@ -15,14 +15,16 @@ expires, or an order cancelled or expired (its units come back to `remaining`), 
 place in; a pass used takes its unit with it. An admitted place gets a pass record valid qttl
 seconds. A call admits at most ARGV[1] places; the next call goes on.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "A sale in Redis")
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
   2  counters hash    admitted, used, expired
-  3  pre-queue zset   see queue-join.lua   4  line list   see queue-join.lua
-  then two keys for each of the sale's buckets, bucket 0 first (the line and the pre-queue
+  3  line list        see queue-join.lua
+  then three keys for each of the sale's buckets, bucket 0 first (the line and the pre-queue
   carry each user's bucket beside the id: queue-join.lua):
   +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
   +2 live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
+  +3 pre-queue zset   the bucket's range of the draw (see queue-join.lua): places 1..drawn are
+                      bucket 0's members in order, then bucket 1's...
 ARGV
   1  the most places this call admits
   2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
@@ -37,10 +39,14 @@ Reply
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, counters, pre, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, counters, line = KEYS[1], KEYS[2], KEYS[3]
 local maxAdmit, splitBy = tonumber(ARGV[1]), tonumber(ARGV[2])
-local SALE_KEYS = 4
-local buckets = (#KEYS - SALE_KEYS) / 2
+local SALE_KEYS, PER_BUCKET = 3, 3
+local buckets = (#KEYS - SALE_KEYS) / PER_BUCKET
+-- Bucket b's (0-based) passes hash, live zset and pre-queue range.
+local function passesOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 1] end
+local function liveOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 2] end
+local function preOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 3] end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -55,13 +61,17 @@ local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
 local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired')
 local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
-local drawn = redis.call('ZCARD', pre)
+local preSizes, drawn = {}, 0
+for b = 0, buckets - 1 do
+  preSizes[b] = redis.call('ZCARD', preOf(b))
+  drawn = drawn + preSizes[b]
+end
 local joined = drawn + redis.call('LLEN', line)
 
 -- Passes whose time ran out free their claim on a unit.
 local lapsed = 0
 for b = 0, buckets - 1 do
-  local live = KEYS[SALE_KEYS + 2 * b + 2]
+  local live = liveOf(b)
   local n = redis.call('ZCOUNT', live, '-inf', nowMs)
   if n > 0 then
     redis.call('ZREMRANGEBYSCORE', live, '-inf', nowMs)
@@ -80,8 +90,16 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
     local entries = {} -- "<bucket>:<user id>"
     -- Places 1..drawn are the pre-queue in draw order; the line follows.
     if admitted < drawn then
-      for _, member in ipairs(redis.call('ZRANGE', pre, admitted, math.min(target, drawn) - 1)) do
-        entries[#entries + 1] = string.sub(member, 66) -- after "<64 hex>:"
+      -- Ranks admitted .. last (0-based) of the draw, bucket after bucket.
+      local last, offset = math.min(target, drawn) - 1, 0
+      for b = 0, buckets - 1 do
+        local from, to = math.max(admitted, offset), math.min(last, offset + preSizes[b] - 1)
+        if from <= to then
+          for _, member in ipairs(redis.call('ZRANGE', preOf(b), from - offset, to - offset)) do
+            entries[#entries + 1] = string.sub(member, 66) -- after "<64 hex>:"
+          end
+        end
+        offset = offset + preSizes[b]
       end
     end
     if target > drawn then
@@ -92,9 +110,8 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
     local expires = nowMs + ttl * 1000
     for i, entry in ipairs(entries) do
       local b, user = string.match(entry, '^(%d+):(.*)$')
-      local base = SALE_KEYS + 2 * tonumber(b)
-      redis.call('HSET', KEYS[base + 1], user, (admitted + i) .. ':' .. expires)
-      redis.call('ZADD', KEYS[base + 2], expires, user)
+      redis.call('HSET', passesOf(tonumber(b)), user, (admitted + i) .. ':' .. expires)
+      redis.call('ZADD', liveOf(tonumber(b)), expires, user)
     end
     admitted = target
     redis.call('HSET', counters, 'admitted', admitted)

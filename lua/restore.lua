@@ -9,7 +9,7 @@ still absent: the meta is written last, so checkout keeps refusing the sale unti
 other part is in place.
 
 KEYS (all share the sale's hash tag: the lock is named sale:<id>; docs/architecture.md,
-"A sale in Redis")
+"The sale's Redis layout")
   1  the lock's fencing counter   2  meta hash   then by part:
      clear     3..  keys to drop: the admission hash and the per-buyer keys of some of the
                sale's buckets (buyers, returned, outbox, pending, checkout keys); a sale of

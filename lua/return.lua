@@ -5,7 +5,7 @@ Used for every order whose units come back: dead-lettered (it never settled), ex
 unpaid, cancelled. Idempotent per order id: a second call for the same order changes
 nothing, so a retry after a timeout, a redelivered message and the sweep can all call it.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "A sale in Redis")
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   then the keys of the buyer's bucket (the order's records live there):
   2  buyers hash   3  outbox zset   4  pending hash   5  returned set
 ARGV

@@ -11,7 +11,7 @@ only grows: the units added go on sale at once (remaining grows by the same amou
 order ids already minted (seq) are kept.
 
 KEYS
-  1  sale meta hash (docs/architecture.md, "A sale in Redis")
+  1  sale meta hash (docs/architecture.md, "The sale's Redis layout")
 ARGV
   1  version   2  stock   3  starts (epoch ms)   4  ends (epoch ms)   5  id slot (0..4095)
   6  admission refill rate (tokens/s)   7  admission burst   8  sale name

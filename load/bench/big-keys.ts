@@ -192,7 +192,7 @@ async function fillStructure(
 
 async function loadSale(redis: IORedis, saleId: string, buyers: number, recordLimitBytes: number) {
   const meta = saleKeys(saleId).meta;
-  const bucketCount = bucketsFor(buyers, recordLimitBytes);
+  const bucketCount = bucketsFor(buyers, recordLimitBytes, false); // no waiting room
   const buckets = allBuckets(saleId, bucketCount);
   const now = Date.now();
   // Room for the calls below; admission far above what one client sends.

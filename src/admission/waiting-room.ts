@@ -8,7 +8,7 @@ import { LUA, runScript } from "../redis/scripts";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
-import { bucketOf, buyerKeys, queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
+import { allBuckets, bucketOf, buyerKeys, prePartitionOf, queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import { drawKey } from "../shared/queue-draw";
 
@@ -105,6 +105,7 @@ export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promi
     key,
     String(sale.buckets),
     String(bucketOf(userId, sale.buckets)),
+    String(key ? prePartitionOf(key, sale.buckets) : 0),
   ]);
   if (!Array.isArray(reply) || reply[0] !== "queue-join/1") throw new Error("lua/queue-join.lua replied in an unknown layout");
   if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
@@ -175,18 +176,32 @@ export async function standing(
   return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
 }
 
-/** A page of the line, in place order: who holds each place (`count` places from `from`). */
+/** A page of the line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
 export async function linePage(
   redis: Redis,
   saleId: string,
+  buckets: number,
   from: number,
   count: number,
 ): Promise<{ drawn: number; userIds: string[] }> {
-  const { pre, line } = queueKeys(saleId);
-  const drawn = Number(await redis.zcard(pre));
+  const { line } = queueKeys(saleId);
+  const pre = allBuckets(saleId, buckets).map((b) => b.preQueue);
+  const sizes = (await Promise.all(pre.map((key) => redis.zcard(key)))).map(Number);
+  const drawn = sizes.reduce((n, size) => n + size, 0);
   const last = from + count - 1;
+  // Places 1..drawn are the pre-queue's buckets in order (ranks from - 1 .. last - 1 of the draw).
+  const drawnParts: Promise<string[]>[] = [];
+  let offset = 0;
+  for (const [b, key] of pre.entries()) {
+    const size = sizes[b] ?? 0;
+    const lo = Math.max(from - 1, offset);
+    const hi = Math.min(last, drawn) - 1;
+    if (lo <= Math.min(hi, offset + size - 1))
+      drawnParts.push(redis.zrange<string[]>(key, lo - offset, Math.min(hi, offset + size - 1) - offset));
+    offset += size;
+  }
   const [drawnPart, linePart] = await Promise.all([
-    from <= drawn ? redis.zrange<string[]>(pre, from - 1, Math.min(last, drawn) - 1) : Promise.resolve([]),
+    Promise.all(drawnParts).then((parts) => parts.flat()),
     last > drawn ? redis.lrange<string>(line, Math.max(from, drawn + 1) - drawn - 1, last - drawn - 1) : Promise.resolve([]),
   ]);
   // A pre-queue member is "<64 hex draw key>:<bucket>:<user id>", a line entry "<bucket>:<user id>".

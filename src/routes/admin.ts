@@ -10,6 +10,7 @@ import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
 import { recordLimitBytes } from "../sales/big-keys";
+import { forgetBucketCount } from "../sales/buckets";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
@@ -71,6 +72,7 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
   }
   memo.saleChanged(sale.id);
   forgetSalePolicy(sale.id);
+  forgetBucketCount(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
       409,
@@ -158,6 +160,7 @@ export const adminRoutes = new Hono<AppEnv>()
     let created = false;
     if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
     if (!sale) {
+      const queue = await queueFrom(body.queue);
       sale = await insertSale(
         c.env.DB,
         {
@@ -173,8 +176,8 @@ export const adminRoutes = new Hono<AppEnv>()
           humanCheck: body.humanCheck,
           description: body.description,
           imageUrl: body.imageUrl ?? null,
-          queue: await queueFrom(body.queue),
-          buckets: bucketsFor(body.stock, recordLimitBytes(c.env)),
+          queue,
+          buckets: bucketsFor(body.stock, recordLimitBytes(c.env), queue.mode !== "off"),
         },
         idempotency,
       );
@@ -300,7 +303,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const [page, progress] = await orUnavailable(
       "queue",
       sale.id,
-      Promise.all([linePage(redis, sale.id, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
+      Promise.all([linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
     );
     return c.json({
       saleId: sale.id,

@@ -35,3 +35,6 @@ export async function bucketCounts(db: D1Database, saleIds: Iterable<string>): P
 /** One sale's bucket count (see bucketCounts). */
 export const bucketCount = async (db: D1Database, saleId: string): Promise<number> =>
   (await bucketCounts(db, [saleId])).get(saleId) ?? 1;
+
+/** A sale changed: this isolate reads its count again (others within ten seconds). */
+export const forgetBucketCount = (saleId: string) => counts.delete(saleId);

@@ -111,7 +111,8 @@ export async function editSale(
     if (!changesAnything(sale, changes)) return { sale };
     const problem = editProblem(sale, changes, now);
     if (problem) return problem;
-    const edited = await updateSale(db, sale, changes, bucketsFor(changes.stock ?? sale.stock, recordLimitBytes));
+    const queued = (changes.queue ?? sale.queue).mode !== "off";
+    const edited = await updateSale(db, sale, changes, bucketsFor(changes.stock ?? sale.stock, recordLimitBytes, queued));
     if (edited === "NO_ID_SLOT") return { code: "NO_ID_SLOT" };
     if (edited) return { sale: edited };
   }

@@ -36,9 +36,9 @@ export class PurgeBudget {
   }
 }
 
-/** The keys that may hold many members, in the order they are emptied: every bucket's, then the pre-queue. */
-const bigKeys = (sale: Pick<Sale, "id" | "buckets">) => [
-  ...allBuckets(sale.id, sale.buckets).flatMap((b) => [
+/** The keys that may hold many members, in the order they are emptied: every bucket's. */
+const bigKeys = (sale: Pick<Sale, "id" | "buckets">) =>
+  allBuckets(sale.id, sale.buckets).flatMap((b) => [
     b.buyers,
     b.checkoutKeys,
     b.pending,
@@ -47,9 +47,8 @@ const bigKeys = (sale: Pick<Sale, "id" | "buckets">) => [
     b.places,
     b.passes,
     b.live,
-  ]),
-  saleKeys(sale.id).queue.pre,
-];
+    b.preQueue,
+  ]);
 
 /**
  * The sale's per-minute outcome counters that can still exist: each expires

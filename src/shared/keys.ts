@@ -3,7 +3,7 @@
 
 /**
  * A sale's keys that do not grow with the crowd. The whole layout, per-buyer buckets
- * included, is one table: docs/architecture.md, "A sale in Redis".
+ * included, is one table: docs/architecture.md, "The sale's Redis layout".
  */
 export interface SaleKeys {
   /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version, buckets. */
@@ -18,8 +18,6 @@ export interface SaleKeys {
 export interface QueueKeys {
   /** Hash: admitted (every place up to it is admitted), used and expired (passes), at (ms of the last progress). */
   counters: string;
-  /** Sorted set, all scores 0: "<draw key hex>:<user id>" of a random sale's pre-queue; the lexical order is the draw. */
-  pre: string;
   /** List: user ids in arrival order (a fifo sale's every joiner, a random sale's joiners after the start). */
   line: string;
 }
@@ -46,11 +44,17 @@ export interface BucketKeys {
   passes: string;
   /** Sorted set: user ids of admitted passes not used yet, scored by their expiry (ms). */
   live: string;
+  /**
+   * Sorted set, all scores 0: "<draw key hex>:<bucket>:<user id>" of a random sale's pre-queue
+   * joiners whose draw key falls in this bucket's range (prePartitionOf, not the user's
+   * bucket): the lexical order inside a bucket, bucket after bucket, is the draw.
+   */
+  preQueue: string;
 }
 
 export function queueKeys(saleId: string): QueueKeys {
   const prefix = `fs:{sale:${saleId}}:queue`;
-  return { counters: prefix, pre: `${prefix}:pre`, line: `${prefix}:line` };
+  return { counters: prefix, line: `${prefix}:line` };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -74,6 +78,7 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
     places: `${prefix}:queue:places${suffix}`,
     passes: `${prefix}:queue:passes${suffix}`,
     live: `${prefix}:queue:live${suffix}`,
+    preQueue: `${prefix}:queue:pre${suffix}`,
   };
 }
 
@@ -88,6 +93,14 @@ export function bucketOf(userId: string, buckets: number): number {
   for (const byte of new TextEncoder().encode(userId)) hash = Math.imul(hash ^ byte, 0x01000193);
   return (hash >>> 0) % buckets;
 }
+
+/**
+ * The bucket of a random sale's pre-queue that holds the joiner with this draw key (64 hex
+ * characters): by its leading 32 bits, so every draw key of a bucket sorts before those of the
+ * next, and the buckets in order are the draw in order.
+ */
+export const prePartitionOf = (drawKey: string, buckets: number): number =>
+  Math.floor((Number.parseInt(drawKey.slice(0, 8), 16) * buckets) / 2 ** 32);
 
 /** The keys of `userId`'s bucket. */
 export const buyerKeys = (saleId: string, userId: string, buckets: number): BucketKeys =>
@@ -105,12 +118,20 @@ export const MAX_BYTES_PER_BUYER_RECORD = 512;
 export const MAX_BUCKETS = 4_096;
 
 /**
+ * The crowd a waiting room is sized for: its places, passes and pre-queue grow with joiners,
+ * not units (README, "A waiting room at a million buyers").
+ */
+export const QUEUE_PLANNED_JOINERS = 1_000_000;
+
+/**
  * How many buckets a sale of `stock` units is split into so that, sold out, no per-buyer key
  * holds more than half of `recordLimitBytes` (each buyer and each order adds at most one
  * record to a key; every order holds at least a unit, so there are at most `stock` of each).
+ * A sale with a waiting room (`queued`) is sized for QUEUE_PLANNED_JOINERS joiners at least.
  */
-export function bucketsFor(stock: number, recordLimitBytes: number): number {
-  const needed = Math.ceil((stock * MAX_BYTES_PER_BUYER_RECORD) / (recordLimitBytes / 2));
+export function bucketsFor(stock: number, recordLimitBytes: number, queued: boolean): number {
+  const records = queued ? Math.max(stock, QUEUE_PLANNED_JOINERS) : stock;
+  const needed = Math.ceil((records * MAX_BYTES_PER_BUYER_RECORD) / (recordLimitBytes / 2));
   return Math.min(MAX_BUCKETS, Math.max(1, needed));
 }
 
@@ -177,16 +198,16 @@ export function checkoutScriptKeys(
   return { keys, bucketSlots };
 }
 
-/** lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join. */
+/** lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join: then every bucket's range of the pre-queue. */
 export function queueJoinKeys(saleId: string, userId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, buyerKeys(saleId, userId, buckets).places, queue.pre, queue.line];
+  return [meta, buyerKeys(saleId, userId, buckets).places, queue.line, ...allBuckets(saleId, buckets).map((b) => b.preQueue)];
 }
 
-/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then every bucket's passes and live set. */
+/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set and range of the pre-queue. */
 export function queueProgressKeys(saleId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, queue.counters, queue.pre, queue.line, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live])];
+  return [meta, queue.counters, queue.line, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue])];
 }
 
 /**

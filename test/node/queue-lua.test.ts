@@ -13,6 +13,7 @@ import {
   bucketOf,
   buyerKeys,
   checkoutScriptKeys,
+  prePartitionOf,
   queueJoinKeys,
   queueProgressKeys,
   saleKeys,
@@ -68,7 +69,13 @@ async function join(saleId: string, user: string, random = false): Promise<{ out
   const key = random ? await drawKey(SEED, user) : "";
   const reply = (await redis
     .createScript(lua("queue-join"))
-    .exec(queueJoinKeys(saleId, user, BUCKETS), [user, key, String(BUCKETS), String(bucketOf(user, BUCKETS))])) as unknown[];
+    .exec(queueJoinKeys(saleId, user, BUCKETS), [
+      user,
+      key,
+      String(BUCKETS),
+      String(bucketOf(user, BUCKETS)),
+      String(key ? prePartitionOf(key, BUCKETS) : 0),
+    ])) as unknown[];
   expect(reply[0]).toBe("queue-join/1");
   return { outcome: String(reply[2]), place: Number(reply[3]) };
 }
@@ -122,7 +129,7 @@ describe("queue-join.lua", () => {
   });
 
   it("places a random sale's pre-queue by draw key at the start, and later joiners behind in arrival order", async () => {
-    const sale = await newSale({ mode: "random", startsIn: 60_000 });
+    const sale = await newSale({ mode: "random", startsIn: 60_000, stock: 40 });
     const early = Array.from({ length: 30 }, (_, i) => `early-${i}`);
     for (const user of early) expect(await join(sale, user, true)).toEqual({ outcome: "JOINED", place: 0 });
     await startNow(sale);
@@ -132,6 +139,13 @@ describe("queue-join.lua", () => {
     expect(drawn).not.toEqual(early);
     for (const [i, user] of drawn.entries()) expect((await join(sale, user, true)).place).toBe(i + 1);
     expect((await join(sale, "late-1", true)).place).toBe(32);
+    // The pre-queue is split over every bucket by draw key, and still let in in the draw's order.
+    const sizes = await Promise.all(allBuckets(sale, BUCKETS).map((b) => redis.zcard(b.preQueue)));
+    expect(sizes.every((n) => n > 0)).toBe(true);
+    expect(await progress(sale)).toMatchObject({ admitted: 32, joined: 32 });
+    for (const [i, user] of [...drawn, "late-0", "late-1"].entries()) {
+      expect(String(await passOf(sale, user))).toMatch(new RegExp(`^${i + 1}:\\d+$`));
+    }
   });
 });
 
