@@ -55,15 +55,17 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
     if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
     return { userId, token, ticket: joined.body.ticket };
   };
-  const names = [
-    ...Array.from({ length: people }, (_, i) => `person-${sale.id}-${i}`),
-    ...Array.from({ length: bots }, (_, i) => `bot-${sale.id}-${i}`),
-  ];
-  const everyone: Awaited<ReturnType<typeof join>>[] = [];
-  for (let i = 0; i < names.length; i += joinWidth)
-    everyone.push(...(await Promise.all(names.slice(i, i + joinWidth).map(join))));
-  const crowd = everyone.slice(0, people);
-  const botCrowd = everyone.slice(people);
+  type Joiner = Awaited<ReturnType<typeof join>>;
+  const joinAll = async (names: string[]) => {
+    const joined: Joiner[] = [];
+    for (let i = 0; i < names.length; i += joinWidth)
+      joined.push(...(await Promise.all(names.slice(i, i + joinWidth).map(join))));
+    return joined;
+  };
+  // People first, then the bots: a bot's place is behind every person's, so a bot admitted and
+  // never buying (its pass lapsing after a minute) cannot hold a unit a waiting person needs.
+  const crowd = await joinAll(Array.from({ length: people }, (_, i) => `person-${sale.id}-${i}`));
+  const botCrowd = await joinAll(Array.from({ length: bots }, (_, i) => `bot-${sale.id}-${i}`));
   const start = Date.now() + 1_000;
   const edit = await api.editSale(sale.id, { startsAt: new Date(start).toISOString() });
   if (edit.status !== 200) throw new Error(`the sale could not be started: ${edit.status} ${edit.code}`);
@@ -72,7 +74,7 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
   const seenPasses: string[] = [];
   const usedPasses: string[] = [];
 
-  const waitForTurn = async (buyer: (typeof everyone)[number]): Promise<QueuePosition | undefined> => {
+  const waitForTurn = async (buyer: Joiner): Promise<QueuePosition | undefined> => {
     const giveUp = Date.now() + patienceMs;
     while (Date.now() < giveUp) {
       const res = await api.pollQueue(sale.id, buyer.token, buyer.ticket);
@@ -82,7 +84,7 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
     }
     return undefined;
   };
-  const person = async (buyer: (typeof everyone)[number]) => {
+  const person = async (buyer: Joiner) => {
     const turn = await waitForTurn(buyer);
     if (turn?.state !== "admitted" || !turn.pass) return;
     seenPasses.push(turn.pass);
@@ -94,7 +96,7 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
   };
   const botRefusals = new Map<string, number>();
   let botAccepted = 0;
-  const bot = async (buyer: (typeof everyone)[number]) => {
+  const bot = async (buyer: Joiner) => {
     for (let i = 0; i < botAttempts; i++) {
       // No pass, then a copied one, then a used one replayed, in turn.
       const pool = i % 3 === 1 ? seenPasses : usedPasses;
