@@ -14,19 +14,27 @@ behind, in arrival order. Nothing is rewritten at the start: no draw step, no bu
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets
-  2  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
+  2  counters hash    lined: ranks given in the line so far (queue-progress.lua's counters)
+  3  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
                       pre-queue joiner is unplaced
-  3  line list        "<bucket>:<user id>" in arrival order, placed after the pre-queue
+  4  line zset        the joiner's bucket's: user id -> rank in the line after the pre-queue
   then one key per bucket, bucket 0 first:
   +1 pre-queue zset   "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only), of
                       the draw keys in the bucket's range
-  (the user's bucket travels with the user id, so queue-progress.lua writes an admitted user's
-  pass into the user's bucket)
+  (a pre-queue member carries the user's bucket beside the id, a line member is in the user's
+  bucket's line, so queue-progress.lua writes an admitted user's pass into the user's bucket)
+The line is split by the joiner's bucket, not by range of place: a script names every key it
+touches in KEYS, and the Worker does not know a joiner's place before the join (it would need
+a read first, a second round trip racing other joins, or every segment's key in each call),
+but it knows the joiner's bucket from the user id. One counter gives the ranks, so they stay
+1..n in arrival order whichever buckets they land in; queue-progress.lua, which names every
+bucket anyway, admits by rank across them. A bucket's line holds one member per joiner of the
+bucket, as its places hash does, so the bucket count that sizes the one sizes the other.
 ARGV
   1  user id   2  draw key: 64 hex characters for a random sale, else ""
-  3  the bucket count KEYS[2] was chosen by: when it is not the sale's (meta `buckets`, 1 when
-     absent), nothing is done and the reply is BUCKETS_CHANGED
-  4  the user's bucket (0-based), which KEYS[2] belongs to
+  3  the bucket count KEYS[3] and KEYS[4] were chosen by: when it is not the sale's (meta
+     `buckets`, 1 when absent), nothing is done and the reply is BUCKETS_CHANGED
+  4  the user's bucket (0-based), which KEYS[3] and KEYS[4] belong to
   5  the pre-queue bucket (0-based) of the draw key (0 without one)
 Reply
   { "queue-join/1", nowMs, outcome, place, startsMs, endsMs }
@@ -36,12 +44,12 @@ Reply
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, places, line = KEYS[1], KEYS[2], KEYS[3]
-local SALE_KEYS = 3
+local meta, counters, places, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local SALE_KEYS = 4
 local user, drawKey, splitBy, bucket, preBucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local preBuckets = #KEYS - SALE_KEYS
 if not preBucket or preBucket < 0 or preBucket >= preBuckets then
-  return redis.error_reply('queue-join.lua: the pre-queue bucket must name one of the KEYS after the third')
+  return redis.error_reply('queue-join.lua: the pre-queue bucket must name one of the KEYS after the fourth')
 end
 -- Pre-queue joiners in buckets before `b` (0-based), and in all when b is preBuckets.
 local function drawnBefore(b)
@@ -70,8 +78,7 @@ if mode == 'off' then
   return reply('OFF', 0)
 end
 local random = mode == 'random'
-local entry = bucket .. ':' .. user
-local member = drawKey .. ':' .. entry
+local member = drawKey .. ':' .. bucket .. ':' .. user
 
 local known = redis.call('HGET', places, user)
 if known == 'pre' then
@@ -94,6 +101,8 @@ if random and nowMs < starts then
   redis.call('HSET', places, user, 'pre')
   return reply('JOINED', 0)
 end
-local place = redis.call('RPUSH', line, entry) + drawnBefore(preBuckets)
+local rank = redis.call('HINCRBY', counters, 'lined', 1)
+redis.call('ZADD', line, rank, user)
+local place = rank + drawnBefore(preBuckets)
 redis.call('HSET', places, user, place)
 return reply('JOINED', place)

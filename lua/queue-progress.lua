@@ -17,14 +17,15 @@ seconds. A call admits at most ARGV[1] places; the next call goes on.
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
-  2  counters hash    admitted, used, expired
-  3  line list        see queue-join.lua
-  then three keys for each of the sale's buckets, bucket 0 first (the line and the pre-queue
-  carry each user's bucket beside the id: queue-join.lua):
+  2  counters hash    admitted, used, expired; lined (queue-join.lua)
+  then four keys for each of the sale's buckets, bucket 0 first (the pre-queue carries each
+  user's bucket beside the id: queue-join.lua):
   +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
   +2 live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
   +3 pre-queue zset   the bucket's range of the draw (see queue-join.lua): places 1..drawn are
                       bucket 0's members in order, then bucket 1's...
+  +4 line zset        the bucket's joiners after the pre-queue, scored by rank: place drawn + r
+                      is the member of rank r, in whichever bucket holds it (queue-join.lua)
 ARGV
   1  the most places this call admits
   2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
@@ -39,14 +40,15 @@ Reply
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, counters, line = KEYS[1], KEYS[2], KEYS[3]
+local meta, counters = KEYS[1], KEYS[2]
 local maxAdmit, splitBy = tonumber(ARGV[1]), tonumber(ARGV[2])
-local SALE_KEYS, PER_BUCKET = 3, 3
+local SALE_KEYS, PER_BUCKET = 2, 4
 local buckets = (#KEYS - SALE_KEYS) / PER_BUCKET
--- Bucket b's (0-based) passes hash, live zset and pre-queue range.
+-- Bucket b's (0-based) passes hash, live zset, pre-queue range and line.
 local function passesOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 1] end
 local function liveOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 2] end
 local function preOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 3] end
+local function lineOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 4] end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -59,14 +61,15 @@ if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
-local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired')
+local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired', 'lined')
 local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
+local lined = tonumber(count[4]) or 0
 local preSizes, drawn = {}, 0
 for b = 0, buckets - 1 do
   preSizes[b] = redis.call('ZCARD', preOf(b))
   drawn = drawn + preSizes[b]
 end
-local joined = drawn + redis.call('LLEN', line)
+local joined = drawn + lined
 
 -- Passes whose time ran out free their claim on a unit.
 local lapsed = 0
@@ -87,7 +90,7 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   local paced = math.floor((nowMs - starts) * rate / 1000) + rate
   local target = math.min(joined, paced, used + expired + remaining, admitted + maxAdmit)
   if target > admitted then
-    local entries = {} -- "<bucket>:<user id>"
+    local entries = {} -- { place, bucket, user id }: the places admitted + 1 .. target
     -- Places 1..drawn are the pre-queue in draw order; the line follows.
     if admitted < drawn then
       -- Ranks admitted .. last (0-based) of the draw, bucket after bucket.
@@ -96,22 +99,28 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
         local from, to = math.max(admitted, offset), math.min(last, offset + preSizes[b] - 1)
         if from <= to then
           for _, member in ipairs(redis.call('ZRANGE', preOf(b), from - offset, to - offset)) do
-            entries[#entries + 1] = string.sub(member, 66) -- after "<64 hex>:"
+            local bucket, user = string.match(member, '^%x+:(%d+):(.*)$')
+            entries[#entries + 1] = { #entries + admitted + 1, tonumber(bucket), user }
           end
         end
         offset = offset + preSizes[b]
       end
     end
     if target > drawn then
-      for _, entry in ipairs(redis.call('LRANGE', line, math.max(admitted, drawn) - drawn, target - drawn - 1)) do
-        entries[#entries + 1] = entry
+      -- Ranks after max(admitted, drawn) - drawn up to target - drawn, wherever their buckets.
+      local after = math.max(admitted, drawn) - drawn
+      for b = 0, buckets - 1 do
+        local found = redis.call('ZRANGEBYSCORE', lineOf(b), '(' .. after, target - drawn, 'WITHSCORES')
+        for i = 1, #found, 2 do
+          entries[#entries + 1] = { drawn + tonumber(found[i + 1]), b, found[i] }
+        end
       end
     end
     local expires = nowMs + ttl * 1000
-    for i, entry in ipairs(entries) do
-      local b, user = string.match(entry, '^(%d+):(.*)$')
-      redis.call('HSET', passesOf(tonumber(b)), user, (admitted + i) .. ':' .. expires)
-      redis.call('ZADD', liveOf(tonumber(b)), expires, user)
+    for _, entry in ipairs(entries) do
+      local place, b, user = entry[1], entry[2], entry[3]
+      redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
+      redis.call('ZADD', liveOf(b), expires, user)
     end
     admitted = target
     redis.call('HSET', counters, 'admitted', admitted)

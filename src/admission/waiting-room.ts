@@ -8,7 +8,7 @@ import { LUA, runScript } from "../redis/scripts";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
-import { allBuckets, bucketOf, buyerKeys, prePartitionOf, queueJoinKeys, queueKeys, queueProgressKeys } from "../shared/keys";
+import { allBuckets, bucketOf, buyerKeys, prePartitionOf, queueJoinKeys, queueProgressKeys } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import { drawKey } from "../shared/queue-draw";
 
@@ -184,30 +184,40 @@ export async function linePage(
   from: number,
   count: number,
 ): Promise<{ drawn: number; userIds: string[] }> {
-  const { line } = queueKeys(saleId);
-  const pre = allBuckets(saleId, buckets).map((b) => b.preQueue);
-  const sizes = (await Promise.all(pre.map((key) => redis.zcard(key)))).map(Number);
+  const every = allBuckets(saleId, buckets);
+  const sizes = (await Promise.all(every.map((b) => redis.zcard(b.preQueue)))).map(Number);
   const drawn = sizes.reduce((n, size) => n + size, 0);
   const last = from + count - 1;
   // Places 1..drawn are the pre-queue's buckets in order (ranks from - 1 .. last - 1 of the draw).
   const drawnParts: Promise<string[]>[] = [];
   let offset = 0;
-  for (const [b, key] of pre.entries()) {
+  for (const [b, { preQueue }] of every.entries()) {
     const size = sizes[b] ?? 0;
     const lo = Math.max(from - 1, offset);
     const hi = Math.min(last, drawn) - 1;
     if (lo <= Math.min(hi, offset + size - 1))
-      drawnParts.push(redis.zrange<string[]>(key, lo - offset, Math.min(hi, offset + size - 1) - offset));
+      drawnParts.push(redis.zrange<string[]>(preQueue, lo - offset, Math.min(hi, offset + size - 1) - offset));
     offset += size;
   }
-  const [drawnPart, linePart] = await Promise.all([
+  // Places after drawn are ranks in the line, spread over every bucket's line by the joiner's bucket.
+  const lineParts =
+    last > drawn
+      ? every.map((b) =>
+          redis.zrange<string[]>(b.line, Math.max(from, drawn + 1) - drawn, last - drawn, { byScore: true, withScores: true }),
+        )
+      : [];
+  const [drawnPart, lineReplies] = await Promise.all([
     Promise.all(drawnParts).then((parts) => parts.flat()),
-    last > drawn ? redis.lrange<string>(line, Math.max(from, drawn + 1) - drawn - 1, last - drawn - 1) : Promise.resolve([]),
+    Promise.all(lineParts),
   ]);
-  // A pre-queue member is "<64 hex draw key>:<bucket>:<user id>", a line entry "<bucket>:<user id>".
-  const userOf = (entry: string) => entry.slice(entry.indexOf(":") + 1);
-  return {
-    drawn,
-    userIds: [...drawnPart.map((member) => userOf(String(member).slice(65))), ...linePart.map((entry) => userOf(String(entry)))],
+  const lined = lineReplies.flatMap((reply) =>
+    Array.from({ length: reply.length / 2 }, (_, i) => ({ userId: String(reply[2 * i]), rank: Number(reply[2 * i + 1]) })),
+  );
+  lined.sort((a, b) => a.rank - b.rank);
+  // A pre-queue member is "<64 hex draw key>:<bucket>:<user id>".
+  const userOf = (member: string) => {
+    const entry = member.slice(65);
+    return entry.slice(entry.indexOf(":") + 1);
   };
+  return { drawn, userIds: [...drawnPart.map((member) => userOf(String(member))), ...lined.map((entry) => entry.userId)] };
 }

@@ -48,6 +48,7 @@ const bigKeys = (sale: Pick<Sale, "id" | "buckets">) =>
     b.passes,
     b.live,
     b.preQueue,
+    b.line,
   ]);
 
 /**
@@ -103,7 +104,6 @@ export async function purgeSaleKeys(
     redis.unlink(
       keys.admission,
       keys.queue.counters,
-      keys.queue.line,
       ...candidates,
       ...liveStatsKeys(saleId, Date.now()),
       // The cached card and its eviction floor (they would expire by themselves).

@@ -16,10 +16,11 @@ export interface SaleKeys {
 
 /** A sale's waiting room in Redis, sale-wide; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
 export interface QueueKeys {
-  /** Hash: admitted (every place up to it is admitted), used and expired (passes), at (ms of the last progress). */
+  /**
+   * Hash: admitted (every place up to it is admitted), used and expired (passes), lined (ranks
+   * given in the line after the pre-queue: BucketKeys.line), at (ms of the last progress).
+   */
   counters: string;
-  /** List: user ids in arrival order (a fifo sale's every joiner, a random sale's joiners after the start). */
-  line: string;
 }
 
 /**
@@ -50,11 +51,17 @@ export interface BucketKeys {
    * bucket): the lexical order inside a bucket, bucket after bucket, is the draw.
    */
   preQueue: string;
+  /**
+   * Sorted set: user id -> rank in the line after the pre-queue (a fifo sale's every joiner, a
+   * random sale's joiners after the start), for the joiners of this bucket: the ranks of all
+   * buckets together are 1..lined, one each, in arrival order (lua/queue-join.lua).
+   */
+  line: string;
 }
 
-export function queueKeys(saleId: string): QueueKeys {
+function queueKeys(saleId: string): QueueKeys {
   const prefix = `fs:{sale:${saleId}}:queue`;
-  return { counters: prefix, line: `${prefix}:line` };
+  return { counters: prefix };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -79,6 +86,7 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
     passes: `${prefix}:queue:passes${suffix}`,
     live: `${prefix}:queue:live${suffix}`,
     preQueue: `${prefix}:queue:pre${suffix}`,
+    line: `${prefix}:queue:arrivals${suffix}`,
   };
 }
 
@@ -198,16 +206,20 @@ export function checkoutScriptKeys(
   return { keys, bucketSlots };
 }
 
-/** lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join: then every bucket's range of the pre-queue. */
+/**
+ * lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join: the sale-wide keys and
+ * `userId`'s bucket's, then every bucket's range of the pre-queue.
+ */
 export function queueJoinKeys(saleId: string, userId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, buyerKeys(saleId, userId, buckets).places, queue.line, ...allBuckets(saleId, buckets).map((b) => b.preQueue)];
+  const own = buyerKeys(saleId, userId, buckets);
+  return [meta, queue.counters, own.places, own.line, ...allBuckets(saleId, buckets).map((b) => b.preQueue)];
 }
 
-/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set and range of the pre-queue. */
+/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set, range of the pre-queue and line. */
 export function queueProgressKeys(saleId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, queue.counters, queue.line, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue])];
+  return [meta, queue.counters, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line])];
 }
 
 /**

@@ -149,6 +149,52 @@ describe("queue-join.lua", () => {
   });
 });
 
+describe("the line split over the buckets", () => {
+  it("gives places one run 1..n in arrival order across every bucket's line, and admits them in place order", async () => {
+    const sale = await newSale({ stock: 100, rate: 1000 });
+    // Joins at once land in some order: each place once, 1..n.
+    const crowd = Array.from({ length: 30 }, (_, i) => `crowd-${i}`);
+    const placeOf = new Map<string, number>();
+    for (const [i, joined] of (await Promise.all(crowd.map((user) => join(sale, user)))).entries()) {
+      placeOf.set(crowd[i] as string, joined.place);
+    }
+    // Joins one after another: arrival order is place order.
+    for (const [i, user] of ["late-0", "late-1", "late-2"].entries()) {
+      const joined = await join(sale, user);
+      expect(joined.place).toBe(31 + i);
+      placeOf.set(user, joined.place);
+    }
+    expect([...placeOf.values()].sort((a, b) => a - b)).toEqual(Array.from({ length: 33 }, (_, i) => i + 1));
+
+    // Each bucket's line holds only its own joiners, scored by rank (here the place: no pre-queue); none holds them all.
+    for (const [b, keys] of allBuckets(sale, BUCKETS).entries()) {
+      const members = (await redis.zrange<string[]>(keys.line, 0, -1, { withScores: true })).map(String);
+      expect(members.length).toBeGreaterThan(0);
+      expect(members.length).toBeLessThan(2 * 33);
+      for (let i = 0; i < members.length; i += 2) {
+        const user = members[i] as string;
+        expect(bucketOf(user, BUCKETS)).toBe(b);
+        expect(Number(members[i + 1])).toBe(placeOf.get(user));
+      }
+    }
+
+    // Admission a few places a call: every place up to `admitted` has its pass, none after.
+    const expectPassesThrough = async (admitted: number) => {
+      for (const [user, place] of placeOf) {
+        const pass = await passOf(sale, user);
+        if (place <= admitted) expect(String(pass)).toMatch(new RegExp(`^${place}:\\d+$`));
+        else expect(pass).toBeNull();
+      }
+    };
+    expect(await progress(sale, 7)).toMatchObject({ admitted: 7, joined: 33 });
+    await expectPassesThrough(7);
+    expect((await progress(sale, 20)).admitted).toBe(27);
+    await expectPassesThrough(27);
+    expect((await progress(sale)).admitted).toBe(33);
+    await expectPassesThrough(33);
+  });
+});
+
 describe("queue-progress.lua", () => {
   it("admits at the pace, never more places than units left, and gives each admitted place a pass", async () => {
     const sale = await newSale({ stock: 3, rate: 1000 });
