@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { standInToken, TEST_SECRETS } from "../../dev/turnstile/test-keys";
 import { humanCheckAction } from "../../src/admission/human-check";
 import type { DenyRuleView, QueueJoined, QueuePosition, SaleStats } from "../../src/shared/api-types";
-import { bucketKeys } from "../../src/shared/keys";
+import { allBuckets, saleKeys } from "../../src/shared/keys";
 import { api, BASE, bearer, createSale, eventually, fetchWithVars, redis, userToken } from "./helpers";
 
 const admin = { ...bearer(env.ADMIN_TOKEN), "Content-Type": "application/json" };
@@ -60,8 +60,12 @@ async function counted(saleId: string, code: string): Promise<number> {
   return ((await res.json()) as SaleStats).series.points.reduce((sum, p) => sum + (p.counts[code] ?? 0), 0);
 }
 
-/** The sale's buyers (its small stock keeps them in one bucket). */
-const buyers = async (saleId: string) => ((await redis.hkeys(bucketKeys(saleId, 0, 1).buyers)) as string[]).sort();
+/** The sale's buyers, from every bucket (a sale with a waiting room is split for a crowd of joiners, whatever its stock). */
+async function buyers(saleId: string): Promise<string[]> {
+  const buckets = Number(await redis.hget(saleKeys(saleId).meta, "buckets"));
+  const each = await Promise.all(allBuckets(saleId, buckets).map((b) => redis.hkeys(b.buyers)));
+  return (each.flat() as string[]).sort();
+}
 
 /** A live sale with a fast waiting room: a joiner is admitted within a second. */
 const queuedSale = (extra: { humanCheck?: boolean; stock?: number } = {}) =>
