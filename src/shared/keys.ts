@@ -126,7 +126,7 @@ export const MAX_BYTES_PER_BUYER_RECORD = 512;
 export const MAX_BUCKETS = 4_096;
 
 /**
- * The crowd a waiting room is sized for: its places, passes and pre-queue grow with joiners,
+ * The crowd a waiting room is sized for: its places, passes, pre-queue and line grow with joiners,
  * not units (README, "A waiting room at a million buyers").
  */
 export const QUEUE_PLANNED_JOINERS = 1_000_000;

@@ -4,7 +4,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { QueuePosition } from "../../src/shared/api-types";
-import { buyerKeys, saleKeys } from "../../src/shared/keys";
+import { bucketOf, buyerKeys, saleKeys } from "../../src/shared/keys";
 import { api, createSale, eventually, redis, userToken } from "./helpers";
 
 const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
@@ -111,6 +111,21 @@ describe("joining", () => {
       "QUEUE_TICKET_INVALID",
     );
     expect((await api.pollQueue(sale.id, token, `${first.body?.ticket}x`)).code).toBe("QUEUE_TICKET_INVALID");
+  });
+});
+
+describe("the console's places page", () => {
+  it("lists the line in arrival order, whichever buckets hold its joiners", async () => {
+    const sale = await createSale({ startsAt: inMs(HOUR), endsAt: inMs(2 * HOUR), queue: { mode: "fifo", prequeueSec: 7200 } });
+    const userIds = Array.from({ length: 8 }, (_, i) => `page-${i}`);
+    await joinAll(sale.id, userIds);
+    const buckets = Number(await redis.hget(saleKeys(sale.id).meta, "buckets"));
+    expect(new Set(userIds.map((userId) => bucketOf(userId, buckets))).size).toBeGreaterThan(1);
+
+    const page = await api.queuePlaces(sale.id);
+    expect(page).toMatchObject({ drawn: 0, admittedThrough: 0, next: null });
+    expect(page.places).toEqual(userIds.map((userId, i) => ({ place: i + 1, userId })));
+    expect((await api.queuePlaces(sale.id, 6)).places).toEqual(userIds.slice(5).map((userId, i) => ({ place: i + 6, userId })));
   });
 });
 
