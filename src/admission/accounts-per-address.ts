@@ -1,9 +1,10 @@
 // One account, one seat: many user ids from one client address in one sale look like one
 // person (or one bot farm) with many accounts. The first `limit` user ids seen from an
 // address keep going; the ones after them are flagged, to be handled like denied callers.
-// Costs one Redis round trip (three commands, one pipeline), so it belongs where a round
-// trip is affordable (the queue join), not in front of checkout's one script call.
+// Costs one Redis round trip (one script call, lua/address-seat.lua), so it belongs where a
+// round trip is affordable (the queue join), not in front of checkout's one script call.
 import type { Redis } from "../redis/client";
+import { LUA, runScript } from "../redis/scripts";
 import { addressUsersKey } from "../shared/keys";
 
 export interface AccountsPerAddress {
@@ -26,15 +27,8 @@ export async function beyondAccountsPerAddress(
   { limit, ttlSeconds }: AccountsPerAddress,
 ): Promise<boolean> {
   if (limit <= 0 || !ip) return false;
-  const key = addressUsersKey(saleId, ip);
-  // Scored by arrival (ms); NX keeps a user id's first arrival, so its rank never moves. One
-  // pipeline, so the rank is read after the add (auto-pipelining may split commands issued
-  // together over two requests in flight at once, and the rank could then come first).
-  const [, rank] = await redis
-    .pipeline()
-    .zadd(key, { nx: true }, { score: Date.now(), member: userId })
-    .zrank(key, userId)
-    .expire(key, ttlSeconds)
-    .exec<[unknown, number | null, unknown]>();
-  return rank !== null && rank >= limit;
+  // Numbered by Redis in one script: places scored by each isolate's clock could be taken
+  // out of order by requests arriving together, and let more than `limit` through.
+  const place = await runScript<number>(redis, LUA.addressSeat, [addressUsersKey(saleId, ip)], [userId, String(ttlSeconds)]);
+  return place >= limit;
 }

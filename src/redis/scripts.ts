@@ -1,3 +1,4 @@
+import addressSeatSource from "../../lua/address-seat.lua";
 import bloomSource from "../../lua/bloom.lua";
 import cacheEvictSource from "../../lua/cache-evict.lua";
 import cachePutSource from "../../lua/cache-put.lua";
@@ -35,6 +36,7 @@ export function runScript<T>(redis: Redis, source: string, keys: string[], args:
 }
 
 export const LUA = {
+  addressSeat: addressSeatSource,
   bloom: bloomSource,
   cacheEvict: cacheEvictSource,
   cachePut: cachePutSource,
