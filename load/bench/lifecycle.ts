@@ -9,9 +9,9 @@ import { eventually } from "../../dev/lib/wait.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
-import { alternatingRounds, type ContenderFigures } from "../runner/rounds.ts";
+import { alternatingRounds, type ContenderFigures, contenderTable } from "../runner/rounds.ts";
 import { latencyFigures } from "../runner/stats.ts";
-import { fixed, formatTable } from "../runner/table.ts";
+import { fixed } from "../runner/table.ts";
 
 const LIFECYCLE_GOAL = 0.95;
 /** The payment window of the expiry figure: short, so the bench does not wait long. */
@@ -89,19 +89,7 @@ export async function benchLifecycle(
 
 export function printLifecycle(f: LifecycleFigures, log: (text: string) => void): void {
   log(`\n8. The order lifecycle and the hot path: accepted checkouts, ${f.inFlight} in flight, alternating rounds`);
-  log(
-    formatTable(
-      f.throughput.map((r) => ({
-        sale: r.name,
-        requests: r.requests,
-        "req/s": fixed(r.reqPerSec, 0),
-        "p50 ms": fixed(r.p50Ms),
-        "p99 ms": fixed(r.p99Ms),
-        "workerd CPU ms/req": fixed(r.cpuMsPerRequest.workerd as number, 3),
-        cores: r.interfered ? "INTERFERED" : "ok",
-      })),
-    ),
-  );
+  log(contenderTable(f.throughput, "sale"));
   log(
     `with a payment window, checkout runs at ${fixed(f.ratio, 2)}x the throughput without (goal >= ${LIFECYCLE_GOAL}: ${f.ratio >= LIFECYCLE_GOAL ? "met" : "NOT met"})`,
   );

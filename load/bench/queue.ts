@@ -8,8 +8,8 @@ import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
 import { measurePollCost, type PollCost } from "../runner/queue-polls.ts";
-import { alternatingRounds, type ContenderFigures } from "../runner/rounds.ts";
-import { fixed, formatTable } from "../runner/table.ts";
+import { alternatingRounds, type ContenderFigures, contenderTable } from "../runner/rounds.ts";
+import { fixed } from "../runner/table.ts";
 
 const QUEUE_GOAL = 0.95;
 /** The shortest pass a sale may give (QUEUE_LIMITS.passTtlSec.min): the expiry figure waits it out. */
@@ -111,19 +111,7 @@ export function printQueue(f: QueueFigures, log: (text: string) => void): void {
   log(
     `position polls: ${fixed((f.polls.roundTrips * 1_000) / f.polls.polls, 1)} Upstash round trips per 1,000 polls from one isolate (${f.polls.polls} polls in ${fixed(f.polls.elapsedMs / 1_000, 1)} s)`,
   );
-  log(
-    formatTable(
-      f.throughput.map((r) => ({
-        sale: r.name,
-        requests: r.requests,
-        "req/s": fixed(r.reqPerSec, 0),
-        "p50 ms": fixed(r.p50Ms),
-        "p99 ms": fixed(r.p99Ms),
-        "workerd CPU ms/req": fixed(r.cpuMsPerRequest.workerd as number, 3),
-        cores: r.interfered ? "INTERFERED" : "ok",
-      })),
-    ),
-  );
+  log(contenderTable(f.throughput, "sale"));
   log(
     `with a waiting room, checkout runs at ${fixed(f.ratio, 2)}x the throughput without (goal >= ${QUEUE_GOAL}: ${f.ratio >= QUEUE_GOAL ? "met" : "NOT met"})`,
   );

@@ -28,7 +28,7 @@ import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts
 import type { Pace } from "./crowd.ts";
 import { saleViolations } from "./invariants.ts";
 import { progressLine } from "./progress.ts";
-import { queueViolations, runQueueCrowd } from "./queue-crowd.ts";
+import { acceptedSamples, queueViolations, runQueueCrowd } from "./queue-crowd.ts";
 import { writeReports } from "./report-files.ts";
 import { type RunStrategy, runLoad, runSummary } from "./run.ts";
 import { fixed, formatTable, seconds } from "./table.ts";
@@ -109,14 +109,7 @@ if (values.scenario === "queue") {
     const passes = await mergedHash(redis, result.saleId, "passes");
     redis.disconnect();
     const report = await waitForDrain(queueStack.api, result.saleId, result.accepted.size, options.drainTimeoutMs);
-    const samples = [...result.accepted].map(([userId, orderId]) => ({
-      userId,
-      orderId,
-      status: 202,
-      code: "ACCEPTED",
-      startMs: 0,
-      latencyMs: 0,
-    }));
+    const samples = acceptedSamples(result.accepted);
     const violations = [
       ...queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes }),
       ...saleViolations({ stock, samples, report, settled: await queueStack.settledOrders(result.saleId) }),

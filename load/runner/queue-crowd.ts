@@ -130,3 +130,7 @@ export function queueViolations(input: {
   }
   return violations;
 }
+
+/** The people's accepted checkouts as the sale's invariants read samples (load/runner/invariants.ts). */
+export const acceptedSamples = (accepted: Map<string, string>) =>
+  [...accepted].map(([userId, orderId]) => ({ userId, orderId, status: 202, code: "ACCEPTED", startMs: 0, latencyMs: 0 }));

@@ -5,6 +5,7 @@ import type { Answer } from "../../dev/lib/api-client.ts";
 import { type CpuReading, measureCpu, type Processes } from "./cpu.ts";
 import { drive, type Sample, type Shot } from "./crowd.ts";
 import { latencyFigures } from "./stats.ts";
+import { fixed, formatTable } from "./table.ts";
 
 export interface Contender {
   name: string;
@@ -84,4 +85,19 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       interfered: readings.some((r) => r.interfered),
     };
   });
+}
+
+/** The contenders' figures as a table, one row each, the first column named `label`. */
+export function contenderTable(rows: ContenderFigures[], label: string): string {
+  return formatTable(
+    rows.map((r) => ({
+      [label]: r.name,
+      requests: r.requests,
+      "req/s": fixed(r.reqPerSec, 0),
+      "p50 ms": fixed(r.p50Ms),
+      "p99 ms": fixed(r.p99Ms),
+      "workerd CPU ms/req": fixed(r.cpuMsPerRequest.workerd as number, 3),
+      cores: r.interfered ? "INTERFERED" : "ok",
+    })),
+  );
 }

@@ -8,7 +8,7 @@ import { verifyQueue } from "../../dev/lib/verify-queue.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
-import { queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
+import { acceptedSamples, queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
 import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
 
 let stack: Stack;
@@ -85,14 +85,7 @@ it("a drop with bots: units only to their own pass holders, admitted places one 
   expect(queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes })).toEqual([]);
   const report = await waitForDrain(stack.api, result.saleId, stock, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
   const settled = await stack.settledOrders(result.saleId);
-  const samples = [...result.accepted].map(([userId, orderId]) => ({
-    userId,
-    orderId,
-    status: 202,
-    code: "ACCEPTED",
-    startMs: 0,
-    latencyMs: 0,
-  }));
+  const samples = acceptedSamples(result.accepted);
   expect(saleViolations({ stock, samples, report, settled })).toEqual([]);
   expect(await stack.api.queueStats(result.saleId)).toMatchObject({ admitted: stock, passesUsed: stock, remaining: 0 });
 });
