@@ -200,6 +200,7 @@ describe("order events", () => {
           userId: "ev-ann",
           status: "paid",
           quantity: 1,
+          variant: "default",
           amount: 500,
           currency: "USD",
           expiresAt: null,
