@@ -217,6 +217,18 @@ describe("variants: a crowd", () => {
       .all<{ variant_id: string; stock: number; sold: number }>();
     for (const g of guards) expect(g.sold, g.variant_id).toBe(soldBySize.get(g.variant_id) ?? 0);
 
+    // D1's own guard, whatever Redis said: one unit more of a sold-out size aborts.
+    const full = sale.variants.find((v) => soldBySize.get(v.id) === v.stock);
+    expect(full).toBeDefined();
+    await expect(
+      env.DB.prepare(
+        `INSERT INTO orders (order_id, sale_id, user_id, quantity, variant, status, created_at, settled_at)
+         VALUES ('999000000000001', ?, 'forger', 1, ?, 'confirmed', 0, 0)`,
+      )
+        .bind(Number(sale.id), full?.id)
+        .run(),
+    ).rejects.toThrow(/CHECK constraint failed/);
+
     const r = await report(sale.id);
     expect(r.reconciled).toBe(true);
     for (const v of sale.variants) {
@@ -244,6 +256,21 @@ describe("variants after the 202", () => {
     const r = await report(sale.id);
     expect(r.variants["eu-41"]).toMatchObject({ remaining: 0, held: 1, returned: 1 });
     expect(r.variants["eu-40"]).toMatchObject({ remaining: 1, held: 0, returned: 0 });
+  });
+
+  it("a cancelled order's units go back to its own size", async () => {
+    const sale = await createSale({ paymentWindowSec: 600, perUserLimit: 2, variants: sizes([2, 2]) });
+    const token = await api.userToken("changes-mind");
+    const bought = await api.checkout(sale.id, token, 2, "eu-41");
+    expect(bought.status).toBe(202);
+    await eventually(
+      "the order to await payment",
+      async () => (await api.order(bought.orderId as string, token)).body?.status === "awaiting_payment",
+    );
+    expect(await redisRemaining(sale)).toEqual({ "eu-40": 2, "eu-41": 0 });
+    expect((await api.cancel(bought.orderId as string, token)).status).toBe(200);
+    expect(await redisRemaining(sale)).toEqual({ "eu-40": 2, "eu-41": 2 });
+    expect((await report(sale.id)).variants["eu-41"]).toEqual({ stock: 2, remaining: 2, held: 0, returned: 2 });
   });
 
   it("a restore after Redis lost the sale rebuilds every size's remaining and every buyer's units", async () => {
