@@ -65,9 +65,11 @@ function mergedVariants(sale: Sale, edit: VariantInput[], now: number): { varian
   const merged = new Map(sale.variants.map((v) => [v.id, v]));
   for (const change of edit) {
     const before = merged.get(change.id);
-    const price = change.price ?? before?.price ?? null;
+    // A price the same as the one buyers see (its own, or the sale's) is no change.
+    const repriced = change.price !== undefined && change.price !== (before?.price ?? sale.price);
+    const price = repriced ? (change.price ?? null) : (before?.price ?? null);
     if (before && change.stock < before.stock) return { code: "STOCK_DECREASE", stock: before.stock, variant: change.id };
-    if ((!before || price !== before.price) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+    if ((!before || repriced) && now >= sale.startsAt) return { code: "SALE_STARTED" };
     merged.set(change.id, { id: change.id, label: change.label, stock: change.stock, price });
   }
   const variants = [...merged.values()];
