@@ -56,3 +56,7 @@ BEGIN
   FROM sales s LEFT JOIN sale_variants v ON v.sale_id = s.id AND v.variant_id = NEW.variant
   WHERE s.id = NEW.sale_id;
 END;
+
+-- An archived sale keeps what was left of each variant (JSON: variant id -> units; NULL for a
+-- sale without variants), as it keeps the total.
+ALTER TABLE sale_archives ADD COLUMN remaining_by_variant TEXT;

@@ -113,7 +113,7 @@ export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<S
       if (live) return { sale, remaining: live };
       // Not in Redis: archived after it ended, with the figures Redis had then kept in D1.
       const archive = sale.archivedAt === null ? undefined : await findSaleArchive(deps.db, saleId);
-      return { sale, remaining: totalOnly(archive?.remaining ?? 0) };
+      return { sale, remaining: { total: archive?.remaining ?? 0, byVariant: archive?.remainingByVariant ?? {} } };
     },
     deps.waitUntil,
   );

@@ -34,7 +34,7 @@ const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
   known: true,
   stock: sale.stock,
   remaining: archive.remaining,
-  remainingByVariant: {},
+  remainingByVariant: archive.remainingByVariant,
   minted: archive.minted,
   buyers: archive.buyers,
   // A sale is archived only with nothing left to settle.

@@ -4,6 +4,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { AdminSaleView, OrderView, RestoreReport } from "../../src/shared/api-types";
+import { archiveSettledSales } from "../../src/settlement/archive";
 import { allBuckets, saleKeys } from "../../src/shared/keys";
 import { api, createSale, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
 
@@ -311,5 +312,30 @@ describe("variants after the 202", () => {
     expect(await buy(sale.id, "late", "eu-40")).toMatchObject({ status: 409, code: "SOLD_OUT" });
     expect((await buy(sale.id, "late", "eu-42", 2)).status).toBe(202);
     await eventually("the report to reconcile", async () => (await report(sale.id)).reconciled);
+  });
+
+  it("the clean-up of the ended sale keeps what was left of each size, for its page and its report", async () => {
+    const endsAt = Date.now() + 2_000;
+    const sale = await createSale({ variants: sizes([1, 3]), endsAt: new Date(endsAt).toISOString() });
+    const bought = await buy(sale.id, "last-pair", "eu-40");
+    expect(bought.status).toBe(202);
+    await waitForConfirmed([bought.orderId as string]);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, endsAt + 50 - Date.now())));
+    await eventually("the sale to be archived", async () => {
+      const run = await archiveSettledSales(env, { graceMs: 0, saleIds: [sale.id] });
+      return run.archived.includes(sale.id);
+    });
+    expect(await redis.exists(saleKeys(sale.id).meta)).toBe(0);
+    const page = await api.sale(sale.id);
+    expect(page.variants.map((v) => [v.id, v.remaining, v.soldOut])).toEqual([
+      ["eu-40", 0, true],
+      ["eu-41", 3, false],
+    ]);
+    const r = await report(sale.id);
+    expect(r.archivedAt).not.toBeNull();
+    expect(r.variants).toEqual({
+      "eu-40": { stock: 1, remaining: 0, held: 1, returned: 0 },
+      "eu-41": { stock: 3, remaining: 3, held: 0, returned: 0 },
+    });
   });
 });
