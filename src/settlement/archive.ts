@@ -131,9 +131,7 @@ async function archiveRun(
       }
       const { remaining, minted, buyers, returned } = report.redis;
       // Each variant's as the report read it (a sale without variants keeps only the total).
-      const remainingByVariant = Object.fromEntries(
-        sale.variants.map((v) => [v.id, report.variants[v.id]?.remaining ?? 0]),
-      );
+      const remainingByVariant = Object.fromEntries(sale.variants.map((v) => [v.id, report.variants[v.id]?.remaining ?? 0]));
       await recordSaleArchive(env.DB, saleId, { remaining: remaining ?? 0, remainingByVariant, minted, buyers, returned });
     }
     // The re-drive's and the restore's lock counters go too: the re-drive takes its lock only

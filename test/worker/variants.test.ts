@@ -3,8 +3,8 @@
 // order's unit going back to its own size, and a restore that rebuilds every size.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { AdminSaleView, OrderView, RestoreReport } from "../../src/shared/api-types";
 import { archiveSettledSales } from "../../src/settlement/archive";
+import type { AdminSaleView, OrderView, RestoreReport } from "../../src/shared/api-types";
 import { allBuckets, saleKeys } from "../../src/shared/keys";
 import { api, createSale, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
 
