@@ -17,7 +17,7 @@ interface RedisFigures {
   known: boolean;
   stock: number;
   remaining: number | null;
-  /** Each variant's remaining, for a sale with variants that Redis holds (empty otherwise). */
+  /** Each variant's remaining, for a sale with variants, live or archived (empty otherwise). */
   remainingByVariant: Record<string, number>;
   minted: number;
   buyers: number;
@@ -212,9 +212,9 @@ function compare(
 }
 
 /**
- * Each variant's figures: Redis' remaining (a sale without variants: the total; an archived
- * variant's is not kept, so null), and D1's held and returned units with the pending orders
- * D1 does not have yet counted as held.
+ * Each variant's figures: Redis' remaining (a sale without variants: the total; as archived
+ * once the sale's keys are gone; null when Redis lost it), and D1's held and returned units,
+ * with the pending orders D1 does not have yet counted as held.
  */
 function variantFigures(sale: Sale, figures: RedisFigures, d1: SettlementCounts): ReconciliationReport["variants"] {
   const pendingUnits = new Map<string, number>();
