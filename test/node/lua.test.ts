@@ -779,9 +779,10 @@ describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
     await redis.hset(keys.live, { remaining: 7, "v:eu-42": 3 });
     const [now, state] = await read();
     expect(state).toBe("missing");
-    expect(await put(now, "card", 30)).toBe(1);
+    // Fresh for a second: long enough that a busy machine still reads it fresh; then polled until stale.
+    expect(await put(now, "card", 1_000)).toBe(1);
     expect((await read()).slice(1)).toEqual(["fresh", "card", "remaining", "7", "v:eu-42", "3"]);
-    await new Promise((r) => setTimeout(r, 40));
+    await eventually("the entry to go stale", async () => (await read())[1] === "stale");
     expect((await read()).slice(1)).toEqual(["stale", "card", "remaining", "7", "v:eu-42", "3"]);
     expect(Number(await redis.pttl(keys.entry))).toBeGreaterThan(50_000);
   });
