@@ -50,6 +50,18 @@ const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6380);
 /** Only when asked for: wrangler's default finds a free port, so two stacks can run side by side. */
 const INSPECTOR_PORT = process.env.INSPECTOR_PORT;
 const CRON_INTERVAL_MS = 60_000;
+/** The demo drop's sizes (EU) and pairs of each: few at the ends, more in the middle. */
+const DEMO_SIZES: [number, number][] = [
+  [38, 4],
+  [39, 8],
+  [40, 12],
+  [41, 16],
+  [42, 20],
+  [43, 16],
+  [44, 12],
+  [45, 8],
+  [46, 4],
+];
 const WATCHDOG = fileURLToPath(new URL("./stack/watchdog.ts", import.meta.url));
 
 const record = new StackRecordFile(path.join(STATE, "stack.json"));
@@ -237,8 +249,10 @@ async function main() {
   await waitForWorker(base, child);
 
   // The demo sale is idempotent per day, so a restart finds the same sale and its orders. It
-  // has a price and a ten-minute payment window: the storefront shows the whole order life
-  // (pay with the dev provider's test tokens, cancel, or let it expire).
+  // is a sneaker drop in sizes, each with its own few pairs (the largest sizes dearer), one pair
+  // per buyer across them, with a price and a ten-minute payment window: the storefront shows
+  // the size picker and the whole order life (pay with the dev provider's test tokens, cancel,
+  // or let it expire).
   const api = new ApiClient({
     fetch: (p, init) => fetch(`${base}${p}`, init),
     adminToken: secrets.ADMIN_TOKEN,
@@ -257,9 +271,14 @@ async function main() {
   const day = new Date().toISOString().slice(0, 10);
   const sale = await api.createSale(
     {
-      name: "Demo drop: 100 limited sneakers",
-      description: "One pair per buyer. Pay within ten minutes, or the pair goes back on sale.",
-      stock: 100,
+      name: "Demo drop: limited sneakers in sizes EU 38 to 46",
+      description: "One pair per buyer, in any size. Pay within ten minutes, or the pair goes back on sale.",
+      variants: DEMO_SIZES.map(([size, stock]) => ({
+        id: `eu-${size}`,
+        label: `EU ${size}`,
+        stock,
+        ...(size >= 45 && { price: 13_900 }),
+      })),
       price: 12_900,
       currency: "EUR",
       paymentWindowSec: 600,
@@ -267,7 +286,7 @@ async function main() {
       endsAt: new Date(Date.parse(`${day}T00:00:00Z`) + 2 * 86_400_000).toISOString(),
       admission: undefined, // the product's default admission, not the client's test default
     },
-    { idempotencyKey: `demo-sale-${day}` },
+    { idempotencyKey: `demo-drop-${day}` },
   );
   const token = await api.userToken("demo-user-1");
   const endpoint = args["webhook-url"] ? await localEndpoint(api, args["webhook-url"]) : undefined;
@@ -290,7 +309,8 @@ A user token for demo-user-1 (mint more: npm run token -- <userId>):
   ${token}
 
 Buy:
-  curl -s -X POST ${base}/api/sales/${sale.id}/checkout -H 'Authorization: Bearer ${token}'
+  curl -s -X POST ${base}/api/sales/${sale.id}/checkout -H 'Authorization: Bearer ${token}' \\
+    -H 'Content-Type: application/json' -d '{"variant": "eu-42"}'
 
 Ctrl-C stops everything; state and secrets survive under ${path.relative(ROOT, STATE) || STATE}/.
 `);

@@ -7,14 +7,15 @@
 // sold again, or on a report that does not reconcile.
 //
 //   k6 run -e BASE_URL=http://127.0.0.1:8787 -e JWT_SECRET=... -e ADMIN_TOKEN=... load/lifecycle.js
-//   optional: -e STOCK=200 -e RATE=200 (arrivals/s) -e HOLD_S=10 -e WINDOW_S=20 (payment window)
+//   optional: -e VARIANTS=10 (the sale in 10 variants sharing STOCK; each buyer asks a random one)
+//             -e STOCK=200 -e RATE=200 (arrivals/s) -e HOLD_S=10 -e WINDOW_S=20 (payment window)
 //             -e PAY=0.6 -e CANCEL=0.2 (the rest walk away) -e VUS=200 -e MAX_VUS=1000
 //             -e DRAIN_TIMEOUT_S=120
 import { sleep } from "k6";
 import exec from "k6/execution";
 import http from "k6/http";
 import { Counter } from "k6/metrics";
-import { admin, checkoutRequest, countOutcome } from "./lib/api.js";
+import { admin, checkoutRequest, countOutcome, saleStock } from "./lib/api.js";
 import { BASE_URL, JWT_SECRET, number } from "./lib/env.js";
 import { mintUserToken } from "./lib/jwt.js";
 
@@ -72,7 +73,7 @@ export const options = {
 export function setup() {
   const sale = admin("POST", "/admin/sales", {
     name: `k6 lifecycle ${new Date().toISOString()}`,
-    stock: STOCK,
+    ...saleStock(STOCK),
     price: 1999,
     currency: "EUR",
     paymentWindowSec: WINDOW_S,

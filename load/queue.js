@@ -7,6 +7,7 @@
 //
 //   k6 run -e BASE_URL=https://<worker> -e JWT_SECRET=... -e ADMIN_TOKEN=... load/queue.js
 //   optional: -e BUYERS=20000 -e STOCK=300 -e ADMIT=100 (places let in per second)
+//             -e VARIANTS=10 (the sale in 10 variants sharing STOCK; each buyer asks a random one)
 //             -e JOIN_S=60 (the pre-queue: everyone joins within it) -e VUS=500 -e DRAIN_TIMEOUT_S=120
 //
 // One k6 machine is one client address: raise or turn off IP_RATE_LIMIT for the run.
@@ -14,7 +15,7 @@ import { sleep } from "k6";
 import exec from "k6/execution";
 import http from "k6/http";
 import { Counter } from "k6/metrics";
-import { admin } from "./lib/api.js";
+import { admin, checkoutBody, saleStock } from "./lib/api.js";
 import { BASE_URL, JWT_SECRET, number } from "./lib/env.js";
 import { mintUserToken } from "./lib/jwt.js";
 
@@ -60,7 +61,7 @@ export function setup() {
   const startsAt = Date.now() + (JOIN_S + 2) * 1000;
   const sale = admin("POST", "/admin/sales", {
     name: `k6 queue ${new Date().toISOString()}`,
-    stock: STOCK,
+    ...saleStock(STOCK),
     startsAt: new Date(startsAt).toISOString(),
     endsAt: new Date(startsAt + 3_600_000).toISOString(),
     queue: { mode: "fifo", prequeueSec: JOIN_S + 60, admitPerSec: ADMIT, passTtlSec: 60 },
@@ -81,8 +82,9 @@ function joinAs(saleId, userId) {
 
 /** @param {string} saleId @param {string} userId @param {string | undefined} pass */
 function checkout(saleId, userId, pass) {
-  return http.post(`${BASE_URL}/api/sales/${saleId}/checkout`, null, {
-    headers: headers(userId, pass ? { "Queue-Pass": pass } : {}),
+  const { body, headers: bodyHeaders } = checkoutBody();
+  return http.post(`${BASE_URL}/api/sales/${saleId}/checkout`, body, {
+    headers: headers(userId, { ...bodyHeaders, ...(pass ? { "Queue-Pass": pass } : {}) }),
     tags: { name: "checkout" },
     responseCallback: answers,
   });

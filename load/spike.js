@@ -3,7 +3,8 @@
 // that waits for the settlement queue and fails the run on any oversell or duplicate.
 //
 //   k6 run -e BASE_URL=https://<worker> -e JWT_SECRET=... -e ADMIN_TOKEN=... load/spike.js
-//   optional: -e STOCK=300 -e RATE=500 (arrivals/s at the peak) -e RAMP=5s -e HOLD=20s
+//   optional: -e VARIANTS=10 (the sale in 10 variants sharing STOCK; each buyer asks a random one)
+//             -e STOCK=300 -e RATE=500 (arrivals/s at the peak) -e RAMP=5s -e HOLD=20s
 //             -e P99_MS=1000 -e VUS=200 -e MAX_VUS=2000 -e DRAIN_TIMEOUT_S=120
 //
 // One k6 machine is one client address: the Worker's per-address limit (IP_RATE_LIMIT)
@@ -11,7 +12,7 @@
 import { sleep } from "k6";
 import exec from "k6/execution";
 import http from "k6/http";
-import { admin, checkoutRequest, countOutcome } from "./lib/api.js";
+import { admin, checkoutRequest, countOutcome, saleStock } from "./lib/api.js";
 import { number } from "./lib/env.js";
 
 const STOCK = number("STOCK", 300);
@@ -46,7 +47,7 @@ export const options = {
 export function setup() {
   const sale = admin("POST", "/admin/sales", {
     name: `k6 spike ${new Date().toISOString()}`,
-    stock: STOCK,
+    ...saleStock(STOCK),
     startsAt: new Date(Date.now() - 1000).toISOString(),
     endsAt: new Date(Date.now() + 3_600_000).toISOString(),
   });

@@ -8,25 +8,25 @@ TTL is longer, so a stale entry can still be served while one caller rebuilds it
 is the Redis time of the last eviction: an entry built from a read that began before it
 (or in its millisecond) describes the database before the change, and counts as missing.
 
-Live figures that must never be cached (a sale's remaining stock) may be read in the same
-call from a hash under the same hash tag.
+Live figures that must never be cached (a sale's remaining stock, in total and per variant)
+may be read in the same call: a whole small hash under the same hash tag.
 
 KEYS
-  1  entry hash   2  floor (string, ms; may be absent)   3  optional: a hash of live figures
+  1  entry hash   2  floor (string, ms; may be absent)   3  optional: the hash of live figures
 ARGV
-  fields of KEYS[3] to read (none without it)
+  none
 Reply
   1  nowMs   the Redis time of this read (a rebuild that follows it carries it as its version)
   2  state   fresh | stale | missing
   3  body    the entry's body ("" when missing; "" is also a cached miss's body)
-  4..  the live fields, in ARGV order (false when absent)
+  4..  the live hash's field, value pairs (none without KEYS[3], or when it is absent)
 ]]
 
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local live = {}
-if #ARGV > 0 then
-  live = redis.call('HMGET', KEYS[3], unpack(ARGV))
+if KEYS[3] then
+  live = redis.call('HGETALL', KEYS[3])
 end
 local function reply(state, body)
   return { nowMs, state, body, unpack(live) }

@@ -15,19 +15,25 @@ admitted, unused and unexpired (queue-progress.lua admits them), and marks the p
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
 nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
 
+A sale with variants (sizes, colours, tiers: the meta hash has `variants`, lua/sale-sync.lua)
+sells each from its own counter `v:<id>` as well as from the total `remaining`; the buyer's
+limit counts units across every variant. A sale without has one implicit variant, "default",
+sold from `remaining` alone.
+
 KEYS (all share the sale's hash tag, so the script is cluster-safe; the layout of every key is
 one table: docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
                      buckets, qmode (off | fifo | random), qopens, qrate, qttl (queue-progress.lua),
-                     idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull)
+                     idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull),
+                     variants ("<id>=<stock>,...", a sale with variants only) and v:<id> (each one's remaining)
   2  admission hash  token bucket: tokens, at (ms); expires when idle
   3  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
   4  queue counters  admitted, used, expired (queue-progress.lua)
   then six keys for each bucket the call's buyers live in (the call names only those):
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)
-  +3 pending hash    order id -> "<quantity>:<user id>"
-  +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent one
+  +3 pending hash    order id -> "<units>:<user id>", units as in ARGV below
+  +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<units>", for checkouts that sent one
   +5 passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
   +6 live zset       user ids of passes not used yet, scored by expiry (ms)
 ARGV
@@ -35,7 +41,8 @@ ARGV
      1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
   then quintuples of user id, quantity, Idempotency-Key ("" for none), the place its
   Queue-Pass names ("" for none) and which of the call's buckets is the buyer's (1 for the
-  first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples
+  first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples. The quantity may name a
+  variant: "<quantity>@<variant id>" (recorded so in pending and keys for a sale with variants only)
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
   1  "checkout/4"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
@@ -50,15 +57,17 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
      outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
-               QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED
+               QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED |
+               VARIANT_REQUIRED (a sale with variants, none named) | VARIANT_NOT_FOUND
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
-               reserved: a retry never buys twice); KEY_REUSED: it did, for another quantity;
+               reserved: a retry never buys twice); KEY_REUSED: it did, for other units;
                RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
                all the ids its clock allows in this millisecond
                BUCKETS_CHANGED: the call was split by another count than the sale's (field 10):
                nothing done, send it again split by field 10
      orderId   the order reserved now (OK) or before (REPEATED), or the buyer's latest one, else ""
-     remaining units left after this buyer (0 when the sale is not found)
+     remaining units left of the buyer's variant after this buyer (of the sale: when the sale is
+               not found or refused as a whole, or the variant is not named or not found)
      held      units the buyer holds after this buyer's turn
 Time comes from the Redis server (TIME), never from the caller.
 ]]
@@ -113,7 +122,7 @@ local function everyone(outcome, remaining)
 end
 
 local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state', 'qmode',
-  'buckets')
+  'buckets', 'variants')
 if not sale[1] then
   return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
@@ -124,6 +133,7 @@ end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
 local rate, burst, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[8]) or 1
 local queued = sale[10] == 'fifo' or sale[10] == 'random'
+local hasVariants = sale[12] ~= false
 
 local saleWide
 if sale[9] == 'cancelled' then
@@ -196,6 +206,33 @@ local function holding(user, bucket)
   return h
 end
 
+-- What each variant this call sells has left, read once: meta field -> units.
+local left = {}
+-- The meta field of the variant `units` ("<quantity>[@<variant id>]") names, and its
+-- quantity, or why it names none the sale sells. A sale without variants sells "default"
+-- (or no variant named) from `remaining` itself.
+local function variantOf(units)
+  local quantity, variant = string.match(units, '^(%d+)@?(.*)$')
+  local field
+  if not hasVariants then
+    if variant ~= '' and variant ~= 'default' then
+      return nil, tonumber(quantity), 'VARIANT_NOT_FOUND'
+    end
+    field = 'remaining'
+  elseif variant == '' then
+    return nil, tonumber(quantity), 'VARIANT_REQUIRED'
+  else
+    field = 'v:' .. variant
+  end
+  if not left[field] then
+    left[field] = tonumber(field == 'remaining' and remaining or redis.call('HGET', meta, field))
+    if not left[field] then
+      return nil, tonumber(quantity), 'VARIANT_NOT_FOUND'
+    end
+  end
+  return field, tonumber(quantity)
+end
+
 -- Why a queued sale's buyer may not buy with the pass naming `place`, if they may not.
 local spent, spentCount = {}, 0 -- passes this call used: user id -> place
 local function passProblem(user, place, bucket)
@@ -230,7 +267,10 @@ local outcomes = {}
 local keysHere = {}
 local reservedAny = false
 for i = 2, #ARGV, 5 do
-  local user, quantity, key, place, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local user, key, place, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local field, quantity, variantRefusal = variantOf(ARGV[i + 1])
+  -- What pending and keys record: the variant only where the sale has variants.
+  local units = hasVariants and ARGV[i + 1] or tostring(quantity)
   local bucket = bucketKeys(n)
   if not bucket then
     return redis.error_reply('checkout.lua: buyer ' .. ((i - 2) / 5 + 1) .. ' names bucket ' .. tostring(ARGV[i + 4]) .. ', which KEYS do not hold')
@@ -242,27 +282,31 @@ for i = 2, #ARGV, 5 do
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
   local passRefusal = not before and queued and passProblem(user, place, bucket)
   if before then
-    local o, q = string.match(before, '^(%d+):(%d+)$')
+    local o, u = string.match(before, '^(%d+):(.+)$')
     orderId = o
-    if tonumber(q) == quantity then
+    if u == units then
       outcome = 'REPEATED'
     else
       outcome = 'KEY_REUSED'
     end
   elseif passRefusal then
     outcome = passRefusal
+  elseif variantRefusal then
+    outcome = variantRefusal
   elseif h.units >= limit then
     outcome = 'ALREADY_PURCHASED'
   elseif h.units + quantity > limit then
     outcome = 'PER_USER_LIMIT_EXCEEDED'
-  elseif remaining <= 0 then
+  elseif left[field] <= 0 then
     outcome = 'SOLD_OUT'
-  elseif remaining < quantity then
+  elseif left[field] < quantity then
     outcome = 'QUANTITY_UNAVAILABLE'
   elseif tokens < 1 or idClockFull() then
     outcome = 'RATE_LIMITED'
   else
     tokens, remaining, seq = tokens - 1, remaining - quantity, seq + 1
+    left[field] = left[field] - quantity
+    left.remaining = remaining
     orderId = nextOrderId()
     h.units, h.last = h.units + quantity, orderId
     reservedAny = true
@@ -276,9 +320,9 @@ for i = 2, #ARGV, 5 do
     w.outbox[#w.outbox + 1] = nowMs
     w.outbox[#w.outbox + 1] = orderId
     w.pending[#w.pending + 1] = orderId
-    w.pending[#w.pending + 1] = quantity .. ':' .. user
+    w.pending[#w.pending + 1] = units .. ':' .. user
     if keyField then
-      keysHere[keyField] = orderId .. ':' .. quantity
+      keysHere[keyField] = orderId .. ':' .. units
       w.keys[#w.keys + 1] = keyField
       w.keys[#w.keys + 1] = keysHere[keyField]
     end
@@ -286,12 +330,18 @@ for i = 2, #ARGV, 5 do
   count(outcome, 1)
   outcomes[#outcomes + 1] = outcome
   outcomes[#outcomes + 1] = orderId
-  outcomes[#outcomes + 1] = remaining
+  outcomes[#outcomes + 1] = field and left[field] or remaining
   outcomes[#outcomes + 1] = h.units
 end
 
 if reservedAny then
-  redis.call('HSET', meta, 'remaining', remaining, 'seq', seq, 'idms', idMs, 'idn', idIndex)
+  -- The total and each variant sold from (a sale without variants: the total alone).
+  local counters = {}
+  for f, units in pairs(left) do
+    counters[#counters + 1] = f
+    counters[#counters + 1] = units
+  end
+  redis.call('HSET', meta, 'seq', seq, 'idms', idMs, 'idn', idIndex, unpack(counters))
   for _, w in pairs(writes) do
     local newBuyers = {}
     for user, h in pairs(w.buyers) do

@@ -10,6 +10,8 @@ KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis lay
   2  buyers hash   3  outbox zset   4  pending hash   5  returned set
 ARGV
   1  order id   2  user id   3  quantity   4  the bucket count the Worker chose the bucket by
+  5  variant: its units go back to its own counter v:<id> too where the sale has variants
+     ("default", or absent, for a sale without)
 Replies
   1  the units went back on sale now
   0  nothing to do: returned before
@@ -36,6 +38,10 @@ if redis.call('SADD', returned, orderId) == 0 then
   return 0
 end
 redis.call('HINCRBY', meta, 'remaining', quantity)
+local variant = ARGV[5] or 'default'
+if redis.call('HEXISTS', meta, 'v:' .. variant) == 1 then
+  redis.call('HINCRBY', meta, 'v:' .. variant, quantity)
+end
 local record = redis.call('HGET', buyers, user)
 if record then
   local units, last = string.match(record, '^(%d+):(%d*)$')

@@ -8,7 +8,10 @@ lost its live state, which only a restore from D1 may rebuild (src/settlement/re
 Otherwise applies the record only if it is newer than the one applied last, so a retried create never resets live counters and two
 edits racing each other leave the newer one, whatever order their syncs arrive in. Stock
 only grows: the units added go on sale at once (remaining grows by the same amount), and
-order ids already minted (seq) are kept.
+order ids already minted (seq) are kept. A sale with variants does the same per variant: a
+variant's units added (or a new variant's) go on sale in its own counter `v:<id>` and in the
+total `remaining`; `variants` lists each variant's stock, "<id>=<stock>,..." in the admin's
+order (lua/checkout.lua takes its presence to mean the sale has variants).
 
 KEYS
   1  sale meta hash (docs/architecture.md, "The sale's Redis layout")
@@ -19,6 +22,7 @@ ARGV
   11 waiting room: off | fifo | random   12 joining opens (epoch ms)   13 places admitted per second
   14 how long a pass is valid (s)   15 buckets: how many buckets the sale's per-buyer records are
   split into (D1 changes it only before anyone can join or buy: src/sales/repository.ts)
+  16.. variant id, stock pairs (none for a sale without variants)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -28,23 +32,44 @@ Replies
 
 local meta = KEYS[1]
 local version, stock = tonumber(ARGV[1]), tonumber(ARGV[2])
-local current = redis.call('HMGET', meta, 'version', 'stock')
+local current = redis.call('HMGET', meta, 'version', 'stock', 'variants')
 if current[2] then
   -- Sales loaded before versions existed were at their first.
   if version <= (tonumber(current[1]) or 1) then
     return 0
   end
-  local added = stock - tonumber(current[2])
-  if added < 0 then
+  if stock < tonumber(current[2]) then
     return redis.error_reply('sale-sync.lua: stock never shrinks')
   end
-  redis.call('HINCRBY', meta, 'remaining', added)
-elseif version == 1 then
-  redis.call('HSET', meta, 'remaining', stock, 'seq', 0)
-else
+elseif version ~= 1 then
   return -1
+end
+
+-- Each variant's units added since the stock last applied (all of a new one's).
+local before = {}
+for id, n in string.gmatch(current[3] or '', '([^,=]+)=(%d+)') do
+  before[id] = tonumber(n)
+end
+local listed, added = {}, { 'remaining', stock - (tonumber(current[2]) or 0) }
+for i = 16, #ARGV, 2 do
+  local id, n = ARGV[i], tonumber(ARGV[i + 1])
+  if n < (before[id] or 0) then
+    return redis.error_reply('sale-sync.lua: a variant\'s stock never shrinks')
+  end
+  listed[#listed + 1] = id .. '=' .. n
+  added[#added + 1] = 'v:' .. id
+  added[#added + 1] = n - (before[id] or 0)
+end
+for i = 1, #added, 2 do
+  redis.call('HINCRBY', meta, added[i], added[i + 1])
+end
+if not current[2] then
+  redis.call('HSET', meta, 'seq', 0)
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
   'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10],
   'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15])
+if #listed > 0 then
+  redis.call('HSET', meta, 'variants', table.concat(listed, ','))
+end
 return 1

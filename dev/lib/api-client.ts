@@ -56,9 +56,19 @@ export class ApiCallError extends Error {
   }
 }
 
+/** A variant as create and edit take it (a size, a colour, a tier). */
+export interface VariantInput {
+  id: string;
+  label: string;
+  stock: number;
+  price?: number;
+}
+
 export interface SaleInput {
   name: string;
-  stock: number;
+  /** Without variants only: with them the stock is their sum. */
+  stock?: number;
+  variants?: VariantInput[];
   startsAt: string;
   endsAt: string;
   admission?: { rate: number; burst: number };
@@ -82,7 +92,7 @@ export interface QueueInput {
 
 /** PATCH /admin/sales/:saleId: what an edit may change. */
 export type SaleEdit = Partial<
-  Pick<SaleInput, "name" | "stock" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck">
+  Pick<SaleInput, "name" | "stock" | "variants" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck">
 > & {
   imageUrl?: string | null;
 };
@@ -148,12 +158,12 @@ export class ApiClient {
   /**
    * Creates a sale. By default it is open now for an hour, with 10 units, no payment step
    * (orders are final once settled) and an admission bucket no crowd here can empty (the
-   * crowd, not the bucket, is what tests drive).
+   * crowd, not the bucket, is what tests drive). A sale with `variants` gets no stock of its own.
    */
   createSale(input: Partial<SaleInput> = {}, { idempotencyKey }: { idempotencyKey?: string } = {}): Promise<AdminSaleView> {
     const body: SaleInput = {
       name: "test sale",
-      stock: 10,
+      ...(input.variants === undefined && { stock: 10 }),
       startsAt: new Date(Date.now() - 1000).toISOString(),
       endsAt: new Date(Date.now() + 3_600_000).toISOString(),
       admission: { rate: 100_000, burst: 1_000_000 },
@@ -239,9 +249,10 @@ export class ApiClient {
     return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
   }
 
-  /** A checkout's outcome; a request that got no answer is status 0, NETWORK_ERROR. */
-  checkout(saleId: string, token: string, quantity?: number): Promise<Answer> {
-    return this.answer(checkoutPath(saleId), token, quantity === undefined ? undefined : JSON.stringify({ quantity }));
+  /** A checkout's outcome (of `variant` when named); a request that got no answer is status 0, NETWORK_ERROR. */
+  checkout(saleId: string, token: string, quantity?: number, variant?: string): Promise<Answer> {
+    const body = quantity === undefined && variant === undefined ? undefined : JSON.stringify({ quantity, variant });
+    return this.answer(checkoutPath(saleId), token, body);
   }
 
   /** POST /api/orders/:orderId/pay with an Idempotency-Key. */

@@ -1,7 +1,7 @@
 // The Worker's HTTP contract as the k6 scripts use it.
 import http from "k6/http";
 import { Counter } from "k6/metrics";
-import { ADMIN_TOKEN, BASE_URL, JWT_SECRET } from "./env.js";
+import { ADMIN_TOKEN, BASE_URL, JWT_SECRET, number } from "./env.js";
 import { mintUserToken } from "./jwt.js";
 
 // 409 (sold out, already bought) and 429 (throttled) are answers, not failures.
@@ -16,6 +16,39 @@ const outcomes = {
   BUSY: new Counter("checkout_busy"),
   FAILED: new Counter("checkout_failed"),
 };
+
+/**
+ * `-e VARIANTS=n` (2 to 50): the sale comes in n variants sharing its stock (v1 ... vn), and
+ * each checkout asks for one of them at random; 0 (the default): one stock, no variant named.
+ */
+export const VARIANTS = number("VARIANTS", 0);
+
+/**
+ * A sale's stock as POST /admin/sales takes it: `stock` alone, or VARIANTS variants splitting
+ * it as evenly as whole units allow.
+ * @param {number} stock
+ * @returns {{ stock: number } | { variants: { id: string; label: string; stock: number }[] }}
+ */
+export function saleStock(stock) {
+  if (VARIANTS === 0) return { stock };
+  return {
+    variants: Array.from({ length: VARIANTS }, (_, i) => ({
+      id: `v${i + 1}`,
+      label: `Variant ${i + 1}`,
+      stock: Math.floor(stock / VARIANTS) + (i < stock % VARIANTS ? 1 : 0),
+    })),
+  };
+}
+
+/**
+ * A checkout's body and its Content-Type: none for a sale without variants, else a random variant.
+ * @returns {{ body: string | null; headers: Record<string, string> }}
+ */
+export function checkoutBody() {
+  if (VARIANTS === 0) return { body: null, headers: {} };
+  const variant = `v${1 + Math.floor(Math.random() * VARIANTS)}`;
+  return { body: JSON.stringify({ variant }), headers: { "Content-Type": "application/json" } };
+}
 
 /**
  * @param {string} method
@@ -33,17 +66,21 @@ export function admin(method, path, body) {
 }
 
 /**
- * A checkout request for http.request or http.batch.
+ * A checkout request for http.request or http.batch (of a random variant with VARIANTS).
  * @param {string} path
  * @param {string} userId
- * @returns {{ method: "POST"; url: string; body: null; params: import("k6/http").RefinedParams<"text"> }}
+ * @returns {{ method: "POST"; url: string; body: string | null; params: import("k6/http").RefinedParams<"text"> }}
  */
 export function checkoutRequest(path, userId) {
+  const { body, headers } = checkoutBody();
   return {
     method: "POST",
     url: `${BASE_URL}${path}`,
-    body: null,
-    params: { headers: { Authorization: `Bearer ${mintUserToken(userId, JWT_SECRET)}` }, tags: { name: "checkout" } },
+    body,
+    params: {
+      headers: { Authorization: `Bearer ${mintUserToken(userId, JWT_SECRET)}`, ...headers },
+      tags: { name: "checkout" },
+    },
   };
 }
 

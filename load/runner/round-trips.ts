@@ -60,7 +60,7 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   try {
     // Every sale first: each creation evicts its cached pages again a moment later, a round
     // trip of its own that must not land inside a figure.
-    const [sale, ended, throttled, crowd] = await Promise.all([
+    const [sale, ended, throttled, crowd, sized] = await Promise.all([
       api.createSale({ stock: 2, name: "round trips" }),
       api.createSale({
         name: "ended",
@@ -70,8 +70,15 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
       // A bucket of one token refilled once a second: the second buyer, right after its first, is throttled.
       api.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } }),
       api.createSale({ stock: 200, name: "stampede" }),
+      api.createSale({
+        name: "sizes",
+        variants: [
+          { id: "s", label: "S", stock: 1 },
+          { id: "m", label: "M", stock: 5 },
+        ],
+      }),
     ]);
-    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id]);
+    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id, sized.id]);
     const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => api.userToken(`${sale.id}-${u}`)))) as [
       string,
       string,
@@ -88,10 +95,11 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
      * learnt, however slow the machine) is measured together with the one write that counts
      * them for the admin console (a second later), so each attempt's share of it is in the figure.
      */
-    const warmCost = async (outcome: string, saleId: string, token: string, status: number) => {
-      await expectStatus(api.checkout(saleId, token), status);
+    const warmCost = async (outcome: string, saleId: string, token: string, status: number, variant?: string) => {
+      const attempt = () => expectStatus(api.checkout(saleId, token, undefined, variant), status);
+      await attempt();
       const burst = await measure(stack, redis, async () => {
-        await Promise.all(Array.from({ length: WARM_BURST }, () => expectStatus(api.checkout(saleId, token), status)));
+        await Promise.all(Array.from({ length: WARM_BURST }, attempt));
         await new Promise((r) => setTimeout(r, COUNTERS_FLUSHED_MS));
       });
       costs.push({
@@ -123,6 +131,19 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
     await waitForOutboxEmpty(redis, throttled.id);
     await checkoutCost("rate limited (first)", throttled.id, b, 429);
     await warmCost("rate limited (warm)", throttled.id, c, 429);
+
+    // A sale in sizes: buying one is the same one script call; a sold-out size is refused warm.
+    const acceptedSize = await measure(stack, redis, async () => {
+      await expectStatus(api.checkout(sized.id, a, 1, "s"), 202);
+      await waitForOutboxEmpty(redis, sized.id);
+    });
+    costs.push({
+      outcome: "accepted (a variant)",
+      ...acceptedSize,
+      note: "includes 1 round trip of its settlement (outbox clear)",
+    });
+    await forgetAcceptedReplies();
+    await warmCost("sold-out variant (warm)", sized.id, b, 409, "s");
 
     // A stampede: the isolate merges the buyers it holds into one script call per round trip.
     const crowdTokens = await Promise.all(Array.from({ length: 200 }, (_, i) => api.userToken(`${crowd.id}-rt-crowd-${i}`)));

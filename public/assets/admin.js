@@ -124,14 +124,38 @@ $("create-form").addEventListener("input", () => {
   createKey = idempotencyKey();
 });
 
+/**
+ * Variants as typed, one per line: "id, label, stock[, price]" (the label may not hold a
+ * comma); the API checks ids, stocks and prices and answers what is wrong.
+ * @param {string} text
+ * @returns {{ id: string; label: string; stock: number; price?: number }[]}
+ */
+function parseVariants(text) {
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "")
+    .map((line) => {
+      const [id = "", label = "", stock = "", price = ""] = line.split(",").map((part) => part.trim());
+      return { id, label, stock: Number(stock), ...(price !== "" && { price: Number(price) }) };
+    });
+}
+
+/** Variants as the edit form shows them, a line each. @param {any[]} variants */
+const variantLines = (variants) => variants.map((v) => `${v.id}, ${v.label}, ${v.stock}, ${v.price}`).join("\n");
+
+/** A sale made in variants (one named "default" alone is a sale without). @param {any} sale */
+const hasVariants = (sale) => (sale.variants ?? []).length > 1 || (sale.variants?.[0] && sale.variants[0].id !== "default");
+
 /** The request body: required fields, and each optional one only when filled in. */
 function saleBody(/** @type {HTMLFormElement} */ form) {
   const data = new FormData(form);
   const text = (/** @type {string} */ name) => String(data.get(name) ?? "").trim();
+  const variants = parseVariants(text("variants"));
   /** @type {Record<string, unknown>} */
   const body = {
     name: text("name"),
-    stock: Number(text("stock")),
+    ...(variants.length > 0 ? { variants } : { stock: Number(text("stock")) }),
     startsAt: new Date(text("startsAt")).toISOString(),
     endsAt: new Date(text("endsAt")).toISOString(),
   };
@@ -320,6 +344,7 @@ function renderState(sale) {
   $("live-window").textContent = `${formatTime(sale.startsAt)} to ${formatTime(sale.endsAt)}`;
   $("tile-remaining").textContent = String(sale.remaining);
   $("tile-stock").textContent = String(sale.stock);
+  $("variants-panel").hidden = !hasVariants(sale);
 }
 
 /**
@@ -366,6 +391,22 @@ function render({ sale, series, report }) {
           ]),
         )),
   );
+
+  // Each variant's figures as the report reconciles them: what Redis has left, what is held.
+  if (hasVariants(sale)) {
+    $("variant-rows").replaceChildren(
+      ...sale.variants.map((/** @type {any} */ v) => {
+        const figures = report.variants?.[v.id] ?? {};
+        return row([
+          [`${v.label} (${v.id})`, ""],
+          [String(v.stock), "n"],
+          [figures.remaining === null || figures.remaining === undefined ? "–" : String(figures.remaining), "n"],
+          [String(figures.held ?? "–"), "n"],
+          [String(figures.returned ?? "–"), "n"],
+        ]);
+      }),
+    );
+  }
 
   // Orders by state, as the report counts them (pending ones in the outbox, the rest in D1).
   const states = Object.entries(report.states ?? {}).map(([name, count]) => [name, Number(count?.orders ?? 0)]);
@@ -499,6 +540,7 @@ const editable = (sale) => ({
   endsAt: Date.parse(sale.endsAt),
   admission: { rate: sale.admission?.rate, burst: sale.admission?.burst },
   humanCheck: Boolean(sale.humanCheck),
+  variants: hasVariants(sale) ? variantLines(sale.variants) : "",
 });
 
 /** Whether two reads of a sale agree on every field the form edits. @param {any} a @param {any} b */
@@ -512,6 +554,8 @@ function loadEditForm(sale) {
   field("edit-description").value = sale.description ?? "";
   field("edit-image").value = sale.imageUrl ?? "";
   field("edit-stock").value = String(sale.stock);
+  $("edit-variants-field").hidden = !hasVariants(sale);
+  field("edit-variants").value = hasVariants(sale) ? variantLines(sale.variants) : "";
   field("edit-starts").value = localInput(Date.parse(sale.startsAt));
   field("edit-ends").value = localInput(Date.parse(sale.endsAt));
   field("edit-rate").value = String(sale.admission?.rate ?? "");
@@ -545,7 +589,9 @@ function renderEditLimits() {
     ? "The sale has started: its window, admission and human check are fixed."
     : "These change only until the sale starts.";
   field("edit-stock").min = String(editing.stock);
-  field("edit-stock").disabled = closed;
+  // A sale in variants changes its stock variant by variant.
+  field("edit-stock").disabled = closed || hasVariants(editing);
+  field("edit-variants").disabled = closed;
   $("edit-stock-hint").textContent = closed
     ? "The sale is over: its stock is fixed."
     : `At least ${editing.stock}: units can be added, never taken away.`;
@@ -564,6 +610,15 @@ function editBody() {
   if (!field("edit-stock").disabled) {
     const stock = Number(field("edit-stock").value);
     if (stock !== editing.stock) body.stock = stock;
+  }
+  if (hasVariants(editing) && !field("edit-variants").disabled) {
+    // Only the lines that changed or are new: a variant not listed stays as it is.
+    const before = new Map(editing.variants.map((/** @type {any} */ v) => [v.id, v]));
+    const changed = parseVariants(field("edit-variants").value).filter((v) => {
+      const was = before.get(v.id);
+      return !was || was.label !== v.label || was.stock !== v.stock || (v.price !== undefined && v.price !== was.price);
+    });
+    if (changed.length > 0) body.variants = changed;
   }
   if (!(/** @type {HTMLFieldSetElement} */ ($("edit-before-start")).disabled)) {
     // datetime-local holds minutes: a field sent only when its minutes changed.

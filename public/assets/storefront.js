@@ -408,6 +408,10 @@ class SalePage {
     };
     $("cancel-order").onclick = () => void this.cancel();
     $("quantity").onchange = () => this.renderPrice();
+    $("variants").onchange = () => {
+      this.renderPrice();
+      this.renderBuy();
+    };
     this.ticker = setInterval(() => this.tick(), 250);
     void this.poll();
     if (orderId) void this.follow(orderId);
@@ -509,6 +513,7 @@ class SalePage {
     const state = $("sale-state");
     state.dataset.state = sale.status;
     state.textContent = words(sale.status);
+    renderVariants(sale);
     $("remaining").textContent = String(sale.remaining);
     $("stock").textContent = String(sale.stock);
     $("stock-fill").style.width = `${sale.stock > 0 ? (100 * sale.remaining) / sale.stock : 0}%`;
@@ -540,9 +545,9 @@ class SalePage {
     const sale = this.sale;
     if (!sale || typeof sale.price !== "number" || !sale.currency) return;
     const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
-    const unit = formatMoney(sale.price, sale.currency);
-    $("sale-price").textContent =
-      quantity > 1 ? `${formatMoney(sale.price * quantity, sale.currency)} (${quantity} × ${unit})` : unit;
+    const price = variantOf(sale, chosenVariant())?.price ?? sale.price;
+    const unit = formatMoney(price, sale.currency);
+    $("sale-price").textContent = quantity > 1 ? `${formatMoney(price * quantity, sale.currency)} (${quantity} × ${unit})` : unit;
     $("sale-price").hidden = false;
   }
 
@@ -565,6 +570,7 @@ class SalePage {
     if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
     // A queued sale asked for the check at the join: its pass carries it.
     if (sale.humanCheck && !this.room && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
+    if (hasVariants(sale) && !chosenVariant()) return "Choose a size first.";
     return "";
   }
 
@@ -605,6 +611,7 @@ class SalePage {
   async buy() {
     if (this.blocker() !== "") return;
     const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
+    const variant = hasVariants(this.sale) ? chosenVariant() : undefined;
     // One key per purchase, sent with every retry of it: whatever the network loses, a
     // retry never buys twice (a buyer holding an order gets ALREADY_PURCHASED naming it).
     const key = idempotencyKey();
@@ -619,7 +626,7 @@ class SalePage {
         const answer = await call(API, `/api/sales/${this.saleId}/checkout`, {
           method: "POST",
           token: identity.token,
-          body: { quantity },
+          body: { quantity, ...(variant && { variant }) },
           headers: {
             "Idempotency-Key": key,
             ...(this.room?.pass && { "Queue-Pass": this.room.pass }),
@@ -657,7 +664,10 @@ class SalePage {
           if (held) void this.follow(held);
           return;
         }
-        this.say(REFUSALS[answer.code] ?? `Not bought: ${answer.message}`, "bad");
+        // A sold-out size is not the sale sold out: say which, so the buyer picks another.
+        const soldOutSize = answer.code === "SOLD_OUT" && variant ? variantOf(this.sale, variant) : undefined;
+        const refusal = soldOutSize ? `${soldOutSize.label} is sold out: choose another size.` : REFUSALS[answer.code];
+        this.say(refusal ?? `Not bought: ${answer.message}`, "bad");
         return;
       }
     } finally {
@@ -724,6 +734,8 @@ class SalePage {
       $(id).hidden = value === undefined;
       if (value !== undefined) $(id).textContent = value;
     };
+    const variant = hasVariants(this.sale) && order.variant ? variantOf(this.sale, order.variant) : undefined;
+    showField("order-variant", variant ? variant.label : undefined);
     showField("order-quantity", typeof order.quantity === "number" ? String(order.quantity) : undefined);
     showField(
       "order-amount",
@@ -812,6 +824,58 @@ class SalePage {
     } else {
       this.say(`Not cancelled: ${answer.message}`, "bad");
     }
+  }
+}
+
+/** A sale the admin made in variants (sizes, colours, tiers): the buyer picks one. */
+const hasVariants = (/** @type {any} */ sale) =>
+  Array.isArray(sale?.variants) && (sale.variants.length > 1 || sale.variants[0]?.id !== "default");
+
+/** @returns {any} the sale's variant of this id */
+const variantOf = (/** @type {any} */ sale, /** @type {string | undefined} */ id) =>
+  sale?.variants?.find((/** @type {any} */ v) => v.id === id);
+
+/** The variant the buyer picked, if any. */
+function chosenVariant() {
+  const chosen = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="variant"]:checked'));
+  return chosen?.value || undefined;
+}
+
+/**
+ * The size picker: one radio per variant with what is left of it, a sold-out one disabled and
+ * saying so in words (a screen reader reads the label). Built again only when the variants
+ * change, so a poll never moves the buyer's focus; a pick that sold out is let go.
+ * @param {any} sale
+ */
+function renderVariants(sale) {
+  const field = $("variant-field");
+  field.hidden = !hasVariants(sale);
+  if (field.hidden) return;
+  const box = $("variants");
+  const ids = sale.variants.map((/** @type {any} */ v) => v.id).join("\n");
+  if (box.dataset.ids !== ids) {
+    box.dataset.ids = ids;
+    box.replaceChildren(
+      ...sale.variants.map((/** @type {any} */ v) => {
+        const input = document.createElement("input");
+        input.type = "radio";
+        input.name = "variant";
+        input.value = v.id;
+        const text = document.createElement("span");
+        const label = document.createElement("label");
+        label.append(input, text);
+        return label;
+      }),
+    );
+  }
+  for (const label of box.children) {
+    const input = /** @type {HTMLInputElement} */ (label.querySelector("input"));
+    const v = variantOf(sale, input.value);
+    input.disabled = v.soldOut;
+    if (v.soldOut) input.checked = false;
+    const said = v.soldOut ? `${v.label}, sold out` : `${v.label}, ${v.remaining} left`;
+    const text = /** @type {HTMLElement} */ (label.querySelector("span"));
+    if (text.textContent !== said) text.textContent = said;
   }
 }
 

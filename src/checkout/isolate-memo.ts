@@ -29,7 +29,19 @@ const WINDOW_TTL_MS = 5_000;
 /** This isolate's clock may differ from Redis' a little. */
 const CLOCK_SKEW_MS = 1_000;
 
-const soldOut = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
+/** Sold-out variants (the whole sale's for a sale without), keyed by soldOutKey. */
+const soldOut = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 10_000 });
+/**
+ * Bumped when a sale's units come back or it is edited: every sold-out variant it had is
+ * forgotten at once (the keys of the old generation are never read again, and age out).
+ */
+const soldOutGenerations = new Map<string, number>();
+/** `variant` as the checkout named it ("" for none): a sale without variants is sold out under both its names. */
+const soldOutKey = (saleId: string, variant: string) => `${saleId}\n${soldOutGenerations.get(saleId) ?? 0}\n${variant}`;
+function forgetSoldOut(saleId: string): void {
+  if (soldOutGenerations.size >= 10_000) soldOutGenerations.clear();
+  soldOutGenerations.set(saleId, (soldOutGenerations.get(saleId) ?? 0) + 1);
+}
 /** Buyers at their limit, with their latest order. */
 const atLimit = new IsolateCache<string>({ ttlMs: SHORT_TTL_MS, maxEntries: 100_000, maxBytes: 8 << 20 });
 const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED">({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
@@ -53,12 +65,12 @@ const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 /**
  * A refusal this isolate can give on its own, or undefined when Redis must decide.
  * `trustBuyers: false` leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key);
- * `hasPass`: the checkout carries a Queue-Pass.
+ * `hasPass`: the checkout carries a Queue-Pass; `variant`: the one it names ("" for none).
  */
 export function localRefusal(
   saleId: string,
   userId: string,
-  { trustBuyers = true, hasPass = false } = {},
+  { trustBuyers = true, hasPass = false, variant = "" } = {},
   now = Date.now(),
 ): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
@@ -72,7 +84,7 @@ export function localRefusal(
   if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
-  if (soldOut.get(saleId, now)) return { code: "SOLD_OUT" };
+  if (soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };
   const throttle = throttled.get(saleId, now);
   if (throttle && now < throttle.until) {
     return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, admission: throttle.admission };
@@ -101,17 +113,18 @@ export const memo = {
    * Remembers what Redis (or the lab's object) answered for one buyer. `askedAt` is when
    * it was asked: a throttle counts from then, not from when the answer arrived.
    */
-  learn(saleId: string, userId: string, r: Decided, askedAt: number) {
+  learn(saleId: string, userId: string, r: Decided, askedAt: number, variant = "") {
     // Redis spends an admission token only on a reservation: mirror that locally.
     if (r.code !== "OK") memo.admissionTokenUnused(saleId);
     switch (r.code) {
       case "OK":
         if (r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
         if (r.admission) knowAdmission(saleId, r.admission);
-        if (r.remaining === 0) soldOut.set(saleId, true);
+        // `remaining`: what is left of the variant bought.
+        if (r.remaining === 0) soldOut.set(soldOutKey(saleId, variant), true);
         return;
       case "SOLD_OUT":
-        soldOut.set(saleId, true);
+        soldOut.set(soldOutKey(saleId, variant), true);
         return;
       case "ALREADY_PURCHASED":
         atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");
@@ -139,6 +152,8 @@ export const memo = {
         queued.set(saleId, true);
         return;
       case "QUANTITY_UNAVAILABLE":
+      case "VARIANT_REQUIRED":
+      case "VARIANT_NOT_FOUND":
       case "PER_USER_LIMIT_EXCEEDED":
       case "IDEMPOTENCY_KEY_REUSED":
       case "BUSY":
@@ -155,7 +170,7 @@ export const memo = {
   /** Units came back to the sale and the buyer holds fewer: forget both at once here. */
   returned(saleId: string, userId: string) {
     atLimit.delete(buyerKey(saleId, userId));
-    soldOut.delete(saleId);
+    forgetSoldOut(saleId);
   },
   /**
    * Units came back to these buyers' sales (the jobs queue, the cron): this isolate forgets it
@@ -168,7 +183,7 @@ export const memo = {
   saleChanged(saleId: string) {
     saleState.delete(saleId);
     windows.delete(saleId);
-    soldOut.delete(saleId);
+    forgetSoldOut(saleId);
     notFound.delete(saleId);
     queued.delete(saleId);
   },

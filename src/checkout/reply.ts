@@ -1,3 +1,4 @@
+import { DEFAULT_VARIANT } from "../shared/limits";
 import type { Admission, Refusal } from "../shared/refusal";
 
 /** What lua/checkout.lua decided for one buyer. */
@@ -38,8 +39,9 @@ export type CheckoutReply = { reservations: Reservation[] } | { reservations: nu
  * Reads the script's one flat reply (header, then four fields per buyer; see the header of
  * lua/checkout.lua) into one reservation per buyer. A reply in another layout or of the
  * wrong length means the script and this Worker disagree: fail loudly, never guess.
+ * `variants`: what each buyer named, for the refusals that name it back.
  */
-export function parseCheckoutReply(reply: unknown, buyers: number): CheckoutReply {
+export function parseCheckoutReply(reply: unknown, buyers: number, variants: (string | undefined)[] = []): CheckoutReply {
   const expected = HEADER_FIELDS + FIELDS_PER_BUYER * buyers;
   if (!Array.isArray(reply) || reply[0] !== CHECKOUT_REPLY_LAYOUT || reply.length !== expected) {
     const layout = Array.isArray(reply) ? `${String(reply[0])} with ${reply.length} fields` : typeof reply;
@@ -58,6 +60,9 @@ export function parseCheckoutReply(reply: unknown, buyers: number): CheckoutRepl
     const orderId = String(reply[i + 1]);
     const remaining = Number(reply[i + 2]);
     const held = Number(reply[i + 3]);
+    // The variant this buyer named, for refusals about it; a sale without variants names none (or "default").
+    const named = variants[(i - HEADER_FIELDS) / FIELDS_PER_BUYER];
+    const variant = named === DEFAULT_VARIANT ? undefined : named;
     switch (code) {
       case "OK":
       case "REPEATED":
@@ -83,9 +88,15 @@ export function parseCheckoutReply(reply: unknown, buyers: number): CheckoutRepl
         reservations.push({ code, held, limit: limit as number });
         break;
       case "QUANTITY_UNAVAILABLE":
-        reservations.push({ code, remaining });
+        reservations.push({ code, remaining, variant });
         break;
       case "SOLD_OUT":
+        reservations.push({ code, variant });
+        break;
+      case "VARIANT_NOT_FOUND":
+        reservations.push({ code, variant: named ?? "" });
+        break;
+      case "VARIANT_REQUIRED":
       case "SALE_PAUSED":
       case "SALE_CANCELLED":
       case "SALE_NOT_FOUND":

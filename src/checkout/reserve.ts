@@ -2,7 +2,7 @@ import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { checkoutScriptKeys } from "../shared/keys";
-import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
+import { DEFAULT_VARIANT, QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { MergedCalls, type MergedCallsOptions } from "./merged-calls";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "./reply";
@@ -16,6 +16,8 @@ export type { Reservation };
 export interface CheckoutItem {
   userId: string;
   quantity: number;
+  /** As the buyer named it; absent: none (a sale without variants). */
+  variant?: string;
   idempotencyKey?: string;
   passPlace?: number;
 }
@@ -68,10 +70,10 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     const reservations = await reserveAll(redis, saleId, items, options.buckets);
     let sequence = 0;
     const orders = reservations.flatMap((r, i) => {
-      const { userId, quantity } = items[i] as CheckoutItem;
+      const { userId, quantity, variant = DEFAULT_VARIANT } = items[i] as CheckoutItem;
       if (r.code !== "OK" || r.repeated) return [];
       sequence = r.sequence;
-      return [{ orderId: r.orderId, saleId, userId, quantity, reservedAt: r.reservedAt }];
+      return [{ orderId: r.orderId, saleId, userId, quantity, variant, reservedAt: r.reservedAt }];
     });
     if (orders.length > 0) options.onReserved?.(orders, sequence);
     return reservations;
@@ -92,7 +94,7 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
     );
     const args = items.flatMap((item, i) => [
       item.userId,
-      String(item.quantity),
+      item.variant === undefined ? String(item.quantity) : `${item.quantity}@${item.variant}`,
       item.idempotencyKey ?? "",
       item.passPlace === undefined ? "" : String(item.passPlace),
       String(bucketSlots[i]),
@@ -100,6 +102,7 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
     const reply = parseCheckoutReply(
       await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy), ...args]),
       items.length,
+      items.map((item) => item.variant),
     );
     if (reply.reservations) return reply.reservations;
     splitBy = reply.buckets;

@@ -75,13 +75,17 @@ export const rateLimited = (message: string, bucket: { limit: number; retryAfter
 function refusalAnswer(refusal: Refusal): ErrorAnswer {
   switch (refusal.code) {
     case "SOLD_OUT":
-      return answer(409, "SOLD_OUT", "the sale is sold out");
+      return answer(409, "SOLD_OUT", refusal.variant ? `variant ${refusal.variant} is sold out` : "the sale is sold out");
     case "QUANTITY_UNAVAILABLE":
       return answer(
         409,
         "QUANTITY_UNAVAILABLE",
-        `only ${refusal.remaining} unit${refusal.remaining === 1 ? "" : "s"} remain in this sale`,
+        `only ${refusal.remaining} unit${refusal.remaining === 1 ? "" : "s"} remain ${refusal.variant ? `of variant ${refusal.variant}` : "in this sale"}`,
       );
+    case "VARIANT_REQUIRED":
+      return answer(400, "VARIANT_REQUIRED", "this sale has variants: name one in the body's variant");
+    case "VARIANT_NOT_FOUND":
+      return answer(404, "VARIANT_NOT_FOUND", `this sale has no variant ${refusal.variant}`);
     case "PER_USER_LIMIT_EXCEEDED":
       return answer(
         409,

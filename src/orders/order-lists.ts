@@ -32,11 +32,12 @@ async function page(db: D1Database, owner: Owner, status: string | undefined, af
   const { results } = await db
     .prepare(
       `SELECT * FROM (
-         SELECT order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
+         SELECT order_id, sale_id, user_id, status, quantity, variant, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
          FROM orders WHERE ${column} = ?1
          UNION ALL
-         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
-         FROM failed_orders f JOIN sales s ON s.id = f.sale_id WHERE f.${column} = ?1
+         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, f.variant, COALESCE(v.price, s.price) * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
+         FROM failed_orders f JOIN sales s ON s.id = f.sale_id
+         LEFT JOIN sale_variants v ON v.sale_id = f.sale_id AND v.variant_id = f.variant WHERE f.${column} = ?1
        )
        WHERE (?2 IS NULL OR status = ?2) AND (created_at < ?3 OR (created_at = ?3 AND order_id < ?4 AND ?4 != ''))
        ORDER BY created_at DESC, order_id DESC LIMIT ?5`,
@@ -82,6 +83,7 @@ const CSV_COLUMNS = [
   "userId",
   "status",
   "quantity",
+  "variant",
   "amount",
   "currency",
   "createdAt",
@@ -135,11 +137,12 @@ export async function orderDetail(db: D1Database, orderId: string): Promise<Admi
   const [found, history, payments] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `SELECT order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
+        `SELECT order_id, sale_id, user_id, status, quantity, variant, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
          FROM orders WHERE order_id = ?1
          UNION ALL
-         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
-         FROM failed_orders f JOIN sales s ON s.id = f.sale_id WHERE f.order_id = ?1 LIMIT 1`,
+         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, f.variant, COALESCE(v.price, s.price) * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
+         FROM failed_orders f JOIN sales s ON s.id = f.sale_id
+         LEFT JOIN sale_variants v ON v.sale_id = f.sale_id AND v.variant_id = f.variant WHERE f.order_id = ?1 LIMIT 1`,
       )
       .bind(orderId),
     db.prepare("SELECT id, type, created_at FROM order_events WHERE subject = ? ORDER BY seq").bind(orderId),

@@ -9,6 +9,7 @@ export interface OrderRow {
   user_id: string;
   status: OrderView["status"];
   quantity: number;
+  variant: string;
   amount: number;
   currency: string;
   expires_at: number | null;
@@ -28,6 +29,7 @@ export const orderView = (o: OrderRow): OrderView => ({
   userId: o.user_id,
   status: o.status,
   quantity: o.quantity,
+  variant: o.variant,
   amount: o.amount,
   currency: o.currency,
   expiresAt: o.status === "awaiting_payment" && o.expires_at !== null ? new Date(o.expires_at).toISOString() : null,

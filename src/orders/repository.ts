@@ -26,16 +26,16 @@ const selectFailed = (db: D1Database, orderIds: string[]) =>
 const insertOrder = (db: D1Database, o: OrderMessage) =>
   db
     .prepare(
-      `INSERT INTO orders (order_id, sale_id, user_id, quantity, amount, currency, status, created_at, settled_at, expires_at, closed_at)
-       SELECT ?1, s.id, ?3, ?4, s.price * ?4, s.currency,
+      `INSERT INTO orders (order_id, sale_id, user_id, quantity, variant, amount, currency, status, created_at, settled_at, expires_at, closed_at)
+       SELECT ?1, s.id, ?3, ?4, ?6, COALESCE(v.price, s.price) * ?4, s.currency,
               CASE WHEN s.state = 'cancelled' THEN 'cancelled' WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
               ?5, ${NOW_MS},
               CASE WHEN s.state != 'cancelled' AND s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END,
               CASE WHEN s.state = 'cancelled' THEN ${NOW_MS} END
-       FROM sales s WHERE s.id = ?2
+       FROM sales s LEFT JOIN sale_variants v ON v.sale_id = s.id AND v.variant_id = ?6 WHERE s.id = ?2
        ON CONFLICT DO NOTHING`,
     )
-    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt);
+    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt, o.variant);
 
 /** An order awaiting payment, and when its window closes. */
 export interface AwaitingOrder {
@@ -97,11 +97,20 @@ export async function recordFailures(db: D1Database, letters: DeadLetter[], now 
   const inserts = letters.map((l) =>
     db
       .prepare(
-        `INSERT INTO failed_orders (order_id, sale_id, user_id, quantity, reason, created_at, failed_at)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ?1)
+        `INSERT INTO failed_orders (order_id, sale_id, user_id, quantity, reason, created_at, failed_at, variant)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ?1)
          ON CONFLICT DO NOTHING`,
       )
-      .bind(l.orderId, Number(l.saleId), l.userId, l.quantity, l.reason ?? "delivery attempts exhausted", l.reservedAt, now),
+      .bind(
+        l.orderId,
+        Number(l.saleId),
+        l.userId,
+        l.quantity,
+        l.reason ?? "delivery attempts exhausted",
+        l.reservedAt,
+        now,
+        l.variant,
+      ),
   );
   const failed = selectFailed(
     db,
@@ -118,6 +127,7 @@ export interface OrderRecord {
   userId: string;
   status: Exclude<OrderStatus, "pending">;
   quantity: number;
+  variant: string;
   amount: number;
   currency: string;
   expiresAt: number | null;
@@ -132,6 +142,7 @@ interface OrderRow {
   user_id: string;
   status: OrderRecord["status"];
   quantity: number;
+  variant: string;
   amount: number;
   currency: string;
   expires_at: number | null;
@@ -139,7 +150,8 @@ interface OrderRow {
   reason: string | null;
 }
 
-const ORDER_COLUMNS = "order_id, sale_id, user_id, status, quantity, amount, currency, expires_at, refund_due, NULL AS reason";
+const ORDER_COLUMNS =
+  "order_id, sale_id, user_id, status, quantity, variant, amount, currency, expires_at, refund_due, NULL AS reason";
 
 const fromRow = (r: OrderRow): OrderRecord => ({
   orderId: r.order_id,
@@ -147,6 +159,7 @@ const fromRow = (r: OrderRow): OrderRecord => ({
   userId: r.user_id,
   status: r.status,
   quantity: r.quantity,
+  variant: r.variant,
   amount: r.amount,
   currency: r.currency,
   expiresAt: r.status === "awaiting_payment" ? r.expires_at : null,
@@ -159,8 +172,9 @@ export async function findOrderRecord(db: D1Database, orderId: string): Promise<
     .prepare(
       `SELECT ${ORDER_COLUMNS} FROM orders WHERE order_id = ?1
        UNION ALL
-       SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, s.price * f.quantity, s.currency, NULL, 0, f.reason
-       FROM failed_orders f JOIN sales s ON s.id = f.sale_id WHERE f.order_id = ?1
+       SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, f.variant, COALESCE(v.price, s.price) * f.quantity, s.currency, NULL, 0, f.reason
+       FROM failed_orders f JOIN sales s ON s.id = f.sale_id
+         LEFT JOIN sale_variants v ON v.sale_id = f.sale_id AND v.variant_id = f.variant WHERE f.order_id = ?1
        LIMIT 1`,
     )
     .bind(orderId)
@@ -174,15 +188,17 @@ export interface EndedOrder {
   saleId: string;
   userId: string;
   quantity: number;
+  variant: string;
 }
 
-const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity";
-type EndedRow = { order_id: string; sale_id: number; user_id: string; quantity: number };
+const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity, variant";
+type EndedRow = { order_id: string; sale_id: number; user_id: string; quantity: number; variant: string };
 const fromEnded = (r: EndedRow): EndedOrder => ({
   orderId: r.order_id,
   saleId: String(r.sale_id),
   userId: r.user_id,
   quantity: r.quantity,
+  variant: r.variant,
 });
 
 /**
@@ -321,6 +337,11 @@ export interface SettlementCounts {
   returnsPending: number;
   returnsPendingUnits: number;
   refundsDue: number;
+  /**
+   * Per variant: units held by settled orders, units of ended ones back on sale (expired and
+   * cancelled once returned, failed), and units of the given pending ids D1 has meanwhile.
+   */
+  variants: Record<string, { held: number; returned: number; settledOfThese: number }>;
 }
 
 /** Everything the reconciliation report needs from D1 for one sale, as one snapshot (one batch). */
@@ -331,10 +352,14 @@ export async function settlementCounts(
   pendingBuyers: string[],
 ): Promise<SettlementCounts> {
   const sale = Number(saleId);
-  const [byState, failed, settledOfThese, sold, buyers, returnsPending, refundsDue] = await db.batch<{
+  const [byState, failed, settledOfThese, sold, buyers, returnsPending, refundsDue, byVariant] = await db.batch<{
     status?: string;
     n: number;
     units?: number;
+    variant?: string;
+    held?: number;
+    returned?: number;
+    settled?: number;
   }>([
     db
       .prepare("SELECT status, COUNT(*) AS n, COALESCE(SUM(quantity), 0) AS units FROM orders WHERE sale_id = ? GROUP BY status")
@@ -362,6 +387,19 @@ export async function settlementCounts(
       )
       .bind(sale),
     db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ? AND refund_due = 1").bind(sale),
+    db
+      .prepare(
+        `SELECT variant, SUM(held) AS held, SUM(returned) AS returned, SUM(settled) AS settled FROM (
+           SELECT variant, CASE WHEN status IN ${HOLDING} THEN quantity ELSE 0 END AS held,
+                  CASE WHEN status IN ('expired', 'cancelled') AND returned_at IS NOT NULL THEN quantity ELSE 0 END AS returned,
+                  CASE WHEN order_id IN (SELECT value FROM json_each(?2)) THEN quantity ELSE 0 END AS settled
+           FROM orders WHERE sale_id = ?1
+           UNION ALL
+           SELECT variant, 0, quantity, CASE WHEN order_id IN (SELECT value FROM json_each(?2)) THEN quantity ELSE 0 END
+           FROM failed_orders WHERE sale_id = ?1)
+         GROUP BY variant`,
+      )
+      .bind(sale, JSON.stringify(pendingOrderIds)),
   ]);
   const states: StateCounts = {
     awaiting_payment: { orders: 0, units: 0 },
@@ -384,6 +422,12 @@ export async function settlementCounts(
     returnsPending: first(returnsPending),
     returnsPendingUnits: returnsPending?.results[0]?.units ?? 0,
     refundsDue: first(refundsDue),
+    variants: Object.fromEntries(
+      (byVariant?.results ?? []).map((r) => [
+        r.variant as string,
+        { held: r.held ?? 0, returned: r.returned ?? 0, settledOfThese: r.settled ?? 0 },
+      ]),
+    ),
   };
 }
 
@@ -395,6 +439,8 @@ export interface RestoreSnapshot {
   holders: { userId: string; units: number; lastOrderId: string }[];
   /** Orders whose units are back on sale, or will be (expired, cancelled, failed), with their buyers (whose bucket holds their records). */
   endedOrders: { orderId: string; userId: string }[];
+  /** Units held per variant (the same orders as the holders'). */
+  heldByVariant: Record<string, number>;
   /** When an order of the sale last reached D1 (settled or failed), ms; 0 when none did. */
   lastLandedAt: number;
 }
@@ -402,7 +448,7 @@ export interface RestoreSnapshot {
 /** One D1 batch, so the figures agree with each other (a batch is one transaction). */
 export async function restoreSnapshot(db: D1Database, saleId: string): Promise<RestoreSnapshot> {
   const sale = Number(saleId);
-  const [counts, holders, ended] = (await db.batch([
+  const [counts, holders, ended, byVariant] = (await db.batch([
     db
       .prepare(
         `SELECT (SELECT COUNT(*) FROM orders WHERE sale_id = ?1) + (SELECT COUNT(*) FROM failed_orders WHERE sale_id = ?1) AS minted,
@@ -423,15 +469,20 @@ export async function restoreSnapshot(db: D1Database, saleId: string): Promise<R
          UNION ALL SELECT order_id, user_id FROM failed_orders WHERE sale_id = ?1`,
       )
       .bind(sale),
+    db
+      .prepare(`SELECT variant, SUM(quantity) AS units FROM orders WHERE sale_id = ? AND status IN ${HOLDING} GROUP BY variant`)
+      .bind(sale),
   ])) as [
     D1Result<{ minted: number; landed: number }>,
     D1Result<{ user_id: string; units: number; last_order_id: string }>,
     D1Result<{ order_id: string; user_id: string }>,
+    D1Result<{ variant: string; units: number }>,
   ];
   return {
     minted: counts.results[0]?.minted ?? 0,
     lastLandedAt: counts.results[0]?.landed ?? 0,
     holders: holders.results.map((r) => ({ userId: r.user_id, units: r.units, lastOrderId: r.last_order_id })),
     endedOrders: ended.results.map((r) => ({ orderId: r.order_id, userId: r.user_id })),
+    heldByVariant: Object.fromEntries(byVariant.results.map((r) => [r.variant, r.units])),
   };
 }

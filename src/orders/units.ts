@@ -9,6 +9,8 @@ export interface UnitsToReturn {
   saleId: string;
   userId: string;
   quantity: number;
+  /** The variant the units go back to ("default": the sale without variants). */
+  variant: string;
 }
 
 export interface Returned<T> {
@@ -39,7 +41,7 @@ export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1D
         redis,
         LUA.return,
         [saleKeys(o.saleId).meta, bucket.buyers, bucket.outbox, bucket.pending, bucket.returned],
-        [o.orderId, o.userId, String(o.quantity), String(count)],
+        [o.orderId, o.userId, String(o.quantity), String(count), o.variant],
       );
     }),
   );

@@ -1,4 +1,4 @@
-import type { Redis } from "./client";
+import { hashRecord, type Redis } from "./client";
 import { LUA, runScript } from "./scripts";
 
 /** An entry and the floor that evicts it (lua/cache-read.lua). */
@@ -14,8 +14,8 @@ export interface EntryRead {
   nowMs: number;
   state: EntryState;
   body: string;
-  /** The live fields asked for, in order (null when absent). */
-  live: (string | null)[];
+  /** The live hash's fields (empty when none was asked for, or it is absent). */
+  live: Record<string, string>;
 }
 
 /** How long an entry is fresh (soft) and how long it stays to be served stale (hard). */
@@ -25,21 +25,17 @@ export interface Ttl {
 }
 
 /**
- * One entry, its logical expiry against Redis' clock and the eviction floor, and `live`
- * fields of a hash under the same hash tag that are never cached: one EVALSHA.
+ * One entry, its logical expiry against Redis' clock and the eviction floor, and the whole
+ * `liveHash` under the same hash tag, whose figures are never cached: one EVALSHA.
  */
-export async function readEntry(
-  redis: Redis,
-  keys: EntryKeys,
-  live: { hash: string; fields: string[] } = { hash: keys.entry, fields: [] },
-): Promise<EntryRead> {
-  const [nowMs, state, body, ...values] = await runScript<[number, EntryState, string, ...(string | null)[]]>(
+export async function readEntry(redis: Redis, keys: EntryKeys, liveHash?: string): Promise<EntryRead> {
+  const [nowMs, state, body, ...pairs] = await runScript<[number, EntryState, string, ...string[]]>(
     redis,
     LUA.cacheRead,
-    [keys.entry, keys.floor, live.hash],
-    live.fields,
+    liveHash === undefined ? [keys.entry, keys.floor] : [keys.entry, keys.floor, liveHash],
+    [],
   );
-  return { nowMs: Number(nowMs), state, body: String(body), live: values.map((v) => (v === null ? null : String(v))) };
+  return { nowMs: Number(nowMs), state, body: String(body), live: hashRecord(pairs) };
 }
 
 /**

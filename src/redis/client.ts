@@ -72,6 +72,13 @@ export async function hashFields(redis: Redis, key: string, ...fields: string[])
   return (await redis.hmget(key, ...fields)) as unknown as (string | null)[];
 }
 
+/** A hash's field, value, field, value... reply as a record. */
+export function hashRecord(pairs: readonly unknown[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) fields[String(pairs[i])] = String(pairs[i + 1]);
+  return fields;
+}
+
 /** HGETALL's raw reply, field, value, field, value...: with automatic deserialization off the client returns it as it came. */
 export async function hashEntries(redis: Redis, key: string): Promise<string[]> {
   return ((await redis.hgetall(key)) as unknown as string[] | null) ?? [];

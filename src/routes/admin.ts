@@ -16,14 +16,14 @@ import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEd
 import { readOutcomeSeries } from "../sales/outcomes";
 import { queueFrom } from "../sales/queue-settings";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
-import { adminSaleView, queueView, type Sale, type SaleState } from "../sales/sale";
+import { adminSaleView, queueView, type Remaining, type Sale, type SaleState, totalOnly, untouched } from "../sales/sale";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
-import type { AdminSaleView, QueuePlaces, QueueStats, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
 import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, createdStock, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
@@ -85,7 +85,13 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
 /** The admin's view after a change, with live remaining stock (none once archived), and its version as ETag. */
 async function changedView(env: Env, sale: Sale): Promise<{ view: AdminSaleView; etag: string }> {
   const live = sale.archivedAt === null ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined) : undefined;
-  return { view: adminSaleView(sale, live?.remaining ?? 0, Date.now()), etag: `"${sale.version}"` };
+  return { view: adminSaleView(sale, live?.remainingByVariant ?? totalOnly(0), Date.now()), etag: `"${sale.version}"` };
+}
+
+/** The sale's remaining stock as the report read it (the whole stock where Redis holds none of it). */
+function reportedRemaining(sale: Sale, report: ReconciliationReport): Remaining {
+  const byVariant = Object.entries(report.variants).map(([id, v]) => [id, v.remaining ?? v.stock]);
+  return { total: report.redis.remaining ?? sale.stock, byVariant: Object.fromEntries(byVariant) };
 }
 
 /** If-Match: "<version>" (an ETag this API gave); absent: any version. */
@@ -112,8 +118,12 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
       return new ApiError(409, "QUEUE_OPEN", "the waiting room's settings change only before joining opens");
     case "SALE_CLOSED":
       return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
-    case "STOCK_DECREASE":
-      return new ApiError(409, "STOCK_DECREASE", `stock only grows: it is ${refusal.stock}`);
+    case "STOCK_DECREASE": {
+      const of = refusal.variant === undefined ? "" : ` of variant ${refusal.variant}`;
+      return new ApiError(409, "STOCK_DECREASE", `stock${of} only grows: it is ${refusal.stock}`);
+    }
+    case "INVALID_VARIANTS":
+      return badRequest(`variants: ${refusal.message}`);
     case "INVALID_WINDOW":
       return badRequest(`${refusal.field}: ${refusal.message}`);
     case "NO_ID_SLOT":
@@ -165,7 +175,7 @@ export const adminRoutes = new Hono<AppEnv>()
         c.env.DB,
         {
           name: body.name,
-          stock: body.stock,
+          stock: createdStock(body),
           startsAt: Date.parse(body.startsAt),
           endsAt: Date.parse(body.endsAt),
           admission: body.admission ?? { ...DEFAULT_ADMISSION },
@@ -177,7 +187,8 @@ export const adminRoutes = new Hono<AppEnv>()
           description: body.description,
           imageUrl: body.imageUrl ?? null,
           queue,
-          buckets: bucketsFor(body.stock, recordLimitBytes(c.env), queue.mode !== "off"),
+          buckets: bucketsFor(createdStock(body), recordLimitBytes(c.env), queue.mode !== "off"),
+          variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
         },
         idempotency,
       );
@@ -190,7 +201,7 @@ export const adminRoutes = new Hono<AppEnv>()
     // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
     // with the same Idempotency-Key finishes loading.
     await propagate(c.env, sale, "sale");
-    return c.json(adminSaleView(sale, sale.stock, Date.now()), created ? 201 : 200, { ETag: `"${sale.version}"` });
+    return c.json(adminSaleView(sale, untouched(sale), Date.now()), created ? 201 : 200, { ETag: `"${sale.version}"` });
   })
   .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
     const { saleId } = c.req.valid("param");
@@ -276,7 +287,7 @@ export const adminRoutes = new Hono<AppEnv>()
       sale.id,
       Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
     );
-    const view = adminSaleView(sale, report.redis.remaining ?? sale.stock, now);
+    const view = adminSaleView(sale, reportedRemaining(sale, report), now);
     return c.json({ sale: view, series, report } satisfies SaleStats);
   })
   // The console's waiting-room panel: one script call, which also moves the line forward.

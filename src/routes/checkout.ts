@@ -24,6 +24,7 @@ import { enqueueOrders } from "../settlement/enqueue";
 import { reportBehind } from "../settlement/recovery";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { SALE_STATS_TTL_SECONDS } from "../shared/keys";
+import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
@@ -131,7 +132,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   async (c) => {
     const { saleId } = c.req.valid("param");
     // Most checkouts send no body (one unit): reading the empty stream was ~4% of a warm refusal's profile.
-    const { quantity } = checkoutBody(hasBody(c.req.raw) ? await c.req.text() : "");
+    const { quantity, variant } = checkoutBody(hasBody(c.req.raw) ? await c.req.text() : "");
     const idempotencyKey = idempotencyKeyOf(c);
     const userId = c.get("userId");
     const redis = redisFor(c.env);
@@ -142,6 +143,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const refusal = localRefusal(saleId, userId, {
       trustBuyers: idempotencyKey === undefined,
       hasPass: passHeader !== undefined,
+      variant,
     });
     if (refusal) {
       if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
@@ -170,7 +172,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       reservation = await reserve(
         redis,
         saleId,
-        { userId, quantity, idempotencyKey, passPlace: pass?.p },
+        { userId, quantity, variant, idempotencyKey, passPlace: pass?.p },
         {
           keepAlive,
           buckets,
@@ -206,11 +208,19 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
       reportLoss(c.env, saleId, keepAlive, false);
       throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
     }
-    memo.learn(saleId, userId, reservation, askedAt);
+    memo.learn(saleId, userId, reservation, askedAt, variant);
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
     if (reservation.code !== "OK") return refusalResponse(c, reservation);
-    return c.json({ orderId: reservation.orderId, status: "pending", quantity } satisfies CheckoutAccepted, 202);
+    return c.json(
+      {
+        orderId: reservation.orderId,
+        status: "pending",
+        quantity,
+        variant: variant ?? DEFAULT_VARIANT,
+      } satisfies CheckoutAccepted,
+      202,
+    );
   },
 );

@@ -18,6 +18,7 @@ import { quorumRedisFor, redisFor } from "../redis/client";
 import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
+import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
 
@@ -96,5 +97,8 @@ export const labRoutes = new Hono<AppEnv>()
     }
     // The real checkout's answers, so the same clients and load scripts drive either.
     if (result.code !== "OK") return refusalResponse(c, result);
-    return c.json({ orderId: result.orderId, status: "pending", quantity: 1 } satisfies CheckoutAccepted, 202);
+    return c.json(
+      { orderId: result.orderId, status: "pending", quantity: 1, variant: DEFAULT_VARIANT } satisfies CheckoutAccepted,
+      202,
+    );
   });

@@ -5,6 +5,8 @@
 /** What the reconciliation report reads from Redis, as it stood when the sale was archived. */
 export interface SaleArchive {
   remaining: number;
+  /** Each variant's remaining, for a sale with variants (empty otherwise). */
+  remainingByVariant: Record<string, number>;
   /** Order ids minted over the sale. */
   minted: number;
   /** Buyers holding units (the buyers hash's length). */
@@ -17,6 +19,7 @@ export interface SaleArchive {
 
 interface ArchiveRow {
   remaining: number;
+  remaining_by_variant: string | null;
   minted: number;
   buyers: number;
   returned: number;
@@ -25,13 +28,15 @@ interface ArchiveRow {
 
 const fromRow = (row: ArchiveRow): SaleArchive => ({
   remaining: row.remaining,
+  remainingByVariant: row.remaining_by_variant === null ? {} : (JSON.parse(row.remaining_by_variant) as Record<string, number>),
   minted: row.minted,
   buyers: row.buyers,
   returned: row.returned,
   archivedAt: row.archived_at,
 });
 
-const SELECT_ARCHIVE = "SELECT remaining, minted, buyers, returned, archived_at FROM sale_archives WHERE sale_id = ?";
+const SELECT_ARCHIVE =
+  "SELECT remaining, remaining_by_variant, minted, buyers, returned, archived_at FROM sale_archives WHERE sale_id = ?";
 
 export async function findSaleArchive(db: D1Database, saleId: string): Promise<SaleArchive | undefined> {
   const row = await db.prepare(SELECT_ARCHIVE).bind(Number(saleId)).first<ArchiveRow>();
@@ -52,10 +57,19 @@ export async function recordSaleArchive(
   const [, stored] = await db.batch<ArchiveRow>([
     db
       .prepare(
-        `INSERT INTO sale_archives (sale_id, remaining, minted, buyers, returned, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        `INSERT INTO sale_archives (sale_id, remaining, minted, buyers, returned, archived_at, remaining_by_variant)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (sale_id) DO NOTHING`,
       )
-      .bind(Number(saleId), figures.remaining, figures.minted, figures.buyers, figures.returned, now),
+      .bind(
+        Number(saleId),
+        figures.remaining,
+        figures.minted,
+        figures.buyers,
+        figures.returned,
+        now,
+        Object.keys(figures.remainingByVariant).length > 0 ? JSON.stringify(figures.remainingByVariant) : null,
+      ),
     db.prepare(SELECT_ARCHIVE).bind(Number(saleId)),
   ]);
   const row = stored?.results[0];

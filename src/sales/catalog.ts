@@ -6,7 +6,7 @@ import { IsolateCache } from "../isolate/isolate-cache";
 import { SharedWork } from "../isolate/shared-work";
 import { bloomMayHave } from "../redis/bloom";
 import { type EntryKeys, evictEntries, readEntry, type Ttl } from "../redis/cache-entries";
-import type { Redis } from "../redis/client";
+import { hashEntries, hashRecord, type Redis } from "../redis/client";
 import { catalogKeys, saleCardKeys, saleKeys } from "../shared/keys";
 import { CATALOG_PAGE_SIZE } from "../shared/limits";
 import { findSaleArchive } from "./archives";
@@ -20,7 +20,7 @@ import {
   resolveEntry,
 } from "./read-through";
 import { type CatalogCursor, catalogSales, findSale } from "./repository";
-import { type Sale, saleStatus } from "./sale";
+import { type Remaining, remainingFromMeta, type Sale, saleStatus, totalOnly } from "./sale";
 
 /** A sale's record: fresh a minute, served stale up to ten while it is rebuilt. Edits evict it at once. */
 export const CARD_TTL: Ttl = { softMs: 60_000, hardMs: 600_000 };
@@ -37,7 +37,7 @@ const CATALOG_PAGE_TTL_MS = 1_000;
 
 export interface SalePage {
   sale: Sale;
-  remaining: number;
+  remaining: Remaining;
 }
 
 export interface CatalogSlice {
@@ -106,14 +106,14 @@ export async function readSalePage(deps: CatalogDeps, saleId: string): Promise<S
     saleId,
     async () => {
       const card = saleCard(deps, isolate, saleId);
-      const read = await readEntry(deps.redis, card.keys, { hash: saleKeys(saleId).meta, fields: ["remaining"] });
+      const read = await readEntry(deps.redis, card.keys, saleKeys(saleId).meta);
       const sale = await resolveEntry(contextOf(deps, isolate), card, read);
       if (!sale) return null;
-      const live = read.live[0];
-      if (live !== null && live !== undefined) return { sale, remaining: Number(live) };
+      const live = remainingFromMeta(read.live);
+      if (live) return { sale, remaining: live };
       // Not in Redis: archived after it ended, with the figures Redis had then kept in D1.
       const archive = sale.archivedAt === null ? undefined : await findSaleArchive(deps.db, saleId);
-      return { sale, remaining: archive?.remaining ?? 0 };
+      return { sale, remaining: { total: archive?.remaining ?? 0, byVariant: archive?.remainingByVariant ?? {} } };
     },
     deps.waitUntil,
   );
@@ -147,12 +147,12 @@ export async function readCatalogPage(deps: CatalogDeps, cursor: CatalogCursor |
       };
       const page = (await resolveEntry(contextOf(deps, isolate), source, await readEntry(deps.redis, keys))) ?? { sales: [] };
       // Issued together: one auto-pipelined request for every sale's remaining stock.
-      const remaining = await Promise.all(page.sales.map((s) => deps.redis.hget<string>(saleKeys(s.id).meta, "remaining")));
+      const metas = await Promise.all(page.sales.map((s) => hashEntries(deps.redis, saleKeys(s.id).meta)));
       const now = Date.now();
       const sales = page.sales
-        .map((sale, i) => ({ sale, remaining: Number(remaining[i] ?? 0) }))
+        .map((sale, i) => ({ sale, remaining: remainingFromMeta(hashRecord(metas[i] ?? [])) ?? totalOnly(0) }))
         // A page may be seconds old: a sale that ended or was cancelled since is not shown.
-        .filter(({ sale, remaining }) => !["ended", "cancelled"].includes(saleStatus(sale, remaining, now)));
+        .filter(({ sale, remaining }) => !["ended", "cancelled"].includes(saleStatus(sale, remaining.total, now)));
       return { sales, next: page.next };
     },
     deps.waitUntil,

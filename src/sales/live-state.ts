@@ -1,7 +1,7 @@
-import { hashFields, type Redis } from "../redis/client";
+import { hashEntries, hashRecord, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { saleKeys } from "../shared/keys";
-import { queueOpensAt, type Sale } from "./sale";
+import { queueOpensAt, type Remaining, remainingFromMeta, type Sale, VARIANT_FIELD_PREFIX } from "./sale";
 
 /** The waiting room's settings as the sale's meta hash holds them (see lua/queue-progress.lua). */
 export const queueMetaFields = (sale: Sale) => ({
@@ -10,6 +10,18 @@ export const queueMetaFields = (sale: Sale) => ({
   qrate: sale.queue.admitPerSec,
   qttl: sale.queue.passTtlSec,
 });
+
+/**
+ * A sale with variants' fields of the meta hash as lua/sale-sync.lua writes them: `variants`,
+ * each one's stock as "<id>=<stock>,...", and `v:<id>`, each one's remaining (its stock less
+ * the units `held` of it). None for a sale without variants.
+ */
+export function variantMetaFields(sale: Sale, held: Record<string, number>): Record<string, string | number> {
+  if (sale.variants.length === 0) return {};
+  const fields: Record<string, string | number> = { variants: sale.variants.map((v) => `${v.id}=${v.stock}`).join(",") };
+  for (const v of sale.variants) fields[`${VARIANT_FIELD_PREFIX}${v.id}`] = v.stock - (held[v.id] ?? 0);
+  return fields;
+}
 
 /**
  * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads a new
@@ -35,6 +47,7 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       sale.state,
       ...Object.values(queueMetaFields(sale)),
       sale.buckets,
+      ...sale.variants.flatMap((v) => [v.id, v.stock]),
     ].map(String),
   );
   return Number(applied) === 1 ? "applied" : Number(applied) === 0 ? "unchanged" : "missing";
@@ -54,6 +67,8 @@ export interface LiveSale {
   name: string;
   stock: number;
   remaining: number;
+  /** The total and, for a sale with variants, each variant's. */
+  remainingByVariant: Remaining;
   startsAt: number;
   endsAt: number;
   /** Order ids minted so far (accepted checkouts, including ones later released). */
@@ -62,23 +77,16 @@ export interface LiveSale {
 
 /** The sale as Redis holds it now, or undefined when Redis does not know the sale. */
 export async function readLiveSale(redis: Redis, saleId: string): Promise<LiveSale | undefined> {
-  const [name, stock, remaining, starts, ends, seq] = await hashFields(
-    redis,
-    saleKeys(saleId).meta,
-    "name",
-    "stock",
-    "remaining",
-    "starts",
-    "ends",
-    "seq",
-  );
-  if (remaining === null || remaining === undefined) return undefined;
+  const fields = hashRecord(await hashEntries(redis, saleKeys(saleId).meta));
+  const remaining = remainingFromMeta(fields);
+  if (!remaining) return undefined;
   return {
-    name: name ?? "",
-    stock: Number(stock),
-    remaining: Number(remaining),
-    startsAt: Number(starts),
-    endsAt: Number(ends),
-    minted: Number(seq),
+    name: fields.name ?? "",
+    stock: Number(fields.stock),
+    remaining: remaining.total,
+    remainingByVariant: remaining,
+    startsAt: Number(fields.starts),
+    endsAt: Number(fields.ends),
+    minted: Number(fields.seq),
   };
 }

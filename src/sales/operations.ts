@@ -5,19 +5,19 @@
 import { bloomAdd } from "../redis/bloom";
 import type { Redis } from "../redis/client";
 import { bucketsFor } from "../shared/keys";
-import { EVICT_AGAIN_AFTER_SECONDS } from "../shared/limits";
+import { EVICT_AGAIN_AFTER_SECONDS, MAX_STOCK, VARIANT_COUNT } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
-import type { QueueSettings } from "../shared/requests";
+import type { QueueSettings, VariantInput } from "../shared/requests";
 import { windowProblem } from "../shared/requests";
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
 import { queueFrom } from "./queue-settings";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
-import { queueOpensAt, type Sale, type SaleState } from "./sale";
+import { queueOpensAt, type Sale, type SaleState, type SaleVariant } from "./sale";
 
-/** What an edit asks for: the waiting room's settings are merged over the sale's own. */
-export type SaleEdit = Omit<SaleChanges, "queue"> & { queue?: QueueSettings };
+/** What an edit asks for: the waiting room's settings and the variants are merged over the sale's own. */
+export type SaleEdit = Omit<SaleChanges, "queue" | "variants"> & { queue?: QueueSettings; variants?: VariantInput[] };
 
 /** Reads before an edit gives up on a sale that keeps changing under it. */
 const EDIT_ATTEMPTS = 3;
@@ -48,10 +48,50 @@ export type EditRefusal =
   | { code: "SALE_STARTED" }
   | { code: "QUEUE_OPEN" }
   | { code: "SALE_CLOSED" }
-  | { code: "STOCK_DECREASE"; stock: number }
+  | { code: "STOCK_DECREASE"; stock: number; variant?: string }
+  | { code: "INVALID_VARIANTS"; message: string }
   | { code: "INVALID_WINDOW"; message: string; field: string }
   | { code: "NO_ID_SLOT" }
   | { code: "EDIT_CONFLICT" };
+
+/**
+ * The sale's variants with an edit's over them: a variant listed takes its label, price and
+ * stock (upward only; its price only before the start), a new one is added (before the start
+ * only), and the sale's stock becomes their sum. A sale without variants keeps none.
+ */
+function mergedVariants(sale: Sale, edit: VariantInput[], now: number): { variants: SaleVariant[]; stock: number } | EditRefusal {
+  if (sale.variants.length === 0)
+    return { code: "INVALID_VARIANTS", message: "this sale was created without variants: change its stock" };
+  const merged = new Map(sale.variants.map((v) => [v.id, v]));
+  for (const change of edit) {
+    const before = merged.get(change.id);
+    // A price the same as the one buyers see (its own, or the sale's) is no change.
+    const repriced = change.price !== undefined && change.price !== (before?.price ?? sale.price);
+    const price = repriced ? (change.price ?? null) : (before?.price ?? null);
+    if (before && change.stock < before.stock) return { code: "STOCK_DECREASE", stock: before.stock, variant: change.id };
+    if ((!before || repriced) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+    merged.set(change.id, { id: change.id, label: change.label, stock: change.stock, price });
+  }
+  const variants = [...merged.values()];
+  if (variants.length > VARIANT_COUNT.max)
+    return { code: "INVALID_VARIANTS", message: `a sale has at most ${VARIANT_COUNT.max} variants` };
+  const stock = variants.reduce((sum, v) => sum + v.stock, 0);
+  if (stock > MAX_STOCK) return { code: "INVALID_VARIANTS", message: `the variants' stocks add up to more than ${MAX_STOCK}` };
+  return { variants, stock };
+}
+
+/** The edit as the sale's changes: its queue settings and variants merged over the sale's own. */
+async function changesFor(sale: Sale, edit: SaleEdit, now: number): Promise<SaleChanges | EditRefusal> {
+  const { queue, variants, ...rest } = edit;
+  const changes: SaleChanges = queue ? { ...rest, queue: await queueFrom(queue, sale.queue) } : rest;
+  if (variants === undefined) {
+    if (changes.stock !== undefined && sale.variants.length > 0)
+      return { code: "INVALID_VARIANTS", message: "this sale's stock is its variants' sum: change a variant's stock" };
+    return changes;
+  }
+  const merged = mergedVariants(sale, variants, now);
+  return "code" in merged ? merged : { ...changes, ...merged };
+}
 
 /** Why `changes` cannot apply to `sale` now, if they cannot. */
 function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal | undefined {
@@ -105,9 +145,9 @@ export async function editSale(
   for (let attempt = 0; attempt < EDIT_ATTEMPTS; attempt++) {
     const sale = await findSale(db, saleId);
     if (!sale) return { code: "SALE_NOT_FOUND" };
-    const { queue, ...rest } = edit;
-    const changes: SaleChanges = queue ? { ...rest, queue: await queueFrom(queue, sale.queue) } : rest;
     if (ifVersion !== undefined && sale.version !== ifVersion) return { code: "VERSION_MISMATCH", version: sale.version };
+    const changes = await changesFor(sale, edit, now);
+    if ("code" in changes) return changes;
     if (!changesAnything(sale, changes)) return { sale };
     const problem = editProblem(sale, changes, now);
     if (problem) return problem;

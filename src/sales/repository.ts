@@ -1,6 +1,6 @@
 import { ID_SLOTS } from "../shared/order-id";
 import type { QueueMode } from "../shared/requests";
-import type { Queue, Sale, SaleState } from "./sale";
+import type { Queue, Sale, SaleState, SaleVariant } from "./sale";
 
 interface SaleRow {
   id: number;
@@ -28,6 +28,8 @@ interface SaleRow {
   queue_seed: string | null;
   queue_seed_commitment: string | null;
   redis_buckets: number;
+  /** JSON array of the sale's variants in the admin's order (see VARIANTS_COLUMN). */
+  variants: string;
 }
 
 const fromRow = (row: SaleRow): Sale => ({
@@ -57,12 +59,35 @@ const fromRow = (row: SaleRow): Sale => ({
     seed: row.queue_seed,
     seedCommitment: row.queue_seed_commitment,
   },
+  variants: JSON.parse(row.variants) as SaleVariant[],
 });
+
+/** The sale's variants as one JSON array, in the admin's order, read beside its row. */
+const VARIANTS_COLUMN = `(SELECT json_group_array(json_object('id', variant_id, 'label', label, 'stock', stock, 'price', price))
+   FROM (SELECT * FROM sale_variants v WHERE v.sale_id = sales.id ORDER BY position)) AS variants`;
 
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
-  "queue_seed, queue_seed_commitment, human_check, redis_buckets";
+  `queue_seed, queue_seed_commitment, human_check, redis_buckets, ${VARIANTS_COLUMN}`;
+
+/**
+ * Records the variants of the sale `saleId`, at their positions, when the statement before it
+ * in the same batch changed a row (it inserted or edited the sale): a create that found its
+ * key taken, or an edit that lost its race, adds nothing. A variant recorded before takes the
+ * new label, price and stock (editSale has checked it only grows).
+ */
+const upsertVariants = (db: D1Database, saleId: number, variants: SaleVariant[]) =>
+  db
+    .prepare(
+      `INSERT INTO sale_variants (sale_id, variant_id, label, stock, price, position)
+       SELECT ?1, value ->> '$.id', value ->> '$.label', value ->> '$.stock', value ->> '$.price', key
+       FROM json_each(?2) WHERE changes() = 1
+       ON CONFLICT (sale_id, variant_id) DO UPDATE SET label = excluded.label, stock = excluded.stock, price = excluded.price`,
+    )
+    .bind(saleId, JSON.stringify(variants));
+
+const selectSale = (db: D1Database, saleId: number) => db.prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id = ?`).bind(saleId);
 
 /**
  * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second,
@@ -98,7 +123,8 @@ export async function insertSale(
   sale: NewSale,
   idempotency: IdempotencyRecord | null,
 ): Promise<Sale | undefined> {
-  const row = await db
+  const id = randomSaleId();
+  const insert = db
     .prepare(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
@@ -106,8 +132,7 @@ export async function insertSale(
                           human_check, redis_buckets)
        SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
-       ON CONFLICT (idempotency_key) DO NOTHING
-       RETURNING ${SALE_COLUMNS}`,
+       ON CONFLICT (idempotency_key) DO NOTHING`,
     )
     .bind(
       sale.name,
@@ -118,7 +143,7 @@ export async function insertSale(
       sale.admission.burst,
       idempotency?.key ?? null,
       Date.now(),
-      randomSaleId(),
+      id,
       idempotency?.fingerprint ?? null,
       sale.price,
       sale.currency,
@@ -134,8 +159,10 @@ export async function insertSale(
       sale.queue.seedCommitment,
       sale.humanCheck ? 1 : 0,
       sale.buckets,
-    )
-    .first<SaleRow>();
+    );
+  // One transaction: the sale, its variants, and the sale as recorded (none when the insert changed nothing).
+  const [inserted, , recorded] = await db.batch<SaleRow>([insert, upsertVariants(db, id, sale.variants), selectSale(db, id)]);
+  const row = inserted?.meta.changes === 1 ? recorded?.results[0] : undefined;
   return row ? fromRow(row) : undefined;
 }
 
@@ -150,6 +177,8 @@ export interface SaleChanges {
   stock?: number;
   queue?: Queue;
   humanCheck?: boolean;
+  /** Every variant the sale will have, the ones it had first (editSale merges an edit's over them). */
+  variants?: SaleVariant[];
 }
 
 /**
@@ -170,7 +199,7 @@ export async function updateSale(
   buckets: number,
 ): Promise<Sale | undefined | "NO_ID_SLOT"> {
   const next = { ...sale, ...changes, admission: changes.admission ?? sale.admission, queue: changes.queue ?? sale.queue };
-  const row = await db
+  const update = db
     .prepare(
       `UPDATE sales SET name = ?3, description = ?4, image_url = ?5, starts_at = ?6, ends_at = ?7,
               admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
@@ -185,8 +214,7 @@ export async function updateSale(
          AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check)
               OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
          AND ((?11 = queue_mode AND ?12 = queue_prequeue_sec AND ?13 = queue_admit_per_sec AND ?14 = queue_pass_ttl_sec)
-              OR starts_at - queue_prequeue_sec * 1000 > CAST(unixepoch('subsec') * 1000 AS INTEGER))
-       RETURNING ${SALE_COLUMNS}`,
+              OR starts_at - queue_prequeue_sec * 1000 > CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
     )
     .bind(
       Number(sale.id),
@@ -207,14 +235,19 @@ export async function updateSale(
       next.queue.seedCommitment,
       next.humanCheck ? 1 : 0,
       buckets,
-    )
-    .first<SaleRow>()
+    );
+  const id = Number(sale.id);
+  const written = await db
+    .batch<SaleRow>([update, upsertVariants(db, id, changes.variants ?? []), selectSale(db, id)])
     // id_slot -1 breaks CHECK (id_slot BETWEEN 0 AND 4095): no slot was free.
     .catch((err: unknown) => {
       if (/CHECK constraint failed: id_slot/.test(String(err))) return "NO_ID_SLOT" as const;
       throw err;
     });
-  return row === "NO_ID_SLOT" ? row : row ? fromRow(row) : undefined;
+  if (written === "NO_ID_SLOT") return written;
+  const [updated, , recorded] = written;
+  const row = updated?.meta.changes === 1 ? recorded?.results[0] : undefined;
+  return row ? fromRow(row) : undefined;
 }
 
 /**

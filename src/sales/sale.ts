@@ -1,4 +1,5 @@
-import type { AdminSaleView, QueueView, SaleStatus, SaleView } from "../shared/api-types";
+import type { AdminSaleView, QueueView, SaleStatus, SaleView, VariantView } from "../shared/api-types";
+import { DEFAULT_VARIANT } from "../shared/limits";
 import type { Admission } from "../shared/refusal";
 import type { QueueMode } from "../shared/requests";
 
@@ -12,6 +13,15 @@ export interface Queue {
   seed: string | null;
   /** SHA-256 of the seed (hex), public from the start. */
   seedCommitment: string | null;
+}
+
+/** A sale's variant as D1 records it (sale_variants). */
+export interface SaleVariant {
+  id: string;
+  label: string;
+  stock: number;
+  /** Minor units per unit; null: the sale's price. */
+  price: number | null;
 }
 
 /** A sale as D1 records it. */
@@ -41,6 +51,48 @@ export interface Sale {
   /** How many buckets its per-buyer Redis records are split into (src/shared/keys.ts, bucketsFor). */
   buckets: number;
   queue: Queue;
+  /** In the admin's order; empty for a sale created without variants (see saleVariants). */
+  variants: SaleVariant[];
+}
+
+/** The variants a buyer chooses from: the recorded ones, or the one implicit variant of a sale without. */
+export function saleVariants(sale: Pick<Sale, "name" | "stock" | "variants">): SaleVariant[] {
+  return sale.variants.length > 0 ? sale.variants : [{ id: DEFAULT_VARIANT, label: sale.name, stock: sale.stock, price: null }];
+}
+
+/**
+ * A sale's live remaining stock, in total and per variant (Redis' meta hash: `remaining`, and
+ * `v:<variant id>` for a sale with variants). A sale without variants has only the total.
+ */
+export interface Remaining {
+  total: number;
+  byVariant: Record<string, number>;
+}
+
+/** What is left of `variant`: its own counter, or the total for the implicit variant. */
+export const remainingOf = (sale: Pick<Sale, "variants">, remaining: Remaining, variant: string): number =>
+  sale.variants.length > 0 ? (remaining.byVariant[variant] ?? 0) : remaining.total;
+
+/** Known only in total (a sale whose keys are archived away): a variant then reads as none left. */
+export const totalOnly = (total: number): Remaining => ({ total, byVariant: {} });
+
+/** Nothing sold yet: every variant's whole stock. */
+export const untouched = (sale: Pick<Sale, "stock" | "variants">): Remaining => ({
+  total: sale.stock,
+  byVariant: Object.fromEntries(sale.variants.map((v) => [v.id, v.stock])),
+});
+
+/** The meta hash's field of a variant's remaining units (lua/checkout.lua, lua/sale-sync.lua). */
+export const VARIANT_FIELD_PREFIX = "v:";
+
+/** Remaining stock from the sale's meta hash fields, as HGETALL gives them; undefined when Redis does not hold the sale. */
+export function remainingFromMeta(fields: Record<string, unknown> | null | undefined): Remaining | undefined {
+  if (!fields || fields.remaining === undefined || fields.remaining === null) return undefined;
+  const byVariant: Record<string, number> = {};
+  for (const [field, value] of Object.entries(fields)) {
+    if (field.startsWith(VARIANT_FIELD_PREFIX)) byVariant[field.slice(VARIANT_FIELD_PREFIX.length)] = Number(value);
+  }
+  return { total: Number(fields.remaining), byVariant };
 }
 
 /** When joining the sale's waiting room opens (epoch ms). */
@@ -72,8 +124,16 @@ export function saleStatus(sale: Pick<Sale, "startsAt" | "endsAt" | "state">, re
   return remaining > 0 ? "live" : "sold_out";
 }
 
+function variantViews(sale: Sale, remaining: Remaining): VariantView[] {
+  return saleVariants(sale).map((v) => {
+    const left = remainingOf(sale, remaining, v.id);
+    return { id: v.id, label: v.label, price: v.price ?? sale.price, stock: v.stock, remaining: left, soldOut: left <= 0 };
+  });
+}
+
 /** What buyers see: the sale with its live remaining stock. */
-export function saleView(sale: Sale, remaining: number, now: number): SaleView {
+export function saleView(sale: Sale, live: Remaining, now: number): SaleView {
+  const remaining = live.total;
   return {
     id: sale.id,
     name: sale.name,
@@ -90,11 +150,12 @@ export function saleView(sale: Sale, remaining: number, now: number): SaleView {
     description: sale.description,
     imageUrl: sale.imageUrl,
     queue: queueView(sale, now),
+    variants: variantViews(sale, live),
   };
 }
 
 /** What the admin sees: the buyers' view, the sale's admission bucket and its version. */
-export const adminSaleView = (sale: Sale, remaining: number, now: number): AdminSaleView => ({
+export const adminSaleView = (sale: Sale, remaining: Remaining, now: number): AdminSaleView => ({
   ...saleView(sale, remaining, now),
   admission: sale.admission,
   version: sale.version,

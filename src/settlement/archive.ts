@@ -130,7 +130,9 @@ async function archiveRun(
         continue;
       }
       const { remaining, minted, buyers, returned } = report.redis;
-      await recordSaleArchive(env.DB, saleId, { remaining: remaining ?? 0, minted, buyers, returned });
+      // Each variant's as the report read it (a sale without variants keeps only the total).
+      const remainingByVariant = Object.fromEntries(sale.variants.map((v) => [v.id, report.variants[v.id]?.remaining ?? 0]));
+      await recordSaleArchive(env.DB, saleId, { remaining: remaining ?? 0, remainingByVariant, minted, buyers, returned });
     }
     // The re-drive's and the restore's lock counters go too: the re-drive takes its lock only
     // for a sale with outbox records to re-send (it looks first), and this one has none left;

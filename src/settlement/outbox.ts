@@ -54,9 +54,9 @@ async function staleInBucket(
   for (const [i, id] of ids.entries()) {
     const record = records[i];
     if (!record) continue; // settled between the two reads
-    const { quantity, userId } = parsePendingRecord(String(record));
     // Scores move when records are re-driven; the id itself keeps the reservation time.
-    orders.push({ orderId: String(id), saleId, userId, quantity, reservedAt: decodeOrderId(String(id)).unixMs });
+    const reservedAt = decodeOrderId(String(id)).unixMs;
+    orders.push({ orderId: String(id), saleId, ...parsePendingRecord(String(record)), reservedAt });
   }
   return orders;
 }
@@ -112,6 +112,7 @@ export interface PendingOrder {
   orderId: string;
   userId: string;
   quantity: number;
+  variant: string;
 }
 
 /** Every pending order of a sale, from all its buckets (for the reconciliation report). */

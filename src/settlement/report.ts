@@ -4,7 +4,7 @@ import { findSaleArchive, type SaleArchive } from "../sales/archives";
 import { bigKeyWarning, type LargestKey, largestSaleKey, recordLimitBytes } from "../sales/big-keys";
 import { readLiveSale } from "../sales/live-state";
 import { failedByRollback, findRecovery, type RecoveryRecord } from "../sales/recovery-record";
-import type { Sale } from "../sales/sale";
+import { type Sale, saleVariants } from "../sales/sale";
 import type { ReconciliationReport, SaleHealth } from "../shared/api-types";
 import { allBuckets } from "../shared/keys";
 import { type PendingOrder, pendingOrders } from "./outbox";
@@ -17,6 +17,8 @@ interface RedisFigures {
   known: boolean;
   stock: number;
   remaining: number | null;
+  /** Each variant's remaining, for a sale with variants, live or archived (empty otherwise). */
+  remainingByVariant: Record<string, number>;
   minted: number;
   buyers: number;
   outbox: number;
@@ -32,6 +34,7 @@ const archivedFigures = (sale: Sale, archive: SaleArchive): RedisFigures => ({
   known: true,
   stock: sale.stock,
   remaining: archive.remaining,
+  remainingByVariant: archive.remainingByVariant,
   minted: archive.minted,
   buyers: archive.buyers,
   // A sale is archived only with nothing left to settle.
@@ -75,6 +78,7 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
       known: true,
       stock,
       remaining,
+      remainingByVariant: live.remainingByVariant.byVariant,
       minted,
       buyers,
       outbox,
@@ -91,6 +95,7 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
     known: false,
     stock: 0,
     remaining: null,
+    remainingByVariant: {},
     minted: 0,
     buyers,
     outbox,
@@ -158,6 +163,9 @@ function compare(
   // A rebuild numbers on above ids that never reached D1 (lost with Redis): not D1's to account for.
   const accountable = minted - recovery.seqOffset;
   const reserved = figures.remaining === null ? 0 : figures.stock - figures.remaining;
+  const variants = variantFigures(sale, figures, d1);
+  const variantsReconciled =
+    !figures.loaded || Object.values(variants).every((v) => v.remaining !== null && v.stock - v.remaining === v.held);
   return {
     saleId: sale.id,
     stock: sale.stock,
@@ -193,10 +201,30 @@ function compare(
       d1.soldCounter === held - pendingUnits &&
       buyers === d1.buyers &&
       d1.returnsPending === 0 &&
-      returned === ended,
+      returned === ended &&
+      variantsReconciled,
     archivedAt: isoOrNull(figures.archivedAt),
     largestKey,
     warnings: bigKey ? [bigKey] : [],
     health: health(figures, recovery, rollbacks),
+    variants,
   };
+}
+
+/**
+ * Each variant's figures: Redis' remaining (a sale without variants: the total; as archived
+ * once the sale's keys are gone; null when Redis lost it), and D1's held and returned units,
+ * with the pending orders D1 does not have yet counted as held.
+ */
+function variantFigures(sale: Sale, figures: RedisFigures, d1: SettlementCounts): ReconciliationReport["variants"] {
+  const pendingUnits = new Map<string, number>();
+  for (const o of figures.pending) pendingUnits.set(o.variant, (pendingUnits.get(o.variant) ?? 0) + o.quantity);
+  return Object.fromEntries(
+    saleVariants(sale).map((v) => {
+      const counted = d1.variants[v.id] ?? { held: 0, returned: 0, settledOfThese: 0 };
+      const remaining = sale.variants.length > 0 ? (figures.remainingByVariant[v.id] ?? null) : figures.remaining;
+      const held = counted.held + (pendingUnits.get(v.id) ?? 0) - counted.settledOfThese;
+      return [v.id, { stock: v.stock, remaining, held, returned: counted.returned }];
+    }),
+  );
 }

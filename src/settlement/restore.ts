@@ -6,7 +6,7 @@ import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { type RestoreSnapshot, restoreSnapshot } from "../orders/repository";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { queueMetaFields } from "../sales/live-state";
+import { queueMetaFields, variantMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
 import { allBuckets, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
@@ -158,6 +158,7 @@ export async function restoreSale(
           state: sale.state,
           ...queueMetaFields(sale),
           buckets: sale.buckets,
+          ...variantMetaFields(sale, snapshot.heldByVariant),
         };
         const deadline = Date.now() + CLOCK_WAIT_MS;
         for (;;) {

@@ -321,13 +321,13 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "storefront",
     summary: "Buy: reserve units for the token's user",
     description:
-      "Identity comes from the token, never the body. The body is optional: one unit. A retry after 503 or a lost answer is safe: with the same Idempotency-Key it gets the first attempt's 202 and order; without one, a buyer at their limit gets 409 ALREADY_PURCHASED naming their latest order.",
+      "Identity comes from the token, never the body. The body is optional for a sale without variants: one unit. A sale with variants (sizes, colours, tiers) needs the variant named, and the buyer's perUserLimit counts units across all of them. A retry after 503 or a lost answer is safe: with the same Idempotency-Key it gets the first attempt's 202 and order; without one, a buyer at their limit gets 409 ALREADY_PURCHASED naming their latest order.",
     auth: "user",
     params: Requests.SaleIdParam,
     requestHeaders: {
       "Idempotency-Key": {
         required: false,
-        description: `${IDEMPOTENCY_KEY}: a retry with the same key and quantity reserves nothing new`,
+        description: `${IDEMPOTENCY_KEY}: a retry with the same key, quantity and variant reserves nothing new`,
       },
       "Queue-Pass": {
         required: false,
@@ -343,14 +343,14 @@ const ROUTES: readonly ApiRoute[] = [
     body: { schema: Requests.CheckoutBody, required: false },
     responses: {
       202: { description: "reserved: the order is pending until it settles", body: Bodies.CheckoutAccepted },
-      400: BAD_REQUEST,
+      400: error("BAD_REQUEST: a malformed id, body or header; VARIANT_REQUIRED: the sale has variants and none was named"),
       401: UNAUTHORIZED,
       403: error(
         "QUEUE_PASS_REQUIRED (a queued sale, no Queue-Pass) or QUEUE_PASS_INVALID (forged, another buyer's or another sale's, or not admitted); HUMAN_CHECK_REQUIRED (the sale has humanCheck and no waiting room, and no Human-Check token came) or HUMAN_CHECK_FAILED (Cloudflare did not vouch for the token, for this sale's action, this once); nothing reserved",
       ),
-      404: SALE_NOT_FOUND,
+      404: error("SALE_NOT_FOUND: no such sale; VARIANT_NOT_FOUND: the sale has no variant of that id"),
       409: error(
-        "SOLD_OUT, QUANTITY_UNAVAILABLE (fewer units remain; the message says how many), ALREADY_PURCHASED (the buyer holds the limit; the message names their latest order), PER_USER_LIMIT_EXCEEDED, SALE_NOT_STARTED, SALE_ENDED, SALE_PAUSED, SALE_CANCELLED, QUEUE_PASS_USED (the pass bought already) or QUEUE_PASS_EXPIRED (its time ran out; the next place was let in)",
+        "SOLD_OUT (the variant named, where the sale has variants: the message names it), QUANTITY_UNAVAILABLE (fewer units remain of the variant; the message says how many), ALREADY_PURCHASED (the buyer holds the limit; the message names their latest order), PER_USER_LIMIT_EXCEEDED, SALE_NOT_STARTED, SALE_ENDED, SALE_PAUSED, SALE_CANCELLED, QUEUE_PASS_USED (the pass bought already) or QUEUE_PASS_EXPIRED (its time ran out; the next place was let in)",
       ),
       413: TOO_LARGE,
       422: KEY_REUSED,
@@ -497,6 +497,8 @@ const ROUTES: readonly ApiRoute[] = [
     path: "/admin/sales",
     tag: "admin",
     summary: "Create a sale",
+    description:
+      'A sale may come in 2 to 50 variants (sizes, colours, tiers), each with its own stock and optionally its own price; the sale\'s stock is then their sum and is not sent. Without variants the sale has one, "default".',
     auth: "admin",
     requestHeaders: {
       "Idempotency-Key": {
@@ -522,7 +524,7 @@ const ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "Edit a sale",
     description:
-      "Name, description and image at any time; the window, the admission and humanCheck only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
+      "Name, description and image at any time; the window, the admission and humanCheck only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. A sale with variants changes a variant's stock (upward), label or price (before the start) by listing it in variants, or adds one before the start; variants not listed stay. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
     auth: "admin",
     params: Requests.SaleIdParam,
     requestHeaders: {
@@ -539,7 +541,7 @@ const ROUTES: readonly ApiRoute[] = [
       403: CROSS_ORIGIN,
       404: SALE_NOT_FOUND,
       409: error(
-        `SALE_STARTED (window, admission or humanCheck after the start), QUEUE_OPEN (the waiting room's settings once joining opened), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
+        `SALE_STARTED (window, admission, humanCheck, a variant added or repriced after the start), QUEUE_OPEN (the waiting room's settings once joining opened), STOCK_DECREASE, SALE_CLOSED (stock of an ended or cancelled sale), NO_ID_SLOT, EDIT_CONFLICT, or ${SALE_NOT_LOADED}`,
       ),
       412: error("PRECONDITION_FAILED: If-Match named another version", ["ETag"]),
       413: TOO_LARGE,

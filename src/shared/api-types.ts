@@ -28,6 +28,18 @@ export const QueueView = z.object({
 });
 export type QueueView = z.infer<typeof QueueView>;
 
+/** One variant of a sale (a size, a colour, a tier) with its live remaining stock. */
+export const VariantView = z.object({
+  id: z.string(),
+  label: z.string(),
+  /** Minor units per unit: the variant's own price, or the sale's. */
+  price: z.int(),
+  stock: z.int(),
+  remaining: z.int(),
+  soldOut: z.boolean(),
+});
+export type VariantView = z.infer<typeof VariantView>;
+
 /** GET /api/sales/:saleId: the sale with its live remaining stock. */
 export const SaleView = z.object({
   id: z.string(),
@@ -49,6 +61,8 @@ export const SaleView = z.object({
   /** https only; null when the sale has no image. */
   imageUrl: z.nullable(z.string()),
   queue: QueueView,
+  /** In the admin's order; a sale created without variants has one, "default", with the sale's stock. */
+  variants: z.array(VariantView),
 });
 export type SaleView = z.infer<typeof SaleView>;
 
@@ -82,7 +96,13 @@ export const AdminSaleView = z.extend(SaleView, {
 export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
 /** POST /api/sales/:saleId/checkout, 202. */
-export const CheckoutAccepted = z.object({ orderId: z.string(), status: z.literal("pending"), quantity: z.int() });
+export const CheckoutAccepted = z.object({
+  orderId: z.string(),
+  status: z.literal("pending"),
+  quantity: z.int(),
+  /** The variant reserved: "default" for a sale without variants. */
+  variant: z.string(),
+});
 export type CheckoutAccepted = z.infer<typeof CheckoutAccepted>;
 
 /**
@@ -100,6 +120,8 @@ export const OrderView = z.object({
   userId: z.string(),
   status: OrderStatus,
   quantity: z.int(),
+  /** The variant its units are of: "default" for a sale without variants. */
+  variant: z.string(),
   /** Minor units: price x quantity. */
   amount: z.int(),
   currency: z.string(),
@@ -227,6 +249,13 @@ export const ReconciliationReport = z.object({
   /** What needs an operator's eye: a key past half the record limit. */
   warnings: z.array(z.string()),
   health: SaleHealth,
+  /**
+   * Per variant ("default" alone for a sale without): its stock, what Redis has left of it
+   * (null when Redis does not hold the sale), units held (pending, awaiting payment, paid,
+   * confirmed) and units of ended orders back on sale. Reconciled requires stock - remaining
+   * = held for each.
+   */
+  variants: z.record(z.string(), z.object({ stock: z.int(), remaining: z.nullable(z.int()), held: z.int(), returned: z.int() })),
 });
 export type ReconciliationReport = z.infer<typeof ReconciliationReport>;
 

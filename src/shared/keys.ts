@@ -1,3 +1,5 @@
+import { DEFAULT_VARIANT } from "./limits";
+
 // Every key of a sale carries the same hash tag, so one script can touch them all on a
 // Redis Cluster (and on Upstash, which may shard): KEYS[] never cross a slot.
 
@@ -6,7 +8,10 @@
  * included, is one table: docs/architecture.md, "The sale's Redis layout".
  */
 export interface SaleKeys {
-  /** Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version, buckets. */
+  /**
+   * Hash: name, stock, remaining, starts, ends, slot, seq, rate, burst, limit, state, version,
+   * buckets; a sale with variants adds variants ("<id>=<stock>,...") and v:<id> (each one's remaining).
+   */
   meta: string;
   /** Token bucket of the sale's checkout admission. */
   admission: string;
@@ -33,11 +38,11 @@ export interface BucketKeys {
   buyers: string;
   /** Sorted set: order ids not settled in D1 yet, scored by when they were last sent (ms). */
   outbox: string;
-  /** Hash: order id -> "<quantity>:<user id>", for the orders in the outbox. */
+  /** Hash: order id -> "<quantity>[@<variant id>]:<user id>", for the orders in the outbox. */
   pending: string;
   /** Set: order ids whose units went back on sale (each comes back once). */
   returned: string;
-  /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>", for checkouts that sent a key. */
+  /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>[@<variant id>]", for checkouts that sent a key. */
   checkoutKeys: string;
   /** Hash: user id -> place in the waiting room, or "pre" for a random sale's pre-queue joiner (placed by the draw). */
   places: string;
@@ -163,10 +168,14 @@ export const catalogKeys = {
   page: (cursor: string) => `fs:{catalog}:page:${cursor}`,
 } as const;
 
-/** A pending order's record, "<quantity>:<user id>": the first ':' ends the quantity, whatever the user id holds. */
-export function parsePendingRecord(record: string): { quantity: number; userId: string } {
+/**
+ * A pending order's record, "<quantity>[@<variant id>]:<user id>" (lua/checkout.lua): the
+ * first ':' ends the units, whatever the user id holds; no variant is the sale's "default".
+ */
+export function parsePendingRecord(record: string): { quantity: number; variant: string; userId: string } {
   const colon = record.indexOf(":");
-  return { quantity: Number(record.slice(0, colon)), userId: record.slice(colon + 1) };
+  const [quantity = "", variant = DEFAULT_VARIANT] = record.slice(0, colon).split("@");
+  return { quantity: Number(quantity), variant, userId: record.slice(colon + 1) };
 }
 
 /**

@@ -18,6 +18,12 @@ export const DEV_USER_ID_PATTERN = /^[\w.@-]{1,64}$/;
 
 /** Units per sale: a sale's Redis keys are sized for a million buyers (docs/architecture.md, big keys). */
 export const MAX_STOCK = 1_000_000;
+/** A variant's id: what checkout names and orders carry ("eu-42"). */
+export const VARIANT_ID_PATTERN = /^[A-Za-z0-9._-]{1,32}$/;
+/** The one variant of a sale created without variants. */
+export const DEFAULT_VARIANT = "default";
+/** A sale with variants has 2 to 50 of them. */
+export const VARIANT_COUNT = { min: 2, max: 50 } as const;
 
 /**
  * A sale's window: it starts at most a day ago and at most a year ahead, and lasts at most 30

@@ -1,5 +1,13 @@
 import * as z from "zod/mini";
-import { MAX_PER_USER_LIMIT, MAX_USER_ID_LENGTH, ORDER_ID_PATTERN, QUEUE_MESSAGE_MAX_ORDERS, SALE_ID_PATTERN } from "./limits";
+import {
+  DEFAULT_VARIANT,
+  MAX_PER_USER_LIMIT,
+  MAX_USER_ID_LENGTH,
+  ORDER_ID_PATTERN,
+  QUEUE_MESSAGE_MAX_ORDERS,
+  SALE_ID_PATTERN,
+  VARIANT_ID_PATTERN,
+} from "./limits";
 import "./zod-english";
 
 /** One accepted order, as settlement needs it. */
@@ -8,6 +16,8 @@ export const OrderMessageSchema = z.object({
   saleId: z.string().check(z.regex(SALE_ID_PATTERN)),
   userId: z.string().check(z.minLength(1), z.maxLength(MAX_USER_ID_LENGTH)),
   quantity: z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)),
+  /** The variant its units are of; messages sent before variants carry none: "default". */
+  variant: z._default(z.string().check(z.regex(VARIANT_ID_PATTERN)), DEFAULT_VARIANT),
   reservedAt: z.int().check(z.nonnegative()),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;

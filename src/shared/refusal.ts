@@ -8,9 +8,14 @@ export interface Admission {
 }
 
 export type Refusal =
-  | { code: "SOLD_OUT" }
-  /** Fewer units remain than were asked for, but some do. */
-  | { code: "QUANTITY_UNAVAILABLE"; remaining: number }
+  /** `variant`: the variant asked for is (a sale with variants); absent: the whole sale is. */
+  | { code: "SOLD_OUT"; variant?: string }
+  /** Fewer units remain (of `variant`, if named) than were asked for, but some do. */
+  | { code: "QUANTITY_UNAVAILABLE"; remaining: number; variant?: string }
+  /** The sale has variants and the checkout named none. */
+  | { code: "VARIANT_REQUIRED" }
+  /** The sale has no variant of this id. */
+  | { code: "VARIANT_NOT_FOUND"; variant: string }
   /**
    * The buyer holds the most units the sale allows. `orderId` names their latest order,
    * where the refuser knows it (the lab's copies do not).

@@ -19,6 +19,8 @@ import {
   QUEUE_LIMITS,
   SALE_ID_PATTERN,
   SALE_WINDOW,
+  VARIANT_COUNT,
+  VARIANT_ID_PATTERN,
 } from "./limits";
 import { isOrderId } from "./order-id";
 import { LONE_SURROGATE } from "./user-id";
@@ -85,17 +87,41 @@ export function windowProblem(
   return undefined;
 }
 
+const Price = z.int().check(z.minimum(0), z.maximum(MAX_PRICE));
+const VariantId = z.string().check(z.regex(VARIANT_ID_PATTERN, "a variant id is 1 to 32 letters, digits or . _ -"));
+
+/** A variant as create and edit take it: a size, a colour, a tier, with its own stock. */
+const Variant = z.strictObject({
+  id: VariantId,
+  label: Name,
+  stock: Stock,
+  /** Minor units; absent: the sale's price. */
+  price: z.optional(Price),
+});
+export type VariantInput = z.infer<typeof Variant>;
+
+/** Each id once. */
+const uniqueIds = z.refine<VariantInput[]>(
+  (variants) => new Set(variants.map((v) => v.id)).size === variants.length,
+  "variant ids must be unique",
+);
+
+/** The variants' stocks add up to the sale's; a sale of MAX_STOCK units at most. */
+const variantsStock = (variants: VariantInput[]) => variants.reduce((sum, v) => sum + v.stock, 0);
+
 export const CreateSaleBody = z
   .strictObject({
     name: Name,
-    stock: Stock,
+    /** Required without variants; with them it is their sum and must not be sent. */
+    stock: z.optional(Stock),
+    variants: z.optional(z.array(Variant).check(z.minLength(VARIANT_COUNT.min), z.maxLength(VARIANT_COUNT.max), uniqueIds)),
     startsAt: z.iso.datetime({ offset: true }),
     endsAt: z.iso.datetime({ offset: true }),
     admission: z.optional(Admission),
     description: z._default(Description, ""),
     imageUrl: z.optional(ImageUrl),
     /** Minor units (cents); what one unit costs. */
-    price: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PRICE)), 0),
+    price: z._default(Price, 0),
     currency: z._default(z.string().check(z.regex(CURRENCY_PATTERN, "currency must be 3 upper-case letters")), DEFAULT_CURRENCY),
     /** Seconds a settled order waits for its payment before its units go back on sale; 0: no payment step. */
     paymentWindowSec: z._default(z.int().check(z.minimum(0), z.maximum(MAX_PAYMENT_WINDOW_SEC)), DEFAULT_PAYMENT_WINDOW_SEC),
@@ -110,8 +136,23 @@ export const CreateSaleBody = z
     z.superRefine((s, ctx) => {
       const problem = windowProblem(Date.parse(s.startsAt), Date.parse(s.endsAt));
       if (problem) ctx.issues.push({ code: "custom", message: problem.message, path: [problem.field], input: s });
+      const stockProblem = createStockProblem(s);
+      if (stockProblem) ctx.issues.push({ code: "custom", message: stockProblem.message, path: [stockProblem.field], input: s });
     }),
   );
+
+/** What is wrong with a create's stock: sent beside variants, or missing without them; over MAX_STOCK in sum. */
+function createStockProblem(s: { stock?: number; variants?: VariantInput[] }): { message: string; field: string } | undefined {
+  if (s.variants === undefined) return s.stock === undefined ? { message: "stock is required", field: "stock" } : undefined;
+  if (s.stock !== undefined) return { message: "stock must not be sent with variants: it is their sum", field: "stock" };
+  if (variantsStock(s.variants) > MAX_STOCK)
+    return { message: `the variants' stocks add up to more than ${MAX_STOCK}`, field: "variants" };
+  return undefined;
+}
+
+/** The sale's stock as a create asks for it: the sum of its variants', or its own. */
+export const createdStock = (body: { stock?: number; variants?: VariantInput[] }): number =>
+  body.variants ? variantsStock(body.variants) : (body.stock ?? 0);
 export type CreateSaleBody = z.infer<typeof CreateSaleBody>;
 
 /**
@@ -127,7 +168,13 @@ export const UpdateSaleBody = z
     startsAt: z.optional(z.iso.datetime({ offset: true })),
     endsAt: z.optional(z.iso.datetime({ offset: true })),
     admission: z.optional(Admission),
+    /** A sale without variants only. */
     stock: z.optional(Stock),
+    /**
+     * A sale with variants only: variants to change (by id: label, price before the start, stock
+     * upward) or to add (before the start); those not listed stay as they are.
+     */
+    variants: z.optional(z.array(Variant).check(z.minLength(1), z.maxLength(VARIANT_COUNT.max), uniqueIds)),
     /** Changes only before joining opens (startsAt - prequeueSec). */
     queue: z.optional(QueueSettings),
     humanCheck: z.optional(z.boolean()),
@@ -157,8 +204,10 @@ export const CatalogQuery = z.object({
   cursor: z.optional(z.string()),
 });
 
-/** POST /api/sales/:saleId/checkout; the body is optional (one unit). */
+/** POST /api/sales/:saleId/checkout; the body is optional (one unit of a sale without variants). */
 export const CheckoutBody = z.strictObject({
+  /** Required for a sale with variants; "default" (or none) for a sale without. */
+  variant: z.optional(VariantId),
   quantity: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
 });
 export type CheckoutBody = z.infer<typeof CheckoutBody>;

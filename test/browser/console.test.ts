@@ -161,6 +161,38 @@ describe("the admin console", () => {
     expect(await cspViolations(page)).toEqual([]);
   });
 
+  it("creates a sale in sizes from the form, shows each size's figures while it sells, and raises one size's stock", async () => {
+    const page = await (await newContext(browser())).newPage();
+    await unlockConsole(page);
+    const create = page.locator("#create-form");
+    await create.getByLabel("Name").fill("Sized console drop");
+    await create.getByLabel("Variants (optional: sizes, colours, tiers)").fill("eu-41, EU 41, 2\neu-42, EU 42, 3, 1500");
+    const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await create.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
+    await page.getByRole("button", { name: "Create sale" }).click();
+    const created = await page
+      .locator("#create-status")
+      .filter({ hasText: /Created: sale \d+/ })
+      .textContent();
+    const saleId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
+    expect((await api.sale(saleId)).variants.map((v) => [v.id, v.stock, v.price])).toEqual([
+      ["eu-41", 2, 0],
+      ["eu-42", 3, 1500],
+    ]);
+    expect((await api.checkout(saleId, await api.userToken(`${saleId}-sized`), 1, "eu-41")).status).toBe(202);
+    const sizes = page.locator("#variant-rows");
+    await sizes.getByRole("row", { name: "EU 41 (eu-41) 2 1 1 0" }).waitFor();
+    await sizes.getByRole("row", { name: "EU 42 (eu-42) 3 3 0 0" }).waitFor();
+    expect(await page.locator("#edit-form").getByLabel("Stock (up only)").isDisabled()).toBe(true);
+
+    await page.locator("#edit-form").getByLabel("Variants").fill("eu-41, EU 41, 4, 0\neu-42, EU 42, 3, 1500");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await sizes.getByRole("row", { name: "EU 41 (eu-41) 4 3 1 0" }).waitFor();
+    expect((await api.sale(saleId)).stock).toBe(7);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("forgets the token when locked", async () => {
     const page = await (await newContext(browser())).newPage();
     await unlockConsole(page);

@@ -248,6 +248,38 @@ describe("the storefront", () => {
     for (const page of [payer, decliner]) expect(await cspViolations(page)).toEqual([]);
   });
 
+  it("picks a size: what is left of each, a sold-out size disabled and said so, the price follows the size, the order shows it", async () => {
+    const sale = await openSale({
+      name: "Sized runner",
+      price: 10_000,
+      currency: "EUR",
+      variants: [
+        { id: "eu-40", label: "EU 40", stock: 1 },
+        { id: "eu-41", label: "EU 41", stock: 3 },
+        { id: "eu-46", label: "EU 46", stock: 2, price: 12_000 },
+      ],
+    });
+    expect((await api.checkout(sale.id, await api.userToken("size-first"), 1, "eu-40")).status).toBe(202);
+    const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
+    await page.goto(`${BASE}/?sale=${sale.id}`);
+    await page.getByRole("heading", { name: "Sized runner" }).waitFor();
+    await signIn(page, "size-picker");
+    const soldOut = page.getByRole("radio", { name: "EU 40, sold out" });
+    await soldOut.waitFor();
+    expect(await soldOut.isDisabled()).toBe(true);
+    expect(await page.getByRole("radio", { name: "EU 41, 3 left" }).isEnabled()).toBe(true);
+    expect(await page.locator("#buy-note").textContent()).toBe("Choose a size first.");
+    await page.getByRole("radio", { name: "EU 46, 2 left" }).check();
+    expect(await page.locator("#sale-price").textContent()).toBe(money(12_000, "EUR"));
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.getByRole("button", { name: "Buy now" }).click();
+    await statusReads(page, /Accepted|confirmed|yours/);
+    await page.locator("#order-variant").waitFor();
+    expect(await page.locator("#order-variant").textContent()).toBe("EU 46");
+    await page.getByRole("radio", { name: "EU 46, 1 left" }).waitFor();
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
   it("lists the buyer's own orders under the catalog, and one awaiting payment can be cancelled from there", async () => {
     const sale = await openSale({ name: "Your orders sale", stock: 3, price: 1_000, currency: "EUR", paymentWindowSec: 600 });
     const token = await api.userToken("lister");

@@ -129,7 +129,12 @@ describe("a concurrent spike per strategy", () => {
       headers: { Authorization: `Bearer ${token}` },
     });
     expect(ok.status).toBe(202);
-    expect(await ok.json()).toEqual({ orderId: expect.stringMatching(/^[0-9]+$/), status: "pending", quantity: 1 });
+    expect(await ok.json()).toEqual({
+      orderId: expect.stringMatching(/^[0-9]+$/),
+      status: "pending",
+      quantity: 1,
+      variant: "default",
+    });
   });
 
   it("refuses unknown strategies, unknown lab sales, missing tokens and non-admins", async () => {

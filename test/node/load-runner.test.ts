@@ -111,6 +111,7 @@ describe("invariant checks", () => {
     largestKey: { key: "fs:{sale:1}:buyers", bytes: 200, share: 0.000002 },
     warnings: [],
     health: { state: "live", detectedAt: null, detectedBy: null, rebuiltAt: null, rebuilds: 0, failedByRollback: 0 },
+    variants: {},
   };
 
   it("pass a clean sale", () => {

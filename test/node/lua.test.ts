@@ -76,8 +76,11 @@ const sync = (keys: { meta: string }, args: (string | number)[]) =>
 // Worker's own parser, which checks its layout.
 type Keys = ReturnType<typeof oneBucketKeys>;
 const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
-/** Buyers as "user" (one unit), ["user", quantity], or ["user", quantity, Idempotency-Key]. */
-type Buyer = string | [string, number] | [string, number, string];
+/**
+ * Buyers as "user" (one unit), ["user", units], or ["user", units, Idempotency-Key]; units a
+ * quantity, or "<quantity>@<variant>" for a sale with variants.
+ */
+type Buyer = string | [string, number | string] | [string, number | string, string];
 const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
     [
@@ -579,6 +582,132 @@ describe("a sale split into buckets", () => {
   });
 });
 
+describe("variants in checkout.lua, return.lua and sale-sync.lua", () => {
+  /** A sale of two sizes: eu-41 (1 unit) and eu-42 (3), a limit of 2 units across them. */
+  async function sizedSale() {
+    const id = String(++seq);
+    const keys = oneBucketKeys(id);
+    const now = Date.now();
+    const record = (version: number, sizes: [string, number][]) => [
+      version,
+      sizes.reduce((n, [, stock]) => n + stock, 0),
+      now - 1000,
+      now + 60_000,
+      9,
+      1000,
+      1000,
+      "t",
+      2,
+      "active",
+      "off",
+      0,
+      1,
+      30,
+      1, // one bucket
+      ...sizes.flat(),
+    ];
+    expect(
+      await sync(
+        keys,
+        record(1, [
+          ["eu-41", 1],
+          ["eu-42", 3],
+        ]),
+      ),
+    ).toBe(1);
+    return { keys, record };
+  }
+  /** Each buyer as [user, units] ("<quantity>[@<variant>]"), with an optional Idempotency-Key. */
+  const buy = async (keys: Keys, buyers: ([string, string] | [string, string, string])[]) =>
+    parseCheckoutReply(
+      await checkoutRaw(keys, buyers),
+      buyers.length,
+      buyers.map(([, units]) => units.split("@")[1]),
+    ).reservations ?? [];
+  const counters = async (keys: Keys) => {
+    const [total, a, b] = (await redis.hmget(keys.meta, "remaining", "v:eu-41", "v:eu-42")) as unknown as string[];
+    return [Number(total), Number(a), Number(b)];
+  };
+
+  it("sells each variant from its own stock, the limit across them, in one call", async () => {
+    const { keys } = await sizedSale();
+    const replies = await buy(keys, [
+      ["ann", "1@eu-41"],
+      ["bob", "1@eu-41"],
+      ["bob", "1@eu-42"],
+      ["ann", "2@eu-42"],
+      ["cat", "1"],
+      ["cat", "1@eu-43"],
+      ["dan", "1@eu-42"],
+      ["eve", "2@eu-42"],
+    ]);
+    expect(replies.map((r) => r.code)).toEqual([
+      "OK",
+      "SOLD_OUT",
+      "OK",
+      "PER_USER_LIMIT_EXCEEDED",
+      "VARIANT_REQUIRED",
+      "VARIANT_NOT_FOUND",
+      "OK",
+      "QUANTITY_UNAVAILABLE",
+    ]);
+    expect(replies[1]).toEqual({ code: "SOLD_OUT", variant: "eu-41" });
+    expect(replies[5]).toEqual({ code: "VARIANT_NOT_FOUND", variant: "eu-43" });
+    expect(replies[7]).toEqual({ code: "QUANTITY_UNAVAILABLE", remaining: 1, variant: "eu-42" });
+    expect(await counters(keys)).toEqual([1, 0, 1]);
+    // Raw replies: field, value, field, value...
+    const pending = ((await redis.hgetall(keys.pending)) as unknown as string[]).filter((_, i) => i % 2 === 1).sort();
+    expect(pending).toEqual(["1@eu-41:ann", "1@eu-42:bob", "1@eu-42:dan"]);
+  });
+
+  it("a retry with the same key and variant repeats the order; another variant is a reused key", async () => {
+    const { keys } = await sizedSale();
+    const [first] = await buy(keys, [["eve", "1@eu-42", "k1"]]);
+    const [again, other] = await buy(keys, [
+      ["eve", "1@eu-42", "k1"],
+      ["eve", "1@eu-41", "k1"],
+    ]);
+    expect(again).toMatchObject({ code: "OK", repeated: true, orderId: orderOf(first as Reservation) });
+    expect(other?.code).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect(await counters(keys)).toEqual([3, 1, 2]);
+  });
+
+  it("a returned order's units go back to its own variant, and sale-sync raises a variant or adds one", async () => {
+    const { keys, record } = await sizedSale();
+    const [sold] = await buy(keys, [["fay", "1@eu-41"]]);
+    expect(await counters(keys)).toEqual([3, 0, 3]);
+    expect(
+      await redis.eval(
+        lua("return"),
+        [keys.meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+        [orderOf(sold as Reservation) as string, "fay", "1", "1", "eu-41"],
+      ),
+    ).toBe(1);
+    expect(await counters(keys)).toEqual([4, 1, 3]);
+    expect(
+      await sync(
+        keys,
+        record(2, [
+          ["eu-41", 2],
+          ["eu-42", 3],
+          ["eu-43", 5],
+        ]),
+      ),
+    ).toBe(1);
+    expect(await counters(keys)).toEqual([10, 2, 3]);
+    expect(await redis.hget(keys.meta, "v:eu-43")).toBe("5");
+    await expect(
+      sync(
+        keys,
+        record(3, [
+          ["eu-41", 1],
+          ["eu-42", 9],
+        ]),
+      ),
+    ).rejects.toThrow(/never shrinks/);
+  });
+});
+
 describe("bloom.lua", () => {
   const keys = ["test:{bloom}:bits", "test:{bloom}:ready", "test:{bloom}:fill"];
   const run = async (op: string, bits: number, hashes: number, args: string[]) =>
@@ -633,11 +762,11 @@ describe("bloom.lua", () => {
 describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
   const keys = { entry: "test:{cache}:entry", floor: "test:{cache}:floor", live: "test:{cache}:live" };
   const read = async () =>
-    (await redis.createScript<unknown>(lua("cache-read")).exec([keys.entry, keys.floor, keys.live], ["remaining"])) as [
+    (await redis.createScript<unknown>(lua("cache-read")).exec([keys.entry, keys.floor, keys.live], [])) as [
       number,
       string,
       string,
-      string | null,
+      ...string[],
     ];
   const put = (version: number, body: string, softMs: number, setIfNewer = "1") =>
     redis
@@ -645,15 +774,16 @@ describe("cache-read.lua, cache-put.lua and cache-evict.lua", () => {
       .exec([keys.entry, keys.floor], [String(version), body, String(softMs), "60000", setIfNewer]);
   const evict = () => redis.createScript<unknown>(lua("cache-evict")).exec([keys.floor, keys.entry], ["60000"]);
 
-  it("serves fresh, then stale past its logical expiry, with live figures beside it", async () => {
-    await redis.del(keys.entry, keys.floor);
-    await redis.hset(keys.live, { remaining: 7 });
+  it("serves fresh, then stale past its logical expiry, with the live hash beside it", async () => {
+    await redis.del(keys.entry, keys.floor, keys.live);
+    await redis.hset(keys.live, { remaining: 7, "v:eu-42": 3 });
     const [now, state] = await read();
     expect(state).toBe("missing");
-    expect(await put(now, "card", 30)).toBe(1);
-    expect((await read()).slice(1)).toEqual(["fresh", "card", "7"]);
-    await new Promise((r) => setTimeout(r, 40));
-    expect((await read()).slice(1)).toEqual(["stale", "card", "7"]);
+    // Fresh for a second: long enough that a busy machine still reads it fresh; then polled until stale.
+    expect(await put(now, "card", 1_000)).toBe(1);
+    expect((await read()).slice(1)).toEqual(["fresh", "card", "remaining", "7", "v:eu-42", "3"]);
+    await eventually("the entry to go stale", async () => (await read())[1] === "stale");
+    expect((await read()).slice(1)).toEqual(["stale", "card", "remaining", "7", "v:eu-42", "3"]);
     expect(Number(await redis.pttl(keys.entry))).toBeGreaterThan(50_000);
   });
 

@@ -71,7 +71,7 @@ describe("npm start", () => {
       ),
     );
     expect(statuses.filter((s) => s === 429)).toEqual([]); // 60 at once: over the default 20/s, burst 40
-    const buyer = await api().checkout(saleId, await api().userToken("survivor"));
+    const buyer = await api().checkout(saleId, await api().userToken("survivor"), 1, "eu-42");
     expect(buyer.status).toBe(202);
 
     // Its exposure: random secrets of its own, printed; the Worker and the gateway answer
@@ -151,7 +151,7 @@ describe("npm start", () => {
     expect(secondOutput).toMatch(/Stopped what a previous npm start left running: .*wrangler dev \(PID \d+\)/);
     for (const p of leftovers.processes) expect(alive(p.pid), `${p.name} (PID ${p.pid}) still runs`).toBe(false);
     expect(demoSaleId(secondOutput)).toBe(saleId); // same state: the same demo sale, with its order
-    const again = await api().checkout(saleId, await api().userToken("survivor"));
+    const again = await api().checkout(saleId, await api().userToken("survivor"), 1, "eu-43");
     expect(again.code).toBe("ALREADY_PURCHASED");
 
     // 4. A second npm start beside a live one refuses, naming it.

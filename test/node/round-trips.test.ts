@@ -19,8 +19,9 @@ const roundTrips = (outcome: string) => {
   return cost.roundTrips;
 };
 
-it("an accepted checkout costs one Upstash round trip (plus one shared by its settlement batch)", () => {
+it("an accepted checkout costs one Upstash round trip (plus one shared by its settlement batch), of a variant too", () => {
   expect(roundTrips("accepted")).toBe(2);
+  expect(roundTrips("accepted (a variant)")).toBe(2);
 });
 
 it("a stampede on one sale shares script calls: far less than one round trip per buyer", () => {
@@ -30,7 +31,13 @@ it("a stampede on one sale shares script calls: far less than one round trip per
 });
 
 it("warm-isolate refusals cost no round trip of their own: a burst shares one write of the console's counters", () => {
-  for (const outcome of ["repeat buyer (warm)", "sold out (warm)", "ended (warm)", "rate limited (warm)"]) {
+  for (const outcome of [
+    "repeat buyer (warm)",
+    "sold out (warm)",
+    "sold-out variant (warm)",
+    "ended (warm)",
+    "rate limited (warm)",
+  ]) {
     expect(roundTrips(outcome), outcome).toBeLessThanOrEqual(1 / 20);
   }
 });

@@ -408,7 +408,15 @@ describe("nothing lost when the consumer or D1 fails", () => {
     await waitForConfirmed([orderId]);
     expect(await remaining(sale.id)).toBe(2);
 
-    await deliverDeadLetter({ orderId, saleId: sale.id, userId: user, quantity: 1, reservedAt: Date.now(), reason: "late" });
+    await deliverDeadLetter({
+      orderId,
+      saleId: sale.id,
+      userId: user,
+      quantity: 1,
+      variant: "default",
+      reservedAt: Date.now(),
+      reason: "late",
+    });
     expect(await orderStatus(orderId, user)).toEqual({ http: 200, status: "confirmed" });
     expect(await remaining(sale.id)).toBe(2);
     expect(await redis.hget(bucketKeys(sale.id, 0, 1).buyers, user)).toBe(`1:${orderId}`);

@@ -66,7 +66,7 @@ async function settledAs(orderId: string, user: string, status: OrderView["statu
  */
 async function settleWithoutExpiryJob(saleId: string, user: string, orderId: string): Promise<void> {
   const dropping = { ...env, JOBS: { send: async () => {}, sendBatch: async () => {} } as unknown as Queue };
-  const message: OrderMessage = { orderId, saleId, userId: user, quantity: 1, reservedAt: Date.now() };
+  const message: OrderMessage = { orderId, saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() };
   await worker.queue(
     createMessageBatch(ORDERS_QUEUE, [
       { id: `no-job-${orderId}`, timestamp: new Date(), attempts: 1, body: { orders: [message] } },
@@ -133,7 +133,12 @@ describe("a sale with a payment window", () => {
     });
     expect(res.status).toBe(202);
     const accepted = (await res.json()) as { orderId: string; status: string; quantity: number };
-    expect(accepted).toEqual({ orderId: expect.stringMatching(/^[1-9][0-9]+$/), status: "pending", quantity: 2 });
+    expect(accepted).toEqual({
+      orderId: expect.stringMatching(/^[1-9][0-9]+$/),
+      status: "pending",
+      quantity: 2,
+      variant: "default",
+    });
 
     const order = await settledAs(accepted.orderId, "quinn", "awaiting_payment");
     expect(order).toMatchObject({

@@ -82,7 +82,7 @@ async function buyAndSettle(saleId: string, users: string[]): Promise<string[]> 
     });
     expect(res.status).toBe(202);
     const { orderId } = (await res.json()) as { orderId: string };
-    orders.push({ orderId, saleId, userId: user, quantity: 1, reservedAt: Date.now() });
+    orders.push({ orderId, saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() });
   }
   const batch = createMessageBatch("flash-sale-orders", [
     { id: `settle-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { orders } },
@@ -200,6 +200,7 @@ describe("order events", () => {
           userId: "ev-ann",
           status: "paid",
           quantity: 1,
+          variant: "default",
           amount: 500,
           currency: "USD",
           expiresAt: null,

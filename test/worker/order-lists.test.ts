@@ -66,7 +66,7 @@ describe("a sale's orders", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
     const { lines, linesPerChunk } = await readCsv(res);
-    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,amount,currency,createdAt,closedAt,refundDue");
+    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(listed.map((o) => o.orderId));
     expect(lines[1]).toBe(
       [
@@ -75,6 +75,7 @@ describe("a sale's orders", () => {
         listed[0]?.userId,
         "expired",
         1,
+        "default",
         100,
         "USD",
         listed[0]?.createdAt,

@@ -22,7 +22,7 @@ async function reserveFor(saleId: string, userId: string): Promise<OrderMessage>
   const res = await checkout(saleId, await userToken(userId));
   expect(res.status).toBe(202);
   const { orderId } = (await res.json()) as { orderId: string };
-  return { orderId, saleId, userId, quantity: 1, reservedAt: Date.now() };
+  return { orderId, saleId, userId, quantity: 1, variant: "default", reservedAt: Date.now() };
 }
 
 describe("settlement consumer", () => {
@@ -63,6 +63,7 @@ describe("settlement consumer", () => {
       saleId: sale.id,
       userId: "intruder",
       quantity: 1,
+      variant: "default",
       reservedAt: Date.now(),
     };
     const result = await deliver([
@@ -98,6 +99,7 @@ describe("settlement consumer", () => {
       saleId: sale.id,
       userId: "poison",
       quantity: 1,
+      variant: "default",
       reservedAt: Date.now(),
     };
     const message = { id: "mixed", body: { orders: [real, forged] } };
