@@ -25,6 +25,7 @@ describe("order status", () => {
       saleId: sale.id,
       userId: "owner",
       status: "confirmed",
+      variant: "default",
       quantity: 1,
       amount: 0,
       currency: "USD",
