@@ -48,7 +48,7 @@ describe("npm start --webhook-url and npm run webhook-receiver", () => {
     expect(output).toContain(`Events     ${url}`);
 
     const api = stackApi(ports.WORKER_PORT, stateDir);
-    const accepted = await api.checkout(demoSaleId(output), await api.userToken("events-local-buyer"));
+    const accepted = await api.checkout(demoSaleId(output), await api.userToken("events-local-buyer"), 1, "eu-42"); // the demo drop is in sizes
     expect(accepted.status).toBe(202);
     const orderId = accepted.orderId as string;
     await eventually(
