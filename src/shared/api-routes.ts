@@ -218,7 +218,7 @@ const ORDER_LIST_ROUTES: readonly ApiRoute[] = [
     tag: "admin",
     summary: "The same list as CSV (text/csv), streamed",
     description:
-      "A header row (orderId,saleId,userId,status,quantity,amount,currency,createdAt,closedAt,refundDue), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. A text cell a spreadsheet would run as a formula is prefixed with a quote mark.",
+      "A header row (orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. A text cell a spreadsheet would run as a formula is prefixed with a quote mark.",
     auth: "admin",
     params: Requests.SaleIdParam,
     query: OrderQueries.OrderExportQuery,

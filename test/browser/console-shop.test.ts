@@ -348,7 +348,7 @@ describe("the console's orders of a sale", () => {
     const lines = readFileSync(await all.path(), "utf8")
       .split("\r\n")
       .filter(Boolean);
-    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,amount,currency,createdAt,closedAt,refundDue");
+    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue");
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(everyOrder);
     await page
       .locator("#export-status")
