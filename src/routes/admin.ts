@@ -31,7 +31,6 @@ async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   return sale;
 }
 
-/** Redis unreachable (or slow) reads as 503, like everywhere else. */
 /** Places per page of GET /admin/sales/:saleId/queue/places. */
 const PLACES_PAGE = 1_000;
 
@@ -41,6 +40,7 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
   return sale;
 }
 
+/** Redis unreachable (or slow) reads as 503, like everywhere else. */
 async function orUnavailable<T>(what: "report" | "stats" | "queue", saleId: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
