@@ -250,9 +250,11 @@ export function orderEventsPanel(admin) {
     const answer = await admin(`/admin/webhooks/${open.endpoint.id}`, { method: "PATCH", body: changes });
     if (answer.status === 200) {
       open.endpoint = answer.body;
+      // The list first: its reload renders the open endpoint again, and an edit begun once
+      // "Saved" shows must not be undone by it.
+      await load();
       renderEndpoint();
       say("endpoint-status", done, "good");
-      await load();
     } else if (answer.status !== 401) {
       say("endpoint-status", `Not changed: ${answer.message}`, "bad");
     }
