@@ -569,10 +569,11 @@ describe("the storefront", () => {
     await page.keyboard.press("Enter");
     await statusReads(page, /Accepted: order \d+ is reserved/);
 
-    // A sale whose line opens in an hour: the page counts down to it.
+    // A sale whose line opens in an hour and ten minutes: the page counts down to it in hours,
+    // however long the page takes to show it (at exactly an hour it would soon read minutes).
     const later = await api.createSale({
       name: "Later drop",
-      startsAt: new Date(Date.now() + 2 * 3_600_000).toISOString(),
+      startsAt: new Date(Date.now() + 2 * 3_600_000 + 600_000).toISOString(),
       endsAt: new Date(Date.now() + 3 * 3_600_000).toISOString(),
       queue: { mode: "random", prequeueSec: 3_600 },
     });
