@@ -99,12 +99,16 @@ export async function runOutage(
   const orderReads: Record<number, number> = {};
   let slowestWhileDownMs = 0;
   let down = false;
+  // Held while the outage is being brought about (stopping Redis takes a while): a fast crowd
+  // would otherwise sell out before it, and nobody would meet it.
+  let held: Promise<void> | undefined;
 
   const queue = [...users];
   const buyer = async () => {
     for (let user = queue.shift(); user !== undefined; user = queue.shift()) {
       const token = await stack.api.userToken(user);
       for (;;) {
+        await held;
         const wasDown = down;
         const started = performance.now();
         const answer = await stack.api.checkout(sale.id, token);
@@ -153,8 +157,13 @@ export async function runOutage(
       },
       60_000,
     );
+  let release = () => {};
+  held = new Promise((resolve) => {
+    release = resolve;
+  });
   const end = await startOutage(stack, kind, stateDir);
   down = true;
+  release();
   const watching = (async () => {
     while (down) {
       const seen = await stack.api.order(watched, watcherToken);
