@@ -1,6 +1,7 @@
 // The admin console in Chromium against `npm start`: unlocking with the admin token, creating
 // a sale from the form, watching its figures move while a small crowd buys, and pausing,
 // resuming and cancelling it (confirmed first; a cancelled sale's pause refused).
+import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
   api,
@@ -15,6 +16,18 @@ import {
 } from "./browser.ts";
 
 const browser = chromiumForThisFile();
+
+/** Submits the console's create form as filled, starting a minute ago; the new sale's id. */
+async function createStartedSale(page: Page): Promise<string> {
+  const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  await page.locator("#create-form").getByLabel("Starts (your time)").fill(startedAMinuteAgo);
+  await page.getByRole("button", { name: "Create sale" }).click();
+  const created = await page
+    .locator("#create-status")
+    .filter({ hasText: /Created: sale \d+/ })
+    .textContent();
+  return /sale (\d+)/.exec(created ?? "")?.[1] as string;
+}
 
 describe("the admin console", () => {
   it("refuses a wrong token, creates a sale, shows its counters moving during a small crowd, pauses and cancels it", async () => {
@@ -32,14 +45,7 @@ describe("the admin console", () => {
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Console drop");
     await create.getByLabel("Stock").fill("12");
-    const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-    await create.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
-    await page.getByRole("button", { name: "Create sale" }).click();
-    const created = await page
-      .locator("#create-status")
-      .filter({ hasText: /Created: sale \d+/ })
-      .textContent();
-    const saleId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
+    const saleId = await createStartedSale(page);
     await page.locator("#live-name").filter({ hasText: "Console drop" }).waitFor();
     expect(await page.locator("#tile-remaining").textContent()).toBe("12");
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
@@ -174,14 +180,7 @@ describe("the admin console", () => {
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Sized console drop");
     await create.getByLabel("Variants (optional: sizes, colours, tiers)").fill("eu-41, EU 41, 2\neu-42, EU 42, 3, 1500");
-    const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-    await create.getByLabel("Starts (your time)").fill(startedAMinuteAgo);
-    await page.getByRole("button", { name: "Create sale" }).click();
-    const created = await page
-      .locator("#create-status")
-      .filter({ hasText: /Created: sale \d+/ })
-      .textContent();
-    const saleId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
+    const saleId = await createStartedSale(page);
     expect((await api.sale(saleId)).variants.map((v) => [v.id, v.stock, v.price])).toEqual([
       ["eu-41", 2, 0],
       ["eu-42", 3, 1500],
