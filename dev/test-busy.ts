@@ -13,12 +13,14 @@ import { parseArgs } from "node:util";
 import { ROOT } from "./lib/project.ts";
 import { describeProcesses, markRun, processesOfThisRun, RUN_MARK, stopMarked } from "./lib/run-processes.ts";
 
-const { values, positionals } = parseArgs({
+const { values } = parseArgs({
   options: { burners: { type: "string", default: "2" } },
   allowPositionals: true,
   strict: false,
 });
 const burnerCount = Number(values.burners);
+/** Everything but --burners goes to vitest (files, --project, --maxWorkers=4, ...). */
+const vitestArgs = process.argv.slice(2).filter((arg, i, all) => !arg.startsWith("--burners") && all[i - 1] !== "--burners");
 
 markRun(); // the suite keeps this run's mark (its owner is alive), so what it leaves is found below
 
@@ -49,7 +51,7 @@ async function main(): Promise<number> {
   const started = performance.now();
   const suite = spawn(
     path.join(ROOT, "node_modules", ".bin", "vitest"),
-    ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportFile}`, ...positionals],
+    ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportFile}`, ...vitestArgs],
     { cwd: ROOT, stdio: "inherit" },
   );
   const exitCode = await new Promise<number>((resolve) => suite.once("exit", (code) => resolve(code ?? 1)));
