@@ -91,7 +91,7 @@ export function localRefusal(
   return knownRefusal(saleId, userId, options, now) ?? admissionRefusal(saleId, now);
 }
 
-/** What the memo knows, in the order lua/checkout.lua checks it, up to stock. */
+/** What the memo knows of the sale and the buyer, in the order lua/checkout.lua checks it. */
 function knownRefusal(
   saleId: string,
   userId: string,
@@ -133,9 +133,10 @@ function admissionRefusal(saleId: string, now: number): Refusal | undefined {
  * memo knows its variant sold out, so it need not ride the next call. ALREADY_PURCHASED for
  * a buyer the memo knows at their limit (Redis checks the limit first), else SOLD_OUT, as
  * the door would answer it (a buyer at their limit this isolate has not seen is told
- * SOLD_OUT, there and here: nothing short of Redis knows). Anything else is left to Redis: a key's retry may be owed its
- * order, a pass is checked before stock, two units may be over the buyer's limit, and a sale
- * not known to take checkouts without a pass may have a waiting room.
+ * SOLD_OUT, there and here: nothing short of Redis knows). Anything else is left to Redis:
+ * a key's retry may be owed its order, a pass is checked before stock, two units may be over
+ * the buyer's limit, and a sale not known to take checkouts without a pass may have a
+ * waiting room.
  */
 export function refusalWhileWaiting(saleId: string, userId: string, variant = "", now = Date.now()): Refusal | undefined {
   if (!soldOut.get(soldOutKey(saleId, variant), now) || !passOptional.get(saleId, now)) return undefined;
