@@ -4,7 +4,8 @@
 //
 // atomic: an isolate refuses from its memo what it knows is sold out; otherwise the checkout
 //   joins the isolate's lane for the sale, which keeps one script call in flight to Upstash
-//   and sends everyone waiting (up to 100) when it lands. Upstash runs one call at a time on
+//   and sends everyone waiting (up to 100) when it lands, unless it answered sold out: then
+//   the memo refuses everyone waiting. Upstash runs one call at a time on
 //   the sale's keys, at most `upstashCommandsPerSec` calls a second. One queue message per
 //   call that reserved; settlement into D1 behind it.
 // durable-object: every attempt is one request to the sale's one object, which serves them
@@ -179,6 +180,12 @@ function spike(attempts: number, rand: () => number, inputs: Inputs): Attempt[] 
   return list;
 }
 
+/** A refusal the isolate answered itself, at `at`: its counters go out a second after the first not yet written. */
+function countLocalRefusal(isolate: Isolate, at: number): void {
+  const pending = isolate.counterWrites.at(-1);
+  if (pending === undefined || pending <= at) isolate.counterWrites.push(at + 1000);
+}
+
 /** CPU in the isolate, one request at a time: when it is done. */
 function useCpu(isolate: Isolate, at: number, ms: number): number {
   const start = Math.max(at, isolate.cpuFreeAt);
@@ -225,7 +232,7 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
   /**
    * The merged designs: one lane per isolate and sale, one call in flight, everyone who
    * arrived meanwhile (up to maxBatch) in the next; the memo refuses for a second after a
-   * sold-out answer. The store runs one call at a time, `serviceMs(n)` for a batch of n,
+   * sold-out answer, those waiting in the lane then too. The store runs one call at a time, `serviceMs(n)` for a batch of n,
    * starting calls at least `spacingMs` apart. Answers the store's busy span.
    */
   const lanes = (
@@ -253,7 +260,15 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
           answer(a, replyAt + (i === 0 ? 0 : rand() * inputs.pickupMs));
         });
         isolate.inFlight = false;
-        if (isolate.waiting.length > 0) send(isolate, isolate.waiting.splice(0, inputs.maxBatch), replyAt);
+        if (isolate.soldOutUntil > replyAt) {
+          // The answer showed the sale sold out: the memo refuses everyone still waiting, no next call.
+          for (const a of isolate.waiting.splice(0)) {
+            countLocalRefusal(isolate, replyAt);
+            answer(a, replyAt + rand() * inputs.pickupMs);
+          }
+        } else if (isolate.waiting.length > 0) {
+          send(isolate, isolate.waiting.splice(0, inputs.maxBatch), replyAt);
+        }
       });
     };
     for (const a of list) {
@@ -263,8 +278,7 @@ export function simulate(design: Design, attempts: number, seed: number, inputs:
         if (isolate.soldOutUntil > now) {
           usage.workerCpuMs += inputs.cpuMsPerLocalRefusal;
           const done = useCpu(isolate, now, inputs.cpuMsPerLocalRefusal);
-          const pending = isolate.counterWrites.at(-1);
-          if (pending === undefined || pending <= done) isolate.counterWrites.push(done + 1000);
+          countLocalRefusal(isolate, done);
           events.at(done, () => answer(a, done));
           return;
         }

@@ -60,18 +60,43 @@ const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>({ ttlMs
 /** Sales with a waiting room: a checkout without a Queue-Pass is refused here, so bots without one cost Redis nothing. */
 const queued = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
 
+/**
+ * Sales that just sold to, or refused on stock or limit, a plain checkout (see
+ * `refusalWhileWaiting`): Redis checked no pass, so the sale had no waiting room.
+ */
+const passOptional = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
+
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
+interface LocalRefusalOptions {
+  /** False leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key). */
+  trustBuyers?: boolean;
+  /** The checkout carries a Queue-Pass. */
+  hasPass?: boolean;
+  /** The variant it names ("" for none). */
+  variant?: string;
+}
+
 /**
- * A refusal this isolate can give on its own, or undefined when Redis must decide.
- * `trustBuyers: false` leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key);
- * `hasPass`: the checkout carries a Queue-Pass; `variant`: the one it names ("" for none).
+ * A refusal this isolate can give on its own, or undefined when Redis must decide: what the
+ * memo knows of the sale and the buyer, then the sale's admission bucket (which takes a
+ * local token: see `memo.admissionTokenUnused`).
  */
 export function localRefusal(
   saleId: string,
   userId: string,
-  { trustBuyers = true, hasPass = false, variant = "" } = {},
+  options: LocalRefusalOptions = {},
   now = Date.now(),
+): Refusal | undefined {
+  return knownRefusal(saleId, userId, options, now) ?? admissionRefusal(saleId, now);
+}
+
+/** What the memo knows of the sale and the buyer, in the order lua/checkout.lua checks it. */
+function knownRefusal(
+  saleId: string,
+  userId: string,
+  { trustBuyers = true, hasPass = false, variant = "" }: LocalRefusalOptions,
+  now: number,
 ): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
   const state = saleState.get(saleId, now);
@@ -85,6 +110,11 @@ export function localRefusal(
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };
+  return undefined;
+}
+
+/** A throttle Redis named, or the local copy of the sale's admission bucket empty. */
+function admissionRefusal(saleId: string, now: number): Refusal | undefined {
   const throttle = throttled.get(saleId, now);
   if (throttle && now < throttle.until) {
     return { code: "RATE_LIMITED", retryAfterMs: throttle.until - now, admission: throttle.admission };
@@ -95,6 +125,40 @@ export function localRefusal(
     return { code: "RATE_LIMITED", retryAfterMs: taken.retryAfterMs, admission: { rate: bucket.rate, burst: bucket.burst } };
   }
   return undefined;
+}
+
+/**
+ * For a plain checkout (one unit, no Idempotency-Key, no Queue-Pass) waiting in a merged
+ * call's lane (src/checkout/merged-calls.ts): the refusal Redis would give it now, when the
+ * memo knows its variant sold out, so it need not ride the next call. ALREADY_PURCHASED for
+ * a buyer the memo knows at their limit (Redis checks the limit first), else SOLD_OUT, as
+ * the door would answer it (a buyer at their limit this isolate has not seen is told
+ * SOLD_OUT, there and here: nothing short of Redis knows). Anything else is left to Redis:
+ * a key's retry may be owed its order, a pass is checked before stock, two units may be over
+ * the buyer's limit, and a sale not known to take checkouts without a pass may have a
+ * waiting room.
+ */
+export function refusalWhileWaiting(saleId: string, userId: string, variant = "", now = Date.now()): Refusal | undefined {
+  if (!soldOut.get(soldOutKey(saleId, variant), now) || !passOptional.get(saleId, now)) return undefined;
+  const refusal = knownRefusal(saleId, userId, { variant }, now);
+  return refusal?.code === "SOLD_OUT" || refusal?.code === "ALREADY_PURCHASED" ? refusal : undefined;
+}
+
+/** A checkout of a merged call, as the memo learns from its answer. */
+export interface CalledCheckout {
+  userId: string;
+  /** As the checkout named it; absent: none. */
+  variant?: string;
+  /** One unit, no Idempotency-Key, no Queue-Pass. */
+  plain: boolean;
+}
+
+/** What an answer says of the variant's stock and the buyer's limit: facts that may be learnt twice. */
+function knowStockAndBuyer(saleId: string, userId: string, r: Decided, variant: string): void {
+  // `remaining`: what is left of the variant bought.
+  if (r.code === "SOLD_OUT" || (r.code === "OK" && r.remaining === 0)) soldOut.set(soldOutKey(saleId, variant), true);
+  if (r.code === "OK" && r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
+  if (r.code === "ALREADY_PURCHASED") atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");
 }
 
 function knowAdmission(saleId: string, { rate, burst }: Admission): void {
@@ -116,18 +180,13 @@ export const memo = {
   learn(saleId: string, userId: string, r: Decided, askedAt: number, variant = "") {
     // Redis spends an admission token only on a reservation: mirror that locally.
     if (r.code !== "OK") memo.admissionTokenUnused(saleId);
+    knowStockAndBuyer(saleId, userId, r, variant);
     switch (r.code) {
       case "OK":
-        if (r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
         if (r.admission) knowAdmission(saleId, r.admission);
-        // `remaining`: what is left of the variant bought.
-        if (r.remaining === 0) soldOut.set(soldOutKey(saleId, variant), true);
         return;
       case "SOLD_OUT":
-        soldOut.set(soldOutKey(saleId, variant), true);
-        return;
       case "ALREADY_PURCHASED":
-        atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");
         return;
       case "SALE_NOT_STARTED":
         knowWindow(saleId, { startsAt: r.startsAt });
@@ -163,6 +222,20 @@ export const memo = {
         return;
     }
   },
+  /**
+   * What a merged call's answers tell the checkouts still waiting in its lane, learnt in the
+   * request that sent it the moment they land, before its next call is made: sold-out
+   * variants, buyers at their limit, and (from a plain checkout's answer) that the sale takes
+   * checkouts without a pass. Each checkout's own request learns the rest (`learn`) when it
+   * picks its answer up.
+   */
+  learnFromCall(saleId: string, checkouts: readonly CalledCheckout[], answers: readonly Decided[]) {
+    for (const [i, r] of answers.entries()) {
+      const { userId, variant = "", plain } = checkouts[i] as CalledCheckout;
+      knowStockAndBuyer(saleId, userId, r, variant);
+      if (plain && (r.code === "OK" || r.code === "SOLD_OUT" || r.code === "ALREADY_PURCHASED")) passOptional.set(saleId, true);
+    }
+  },
   /** Redis reserved nothing for this attempt: give back the local token it took. */
   admissionTokenUnused(saleId: string) {
     admissionBuckets.get(saleId)?.refund(saleId);
@@ -186,6 +259,7 @@ export const memo = {
     forgetSoldOut(saleId);
     notFound.delete(saleId);
     queued.delete(saleId);
+    passOptional.delete(saleId);
   },
 };
 

@@ -4,6 +4,9 @@
  * request sends everyone waiting as the next call (group commit), and so on until no one
  * waits. An idle sale adds no delay: a lone checkout goes out at once, as a batch of one.
  * Under a stampede an isolate makes about one call per round trip instead of one per buyer.
+ * Before each call, `answerHere` may answer a waiting item on the spot (what the last call
+ * taught, such as a sale now sold out): it is written into the item's slot like any answer,
+ * and the call carries only the rest, or is not made at all.
  *
  * Written by hand because it must follow workerd's rules, which no general batching
  * library knows:
@@ -23,6 +26,9 @@ import { type KeepAlive, type Outcome, pickUp } from "../isolate/shared-work";
 
 /** Sends one merged call: one answer per item, in the items' order. */
 export type MergedCall<I, R> = (items: I[]) => Promise<R[]>;
+
+/** An item's answer known without a call, or undefined to send it. Runs in the leader, just before each call. */
+export type AnswerHere<I, R> = (item: I) => R | undefined;
 
 /** The answer did not come within the wait limit. `sent`: the call may have run. */
 export class MergedCallTimeout extends Error {
@@ -71,8 +77,12 @@ export class MergedCalls<I, R> {
 
   constructor(private readonly options: MergedCallsOptions) {}
 
-  /** Queues `item` on `key`'s lane and answers with its share of a merged call. */
-  submit(key: string, item: I, call: MergedCall<I, R>, keepAlive: KeepAlive): Promise<R> {
+  /**
+   * Queues `item` on `key`'s lane and answers with its share of a merged call, or with what
+   * `answerHere` answers for it before a call would carry it. A request that leads sends its
+   * own `call` and asks its own `answerHere`.
+   */
+  submit(key: string, item: I, call: MergedCall<I, R>, keepAlive: KeepAlive, answerHere?: AnswerHere<I, R>): Promise<R> {
     let lane = this.lanes.get(key);
     if (!lane) {
       lane = { waiting: [], leader: undefined, sentAt: 0 };
@@ -81,7 +91,7 @@ export class MergedCalls<I, R> {
     const ownLane = lane;
     const waiter: Waiter<I, R> = { item, deadline: Date.now() + this.options.maxWaitMs, carried: false };
     lane.waiting.push(waiter);
-    if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call));
+    if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call, answerHere));
 
     return pickUp<R>(() => {
       if (waiter.outcome) return waiter.outcome;
@@ -89,7 +99,7 @@ export class MergedCalls<I, R> {
         this.drop(key, ownLane, waiter);
         return { ok: false, error: new MergedCallTimeout(waiter.carried) };
       }
-      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call));
+      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call, answerHere));
       return undefined;
     }, this.options.pollMs);
   }
@@ -109,14 +119,22 @@ export class MergedCalls<I, R> {
     if (lane.leader === undefined && lane.waiting.length === 0 && this.lanes.get(key) === lane) this.lanes.delete(key);
   }
 
-  /** The next call's items: the longest waiting, skipping those whose request gave up or is gone. */
-  private nextBatch(lane: Lane<I, R>): Waiter<I, R>[] {
+  /**
+   * The next call's items: the longest waiting, skipping those whose request gave up or is
+   * gone, and answering those `answerHere` can.
+   */
+  private nextBatch(lane: Lane<I, R>, answerHere: AnswerHere<I, R> | undefined): Waiter<I, R>[] {
     const now = Date.now();
     const batch: Waiter<I, R>[] = [];
     while (batch.length < this.options.maxItems && lane.waiting.length > 0) {
       const w = lane.waiting.shift() as Waiter<I, R>;
       if (now >= w.deadline) {
         w.outcome = { ok: false, error: new MergedCallTimeout(false) };
+        continue;
+      }
+      const answer = answerHere?.(w.item);
+      if (answer !== undefined) {
+        w.outcome = { ok: true, value: answer };
         continue;
       }
       w.carried = true;
@@ -126,13 +144,18 @@ export class MergedCalls<I, R> {
   }
 
   /** Sends call after call, from this request's context, while anyone waits. */
-  private async lead(key: string, lane: Lane<I, R>, call: MergedCall<I, R>): Promise<void> {
+  private async lead(
+    key: string,
+    lane: Lane<I, R>,
+    call: MergedCall<I, R>,
+    answerHere: AnswerHere<I, R> | undefined,
+  ): Promise<void> {
     const token = {};
     lane.leader = token;
     const until = Date.now() + this.options.leadMs;
     try {
       for (let calls = 0; calls < this.options.leadCalls && lane.leader === token && Date.now() < until; calls++) {
-        const batch = this.nextBatch(lane);
+        const batch = this.nextBatch(lane, answerHere);
         if (batch.length === 0) break;
         lane.sentAt = Date.now();
         try {

@@ -4,6 +4,8 @@ import { LUA, runScript } from "../redis/scripts";
 import { checkoutScriptKeys } from "../shared/keys";
 import { DEFAULT_VARIANT, QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
+import { memo, refusalWhileWaiting } from "./isolate-memo";
+import { countLocalRefusal } from "./local-outcomes";
 import { MergedCalls, type MergedCallsOptions } from "./merged-calls";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "./reply";
 
@@ -61,13 +63,25 @@ interface ReserveOptions {
   onReserved?: (orders: OrderMessage[], sequence: number) => void;
 }
 
+/** One unit, no Idempotency-Key, no Queue-Pass: the memo may answer it while it waits (refusalWhileWaiting). */
+const isPlain = (item: CheckoutItem) => item.quantity === 1 && item.idempotencyKey === undefined && item.passPlace === undefined;
+
 /**
  * The whole atomic reservation (lua/checkout.lua). Checkouts this isolate holds for the
- * same sale at the same moment travel in one EVALSHA; a lone one goes out at once.
+ * same sale at the same moment travel in one EVALSHA; a lone one goes out at once. Once a
+ * call's answers show the sale (or a variant) sold out, the memo refuses the checkouts
+ * still waiting for it without another call, and counts them as the door's refusals.
  */
 export function reserve(redis: Redis, saleId: string, item: CheckoutItem, options: ReserveOptions): Promise<Reservation> {
+  const answerHere = (waiting: CheckoutItem) => {
+    const refusal = isPlain(waiting) ? refusalWhileWaiting(saleId, waiting.userId, waiting.variant) : undefined;
+    if (refusal) countLocalRefusal(redis, saleId, refusal.code, options.keepAlive);
+    return refusal;
+  };
   const call = async (items: CheckoutItem[]) => {
     const reservations = await reserveAll(redis, saleId, items, options.buckets);
+    const checkouts = items.map((i) => ({ userId: i.userId, variant: i.variant, plain: isPlain(i) }));
+    memo.learnFromCall(saleId, checkouts, reservations);
     let sequence = 0;
     const orders = reservations.flatMap((r, i) => {
       const { userId, quantity, variant = DEFAULT_VARIANT } = items[i] as CheckoutItem;
@@ -78,7 +92,7 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     if (orders.length > 0) options.onReserved?.(orders, sequence);
     return reservations;
   };
-  return calls.submit(saleId, item, call, options.keepAlive);
+  return calls.submit(saleId, item, call, options.keepAlive, answerHere);
 }
 
 async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], buckets: number): Promise<Reservation[]> {

@@ -4,7 +4,7 @@
 // real ones run in lab.test.ts); the clock is vitest's fake one, so the memo's one-second
 // entries never lapse between two steps on a busy machine.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type Decided, decideWithMemo } from "../../src/checkout/isolate-memo.ts";
+import { type Decided, decideWithMemo, memo, refusalWhileWaiting } from "../../src/checkout/isolate-memo.ts";
 
 /** A store that answers `answer` and counts how often it was asked. */
 function store(answer: Decided) {
@@ -63,5 +63,49 @@ describe("decideWithMemo", () => {
     await vi.advanceTimersByTimeAsync(1_001);
     await decideWithMemo(sale, "u2", soldOut.decide);
     expect(soldOut.asked.count).toBe(2);
+  });
+});
+
+// What a merged call's answers let the memo answer for the checkouts still waiting in its
+// lane (reserve() and the merged object ask it before each next call).
+describe("refusalWhileWaiting", () => {
+  const plain = (userId: string, variant?: string) => ({ userId, variant, plain: true });
+  const sold = (orderId: string): Decided => ({ code: "OK", orderId, remaining: 0, held: 1, limit: 1 });
+
+  it("refuses a waiting checkout once a call sold the last unit: sold out, or the buyer's order", () => {
+    const sale = `waiting-sold-out-${crypto.randomUUID()}`;
+    expect(refusalWhileWaiting(sale, "u2")).toBeUndefined();
+    memo.learnFromCall(sale, [plain("u1")], [sold("9")]);
+    expect(refusalWhileWaiting(sale, "u2")).toEqual({ code: "SOLD_OUT" });
+    // Redis checks the buyer's limit before stock, and names the order they hold.
+    expect(refusalWhileWaiting(sale, "u1")).toEqual({ code: "ALREADY_PURCHASED", orderId: "9" });
+  });
+
+  it("refuses only the variant that sold out", () => {
+    const sale = `waiting-variant-${crypto.randomUUID()}`;
+    memo.learnFromCall(sale, [plain("u1", "s"), plain("u2", "m")], [{ code: "SOLD_OUT", variant: "s" }, sold("4")]);
+    expect(refusalWhileWaiting(sale, "u3", "s")).toEqual({ code: "SOLD_OUT", variant: "s" });
+    expect(refusalWhileWaiting(sale, "u3", "l")).toBeUndefined();
+  });
+
+  it("leaves to Redis a sale only checkouts with a pass (or a key) were decided in: it may have a waiting room", () => {
+    const sale = `waiting-queued-${crypto.randomUUID()}`;
+    memo.learnFromCall(sale, [{ userId: "u1", plain: false }], [sold("5")]);
+    // A checkout without a pass would be refused QUEUE_PASS_REQUIRED there, before stock.
+    expect(refusalWhileWaiting(sale, "u2")).toBeUndefined();
+    memo.learnFromCall(sale, [plain("u3")], [{ code: "SOLD_OUT" }]);
+    expect(refusalWhileWaiting(sale, "u2")).toEqual({ code: "SOLD_OUT" });
+  });
+
+  it("leaves to Redis a sale the memo knows paused, and forgets sold out after about a second", async () => {
+    const paused = `waiting-paused-${crypto.randomUUID()}`;
+    memo.learnFromCall(paused, [plain("u1")], [{ code: "SOLD_OUT" }]);
+    memo.learn(paused, "u0", { code: "SALE_PAUSED" }, Date.now());
+    expect(refusalWhileWaiting(paused, "u2")).toBeUndefined();
+
+    const sale = `waiting-lapse-${crypto.randomUUID()}`;
+    memo.learnFromCall(sale, [plain("u1")], [{ code: "SOLD_OUT" }]);
+    await vi.advanceTimersByTimeAsync(1_001);
+    expect(refusalWhileWaiting(sale, "u2")).toBeUndefined();
   });
 });

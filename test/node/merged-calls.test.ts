@@ -40,6 +40,21 @@ function echo(ms: number) {
   return { call, batches };
 }
 
+/**
+ * An echo(30) whose answers teach what the memo would learn from a sold-out reply: `taught()`
+ * is true from the moment its first call answers (before the leader makes its next).
+ */
+function teachingCall() {
+  const { call: echoCall, batches } = echo(30);
+  let learnt = false;
+  const call = async (items: string[]) => {
+    const answers = await echoCall(items);
+    learnt = true;
+    return answers;
+  };
+  return { call, batches, taught: () => learnt };
+}
+
 /** Collects what submit() hands to waitUntil, as a request would. */
 function requests() {
   const kept: Promise<unknown>[] = [];
@@ -115,6 +130,36 @@ describe("merged calls", () => {
     expect((error as MergedCallTimeout).sent).toBe(false);
     expect(((await first) as MergedCallTimeout).sent).toBe(true);
     expect(batches).toEqual([["a"]]); // "b" never reached a call
+  });
+
+  it("answers here, never in a call, the waiting items the call in flight taught it to answer", async () => {
+    const calls = new MergedCalls<string, string>(OPTIONS);
+    const { call, batches, taught } = teachingCall();
+    // Only "plain" items may be answered here; the others still ride a call.
+    const answerHere = (item: string) => (taught() && item.startsWith("plain") ? `${item}: sold out` : undefined);
+    const { keepAlive } = requests();
+    const first = calls.submit("sale", "plain-a", call, keepAlive, answerHere);
+    await advance(5);
+    const waiting = ["plain-b", "keyed-c", "plain-d"].map((i) => calls.submit("sale", i, call, keepAlive, answerHere));
+    expect(await settled(Promise.all([first, ...waiting]))).toEqual([
+      "plain-a!",
+      "plain-b: sold out",
+      "keyed-c!",
+      "plain-d: sold out",
+    ]);
+    expect(batches).toEqual([["plain-a"], ["keyed-c"]]);
+  });
+
+  it("makes no further call when every waiting item is answered here", async () => {
+    const calls = new MergedCalls<string, string>(OPTIONS);
+    const { call, batches, taught } = teachingCall();
+    const answerHere = () => (taught() ? "sold out" : undefined);
+    const { keepAlive } = requests();
+    const first = calls.submit("sale", "a", call, keepAlive, answerHere);
+    await advance(5);
+    const waiting = ["b", "c"].map((i) => calls.submit("sale", i, call, keepAlive, answerHere));
+    expect(await settled(Promise.all([first, ...waiting]))).toEqual(["a!", "sold out", "sold out"]);
+    expect(batches).toEqual([["a"]]);
   });
 
   it("fails every item of a call that errs or answers the wrong number of items", async () => {
