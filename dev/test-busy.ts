@@ -44,6 +44,23 @@ interface FileResult {
   status: string;
 }
 
+/** Per test folder (test/node, test/worker, ...): when its first file started and its last ended. */
+function folderSpans(files: FileResult[]): string[] {
+  const zero = Math.min(...files.map((f) => f.startTime));
+  const spans = new Map<string, { from: number; to: number; count: number }>();
+  for (const f of files) {
+    const folder = path.dirname(path.relative(ROOT, f.name));
+    const span = spans.get(folder) ?? { from: Number.POSITIVE_INFINITY, to: 0, count: 0 };
+    spans.set(folder, { from: Math.min(span.from, f.startTime), to: Math.max(span.to, f.endTime), count: span.count + 1 });
+  }
+  return [...spans]
+    .sort((a, b) => a[1].from - b[1].from)
+    .map(
+      ([folder, { from, to, count }]) =>
+        `  ${folder.padEnd(14)} ${count} files, ${((from - zero) / 1000).toFixed(0)} s to ${((to - zero) / 1000).toFixed(0)} s`,
+    );
+}
+
 async function main(): Promise<number> {
   const burners = Array.from({ length: burnerCount }, burner);
   const reportDir = mkdtempSync(path.join(tmpdir(), "test-busy-"));
@@ -63,8 +80,10 @@ async function main(): Promise<number> {
   const leftovers = processesOfThisRun();
 
   let slowest: string[] = [];
+  let spans: string[] = [];
   try {
     const results = JSON.parse(readFileSync(reportFile, "utf8")) as { testResults: FileResult[] };
+    spans = folderSpans(results.testResults);
     slowest = results.testResults
       .map((f) => ({ name: path.relative(ROOT, f.name), seconds: (f.endTime - f.startTime) / 1000, status: f.status }))
       .sort((a, b) => b.seconds - a.seconds)
@@ -80,6 +99,8 @@ test:busy: ${burnerCount} CPU-burning processes beside the suite
   wall time     ${wallSeconds.toFixed(0)} s
   vitest exit   ${exitCode}
   left running  ${leftovers.length === 0 ? "nothing" : describeProcesses(leftovers)}
+when each folder's files ran (seconds from the first file's start):
+${spans.join("\n")}
 slowest files:
 ${slowest.join("\n")}`);
   if (leftovers.length > 0) await stopMarked(leftovers);
