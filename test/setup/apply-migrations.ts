@@ -1,5 +1,4 @@
-const t0 = Date.now();
-const { applyD1Migrations, env } = await import("cloudflare:test");
-const t1 = Date.now();
+import { applyD1Migrations, env } from "cloudflare:test";
+
+// Idempotent: applyD1Migrations records what it applied.
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
-console.log("TIMING import", t1 - t0, "migrations", Date.now() - t1);
