@@ -17,9 +17,11 @@ const PROCESS_GUARD = "test/setup/process-guard.ts";
 
 export default defineConfig({
   test: {
-    // One test file per core: the files spend most of their time waiting on real processes,
-    // queue delays and timers: on two cores, two files at once took a third off the wall time.
-    maxWorkers: availableParallelism(),
+    // One test file more than the cores: the files spend much of their time waiting on real
+    // processes, queue delays and timers (a payment window, a lease, a page's countdown), and a
+    // third file keeps the cores busy meanwhile. On two cores beside two CPU-burning processes
+    // (npm run test:busy), three files at once took the suite from 722 s to 502 s.
+    maxWorkers: availableParallelism() + 1,
     // Stopping the stacks (npm start's wrangler, Miniflare, gateways) takes seconds on a busy
     // machine: give the teardowns time to finish rather than exit from under them.
     teardownTimeout: 30_000,
@@ -39,12 +41,10 @@ export default defineConfig({
         },
       },
       {
-        // The storefront and the admin console in Debian's chromium against `npm start`, after
-        // the other projects: Chromium beside two other test files starved the local stack's
-        // Redis calls past their timeout on two cores.
+        // The storefront and the admin console in Debian's chromium against `npm start`, beside
+        // the other files (its stack allows slow Redis answers: test/browser/global-setup.ts).
         test: {
           name: "browser",
-          sequence: { groupOrder: 1 },
           environment: "node",
           include: ["test/browser/**/*.test.ts"],
           globalSetup: [PROCESS_GUARD, "test/browser/global-setup.ts"],
