@@ -180,7 +180,11 @@ describe("a crowd with a payment window", () => {
   it("sells returned units to later buyers, ends every order in one final state, never sells a unit twice", async () => {
     const STOCK = 100;
     const shop = await shopEndpoint();
-    const sale = await stack.api.createSale({ stock: STOCK, paymentWindowSec: 3, name: "lifecycle crowd" });
+    // A window long enough for the settlement and the payments to land on a busy machine (at
+    // 3 s a busy run saw every window close before its buyer's payment arrived), short enough
+    // for the walkers' units to come back while the test waits.
+    const WINDOW_SEC = 10;
+    const sale = await stack.api.createSale({ stock: STOCK, paymentWindowSec: WINDOW_SEC, name: "lifecycle crowd" });
     const users = Array.from({ length: 400 }, (_, i) => `life-${sale.id}-${i}`);
     const tokens = new Map(await Promise.all(users.map(async (u) => [u, await stack.api.userToken(u)] as const)));
 
@@ -217,7 +221,7 @@ describe("a crowd with a payment window", () => {
     await eventually(
       "the walkers' orders to expire and their units to come back",
       async () => (await stack.api.report(sale.id)).redis.remaining === cancelled.length + walkers.length,
-      15_000,
+      WINDOW_SEC * 1_000 + 20_000,
     );
 
     // Wave 2: the 300 who lost try again, and buy exactly the returned units; they pay.
