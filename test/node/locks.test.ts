@@ -6,7 +6,7 @@ import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type GatewayProcess, spawnGateway } from "../../dev/gateway/process.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
-import { aborted } from "../../dev/lib/wait.ts";
+import { aborted, eventually } from "../../dev/lib/wait.ts";
 import {
   ExpirableSemaphore,
   type Lease,
@@ -119,20 +119,27 @@ describe("Lock", () => {
   });
 
   it("a fair lock serves waiters in arrival order and never gives it back to the releaser", async () => {
-    const lock = new Lock(redis, fresh("fifo"));
+    const name = fresh("fifo");
+    const lock = new Lock(redis, name);
     const first = (await lock.tryAcquire({ leaseMs: 10_000 })) as Lease;
     const order: number[] = [];
-    const waiters = [0, 1, 2].map(async (i) => {
-      await sleep(60 * i); // arrive in order
-      const lease = (await lock.tryAcquire({ leaseMs: 10_000, waitMs: 5_000 })) as Lease;
-      order.push(i);
-      await sleep(5);
-      await lease.release();
-    });
-    await sleep(300);
+    const waiters: Promise<void>[] = [];
+    for (const i of [0, 1, 2]) {
+      waiters.push(
+        (async () => {
+          const lease = (await lock.tryAcquire({ leaseMs: 10_000, waitMs: 30_000 })) as Lease;
+          order.push(i);
+          await sleep(5);
+          await lease.release();
+        })(),
+      );
+      // Arrive in order: the next waiter comes once this one holds its place in the queue
+      // (waiters sent a few milliseconds apart may reach Redis in any order on a busy machine).
+      await eventually(`waiter ${i} in the queue`, async () => (await redis.zcard(lockKeys(name).queue)) === i + 1);
+    }
     await first.release();
     // The releaser comes straight back: it queues behind the three.
-    const again = await lock.tryAcquire({ leaseMs: 10_000, waitMs: 5_000 });
+    const again = await lock.tryAcquire({ leaseMs: 10_000, waitMs: 30_000 });
     order.push(9);
     await again?.release();
     await Promise.all(waiters);
