@@ -6,6 +6,7 @@
 // is still pending.
 
 import { Webhook } from "standardwebhooks";
+import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
 import { orderView } from "./order-views";
@@ -221,9 +222,19 @@ export function endpointsChanged(): void {
 /**
  * Asks the jobs queue to send the order events that are due, if any is: after a change that
  * may have raised some, and from the cron (the backstop for a kick that was lost). Events
- * are never sent from the request that raised them.
+ * are never sent from the request that raised them. Never throws: a kick that cannot read D1
+ * or reach the queue is left to the cron, and must not fail the settlement batch, the job or
+ * the request that asked for it (a settlement batch retried for it could end in the DLQ).
  */
 export async function kickOrderEvents(env: { DB: D1Database; JOBS: Queue<JobMessage> }): Promise<void> {
+  try {
+    await sendDueEvents(env);
+  } catch (err) {
+    log.warn("order events left to the cron", {}, err);
+  }
+}
+
+async function sendDueEvents(env: { DB: D1Database; JOBS: Queue<JobMessage> }): Promise<void> {
   if (!(await anyEndpointEnabled(env.DB))) return;
   const due = await env.DB.prepare(
     `SELECT 1 FROM event_deliveries d WHERE ${SENDABLE} AND d.next_attempt_at <= ?1 AND d.lease_until <= ?1 LIMIT 1`,

@@ -5,7 +5,6 @@ import { badRequest, notFound } from "../http/errors";
 import { validate } from "../http/validate";
 import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
 import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
-import { log } from "../shared/log";
 import {
   CreateEndpointBody,
   CursorQuery,
@@ -29,8 +28,7 @@ function checkUrl(env: Env, url: string): void {
  */
 export const sendRaisedEvents: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
-  if (c.req.method === "POST" && c.res.ok)
-    c.executionCtx.waitUntil(kickOrderEvents(c.env).catch((err) => log.warn("order events left to the cron", {}, err)));
+  if (c.req.method === "POST" && c.res.ok) c.executionCtx.waitUntil(kickOrderEvents(c.env));
 };
 
 /** /admin/webhooks: the shop's endpoints for order events, and what was delivered to them. */

@@ -13,6 +13,7 @@ import {
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { lockKeys } from "../../src/locks/keys";
+import { endpointsChanged } from "../../src/orders/event-deliveries";
 import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
 import { redriveLockName } from "../../src/settlement/redrive";
 import { bucketKeys } from "../../src/shared/keys";
@@ -506,6 +507,9 @@ describe("outages that outlast the consumer's retries", () => {
     const last = createMessageBatch(ORDERS_QUEUE, [
       { id: "last", body: { orders: [first] }, attempts: MAX_ATTEMPTS, timestamp: new Date() },
     ]);
+    // Nor does the order events' kick after the settlement fail the batch: the isolate reads
+    // again whether any endpoint is enabled (as it does every few seconds), and D1 is down.
+    endpointsChanged();
     await worker.queue(last, { ...env, DB: down });
     const lastResult = (await getQueueResult(last, createExecutionContext())) as QueueResult;
     expect(lastResult.explicitAcks).toEqual(["last"]);
