@@ -163,12 +163,13 @@ describe("using: lease renewal", () => {
     const lock = new Lock(redis, fresh("renew"));
     const result = await lock.using(
       async (signal) => {
-        await sleep(1_000); // more than three leases
+        await sleep(3_500); // more than two leases
         expect(signal.aborted).toBe(false);
         expect(await direct.pttl(lockKeys(lock.name).lock)).toBeGreaterThan(0);
         return "done";
       },
-      { leaseMs: 300 },
+      // A renewal every 500 ms with 1.5 s to answer: a busy machine's stall does not lose it.
+      { leaseMs: 1_500 },
     );
     expect(result).toBe("done");
     expect(await direct.exists(lockKeys(lock.name).lock)).toBe(0);
@@ -204,27 +205,39 @@ describe("using: lease renewal", () => {
 
   it("maxHoldMs stops renewal and aborts a hung fn; the lock lapses within a lease", async () => {
     const lock = new Lock(redis, fresh("max-hold"));
+    const LEASE_MS = 3_000;
+    const MAX_HOLD_MS = 2_000;
+    const key = lockKeys(lock.name).lock;
     const started = performance.now();
     let abortedAt = Number.NaN;
-    let heldAfterHang = Number.NaN;
+    let ttlAtAbort = Number.NaN;
+    let lapsedWhileHung = false;
     const outcome = lock
       .using(
         async (signal) => {
           await aborted(signal);
           abortedAt = performance.now() - started;
-          // Hung past the abort: the lock must lapse without this fn's help. Read here, asserted
-          // below: using() wraps whatever fn throws into its LockLostError.
-          await sleep(500);
-          heldAfterHang = await direct.exists(lockKeys(lock.name).lock);
+          ttlAtAbort = await direct.pttl(key);
+          // Hung past the abort: the lock must lapse without this fn's help (no renewal, no
+          // release). Read here, asserted below: using() wraps what fn throws in its LockLostError.
+          lapsedWhileHung = await eventually(
+            "the hung holder's lock to lapse",
+            async () => (await direct.exists(key)) === 0,
+            30_000,
+          );
         },
-        { leaseMs: 300, maxHoldMs: 450 },
+        // One renewal (at a third of the lease) before max-hold; a renewal must be over a
+        // second late to lose the lease first, so the reason is max-hold on a busy machine too.
+        { leaseMs: LEASE_MS, maxHoldMs: MAX_HOLD_MS },
       )
       .catch((err: unknown) => err);
     const err = await outcome;
     expect(err).toBeInstanceOf(LockLostError);
     expect((err as LockLostError).reason).toBe("max-hold");
-    expect(heldAfterHang).toBe(0);
-    expect(abortedAt).toBeGreaterThanOrEqual(440); // not before maxHoldMs (its end is the reason above)
+    expect(abortedAt).toBeGreaterThanOrEqual(MAX_HOLD_MS - 10); // not before maxHoldMs (its end is the reason above)
+    // Not renewed at or after the abort: at most one lease is left (-2 when it already lapsed).
+    expect(ttlAtAbort).toBeLessThanOrEqual(LEASE_MS);
+    expect(lapsedWhileHung).toBe(true);
   });
 
   it("throws LockTimeoutError when the lock stays taken", async () => {
