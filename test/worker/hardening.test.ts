@@ -128,10 +128,18 @@ describe("catalog cursors", () => {
     }
     expect(await redis.exists(catalogKeys.page(place), catalogKeys.page(moved))).toBe(0);
 
-    // The genuine one pages (an empty page that far ahead) and caches its one position.
-    expect((await api.fetch(`/api/sales?cursor=${encodeURIComponent(genuine)}`)).status).toBe(200);
-    // Written back after the answer (the page's load outlives its request).
-    await eventually("the genuine page cached", async () => (await redis.exists(catalogKeys.page(place))) === 1);
+    // The genuine one pages (an empty page that far ahead) and caches its one position. It is
+    // written back after the answer (the page's load outlives its request), and refused when a
+    // sale changed meanwhile (other files create sales in the same Redis): asked again then.
+    const cached = async () => (await redis.exists(catalogKeys.page(place))) === 1;
+    await eventually(
+      "the genuine page cached",
+      async () => {
+        expect((await api.fetch(`/api/sales?cursor=${encodeURIComponent(genuine)}`)).status).toBe(200);
+        return eventually("its write-back", cached, 2_000).catch(() => false);
+      },
+      30_000,
+    );
   });
 });
 
