@@ -2,7 +2,7 @@
 // it (src/sales/bloom-upkeep.ts: a bounded number of pages per run), the filter cannot rule an
 // id out, so each lookup of a sale id no cache holds would read D1: one query per distinct id,
 // which is exactly what a crawl of random ids sends. Until then such lookups spend from two
-// budgets: this isolate's (in memory, no network) and the deployment's (a fixed window in
+// budgets: this isolate's (in memory, no network) and the deployment's (a sliding window in
 // Redis, one round trip, paid only while the filter is lost). A lookup over budget is refused,
 // not guessed: the route answers 503 and the buyer's page retries.
 import { Ratelimit } from "@upstash/ratelimit";
@@ -72,7 +72,10 @@ export class UnfilteredLookupBudget {
     if (!total) {
       total = new Ratelimit({
         redis,
-        limiter: Ratelimit.fixedWindow(this.limits.totalPerSecond, "1 s"),
+        // Sliding, not fixed: a fixed window's key lives one window, so a call that reaches Redis
+        // over a second late opens its expired window again and spends its budget twice; these
+        // keys outlive their window by two more seconds.
+        limiter: Ratelimit.slidingWindow(this.limits.totalPerSecond, "1 s"),
         prefix: TOTAL_PREFIX,
         // Fail closed: a budget Redis cannot confirm is not spent (the default lets it pass after 5 s).
         timeout: 0,
