@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
+import { ensureDebianPackage } from "../lib/debian-packages.ts";
 import { eventually } from "../lib/wait.ts";
 import type { Stack } from "./local-stack.ts";
 
@@ -54,8 +55,12 @@ async function startOutage(stack: Stack, kind: OutageKind, stateDir: string | un
   }
   if (!stateDir) throw new Error("a D1 outage needs the stack's stateDir");
   // sqlite3 holds a write transaction open: D1 answers every query with an error until it ends.
+  ensureDebianPackage("sqlite3", "sqlite3");
   const holder: ChildProcess = spawn("sqlite3", [d1File(stateDir)], { stdio: ["pipe", "pipe", "inherit"] });
-  holder.stdin?.write("BEGIN IMMEDIATE;\nSELECT 'held';\n");
+  // Waits out D1's own writes for the lock (.timeout), and exits rather than carry on without
+  // it (.bail): without both, a busy D1 made BEGIN fail, 'held' was printed all the same, and
+  // the "outage" never happened.
+  holder.stdin?.write(".bail on\n.timeout 30000\nBEGIN IMMEDIATE;\nSELECT 'held';\n");
   await new Promise<void>((resolve, reject) => {
     holder.stdout?.once("data", () => resolve());
     holder.once("exit", (code) => reject(new Error(`sqlite3 exited (${code}) before it held the lock`)));
