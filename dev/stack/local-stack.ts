@@ -28,6 +28,8 @@ export interface Stack {
   secrets: LocalSecrets;
   /** The orders D1 confirmed for a sale. */
   settledOrders(saleId: string): Promise<{ orderId: string; userId: string }[]>;
+  /** waitForDrain within DRAIN_BOUND_MS, the cron's re-drive run meanwhile, the queues' last batches told on a timeout. */
+  drain(saleId: string, expectSettled: number): Promise<ReconciliationReport>;
   stop(): Promise<void>;
 }
 
@@ -118,13 +120,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         onLog: opts.onWorkerLog,
       }),
     );
+    const api = new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET });
     return {
       redis,
       gateway,
       quorum,
       worker,
       secrets,
-      api: new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET }),
+      api,
       async settledOrders(saleId) {
         const db = await worker.mf.getD1Database("DB");
         const { results } = await db
@@ -132,6 +135,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           .bind(Number(saleId))
           .all<{ order_id: string; user_id: string }>();
         return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
+      },
+      drain(saleId, expectSettled) {
+        return waitForDrain(api, saleId, expectSettled, DRAIN_BOUND_MS, {
+          redrive: worker.scheduled,
+          queueLog: worker.queueLog,
+        });
       },
       stop,
     };
@@ -155,18 +164,21 @@ const REDRIVE_EVERY_MS = 5_000;
  * `redrive`, when given, runs first and then every few seconds while waiting: e.g. the Worker's
  * scheduled handler, as the cron trigger would run it (a local stack has no cron, and on a busy
  * machine a message can use up its retries; the outbox re-drive is what settles it then).
+ * `queueLog`, when given, is told on a timeout: when the queues last delivered a batch.
  */
 export function waitForDrain(
   api: Pick<ApiClient, "report">,
   saleId: string,
   expectSettled: number,
   timeoutMs = DRAIN_BOUND_MS,
-  { redrive }: { redrive?: () => Promise<void> } = {},
+  { redrive, queueLog }: { redrive?: () => Promise<void>; queueLog?: () => string[] } = {},
 ): Promise<ReconciliationReport> {
   let last: ReconciliationReport | undefined;
   let redrivenAt = Number.NEGATIVE_INFINITY;
   return eventually(
-    () => `the queue to drain sale ${saleId} (last report: ${JSON.stringify(last)})`,
+    () =>
+      `the queue to drain sale ${saleId} (last report: ${JSON.stringify(last)})` +
+      (queueLog ? `; the queues' last batches, as of ${new Date().toISOString()}:\n${queueLog().join("\n")}` : ""),
     async () => {
       if (redrive && Date.now() - redrivenAt >= REDRIVE_EVERY_MS) {
         redrivenAt = Date.now();

@@ -27,7 +27,35 @@ export interface LocalWorker {
   fetch(pathname: string, init?: RequestInit): Promise<Response>;
   /** Runs the Worker's scheduled handler once, as the cron trigger would. */
   scheduled(): Promise<void>;
+  /** Miniflare's last lines about the batches its queues delivered (when, how many acked): where a drain stalled. */
+  queueLog(): string[];
   stop(): Promise<void>;
+}
+
+/** How many of Miniflare's queue lines a worker keeps. */
+const QUEUE_LOG_LINES = 20;
+
+/**
+ * Miniflare's log: its warnings and errors printed as before; its line per queue batch (at
+ * info) kept, the last few, stamped with the time it arrived, and nothing else printed.
+ */
+class StackLog extends Log {
+  readonly queueLines: string[] = [];
+
+  constructor() {
+    super(LogLevel.INFO);
+  }
+
+  override logWithLevel(level: LogLevel, message: string): void {
+    if (level <= LogLevel.WARN) {
+      super.logWithLevel(level, message);
+      return;
+    }
+    if (!message.includes("QUEUE")) return;
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: Miniflare colours its lines.
+    this.queueLines.push(`${new Date().toISOString()} ${message.replace(/\x1b\[[0-9;]*m/g, "")}`);
+    if (this.queueLines.length > QUEUE_LOG_LINES) this.queueLines.shift();
+  }
 }
 
 /** Overrides of wrangler.toml's orders consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
@@ -56,8 +84,9 @@ export async function startLocalWorker(opts: {
 
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
   const config = workerConfig();
+  const log = new StackLog();
   const mf = new Miniflare({
-    log: new Log(LogLevel.WARN),
+    log,
     cf: false, // no network: never fetch the `Request.cf` placeholder
     ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
     ...(opts.onLog && { handleStructuredLogs: opts.onLog }),
@@ -104,6 +133,7 @@ export async function startLocalWorker(opts: {
     scheduled: async () => {
       await worker.scheduled({ cron: "* * * * *" });
     },
+    queueLog: () => [...log.queueLines],
     stop: async () => {
       await mf.dispose();
       if (ownsState) rmSync(stateDir, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 
 const STOCK = 140;
 const USERS = 220;
@@ -81,7 +81,7 @@ describe("the whole stack killed mid-drain", () => {
     // Nothing moves by itself (the queue lost those messages) until the scheduled re-drive runs.
     await new Promise((r) => setTimeout(r, 1_500));
     expect((await second.api.report(sale.id)).d1.confirmed).toBe(settledBefore.size);
-    const report = await waitForDrain(second.api, sale.id, STOCK, DRAIN_BOUND_MS, { redrive: () => second.worker.scheduled() });
+    const report = await second.drain(sale.id, STOCK);
     expect(report.d1).toMatchObject({ confirmed: STOCK, failed: 0, soldCounter: STOCK });
     expect(report.redis.remaining).toBe(0);
     expect(report.oversold).toBe(0);

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../../src/shared/order-events.ts";
 
@@ -573,9 +573,7 @@ describe("quantities", () => {
     expect(sold).toBeLessThanOrEqual(STOCK);
     for (const [user, held] of heldBy) expect(held, user).toBeLessThanOrEqual(3);
 
-    const report = await waitForDrain(stack.api, sale.id, results.filter((r) => r.status === 202).length, DRAIN_BOUND_MS, {
-      redrive: () => stack.worker.scheduled(),
-    });
+    const report = await stack.drain(sale.id, results.filter((r) => r.status === 202).length);
     expect(report.reconciled).toBe(true);
     expect(report.oversold).toBe(0);
     expect(report.redis.reserved).toBe(sold);

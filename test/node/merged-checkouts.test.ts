@@ -10,7 +10,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commandStats } from "../../dev/lib/redis-stats.ts";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { drive, planCrowd } from "../../load/runner/crowd.ts";
 
 const STOCK = 150;
@@ -84,7 +84,7 @@ describe("checkouts merged while Redis is slow", () => {
 
     // Every reservation settles exactly once, including those of buyers who hung up: through
     // the queue, or the re-drive of the outbox when their request ended before the send.
-    const report = await waitForDrain(stack.api, sale.id, STOCK, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
+    const report = await stack.drain(sale.id, STOCK);
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);
     expect(report.redis.reserved).toBe(STOCK); // 300 buyers for 150 units: it sold out
@@ -107,7 +107,7 @@ describe("checkouts merged while Redis is slow", () => {
     expect(samples.filter((s) => s.status !== 202)).toEqual([]);
     const promised = new Map(samples.map((s) => [s.userId, s.orderId]));
     expect(new Set(promised.values()).size).toBe(total); // no two buyers were handed the same order
-    const report = await waitForDrain(stack.api, sale.id, total, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
+    const report = await stack.drain(sale.id, total);
     expect(report.d1.confirmed).toBe(total);
     expect(report.oversold).toBe(0);
     expect(report.reconciled).toBe(true);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mergedHash } from "../../dev/lib/sale-buckets.ts";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 
 const STOCK = 250;
 const SPIKE = 500; // distinct users, one attempt each, launched in waves
@@ -179,9 +179,7 @@ describe("Redis stopped mid-spike", () => {
 
     // All of them settle exactly once: the consumer, and the re-drive for records whose
     // outbox clear failed while Redis was down.
-    const report = await waitForDrain(stack.api, sale.id, buyers.size, DRAIN_BOUND_MS, {
-      redrive: () => stack.worker.scheduled(),
-    });
+    const report = await stack.drain(sale.id, buyers.size);
     const rows = await stack.settledOrders(sale.id);
     expect(rows.length).toBe(buyers.size);
     expect(new Map(rows.map((r) => [r.userId, r.orderId]))).toEqual(buyers);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { verifyQueue } from "../../dev/lib/verify-queue.ts";
 import { eventually } from "../../dev/lib/wait.ts";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
 import { acceptedSamples, queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
 import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
@@ -85,7 +85,7 @@ it("a drop with bots: units only to their own pass holders, admitted places one 
 
   const passes = await mergedHash(redis, result.saleId, "passes");
   expect(queueViolations({ accepted: result.accepted, botAccepted: result.botAccepted, passes })).toEqual([]);
-  const report = await waitForDrain(stack.api, result.saleId, stock, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
+  const report = await stack.drain(result.saleId, stock);
   const settled = await stack.settledOrders(result.saleId);
   const samples = acceptedSamples(result.accepted);
   expect(saleViolations({ stock, samples, report, settled })).toEqual([]);

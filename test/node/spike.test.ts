@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DRAIN_BOUND_MS, type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 
 const USERS = 1_000;
 let stack: Stack;
@@ -53,7 +53,7 @@ describe.each([1, 50, 300])("a spike on %i units", (stock) => {
     expect(accepted.size).toBeLessThanOrEqual(stock);
     expect(new Set(accepted.values()).size).toBe(accepted.size);
 
-    const report = await waitForDrain(stack.api, sale.id, stock, DRAIN_BOUND_MS, { redrive: () => stack.worker.scheduled() });
+    const report = await stack.drain(sale.id, stock);
     expect(report.redis.remaining).toBe(0);
     expect(report.redis.buyers).toBe(stock);
     expect(report.d1.confirmed).toBe(stock);
