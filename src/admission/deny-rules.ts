@@ -134,5 +134,10 @@ export async function isDenied(db: D1Database, caller: Caller, keepAlive: KeepAl
   return (await liveMatcher(db, keepAlive))?.matches(caller, now) ?? false;
 }
 
+/** Whether a deny rule matches the caller, by the rules this isolate holds; undefined when it holds none fresh. */
+export function deniedByHeldRules(caller: Caller, now = Date.now()): boolean | undefined {
+  return matchers.get("rules", now)?.matches(caller, now);
+}
+
 /** The rules changed: this isolate reads them again (others within DENY_RULES_TTL_MS). */
 export const forgetDenyRules = () => matchers.clear();

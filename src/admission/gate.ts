@@ -3,9 +3,9 @@
 // them to checkout); an unqueued sale at checkout. None of them costs a Redis command.
 import type { KeepAlive } from "../isolate/shared-work";
 import type { CountedOutcome, Refusal } from "../shared/refusal";
-import { type Caller, isDenied } from "./deny-rules";
+import { type Caller, deniedByHeldRules, isDenied } from "./deny-rules";
 import { checkHuman, type HumanCheckSettings, HumanCheckUnavailable } from "./human-check";
-import { salePolicy } from "./sale-policy";
+import { heldSalePolicy, salePolicy } from "./sale-policy";
 
 export interface AdmissionRequest {
   saleId: string;
@@ -53,6 +53,18 @@ export async function admissionRefusal(
     const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
     throw new AdmissionUnavailable(`${what} cannot be reached right now; try again shortly`, { cause: err });
   }
+}
+
+/**
+ * The common case decided in step, with no promise: the isolate holds the sale's policy and
+ * fresh deny rules, no rule matches, and the sale asks no human check at checkout. Then the
+ * caller goes on to the sale's stock, split into the returned bucket count. Undefined for
+ * anything else: admissionRefusal decides (reading D1 or siteverify where it must).
+ */
+export function admittedAtCheckout(saleId: string, caller: Caller, now = Date.now()): { buckets: number } | undefined {
+  const policy = heldSalePolicy(saleId);
+  if (!policy || (policy.humanCheck && !policy.queued)) return undefined;
+  return deniedByHeldRules(caller, now) === false ? { buckets: policy.buckets } : undefined;
 }
 
 /**

@@ -38,5 +38,8 @@ export async function salePolicy(db: D1Database, saleId: string, keepAlive: Keep
   return policy ?? undefined;
 }
 
+/** The sale's policy as this isolate holds it, with no D1 read: null when D1 has no such sale, undefined when not held. */
+export const heldSalePolicy = (saleId: string): SalePolicy | null | undefined => policies.get(saleId);
+
 /** A sale changed: this isolate reads its policy again (others within SALE_POLICY_TTL_MS). */
 export const forgetSalePolicy = (saleId: string) => policies.delete(saleId);

@@ -72,8 +72,25 @@ interface Lane<I, R> {
   sentAt: number;
 }
 
+/** How much of a call's expected duration a waiter lets pass before its first look. */
+const FIRST_LOOK_SHARE = 0.8;
+/**
+ * The latest first look: after a slow spell (Redis far or busy) the average takes a few calls
+ * to come down, and a buyer's answer must not sit in its slot that long meanwhile.
+ */
+const FIRST_LOOK_MAX_MS = 100;
+/** Weight of the latest call in the running estimate of a call's duration. */
+const DURATION_WEIGHT = 0.2;
+
 export class MergedCalls<I, R> {
   private readonly lanes = new Map<string, Lane<I, R>>();
+  /**
+   * How long a call has lately taken to answer (ms, a moving average over this isolate's
+   * calls): a waiter's first look comes at about the time its answer is due, not every few
+   * milliseconds from the start. Each look is a timer, and a crowd's checkout waiting 60 ms
+   * ran about nine of them.
+   */
+  private callMs: number | undefined;
 
   constructor(private readonly options: MergedCallsOptions) {}
 
@@ -93,15 +110,34 @@ export class MergedCalls<I, R> {
     lane.waiting.push(waiter);
     if (this.leaderless(lane)) keepAlive(this.lead(key, lane, call, answerHere));
 
-    return pickUp<R>(() => {
-      if (waiter.outcome) return waiter.outcome;
-      if (Date.now() >= waiter.deadline) {
-        this.drop(key, ownLane, waiter);
-        return { ok: false, error: new MergedCallTimeout(waiter.carried) };
-      }
-      if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call, answerHere));
-      return undefined;
-    }, this.options.pollMs);
+    return pickUp<R>(
+      () => {
+        if (waiter.outcome) return waiter.outcome;
+        if (Date.now() >= waiter.deadline) {
+          this.drop(key, ownLane, waiter);
+          return { ok: false, error: new MergedCallTimeout(waiter.carried) };
+        }
+        if (!waiter.carried && this.leaderless(ownLane)) keepAlive(this.lead(key, ownLane, call, answerHere));
+        return undefined;
+      },
+      this.options.pollMs,
+      this.firstLookMs(ownLane, waiter),
+    );
+  }
+
+  /**
+   * When a new waiter first looks for its answer: its call's expected end, less a margin
+   * (then it polls as before). Sent at once, that is one call's duration; queued behind the
+   * call in flight, what is left of that one and then its own. At most FIRST_LOOK_MAX_MS, and
+   * never later than the stall limit: a waiter must still notice a leader that stopped.
+   * A queued item that `answerHere` answers is written when the call in flight lands, and
+   * picked up at this same look: up to one call's duration after it was written.
+   */
+  private firstLookMs(lane: Lane<I, R>, waiter: Waiter<I, R>): number {
+    const callMs = this.callMs;
+    if (callMs === undefined) return this.options.pollMs;
+    const expected = waiter.carried ? callMs : Math.max(0, lane.sentAt + callMs - Date.now()) + callMs;
+    return Math.min(FIRST_LOOK_SHARE * expected, FIRST_LOOK_MAX_MS, this.options.stallMs);
   }
 
   private leaderless(lane: Lane<I, R>): boolean {
@@ -157,12 +193,15 @@ export class MergedCalls<I, R> {
       for (let calls = 0; calls < this.options.leadCalls && lane.leader === token && Date.now() < until; calls++) {
         const batch = this.nextBatch(lane, answerHere);
         if (batch.length === 0) break;
-        lane.sentAt = Date.now();
+        const sentAt = Date.now();
+        lane.sentAt = sentAt;
         try {
           const answers = await call(batch.map((w) => w.item));
           if (answers.length !== batch.length) {
             throw new Error(`a merged call answered ${answers.length} of ${batch.length} items`);
           }
+          const took = Date.now() - sentAt;
+          this.callMs = this.callMs === undefined ? took : this.callMs + DURATION_WEIGHT * (took - this.callMs);
           for (const [i, w] of batch.entries()) w.outcome = { ok: true, value: answers[i] as R };
         } catch (error) {
           for (const w of batch) w.outcome = { ok: false, error };

@@ -20,10 +20,13 @@ export type KeepAlive = (work: Promise<unknown>) => void;
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
 /**
- * Settles from the caller's own timers: `look` runs `pollMs` from now, then backing off to
- * 4x, until it returns an outcome, or a promise of the caller's own work to settle with.
+ * Settles from the caller's own timers: `look` runs `firstMs` from now (by default
+ * `pollMs`), then again after 2x `pollMs` and every 4x from there, until it returns an outcome, or a
+ * promise of the caller's own work to settle with. Every look is a timer of the request's
+ * own, and a timer costs the isolate CPU: a caller that knows about when the outcome will be
+ * there looks first at about then.
  */
-export function pickUp<T>(look: () => Outcome<T> | Promise<T> | undefined, pollMs: number): Promise<T> {
+export function pickUp<T>(look: () => Outcome<T> | Promise<T> | undefined, pollMs: number, firstMs = pollMs): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let delay = pollMs;
     const poll = () => {
@@ -33,7 +36,7 @@ export function pickUp<T>(look: () => Outcome<T> | Promise<T> | undefined, pollM
       delay = Math.min(delay * 2, pollMs * 4);
       setTimeout(poll, delay);
     };
-    setTimeout(poll, delay);
+    setTimeout(poll, Math.max(pollMs, firstMs));
   });
 }
 

@@ -4,7 +4,7 @@ import * as z from "zod/mini";
 export type { Redis };
 
 const DEFAULT_TIMEOUT_MS = 1500;
-let cached: { key: string; redis: Redis } | undefined;
+let cached: { key: string; redis: Redis; env: Env } | undefined;
 
 const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
 
@@ -15,8 +15,10 @@ const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_
  * into a single HTTP round trip.
  */
 export function redisFor(env: Env): Redis {
+  // Every request asks; the same env object (an isolate's, as a rule) is answered without building the key.
+  if (cached?.env === env) return cached.redis;
   const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutOf(env)}`;
-  if (cached?.key !== key) cached = { key, redis: newRedisClient(env) };
+  cached = { key, redis: cached?.key === key ? cached.redis : newRedisClient(env), env };
   return cached.redis;
 }
 

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
-import { AdmissionUnavailable, admissionRefusal } from "../admission/gate";
+import { AdmissionUnavailable, admissionRefusal, admittedAtCheckout } from "../admission/gate";
 import { salePolicy } from "../admission/sale-policy";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
@@ -90,6 +90,9 @@ function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>
  * stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
  */
 async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1]) {
+  // A crowd's checkouts find both in the isolate: decided in step, without a promise.
+  const atOnce = admittedAtCheckout(request.saleId, request.caller);
+  if (atOnce) return { turnedAway: undefined, buckets: atOnce.buckets };
   try {
     const [turnedAway, policy] = await Promise.all([
       admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL }),
@@ -104,8 +107,19 @@ async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1
   }
 }
 
+/** A checkout sent without a body, as most are: one unit, no variant, parsed once per isolate. */
+let noBody: Readonly<CheckoutBody> | undefined;
+
 /** The body is optional (one unit); when present it must be a JSON object this route can read. */
-function checkoutBody(text: string): CheckoutBody {
+function checkoutBody(text: string): Readonly<CheckoutBody> {
+  if (text === "") {
+    noBody ??= Object.freeze(parseCheckoutBody("{}"));
+    return noBody;
+  }
+  return parseCheckoutBody(text);
+}
+
+function parseCheckoutBody(text: string): CheckoutBody {
   let parsed: unknown = {};
   if (text.trim() !== "") {
     try {

@@ -99,11 +99,18 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
 export const allBuckets = (saleId: string, buckets: number): BucketKeys[] =>
   Array.from({ length: buckets }, (_, b) => bucketKeys(saleId, b, buckets));
 
-/** The bucket holding `userId`'s records and orders: FNV-1a of the id's UTF-8 bytes, mod `buckets`. */
+const utf8 = new TextEncoder();
+
+/**
+ * The bucket holding `userId`'s records and orders: FNV-1a of the id's UTF-8 bytes, mod
+ * `buckets`. Runs for every buyer of every merged call and settlement batch: one encoder for
+ * the isolate, and an indexed loop rather than an iterator.
+ */
 export function bucketOf(userId: string, buckets: number): number {
   if (buckets === 1) return 0;
+  const bytes = utf8.encode(userId);
   let hash = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(userId)) hash = Math.imul(hash ^ byte, 0x01000193);
+  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193);
   return (hash >>> 0) % buckets;
 }
 

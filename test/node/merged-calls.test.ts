@@ -162,6 +162,29 @@ describe("merged calls", () => {
     expect(batches).toEqual([["a"]]);
   });
 
+  it("looks for an answer first when its call is due, and after a slow spell no later than 100 ms", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, stallMs: 10_000, maxWaitMs: 10_000 });
+    let callMs = 3_000;
+    const call = async (items: string[]) => {
+      await sleep(callMs);
+      return items.map((i) => `${i}!`);
+    };
+    const { keepAlive } = requests();
+    expect(await settled(calls.submit("sale", "slow", call, keepAlive))).toBe("slow!");
+    // The calls are fast again, but the average still says 3 s: the first look waits 100 ms, not 2.4 s.
+    callMs = 10;
+    let answered = false;
+    const fast = calls.submit("sale", "fast", call, keepAlive).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    await advance(99);
+    expect(answered).toBe(false); // answered in its slot at 10 ms, not looked at yet
+    await advance(2);
+    expect(answered).toBe(true);
+    expect(await fast).toBe("fast!");
+  });
+
   it("fails every item of a call that errs or answers the wrong number of items", async () => {
     const calls = new MergedCalls<string, string>(OPTIONS);
     const { keepAlive } = requests();
