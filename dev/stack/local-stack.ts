@@ -50,6 +50,8 @@ export interface StackOptions {
   onWorkerLog?: (log: { level: string; message: string }) => void;
   /** Independent redis-server + gateway pairs to start for the quorum lock (the lab's redlock); none by default. */
   quorumNodes?: number;
+  /** A module run as the Worker's main module, importing the bundle as "./index.js" (see startLocalWorker). */
+  wrapper?: string;
 }
 
 async function startQuorumNode(
@@ -118,6 +120,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         unsettled: opts.unsettled,
         inspectorPort: opts.inspectorPort,
         onLog: opts.onWorkerLog,
+        wrapper: opts.wrapper,
       }),
     );
     const api = new ApiClient({ fetch: worker.fetch, adminToken: secrets.ADMIN_TOKEN, jwtSecret: secrets.JWT_SECRET });

@@ -1,7 +1,7 @@
 // The Worker on Miniflare, driven from Node: the same bundle `wrangler deploy` ships, with
 // local D1 and Queues. Used by the node-side tests, the load runner and the benchmarks,
 // where Miniflare's dispatchFetch is several times faster than wrangler dev's HTTP server.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Log, LogLevel, Miniflare } from "miniflare";
@@ -76,10 +76,17 @@ export async function startLocalWorker(opts: {
   inspectorPort?: number;
   /** Receives the Worker's console output instead of stdout/stderr (e.g. to count or quiet it). */
   onLog?: (log: { level: string; message: string }) => void;
+  /**
+   * A module run as the Worker's main module in place of the bundle's: it imports the bundle
+   * as "./index.js" and may stand in for one of its handlers (a benchmark's probe).
+   */
+  wrapper?: string;
 }): Promise<LocalWorker> {
   const ownsState = !opts.stateDir;
   const stateDir = opts.stateDir ?? mkdtempSync(path.join(tmpdir(), "flash-sale-"));
-  const scriptPath = workerBundle({ minify: opts.inspectorPort === undefined });
+  const bundlePath = workerBundle({ minify: opts.inspectorPort === undefined });
+  const wrapped = opts.wrapper === undefined ? undefined : wrapBundle(bundlePath, opts.wrapper);
+  const scriptPath = wrapped?.scriptPath ?? bundlePath;
   prepareLocalD1(stateDir);
 
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
@@ -93,7 +100,11 @@ export async function startLocalWorker(opts: {
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
-    modulesRules: [{ type: "Text", include: ["**/*.lua"] }],
+    // The bundle is an ES module (a wrapper imports it as ./index.js, which Miniflare would read as CommonJS).
+    modulesRules: [
+      { type: "Text", include: ["**/*.lua"] },
+      { type: "ESModule", include: ["**/*.js", "**/*.mjs"] },
+    ],
     assets: config.assets,
     // SQLite-backed, in memory: lab sales are throwaway.
     durableObjects: config.durableObjects,
@@ -128,7 +139,7 @@ export async function startLocalWorker(opts: {
 
   return {
     mf,
-    bundlePath: scriptPath,
+    bundlePath,
     fetch: (pathname, init) => mf.dispatchFetch(`http://flash.local${pathname}`, init as never) as unknown as Promise<Response>,
     scheduled: async () => {
       await worker.scheduled({ cron: "* * * * *" });
@@ -137,6 +148,17 @@ export async function startLocalWorker(opts: {
     stop: async () => {
       await mf.dispose();
       if (ownsState) rmSync(stateDir, { recursive: true, force: true });
+      if (wrapped) rmSync(wrapped.dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The bundle's files linked into a directory of their own beside `wrapper`, the main module. */
+function wrapBundle(bundlePath: string, wrapper: string): { dir: string; scriptPath: string } {
+  const dir = mkdtempSync(path.join(tmpdir(), "flash-sale-wrapped-"));
+  const bundleDir = path.dirname(bundlePath);
+  for (const name of readdirSync(bundleDir)) symlinkSync(path.join(bundleDir, name), path.join(dir, name));
+  const scriptPath = path.join(dir, "wrapper.mjs");
+  writeFileSync(scriptPath, wrapper);
+  return { dir, scriptPath };
 }

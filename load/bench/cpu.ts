@@ -1,25 +1,113 @@
-// Server CPU per request: an accepted checkout and warm refusals next to GET /healthz, on the
-// same Miniflare runtime and harness, in alternating rounds. workerd's CPU comes from /proc.
-// Its own stack runs without a consumer on the orders queue: in production settlement is
-// the consumer's invocation, billed apart, so the checkout's figure is its request alone
-// (token, memo, the merged script call, the queue send).
+// Server CPU per request in the mix production sends (section 2b): every request a new buyer
+// with a token never seen before and an address of its own, the per-caller limits on as
+// wrangler.toml sets them, and the settlement consumer running. GET /healthz (sent the same
+// way), a warm refusal and accepted checkouts, in alternating rounds on one stack; workerd's
+// CPU from /proc, an accepted round's until the queue has handled its orders.
+//
+// Settlement runs in the same workerd process as the requests, and so do Miniflare's local
+// Queues and D1, which production runs elsewhere and bills by operations and rows, not as the
+// Worker's CPU. So the stack's orders queue is consumed three ways, switched between rounds,
+// and an accepted order's cost is split by difference, all in the one process:
+//   a consumer that only acks       the request, and the local queue taking its message in and handing it over
+//   the consumer, D1's batch faked  + the consumer's own work (parsing, statements, the outbox clear's Upstash call)
+//   the consumer as deployed        + D1 taking and running the settlement's batch (local SQLite, its triggers)
+// The switch is a wrapper around the Worker's own bundle (StackOptions.wrapper): as deployed,
+// it hands every request and every batch to the bundle untouched.
+import { Redis as IORedis } from "ioredis";
+import { type Answer, answerOf } from "../../dev/lib/api-client.ts";
+import { outboxSize } from "../../dev/lib/sale-buckets.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import { startStack } from "../../dev/stack/local-stack.ts";
+import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { pinStack, stackProcesses } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
-import { alternatingRounds, type ContenderFigures } from "../runner/rounds.ts";
+import { alternatingRounds, type Contender, type ContenderFigures } from "../runner/rounds.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
-/** Goals: CPU per request as a multiple of /healthz's. */
-const CPU_GOALS = { accepted: 1.3, refusal: 1.1 } as const;
+/** Goals, as a multiple of GET /healthz's CPU per request (issue 26, item 5). */
+export const CPU_GOALS = { acceptedWithSettlement: 1.3, warmRefusal: 1.15 } as const;
+
+/** How the orders queue is consumed in a round. */
+type Consumer = "ack-only" | "no-d1" | "deployed";
+const CONSUMERS: readonly Consumer[] = ["ack-only", "no-d1", "deployed"];
+
+/**
+ * The switch: the bundle's Worker as it is, but for the orders queue's handler, which runs as
+ * POST /__probe/consumer/<how> last said, and counts the orders it handled (GET /__probe/handled).
+ * "ack-only" acks the messages; "no-d1" runs the Worker's own consumer with D1's batch
+ * answered at once, as if D1 had written the orders and had nothing to report (every other
+ * D1 read goes to D1); "deployed" hands the batch to the Worker's own consumer.
+ */
+const SWITCH = `
+import worker from "./index.js";
+export * from "./index.js";
+let consumer = "deployed";
+let handled = 0;
+const noBatches = (db) => ({
+  prepare: (query) => db.prepare(query),
+  batch: async (statements) => statements.map(() => ({ results: [], success: true, meta: {} })),
+});
+export default {
+  fetch(request, env, ctx) {
+    if (!request.url.includes("/__probe/")) return worker.fetch(request, env, ctx);
+    const set = /\\/__probe\\/consumer\\/([a-z0-9-]+)$/.exec(request.url);
+    if (set) consumer = set[1];
+    return new Response(String(handled));
+  },
+  scheduled: (controller, env, ctx) => worker.scheduled(controller, env, ctx),
+  async queue(batch, env, ctx) {
+    if (batch.queue !== "flash-sale-orders") return worker.queue(batch, env, ctx);
+    if (consumer === "ack-only") batch.ackAll();
+    else await worker.queue(batch, consumer === "no-d1" ? { ...env, DB: noBatches(env.DB) } : env, ctx);
+    for (const message of batch.messages) handled += message.body.orders.length;
+  },
+};
+`;
+
+export interface CpuRow {
+  request: string;
+  /** workerd CPU per request, or per accepted order for a part (ms). */
+  msPerRequest: number;
+  /** As a multiple of GET /healthz's. */
+  vsHealthz: number;
+  goal?: number;
+  /** Whether this part is the Worker's own CPU (in production too), not the local Queues' or D1's. */
+  workersOwn?: boolean;
+}
 
 export interface CpuFigures {
   pinning: string;
   inFlight: number;
-  rows: (ContenderFigures & { workerdVsHealthz: number; goal?: number })[];
+  perRound: number;
+  rounds: number;
+  /** The per-caller limits the mix ran with (requests/s per isolate, burst 2x), from wrangler.toml. */
+  limits: { ip: string; user: string };
+  /** Accepted orders per queue message (one message per merged call that reserved). */
+  ordersPerMessage: number;
+  rows: CpuRow[];
+  /** Every kind measured: requests, throughput, latency, others' share of the cores. */
+  measured: ContenderFigures[];
+}
+
+/** A fresh address per request: 10.x.y.z, never the same twice in a run. */
+function addresses(): () => string {
+  let next = 0;
+  return () => {
+    const n = next++;
+    return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+  };
+}
+
+async function scriptCalls(redis: IORedis): Promise<number> {
+  const stats = await redis.info("commandstats");
+  const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  return calls("evalsha") + calls("eval");
 }
 
 export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } = {}): Promise<CpuFigures> {
-  const stack = await startStack({ vars: { USER_RATE_LIMIT: "0" }, unsettled: true });
+  const { IP_RATE_LIMIT: ip, USER_RATE_LIMIT: user } = workerConfig().vars as Record<string, string>;
+  const stack = await startStack({ vars: { IP_RATE_LIMIT: ip as string, USER_RATE_LIMIT: user as string }, wrapper: SWITCH });
+  const redis = new IORedis(stack.redis.url);
   try {
     const processes = stackProcesses(stack);
     const pinning = pinStack(processes);
@@ -27,69 +115,138 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
     const warmup = 500;
     const total = warmup + rounds * perRound;
     const tag = Date.now().toString(36);
-    const buyers = await planCrowd(api, total, 1, `cpu-buyer-${tag}-`);
-    const open = await api.createSale({ stock: total, name: "cpu: accepted" });
+    const address = addresses();
+    const headers = (shot: Shot) => ({ Authorization: `Bearer ${shot.token}`, "CF-Connecting-IP": address() });
+    const probe = async (path: string) => Number(await (await api.fetch(`/__probe/${path}`, { method: "POST" })).text());
+    const crowd = (kind: string) => planCrowd(api, total, 1, `cpu-${kind}-${tag}-`);
+    let accepted = 0;
+    const checkout =
+      (saleId: string) =>
+      async (shot: Shot): Promise<Answer> => {
+        const answer = await answerOf(
+          await api.fetch(`/api/sales/${saleId}/checkout`, { method: "POST", headers: headers(shot) }),
+        );
+        if (answer.status === 202) accepted++;
+        return answer;
+      };
 
-    // Sold out: its one unit taken, so this isolate knows and refuses at once.
+    const contenders: Contender[] = [
+      {
+        // Sent as the checkouts are, with a token and an address of its own.
+        name: "GET /healthz",
+        send: async (shot) => {
+          const res = await api.fetch("/healthz", { headers: headers(shot) });
+          await res.arrayBuffer();
+          return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
+        },
+        expect: "OK",
+        shots: await crowd("healthz"),
+      },
+    ];
+    // Sold out: its one unit taken, so every isolate that asks knows at once and refuses.
     const soldOut = await api.createSale({ stock: 1, name: "cpu: sold out" });
     const [first] = await planCrowd(api, 1, 1, `cpu-first-${tag}-`);
     await api.checkout(soldOut.id, (first as Shot).token);
-    const latecomers = await planCrowd(api, total, 1, `cpu-late-${tag}-`);
-
-    // A repeat buyer: one user who holds the unit, clicking again and again.
-    const repeat = await api.createSale({ stock: 10, name: "cpu: repeat buyer" });
-    const [holder] = await planCrowd(api, 1, 1, `cpu-holder-${tag}-`);
-    await api.checkout(repeat.id, (holder as Shot).token);
-
-    const figures = await alternatingRounds(
-      [
-        { name: "GET /healthz", send: () => api.healthz(), expect: "OK", shots: buyers },
-        { name: "checkout, accepted", send: (s) => api.checkout(open.id, s.token), expect: "ACCEPTED", shots: buyers },
-        {
-          name: "checkout, sold out (warm)",
-          send: (s) => api.checkout(soldOut.id, s.token),
-          expect: "SOLD_OUT",
-          shots: latecomers,
+    contenders.push({
+      name: "checkout, refused (warm)",
+      send: checkout(soldOut.id),
+      expect: "SOLD_OUT",
+      shots: await crowd("refused"),
+    });
+    for (const consumer of CONSUMERS) {
+      // A sale each: the ack-only consumer leaves its orders in the outbox.
+      const open = await api.createSale({ stock: total, name: `cpu: accepted (${consumer})` });
+      contenders.push({
+        name: `checkout, accepted [${consumer}]`,
+        send: checkout(open.id),
+        expect: "ACCEPTED",
+        shots: await crowd(`accepted-${consumer}`),
+        prepare: async () => void (await probe(`consumer/${consumer}`)),
+        // Until the consumer has handled the round's orders (as deployed: they are in D1 and out of the outbox).
+        settle: async () => {
+          await eventually(
+            `the ${consumer} consumer to handle sale ${open.id}'s orders`,
+            async () =>
+              consumer === "ack-only" ? (await probe("handled")) >= accepted : (await outboxSize(redis, open.id)) === 0,
+            120_000,
+          );
         },
-        {
-          name: "checkout, repeat buyer (warm)",
-          send: () => api.checkout(repeat.id, (holder as Shot).token),
-          expect: "ALREADY_PURCHASED",
-          shots: buyers,
-        },
-      ],
-      { rounds, perRound, warmup, inFlight, processes },
-    );
-    const base = (figures[0] as ContenderFigures).cpuMsPerRequest.workerd as number;
+      });
+    }
+    const callsBefore = await scriptCalls(redis);
+    const acceptedBefore = accepted;
+    const measured = await alternatingRounds(contenders, { rounds, perRound, warmup, inFlight, processes });
+    const ordersPerMessage = (accepted - acceptedBefore) / Math.max(1, (await scriptCalls(redis)) - callsBefore);
+
+    const ms = (name: string) => measured.find((m) => m.name === name)?.cpuMsPerRequest.workerd ?? Number.NaN;
+    const healthz = ms("GET /healthz");
+    const row = (request: string, msPerRequest: number, extra: Partial<CpuRow> = {}): CpuRow => ({
+      request,
+      msPerRequest,
+      vsHealthz: msPerRequest / healthz,
+      ...extra,
+    });
+    const acceptedMs = Object.fromEntries(CONSUMERS.map((c) => [c, ms(`checkout, accepted [${c}]`)])) as Record<Consumer, number>;
     return {
       pinning,
       inFlight,
-      rows: figures.map((f, i) => ({
-        ...f,
-        workerdVsHealthz: (f.cpuMsPerRequest.workerd as number) / base,
-        goal: i === 0 ? undefined : i === 1 ? CPU_GOALS.accepted : CPU_GOALS.refusal,
-      })),
+      perRound,
+      rounds,
+      limits: { ip: ip as string, user: user as string },
+      ordersPerMessage,
+      rows: [
+        row("GET /healthz (a new token and address each)", healthz),
+        row("checkout, refused, warm (sold out)", ms("checkout, refused (warm)"), {
+          goal: CPU_GOALS.warmRefusal,
+          workersOwn: true,
+        }),
+        row("checkout, accepted: the request, its message taken in and handed over", acceptedMs["ack-only"], {
+          workersOwn: true,
+        }),
+        row("  + settlement: the consumer's own work", acceptedMs["no-d1"] - acceptedMs["ack-only"], { workersOwn: true }),
+        row("  + settlement: D1 taking and running its batch (local SQLite)", acceptedMs.deployed - acceptedMs["no-d1"], {
+          workersOwn: false,
+        }),
+        row("= checkout, accepted, with its settlement: all of it, as measured here", acceptedMs.deployed),
+        row("= the same, the Worker's own CPU: all but local D1's", acceptedMs["no-d1"], {
+          goal: CPU_GOALS.acceptedWithSettlement,
+        }),
+      ],
+      measured,
     };
   } finally {
+    redis.disconnect();
     await stack.stop();
   }
 }
 
 export function printCpu(f: CpuFigures, log: (text: string) => void): void {
-  log(`\n2b. Server CPU per request (workerd, from /proc), ${f.inFlight} in flight, alternating rounds; ${f.pinning}`);
+  log(
+    `\n2b. Server CPU per request in production's mix: a new buyer's token and an address of its own on every request, per-caller limits as wrangler.toml sets them (${f.limits.ip}/s per address, ${f.limits.user}/s per user), settlement running; ${f.rounds} alternating rounds of ${f.perRound}, ${f.inFlight} in flight, on one stack, workerd's CPU from /proc; ${f.pinning}`,
+  );
   log(
     formatTable(
       f.rows.map((r) => ({
-        request: r.name,
-        requests: r.requests,
-        "req/s": fixed(r.reqPerSec, 0),
-        "p50 ms": fixed(r.p50Ms),
-        "workerd CPU ms/req": fixed(r.cpuMsPerRequest.workerd as number, 3),
-        "x healthz": fixed(r.workerdVsHealthz, 2),
-        goal: r.goal === undefined ? "" : `<= ${r.goal}x ${r.workerdVsHealthz <= r.goal ? "met" : "NOT met"}`,
-        "gateway+redis ms/req": fixed((r.cpuMsPerRequest.gateway as number) + (r.cpuMsPerRequest.redis as number), 3),
-        "load generator ms/req": fixed(r.cpuMsPerRequest.harness as number, 3),
-        "others' share": `${fixed(r.othersShare * 100, 0)}%${r.interfered ? " INTERFERED" : ""}`,
+        request: r.request,
+        "workerd CPU ms": fixed(r.msPerRequest, 3),
+        "x healthz": fixed(r.vsHealthz, 2),
+        "the Worker's own": r.workersOwn === undefined ? "" : r.workersOwn ? "yes" : "no: local D1",
+        goal: r.goal === undefined ? "" : `<= ${r.goal}x ${r.vsHealthz <= r.goal ? "met" : "NOT met"}`,
+      })),
+    ),
+  );
+  log(
+    `An accepted order's parts: the orders queue consumed three ways, switched between rounds (a consumer that only acks, the consumer with D1's batch faked, the consumer as deployed); the first row also holds the local queue's share (taking the message in, handing it over), production's Queues' in production. ${fixed(f.ordersPerMessage, 1)} orders per queue message (one per merged call).`,
+  );
+  log(
+    formatTable(
+      f.measured.map((m) => ({
+        measured: m.name,
+        requests: m.requests,
+        "req/s": fixed(m.reqPerSec, 0),
+        "p50 ms": fixed(m.p50Ms),
+        "workerd CPU ms/req": fixed(m.cpuMsPerRequest.workerd as number, 3),
+        "others' share": `${fixed(m.othersShare * 100, 0)}%${m.interfered ? " INTERFERED" : ""}`,
       })),
     ),
   );

@@ -9,8 +9,10 @@
 //    have); durable-object: the Durable Object peer, one RPC per checkout and merged with the
 //    isolate memo, against atomic (durable-object.ts);
 // 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
-//    each --throughput-concurrency; cpu and profile: server CPU per request and where the
-//    isolate spends it (cpu.ts, profile.ts, each on a stack of its own);
+//    each --throughput-concurrency; cpu and profile: server CPU per request in production's
+//    mix (a new token and address per request, per-caller limits on, settlement running, its
+//    share split into the request, the consumer's own work and local D1 and Queues), and where
+//    the isolate spends it (cpu.ts, profile.ts, on stacks of their own);
 // 3. drain: settlement orders/s into D1 after a spike;
 // 4. round-trips: Upstash round trips and Redis commands per checkout outcome;
 // 5-6. admission: where the admission bucket lives, and a spike with and without it;
@@ -220,8 +222,8 @@ async function benchDrain(stack: Stack, target: Target) {
   };
 }
 
-// The CPU figures need a stack of their own (no settlement consumer); it runs alone, first.
-if (want("cpu")) progress("server CPU per request: checkout and refusals vs GET /healthz (a stack of its own)");
+// The CPU figures need stacks of their own (five, differing in what is done with the orders); they run alone, first.
+if (want("cpu")) progress("server CPU per request in production's mix: checkout and a refusal vs GET /healthz (own stacks)");
 const cpu = want("cpu") ? await benchCpu() : undefined;
 if (want("profile")) progress("a V8 CPU profile of the Worker: /healthz, checkout and a refusal (a stack of its own)");
 const profile = want("profile") ? await benchProfile() : undefined;

@@ -1,10 +1,16 @@
 // Where a request's CPU goes inside the isolate: a V8 CPU profile of the Worker (through
-// workerd's inspector) during GET /healthz, accepted checkouts and warm sold-out refusals,
+// workerd's inspector) during GET /healthz, accepted checkouts (their settlement included:
+// the consumer runs in the same isolate) and warm sold-out refusals, in production's mix as
+// section "cpu" sends it (a new token and address per request, the per-caller limits on),
 // summed by module of the Worker's source. What the isolate does not run (workerd's HTTP,
-// Miniflare's entry and assets router) shows only in section "cpu"'s /proc figures.
-import type { Answer } from "../../dev/lib/api-client.ts";
+// Miniflare's entry and assets router, local D1 and Queues) shows only in section "cpu"'s /proc figures.
+import { Redis as IORedis } from "ioredis";
+import { type Answer, answerOf } from "../../dev/lib/api-client.ts";
 import { freePort } from "../../dev/lib/net.ts";
+import { outboxSize } from "../../dev/lib/sale-buckets.ts";
+import { eventually } from "../../dev/lib/wait.ts";
 import { startStack } from "../../dev/stack/local-stack.ts";
+import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
 import { type ProfileSummary, profileWorker } from "../runner/profile.ts";
 import { fixed, formatTable } from "../runner/table.ts";
@@ -17,7 +23,12 @@ export interface ProfileFigures {
 
 export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Promise<ProfileFigures> {
   const port = await freePort();
-  const stack = await startStack({ vars: { USER_RATE_LIMIT: "0" }, unsettled: true, inspectorPort: port });
+  const { IP_RATE_LIMIT, USER_RATE_LIMIT } = workerConfig().vars as Record<string, string>;
+  const stack = await startStack({
+    vars: { IP_RATE_LIMIT: IP_RATE_LIMIT as string, USER_RATE_LIMIT: USER_RATE_LIMIT as string },
+    inspectorPort: port,
+  });
+  const redis = new IORedis(stack.redis.url);
   try {
     const { api } = stack;
     const tag = Date.now().toString(36);
@@ -25,23 +36,44 @@ export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Pr
     const open = await api.createSale({ stock: 2 * requests, name: "profile: accepted" });
     const soldOut = await api.createSale({ stock: 1, name: "profile: sold out" });
     await api.checkout(soldOut.id, (buyers[0] as Shot).token);
-    const kinds: [string, (shot: Shot) => Promise<Answer>][] = [
-      ["GET /healthz", () => api.healthz()],
-      ["checkout, accepted", (s) => api.checkout(open.id, s.token)],
-      ["checkout, sold out (warm)", (s) => api.checkout(soldOut.id, s.token)],
+    let sent = 0;
+    const headers = (shot: Shot) => {
+      const n = sent++;
+      return { Authorization: `Bearer ${shot.token}`, "CF-Connecting-IP": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` };
+    };
+    const checkout = (saleId: string) => async (shot: Shot) =>
+      answerOf(await api.fetch(`/api/sales/${saleId}/checkout`, { method: "POST", headers: headers(shot) }));
+    // The accepted orders settled: the consumer's work is the checkout's too.
+    const settled = () =>
+      eventually("the profiled orders to settle", async () => (await outboxSize(redis, open.id)) === 0, 120_000);
+    const kinds: [string, (shot: Shot) => Promise<Answer>, () => Promise<unknown>][] = [
+      [
+        "GET /healthz",
+        async (shot) => {
+          const res = await api.fetch("/healthz", { headers: headers(shot) });
+          await res.arrayBuffer();
+          return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
+        },
+        async () => undefined,
+      ],
+      ["checkout, accepted, with its settlement", checkout(open.id), settled],
+      ["checkout, sold out (warm)", checkout(soldOut.id), async () => undefined],
     ];
     const profiles = [];
-    for (const [request, send] of kinds) {
+    for (const [request, send, after] of kinds) {
       // Warm first (JIT, the sale's memo), then profile a fresh slice of buyers.
       await drive(buyers.slice(0, 500), send, { concurrency: inFlight });
+      await after();
       const slice = buyers.slice(requests, 2 * requests);
-      const profile = await profileWorker(port, stack.worker.bundlePath, slice.length, () =>
-        drive(slice, send, { concurrency: inFlight }),
-      );
+      const profile = await profileWorker(port, stack.worker.bundlePath, slice.length, async () => {
+        await drive(slice, send, { concurrency: inFlight });
+        await after();
+      });
       profiles.push({ request, profile });
     }
     return { requests, inFlight, profiles };
   } finally {
+    redis.disconnect();
     await stack.stop();
   }
 }

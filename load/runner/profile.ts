@@ -81,7 +81,8 @@ function moduleLocator(bundlePath: string): (line: number) => string {
   readFileSync(bundlePath, "utf8")
     .split("\n")
     .forEach((text, line) => {
-      const m = /^\/\/ ((?:src|node_modules|lua)\/\S+)$/.exec(text);
+      // A worktree whose node_modules links elsewhere names them by a relative path (../main/node_modules/...).
+      const m = /^\/\/ (?:\S*?\/)?((?:src|node_modules|lua)\/\S+)$/.exec(text);
       if (m) starts.push({ line, module: (m[1] as string).replace(/^node_modules\/(@[^/]+\/[^/]+|[^/]+)\/.*$/, "$1") });
     });
   return (line) => {

@@ -14,6 +14,13 @@ export interface Contender {
   expect: string;
   /** At least warmup + rounds x perRound shots, used in order. */
   shots: Shot[];
+  /** Run before each of this kind's rounds (and its warm-up), outside the measurement. */
+  prepare?: () => Promise<void>;
+  /**
+   * Work the round's requests leave behind, awaited inside its measurement (e.g. until the
+   * queue has settled the orders the round accepted): its CPU counts in the round's figures.
+   */
+  settle?: () => Promise<void>;
 }
 
 export interface ContenderFigures {
@@ -44,6 +51,7 @@ async function closedLoop(shots: Shot[], contender: Contender, inFlight: number)
   if (unexpected.length > 0) {
     throw new Error(`${contender.name}: ${unexpected.length} answers were not ${contender.expect}: ${unexpected[0]?.code}`);
   }
+  await contender.settle?.();
   return { samples, durationMs };
 }
 
@@ -51,6 +59,7 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
   const { rounds, perRound, warmup, inFlight, processes } = options;
   for (const c of contenders) {
     if (c.shots.length < warmup + rounds * perRound) throw new Error(`${c.name}: too few shots for the rounds`);
+    await c.prepare?.();
     await closedLoop(c.shots.slice(0, warmup), c, inFlight);
   }
   const measured = contenders.map(() => ({ samples: [] as Sample[], ms: 0, readings: [] as CpuReading[] }));
@@ -61,6 +70,7 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
     for (const i of order) {
       const c = contenders[i] as Contender;
       const slice = c.shots.slice(warmup + round * perRound, warmup + (round + 1) * perRound);
+      await c.prepare?.();
       const { result, cpu } = await measureCpu(processes, () => closedLoop(slice, c, inFlight));
       const m = measured[i] as (typeof measured)[number];
       m.samples.push(...result.samples);
