@@ -185,6 +185,34 @@ describe("merged calls", () => {
     expect(await fast).toBe("fast!");
   });
 
+  it("picks up an answer given here by the first look it set for its call, and never sends it", async () => {
+    const calls = new MergedCalls<string, string>({ ...OPTIONS, stallMs: 10_000, maxWaitMs: 10_000 });
+    const { call: echoCall, batches } = echo(30);
+    let soldOut = false;
+    const call = async (items: string[]) => {
+      const answers = await echoCall(items);
+      soldOut ||= items.includes("last");
+      return answers;
+    };
+    const answerHere = (item: string) => (soldOut ? `${item}: sold out` : undefined);
+    const { keepAlive } = requests();
+    expect(await settled(calls.submit("sale", "warm", call, keepAlive, answerHere))).toBe("warm!"); // calls take 30 ms
+    const last = calls.submit("sale", "last", call, keepAlive, answerHere);
+    await advance(5);
+    let answered = false;
+    const late = calls.submit("sale", "late", call, keepAlive, answerHere).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    // Queued 5 ms into a 30 ms call: due after 25 + 30 ms, first look at 80% of that (44 ms).
+    // Its answer is written at 25 ms, when "last" lands, and picked up at that look.
+    await advance(45);
+    expect(answered).toBe(true);
+    expect(await late).toBe("late: sold out");
+    expect(await last).toBe("last!");
+    expect(batches).toEqual([["warm"], ["last"]]);
+  });
+
   it("fails every item of a call that errs or answers the wrong number of items", async () => {
     const calls = new MergedCalls<string, string>(OPTIONS);
     const { keepAlive } = requests();
