@@ -140,10 +140,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
       },
       drain(saleId, expectSettled) {
-        return waitForDrain(api, saleId, expectSettled, DRAIN_BOUND_MS, {
-          redrive: worker.scheduled,
-          queueLog: worker.queueLog,
-        });
+        const since = Date.now();
+        const redrive = async () => {
+          await restartIfQueueStalled(worker, since);
+          await worker.scheduled();
+        };
+        return waitForDrain(api, saleId, expectSettled, DRAIN_BOUND_MS, { redrive, queueLog: worker.queueLog });
       },
       stop,
     };
@@ -151,6 +153,25 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await stop().catch(() => undefined);
     throw err;
   }
+}
+
+/** How long the orders queue may deliver nothing while a drain waits before the local runtime is restarted. */
+const QUEUE_STALL_MS = 30_000;
+
+/**
+ * Miniflare's local queue delivers one batch at a time and waits on it for ever: when a batch
+ * (or the broker's bookkeeping around it) never ends, it delivers nothing again. Busy CI runs
+ * saw that mid-drain (the last batch took 11.5 s, then none for minutes, every order waiting).
+ * Production's Queues end an invocation at its time limit and run others meanwhile; here the
+ * runtime is restarted, and the re-drive sends what the lost queue held, as after a crash.
+ */
+async function restartIfQueueStalled(worker: LocalWorker, drainSince: number): Promise<void> {
+  const idleMs = Date.now() - Math.max(drainSince, worker.ordersDeliveredAt());
+  if (idleMs < QUEUE_STALL_MS) return;
+  console.warn(
+    `the local orders queue delivered nothing for ${Math.round(idleMs / 1000)} s while orders waited: restarting the local runtime`,
+  );
+  await worker.restart();
 }
 
 /**

@@ -4,7 +4,7 @@
 import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Log, LogLevel, Miniflare } from "miniflare";
+import { Log, LogLevel, Miniflare, type MiniflareOptions } from "miniflare";
 import { prepareLocalD1, workerBundle, workerConfig } from "./wrangler-cache.ts";
 
 /** The queue whose consumer settings `ordersConsumer` overrides. */
@@ -29,6 +29,13 @@ export interface LocalWorker {
   scheduled(): Promise<void>;
   /** Miniflare's last lines about the batches its queues delivered (when, how many acked): where a drain stalled. */
   queueLog(): string[];
+  /** When the orders queue last finished delivering a batch (ms since the epoch; when the worker started, before any). */
+  ordersDeliveredAt(): number;
+  /**
+   * Restarts the local runtime on the same options: local D1 is kept (on disk); what its
+   * queues and Durable Objects held in memory is lost, as a crashed runtime loses it.
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +48,7 @@ const QUEUE_LOG_LINES = 20;
  */
 class StackLog extends Log {
   readonly queueLines: string[] = [];
+  ordersDeliveredAt = Date.now();
 
   constructor() {
     super(LogLevel.INFO);
@@ -53,7 +61,9 @@ class StackLog extends Log {
     }
     if (!message.includes("QUEUE")) return;
     // biome-ignore lint/suspicious/noControlCharactersInRegex: Miniflare colours its lines.
-    this.queueLines.push(`${new Date().toISOString()} ${message.replace(/\x1b\[[0-9;]*m/g, "")}`);
+    const line = message.replace(/\x1b\[[0-9;]*m/g, "");
+    if (line.includes(`QUEUE ${ORDERS_QUEUE} `)) this.ordersDeliveredAt = Date.now();
+    this.queueLines.push(`${new Date().toISOString()} ${line}`);
     if (this.queueLines.length > QUEUE_LOG_LINES) this.queueLines.shift();
   }
 }
@@ -92,7 +102,7 @@ export async function startLocalWorker(opts: {
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
   const config = workerConfig();
   const log = new StackLog();
-  const mf = new Miniflare({
+  const options: MiniflareOptions = {
     log,
     cf: false, // no network: never fetch the `Request.cf` placeholder
     ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
@@ -132,10 +142,12 @@ export async function startLocalWorker(opts: {
           },
         ]),
     ),
-  });
+  };
+  const mf = new Miniflare(options);
   await mf.ready;
   // Miniflare's Fetcher type omits scheduled(); the runtime object has it.
-  const worker = (await mf.getWorker()) as unknown as { scheduled(event: { cron: string }): Promise<unknown> };
+  const runtimeWorker = async () => (await mf.getWorker()) as unknown as { scheduled(event: { cron: string }): Promise<unknown> };
+  let worker = await runtimeWorker();
 
   return {
     mf,
@@ -145,6 +157,12 @@ export async function startLocalWorker(opts: {
       await worker.scheduled({ cron: "* * * * *" });
     },
     queueLog: () => [...log.queueLines],
+    ordersDeliveredAt: () => log.ordersDeliveredAt,
+    restart: async () => {
+      await mf.setOptions(options);
+      worker = await runtimeWorker();
+      log.ordersDeliveredAt = Date.now();
+    },
     stop: async () => {
       await mf.dispose();
       if (ownsState) rmSync(stateDir, { recursive: true, force: true });
