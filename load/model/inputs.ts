@@ -33,12 +33,13 @@ export const INPUTS = {
   clientRttMs: [5, 50] as [number, number],
   /**
    * Server CPU per checkout in an isolate (ms): what `npm run bench` measured for an accepted
-   * checkout on this project's local runtime (section "cpu"), an upper bound: Miniflare's own
-   * routing is in it and this machine's cores are slower than Cloudflare's.
+   * checkout in production's mix on this project's local runtime (section 2b, "cpu": the
+   * Worker's own CPU with its share of settlement, local D1's left out), an upper bound:
+   * Miniflare's own routing is in it and this machine's cores are slower than Cloudflare's.
    */
-  cpuMsPerCheckout: 1.48,
-  /** Server CPU of a refusal answered from the isolate's memo (ms), measured the same way. */
-  cpuMsPerLocalRefusal: 1.31,
+  cpuMsPerCheckout: 1.63,
+  /** Server CPU of a refusal answered from the isolate's memo (ms), measured the same way (a warm sold-out refusal). */
+  cpuMsPerLocalRefusal: 1.24,
   /**
    * Isolates per location taking the spike: at least this many (a location's traffic is spread
    * over its machines, each with its own isolate), more when the CPU demands it. Assumption.
