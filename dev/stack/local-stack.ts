@@ -159,11 +159,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 const QUEUE_STALL_MS = 30_000;
 
 /**
- * Miniflare's local queue delivers one batch at a time and waits on it for ever: when a batch
- * (or the broker's bookkeeping around it) never ends, it delivers nothing again. Busy CI runs
- * saw that mid-drain (the last batch took 11.5 s, then none for minutes, every order waiting).
- * Production's Queues end an invocation at its time limit and run others meanwhile; here the
- * runtime is restarted, and the re-drive sends what the lost queue held, as after a crash.
+ * Miniflare's local queue delivers one batch at a time, and on a loaded machine it can stop
+ * for good after one: busy runs saw a spike's orders wait for minutes after a batch whose
+ * consumer had returned (every invocation's start and end logged; the broker's own bookkeeping
+ * after a batch, which posts a log line to Node, never finished). Production's Queues run
+ * other invocations meanwhile; here the runtime is restarted, and the re-drive sends what the
+ * lost queue held, as after a crash.
  */
 async function restartIfQueueStalled(worker: LocalWorker, drainSince: number): Promise<void> {
   const idleMs = Date.now() - Math.max(drainSince, worker.ordersDeliveredAt());
