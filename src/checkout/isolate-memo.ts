@@ -69,7 +69,11 @@ const passOptional = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1
 const buyerKey = (saleId: string, userId: string) => `${saleId}\n${userId}`;
 
 interface LocalRefusalOptions {
-  /** False leaves what a buyer holds to Redis (a retry carrying its Idempotency-Key). */
+  /**
+   * False leaves what a buyer holds, and the stock, to Redis: a retry carrying its
+   * Idempotency-Key may be owed the order it reserved (the unit that sold the sale out,
+   * its answer lost), which lua/checkout.lua answers before it looks at stock.
+   */
   trustBuyers?: boolean;
   /** The checkout carries a Queue-Pass. */
   hasPass?: boolean;
@@ -109,7 +113,7 @@ function knownRefusal(
   if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
-  if (soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };
+  if (trustBuyers && soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };
   return undefined;
 }
 

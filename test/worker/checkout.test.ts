@@ -41,6 +41,23 @@ describe("checkout", () => {
     expect(await errorCode(res)).toBe("SOLD_OUT");
   });
 
+  it("answers a retry with the same Idempotency-Key with its order after the sale sold out, where the isolate knows it sold out", async () => {
+    const sale = await createSale({ stock: 1 });
+    const token = await userToken("lost-answer");
+    const key = { headers: { "Idempotency-Key": `lost-answer-${sale.id}` } };
+    const first = await checkout(sale.id, token, key);
+    expect(first.status).toBe(202);
+    const { orderId } = (await first.json()) as { orderId: string };
+    // Another buyer is refused: this isolate now knows the sale sold out, and refuses
+    // key-less checkouts from memory.
+    expect(await errorCode(await checkout(sale.id, await userToken("too-late")))).toBe("SOLD_OUT");
+    // The first buyer never saw the 202 (a timeout) and retries with its key: its order, not SOLD_OUT.
+    const retry = await checkout(sale.id, token, key);
+    expect(retry.status).toBe(202);
+    expect(await retry.json()).toMatchObject({ orderId, status: "pending" });
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe("0");
+  });
+
   it("refuses before the window opens and after it closes, reserving nothing", async () => {
     const upcoming = await createSale({
       startsAt: new Date(Date.now() + 3_600_000).toISOString(),
