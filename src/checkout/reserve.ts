@@ -40,7 +40,8 @@ export const CHECKOUT_MERGING: MergedCallsOptions = {
   // inside the 30 s a request's waitUntil may run after its response.
   leadCalls: 20,
   leadMs: 5_000,
-  // A waiter looks for its answer after 2 ms, then backs off to every 8 ms.
+  // A waiter's first look comes when its call is due (MergedCalls: a moving average of the
+  // calls); 2 ms before any call has answered. Then it looks every few ms, backing off to 8.
   pollMs: 2,
 };
 
