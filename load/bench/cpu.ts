@@ -14,13 +14,13 @@
 // The switch is a wrapper around the Worker's own bundle (StackOptions.wrapper): as deployed,
 // it hands every request and every batch to the bundle untouched.
 import { Redis as IORedis } from "ioredis";
-import { type Answer, answerOf } from "../../dev/lib/api-client.ts";
+import type { Answer } from "../../dev/lib/api-client.ts";
 import { outboxSize } from "../../dev/lib/sale-buckets.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { startStack } from "../../dev/stack/local-stack.ts";
-import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { pinStack, stackProcesses } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
+import { productionLimits, productionMix } from "../runner/production-mix.ts";
 import { alternatingRounds, type Contender, type ContenderFigures } from "../runner/rounds.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
@@ -89,15 +89,6 @@ export interface CpuFigures {
   measured: ContenderFigures[];
 }
 
-/** A fresh address per request: 10.x.y.z, never the same twice in a run. */
-function addresses(): () => string {
-  let next = 0;
-  return () => {
-    const n = next++;
-    return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
-  };
-}
-
 async function scriptCalls(redis: IORedis): Promise<number> {
   const stats = await redis.info("commandstats");
   const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
@@ -105,8 +96,8 @@ async function scriptCalls(redis: IORedis): Promise<number> {
 }
 
 export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } = {}): Promise<CpuFigures> {
-  const { IP_RATE_LIMIT: ip, USER_RATE_LIMIT: user } = workerConfig().vars as Record<string, string>;
-  const stack = await startStack({ vars: { IP_RATE_LIMIT: ip as string, USER_RATE_LIMIT: user as string }, wrapper: SWITCH });
+  const limits = productionLimits();
+  const stack = await startStack({ vars: limits, wrapper: SWITCH });
   const redis = new IORedis(stack.redis.url);
   try {
     const processes = stackProcesses(stack);
@@ -115,17 +106,14 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
     const warmup = 500;
     const total = warmup + rounds * perRound;
     const tag = Date.now().toString(36);
-    const address = addresses();
-    const headers = (shot: Shot) => ({ Authorization: `Bearer ${shot.token}`, "CF-Connecting-IP": address() });
+    const mix = productionMix(api);
     const probe = async (path: string) => Number(await (await api.fetch(`/__probe/${path}`, { method: "POST" })).text());
     const crowd = (kind: string) => planCrowd(api, total, 1, `cpu-${kind}-${tag}-`);
     let accepted = 0;
     const checkout =
       (saleId: string) =>
       async (shot: Shot): Promise<Answer> => {
-        const answer = await answerOf(
-          await api.fetch(`/api/sales/${saleId}/checkout`, { method: "POST", headers: headers(shot) }),
-        );
+        const answer = await mix.checkout(saleId)(shot);
         if (answer.status === 202) accepted++;
         return answer;
       };
@@ -134,11 +122,7 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
       {
         // Sent as the checkouts are, with a token and an address of its own.
         name: "GET /healthz",
-        send: async (shot) => {
-          const res = await api.fetch("/healthz", { headers: headers(shot) });
-          await res.arrayBuffer();
-          return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
-        },
+        send: mix.healthz,
         expect: "OK",
         shots: await crowd("healthz"),
       },
@@ -192,7 +176,7 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
       inFlight,
       perRound,
       rounds,
-      limits: { ip: ip as string, user: user as string },
+      limits: { ip: limits.IP_RATE_LIMIT, user: limits.USER_RATE_LIMIT },
       ordersPerMessage,
       rows: [
         row("GET /healthz (a new token and address each)", healthz),

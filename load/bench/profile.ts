@@ -5,13 +5,13 @@
 // summed by module of the Worker's source. What the isolate does not run (workerd's HTTP,
 // Miniflare's entry and assets router, local D1 and Queues) shows only in section "cpu"'s /proc figures.
 import { Redis as IORedis } from "ioredis";
-import { type Answer, answerOf } from "../../dev/lib/api-client.ts";
+import type { Answer } from "../../dev/lib/api-client.ts";
 import { freePort } from "../../dev/lib/net.ts";
 import { outboxSize } from "../../dev/lib/sale-buckets.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { startStack } from "../../dev/stack/local-stack.ts";
-import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
+import { productionLimits, productionMix } from "../runner/production-mix.ts";
 import { type ProfileSummary, profileWorker } from "../runner/profile.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
@@ -23,11 +23,7 @@ export interface ProfileFigures {
 
 export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Promise<ProfileFigures> {
   const port = await freePort();
-  const { IP_RATE_LIMIT, USER_RATE_LIMIT } = workerConfig().vars as Record<string, string>;
-  const stack = await startStack({
-    vars: { IP_RATE_LIMIT: IP_RATE_LIMIT as string, USER_RATE_LIMIT: USER_RATE_LIMIT as string },
-    inspectorPort: port,
-  });
+  const stack = await startStack({ vars: productionLimits(), inspectorPort: port });
   const redis = new IORedis(stack.redis.url);
   try {
     const { api } = stack;
@@ -36,28 +32,14 @@ export async function benchProfile({ requests = 3_000, inFlight = 50 } = {}): Pr
     const open = await api.createSale({ stock: 2 * requests, name: "profile: accepted" });
     const soldOut = await api.createSale({ stock: 1, name: "profile: sold out" });
     await api.checkout(soldOut.id, (buyers[0] as Shot).token);
-    let sent = 0;
-    const headers = (shot: Shot) => {
-      const n = sent++;
-      return { Authorization: `Bearer ${shot.token}`, "CF-Connecting-IP": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` };
-    };
-    const checkout = (saleId: string) => async (shot: Shot) =>
-      answerOf(await api.fetch(`/api/sales/${saleId}/checkout`, { method: "POST", headers: headers(shot) }));
+    const mix = productionMix(api);
     // The accepted orders settled: the consumer's work is the checkout's too.
     const settled = () =>
       eventually("the profiled orders to settle", async () => (await outboxSize(redis, open.id)) === 0, 120_000);
     const kinds: [string, (shot: Shot) => Promise<Answer>, () => Promise<unknown>][] = [
-      [
-        "GET /healthz",
-        async (shot) => {
-          const res = await api.fetch("/healthz", { headers: headers(shot) });
-          await res.arrayBuffer();
-          return { status: res.status, code: res.ok ? "OK" : `HTTP_${res.status}` };
-        },
-        async () => undefined,
-      ],
-      ["checkout, accepted, with its settlement", checkout(open.id), settled],
-      ["checkout, sold out (warm)", checkout(soldOut.id), async () => undefined],
+      ["GET /healthz", mix.healthz, async () => undefined],
+      ["checkout, accepted, with its settlement", mix.checkout(open.id), settled],
+      ["checkout, sold out (warm)", mix.checkout(soldOut.id), async () => undefined],
     ];
     const profiles = [];
     for (const [request, send, after] of kinds) {
