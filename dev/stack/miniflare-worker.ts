@@ -71,16 +71,16 @@ class StackLog extends Log {
 }
 
 /**
- * Connections to workerd, kept alive between requests as a browser's or Cloudflare's edge's
- * are. Miniflare's dispatchFetch opens a connection per request and accepts gzip, so workerd
- * compressed every JSON reply and Node inflated it again (compression is the edge's work in
- * production, not the Worker's): a 10,000-buyer crowd took 11.3 s of Node's CPU and 12.8 s of
- * workerd's and the gateway's that way, 4.5 s and 10.3 s this way. An idle connection is
- * dropped after a second, well inside workerd's 5 s wait for a connection's next request, so a
- * request is never sent on a connection workerd is closing.
+ * Requests to workerd, as dispatchFetch sends them (a connection each: one workerd closes
+ * between requests is never reused; kept alive, a busy run's requests met ECONNRESET), but
+ * asking for no compression. dispatchFetch accepts gzip, so workerd compressed every JSON
+ * reply and Node inflated it again (compression is the edge's work in production, not the
+ * Worker's), and Miniflare's line per request came to Node as a request of its own. A
+ * 10,000-buyer crowd took 11.3 s of Node's CPU and 12.8 s of workerd's and the gateway's
+ * that way, 5.8 s and 11.2 s this way.
  */
 function connectionsToWorkerd(): Agent {
-  return new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 });
+  return new Agent({ maxRequestsPerClient: 1 });
 }
 
 /** Overrides of wrangler.toml's orders consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */

@@ -289,7 +289,8 @@ describe("the console's orders of a sale", () => {
     const buyers = Array.from({ length: 52 }, (_, i) => `${sale.id}-orders-${i}`);
     const tokens = await Promise.all(buyers.map((b) => api.userToken(b)));
     const accepted = await Promise.all(tokens.map((t) => api.checkout(sale.id, t)));
-    expect(accepted.every((a) => a.status === 202)).toBe(true);
+    // Any other answer is named in the failure (status and code), not only counted.
+    expect(accepted.filter((a) => a.status !== 202)).toEqual([]);
     await eventually(
       "the 52 orders in D1",
       async () => (await api.saleOrders(sale.id, { status: "awaiting_payment", limit: 200 })).orders.length === 52,

@@ -39,8 +39,12 @@ async function d1Orders(saleId: string): Promise<D1Order[]> {
   return results;
 }
 
-/** Waits until D1 holds `count` orders of the sale and none of them is in `busy` states. */
+/**
+ * Waits until D1 holds `count` orders of the sale and none of them is in `busy` states. The
+ * queue is drained first (stack.drain: the outbox re-driven, a stalled local queue restarted).
+ */
 async function settled(saleId: string, count: number, busy: OrderView["status"][] = []): Promise<D1Order[]> {
+  await stack.drain(saleId, 0);
   let rows: D1Order[] = [];
   await eventually(
     () => `${count} orders of sale ${saleId} settled (D1 has ${rows.length})`,
