@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Log, LogLevel, Miniflare, type MiniflareOptions } from "miniflare";
-import { Agent, Headers as UndiciHeaders, fetch as undiciFetch } from "undici";
+import { Agent, type Dispatcher, Headers as UndiciHeaders, fetch as undiciFetch } from "undici";
 import { prepareLocalD1, workerBundle, workerConfig } from "./wrangler-cache.ts";
 
 /** The queue whose consumer settings `ordersConsumer` overrides. */
@@ -71,16 +71,16 @@ class StackLog extends Log {
 }
 
 /**
- * Requests to workerd, as dispatchFetch sends them (a connection each: one workerd closes
- * between requests is never reused; kept alive, a busy run's requests met ECONNRESET), but
- * asking for no compression. dispatchFetch accepts gzip, so workerd compressed every JSON
- * reply and Node inflated it again (compression is the edge's work in production, not the
- * Worker's), and Miniflare's line per request came to Node as a request of its own. A
- * 10,000-buyer crowd took 11.3 s of Node's CPU and 12.8 s of workerd's and the gateway's
- * that way, 5.8 s and 11.2 s this way.
+ * Requests to workerd, as dispatchFetch sends them (a connection each, closed after its
+ * answer: kept alive, a busy run's requests met ECONNRESET on connections workerd had closed
+ * meanwhile), but asking for no compression. dispatchFetch accepts gzip, so workerd
+ * compressed every JSON reply and Node inflated it again (compression is the edge's work in
+ * production, not the Worker's), and Miniflare's line per request came to Node as a request
+ * of its own. A 10,000-buyer crowd took 11.3 s of Node's CPU and 12.8 s of workerd's and the
+ * gateway's that way, 5.8 s and 11.2 s this way.
  */
-function connectionsToWorkerd(): Agent {
-  return new Agent({ maxRequestsPerClient: 1 });
+function connectionsToWorkerd(): Dispatcher {
+  return new Agent().compose((dispatch) => (options, handler) => dispatch({ ...options, reset: true }, handler));
 }
 
 /** Overrides of wrangler.toml's orders consumer (Queues allows batches of 1-100 and timeouts of 0-60 s). */
