@@ -37,9 +37,9 @@ export const INPUTS = {
    * Worker's own CPU with its share of settlement, local D1's left out), an upper bound:
    * Miniflare's own routing is in it and this machine's cores are slower than Cloudflare's.
    */
-  cpuMsPerCheckout: 1.63,
+  cpuMsPerCheckout: 1.17,
   /** Server CPU of a refusal answered from the isolate's memo (ms), measured the same way (a warm sold-out refusal). */
-  cpuMsPerLocalRefusal: 1.24,
+  cpuMsPerLocalRefusal: 0.89,
   /**
    * Isolates per location taking the spike: at least this many (a location's traffic is spread
    * over its machines, each with its own isolate), more when the CPU demands it. Assumption.
