@@ -255,10 +255,14 @@ describe("ReentrantLock", () => {
     const lock = new ReentrantLock(redis, name);
     const first = await lock.acquire("task-a", { leaseMs: 1_000 });
     await sleep(300);
+    const reentryAsked = performance.now();
     const again = await lock.acquire("task-a", { leaseMs: 1_000 });
     expect(first?.holdCount).toBe(1);
     expect(again).toEqual({ fence: first?.fence, holdCount: 2 });
-    expect(await direct.pttl(key)).toBeGreaterThan(900); // refreshed by the re-entry
+    // Refreshed by the re-entry: a whole lease from then on, less the time since it was asked
+    // for (unrefreshed, at least the 300 ms slept would be gone too), 1 ms for rounding.
+    const ttl = await direct.pttl(key);
+    expect(ttl).toBeGreaterThanOrEqual(1_000 - (performance.now() - reentryAsked) - 1);
     expect(await lock.acquire("task-b", { leaseMs: 1_000 })).toBeUndefined();
 
     // A non-owner's release changes nothing, and says so.
@@ -331,15 +335,17 @@ describe("ExpirableSemaphore", () => {
   it("hands out N permits with ids, releases by id, and a lapsed permit returns by itself", async () => {
     const sem = new ExpirableSemaphore(redis, fresh("sem"), 2);
     const p1 = await sem.tryAcquire({ leaseMs: 5_000 });
+    // p2's lease starts after it is asked for, so it lapses no sooner than 400 ms after this
+    // (however long the calls between take on a busy machine).
+    const p2Asked = performance.now();
     const p2 = await sem.tryAcquire({ leaseMs: 400 }); // never released: it lapses
     expect(p1?.id).not.toBe(p2?.id);
     expect(await sem.available()).toBe(0);
     expect(await sem.tryAcquire({ leaseMs: 5_000 })).toBeUndefined();
 
-    const started = performance.now();
     const p3 = await sem.tryAcquire({ leaseMs: 5_000, waitMs: 3_000 });
     expect(p3).toBeDefined();
-    expect(performance.now() - started).toBeGreaterThan(250); // it waited for p2 to lapse
+    expect(performance.now() - p2Asked).toBeGreaterThanOrEqual(399); // it waited for p2 to lapse (1 ms: clock rounding)
     expect(await sem.release(p2?.id as string)).toBe(false); // lapsed already
 
     // Released by id, it wakes a waiter at once.
