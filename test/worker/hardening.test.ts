@@ -34,12 +34,16 @@ describe("failed admin authentications", () => {
       if (res.status === 429) expect(Number(res.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     }
     // Ten failures a minute (a window boundary falling inside the run may weigh a few less):
-    // then blocked, and blocked stays blocked.
+    // then blocked. The window slides: when a minute boundary falls inside the run (more
+    // likely the longer a busy machine makes it), the last minute's count weighs a little
+    // less and one failure may get through before the block holds again, not a run of them.
     const failed = statuses.indexOf(429);
     expect(failed).toBeGreaterThanOrEqual(5);
     expect(failed).toBeLessThanOrEqual(15);
     expect(statuses.slice(0, failed)).toEqual(Array(failed).fill(401));
-    expect(statuses.slice(failed)).toEqual(Array(statuses.length - failed).fill(429));
+    const slipped = statuses.slice(failed).filter((status) => status !== 429);
+    expect(slipped.length, `after the block: ${statuses.slice(failed).join(" ")}`).toBeLessThanOrEqual(2);
+    expect(slipped.every((status) => status === 401)).toBe(true);
 
     // While blocked, even the right token waits: a guess cannot be confirmed by its answer.
     expect((await fetchWithVars(limited, path, { headers: asGuesser(env.ADMIN_TOKEN) })).status).toBe(429);
