@@ -76,8 +76,8 @@ class StackLog extends Log {
  * meanwhile), but asking for no compression. dispatchFetch accepts gzip, so workerd
  * compressed every JSON reply and Node inflated it again (compression is the edge's work in
  * production, not the Worker's), and Miniflare's line per request came to Node as a request
- * of its own. A 10,000-buyer crowd took 11.3 s of Node's CPU and 12.8 s of workerd's and the
- * gateway's that way, 5.8 s and 11.2 s this way.
+ * of its own. Run back to back, a 10,000-buyer crowd took 14.1 s of Node's CPU and 17.3 s of
+ * workerd's and the gateway's that way, 8.2 s and 14.2 s this way.
  */
 function connectionsToWorkerd(): Dispatcher {
   return new Agent().compose((dispatch) => (options, handler) => dispatch({ ...options, reset: true }, handler));
