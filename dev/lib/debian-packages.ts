@@ -1,4 +1,4 @@
-// Debian packages the local stack needs (redis-server, and chromium for the browser tests).
+// Debian packages the local stack needs (redis-server, and Chromium's headless shell for the browser tests).
 // When one is missing and we are root, it is installed with apt-get, its output kept in a
 // log file and one line of progress printed; otherwise the error says exactly what to run.
 import { execFileSync } from "node:child_process";

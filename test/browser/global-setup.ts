@@ -1,6 +1,6 @@
 // The browser tests' stack: `npm start` itself, on free ports and a state directory of its
 // own (DEV_LOGIN on, as a developer gets it; one shop origin allowed to frame the storefront),
-// and Debian's chromium, installed like redis-server when it is missing.
+// and Debian's Chromium headless shell, installed like redis-server when it is missing.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,7 +10,7 @@ import { freePort } from "../../dev/lib/net.ts";
 import { demoSaleId, npmStart, stopNpmStart } from "../support/npm-start.ts";
 
 export default async function setup(project: TestProject) {
-  ensureDebianPackage("chromium", "chromium");
+  ensureDebianPackage("chromium-headless-shell", "chromium-headless-shell");
   const stateDir = mkdtempSync(path.join(tmpdir(), "browser-tests-"));
   const ports = { WORKER_PORT: await freePort(), GATEWAY_PORT: await freePort(), REDIS_PORT: await freePort() };
   // One address drives every browser here: no per-IP limit (the sale's own admission still applies).
