@@ -76,11 +76,26 @@ export const stackSecrets = (stateDir: string) =>
   JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;
 
 /** The API of the run on `workerPort`, as an admin, minting user tokens it accepts. */
+/**
+ * A request to `npm start`'s Worker, sent again (at most twice) when wrangler dev's own proxy
+ * answers it with "Your worker restarted mid-request": wrangler 4.86's proxy now and then
+ * sends a request on a kept-alive connection to the Worker that is being closed, and answers a
+ * POST that way without the Worker having restarted (GET and HEAD it sends again itself). The
+ * Worker answers in JSON, never in plain text, so none of its own answers is sent again.
+ */
+async function fetchThroughWranglerDev(url: string, init?: RequestInit): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(url, init);
+    if (res.status !== 503 || attempt === 3 || !res.headers.get("Content-Type")?.startsWith("text/plain")) return res;
+    if (!(await res.clone().text()).startsWith("Your worker restarted mid-request")) return res;
+  }
+}
+
 export function stackApi(workerPort: number, stateDir: string): ApiClient {
   const base = `http://127.0.0.1:${workerPort}`;
   const secrets = stackSecrets(stateDir);
   return new ApiClient({
-    fetch: (p, init) => fetch(`${base}${p}`, init),
+    fetch: (p, init) => fetchThroughWranglerDev(`${base}${p}`, init),
     adminToken: secrets.ADMIN_TOKEN,
     jwtSecret: secrets.JWT_SECRET,
   });
