@@ -5,14 +5,13 @@
 // wrangler twice and import it once (about 4 s, 8 s and 2 s on two busy cores, most of it
 // wrangler's own start-up). Any change to the inputs makes a new entry; `npm ci` clears them.
 import { execFileSync } from "node:child_process";
-import { createHash, randomUUID } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { WorkerOptions } from "miniflare";
+import { cached, hashOf } from "../lib/build-cache.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "../lib/project.ts";
 
-const CACHE = path.join(ROOT, "node_modules", ".cache", "flash-sale");
 const QUIET_WRANGLER = offlineWranglerEnv({ WRANGLER_LOG: "error" });
 
 /** What the bundle is made from (package-lock.json: the versions of wrangler and of every import). */
@@ -21,44 +20,6 @@ const BUNDLE_INPUTS = ["src", "lua", "wrangler.toml", "tsconfig.json", "package-
 const D1_INPUTS = ["migrations", "package-lock.json"];
 /** What the Worker's configuration is read from. */
 const CONFIG_INPUTS = ["wrangler.toml", "package-lock.json"];
-
-/**
- * A short hash of the files under `inputs` (paths relative to the project), names and contents,
- * and of `also` (what else the entry depends on).
- */
-function hashOf(inputs: string[], also = ""): string {
-  const hash = createHash("sha256").update(also).update("\0");
-  const visit = (file: string) => {
-    if (statSync(file).isDirectory()) {
-      for (const name of readdirSync(file).sort()) visit(path.join(file, name));
-    } else {
-      hash.update(path.relative(ROOT, file)).update("\0").update(readFileSync(file)).update("\0");
-    }
-  };
-  for (const input of inputs) visit(path.join(ROOT, input));
-  return hash.digest("hex").slice(0, 16);
-}
-
-/**
- * The cache entry `name`, made by `make(dir)` the first time. Made in a directory of its own
- * and renamed into place, so two processes making it at once never see half an entry: one
- * rename wins, and the other uses the winner's.
- */
-function cached(name: string, make: (dir: string) => void): string {
-  const entry = path.join(CACHE, name);
-  if (existsSync(entry)) return entry;
-  const scratch = path.join(CACHE, `.${name}-${randomUUID()}`);
-  mkdirSync(scratch, { recursive: true });
-  try {
-    make(scratch);
-    renameSync(scratch, entry);
-  } catch (err) {
-    if (!existsSync(entry)) throw err;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
-  return entry;
-}
 
 /** Runs wrangler offline in the project, quietly. */
 function wrangler(args: string[], env: NodeJS.ProcessEnv = QUIET_WRANGLER): void {
