@@ -12,6 +12,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT } from "./lib/project.ts";
 import { describeProcesses, markRun, processesOfThisRun, RUN_MARK, stopMarked } from "./lib/run-processes.ts";
+import type { FileTime } from "./test-busy-reporter.ts";
 
 const { values } = parseArgs({
   options: { burners: { type: "string", default: "2" } },
@@ -37,15 +38,8 @@ function burner(): ChildProcess {
   return spawn(process.execPath, ["-e", BURN], { env, stdio: "ignore" });
 }
 
-interface FileResult {
-  name: string;
-  startTime: number;
-  endTime: number;
-  status: string;
-}
-
 /** Per test folder (test/node, test/worker, ...): when its first file started and its last ended. */
-function folderSpans(files: FileResult[]): string[] {
+function folderSpans(files: FileTime[]): string[] {
   const zero = Math.min(...files.map((f) => f.startTime));
   const spans = new Map<string, { from: number; to: number; count: number }>();
   for (const f of files) {
@@ -64,12 +58,12 @@ function folderSpans(files: FileResult[]): string[] {
 async function main(): Promise<number> {
   const burners = Array.from({ length: burnerCount }, burner);
   const reportDir = mkdtempSync(path.join(tmpdir(), "test-busy-"));
-  const reportFile = path.join(reportDir, "results.json");
+  const reportFile = path.join(reportDir, "file-times.json");
   const started = performance.now();
   const suite = spawn(
     path.join(ROOT, "node_modules", ".bin", "vitest"),
-    ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${reportFile}`, ...vitestArgs],
-    { cwd: ROOT, stdio: "inherit" },
+    ["run", "--reporter=default", `--reporter=${path.join(ROOT, "dev", "test-busy-reporter.ts")}`, ...vitestArgs],
+    { cwd: ROOT, stdio: "inherit", env: { ...process.env, FILE_TIMES_OUT: reportFile } },
   );
   const exitCode = await new Promise<number>((resolve) => suite.once("exit", (code) => resolve(code ?? 1)));
   const wallSeconds = (performance.now() - started) / 1000;
@@ -82,9 +76,9 @@ async function main(): Promise<number> {
   let slowest: string[] = [];
   let spans: string[] = [];
   try {
-    const results = JSON.parse(readFileSync(reportFile, "utf8")) as { testResults: FileResult[] };
-    spans = folderSpans(results.testResults);
-    slowest = results.testResults
+    const results = JSON.parse(readFileSync(reportFile, "utf8")) as FileTime[];
+    spans = folderSpans(results);
+    slowest = results
       .map((f) => ({ name: path.relative(ROOT, f.name), seconds: (f.endTime - f.startTime) / 1000, status: f.status }))
       .sort((a, b) => b.seconds - a.seconds)
       .slice(0, 10)
