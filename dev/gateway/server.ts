@@ -3,6 +3,7 @@
 // tests and benchmarks. Why it exists and what it speaks: docs/architecture.md, "Local stack".
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Redis } from "ioredis";
 import { BadRequestError, isBlocking, parseCommand, parseCommandList, refusal } from "./commands.js";
 import { encodeOutcome, encodeOutcomes } from "./encoding.js";
 import { bearerAuth, createResponder, hostCheck, MAX_LATENCY_MS, PayloadTooLargeError, parseRoute, readBody } from "./http.js";
@@ -94,8 +95,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     counters.commands += runnable.length;
     let results: Outcome[] = [];
     if (runnable.length > 0 && commands.some(isBlocking)) {
-      const conn = await redis.openOneOff("gateway-blocking");
-      res.once("close", () => redis.drop(conn));
+      // Watched from before the connection opens: a client gone before or while it opened would
+      // otherwise leave its BLPOP ... 0 holding a Redis connection for good (a busy run showed it).
+      let gone = res.socket === null || res.socket.destroyed;
+      let conn: Redis | undefined;
+      res.once("close", () => {
+        gone = true;
+        if (conn) redis.drop(conn);
+      });
+      conn = await redis.openOneOff("gateway-blocking");
+      if (gone) {
+        redis.drop(conn);
+        return commands.map(() => ({ ok: false, error: "ERR the client went away" }));
+      }
       try {
         results = await new Batcher(conn).run(runnable);
       } finally {
