@@ -1,10 +1,12 @@
 // Runs the gateway as a child process (as `npm start` and the Worker test suite do), so
 // it stays out of the caller's module graph and can be stopped like any other server.
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSync } from "esbuild";
-import { cached, hashOf } from "../lib/build-cache.ts";
+import { cached } from "../lib/build-cache.ts";
 import { freePort } from "../lib/net.ts";
 import type { GatewayStats } from "./server.ts";
 
@@ -22,31 +24,32 @@ export interface GatewayProcess {
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
-/** What the gateway's script is built from (package-lock.json: esbuild's version). */
-const SCRIPT_INPUTS = ["dev/gateway", "dev/lib/net.ts", "package-lock.json"];
-
 let script: string | undefined;
 
 /**
- * The gateway as one JavaScript file, built by esbuild once per content of its sources: run
- * through tsx, each gateway spent half a CPU-second compiling its TypeScript before it listened,
- * and the test suite starts dozens beside its crowds (built: a fifth of a second). Packages stay
- * imports, found from node_modules/.cache as from anywhere in the project.
+ * The gateway as one JavaScript file, built by esbuild once per process and kept once per
+ * content (named by a hash of the build, so a change to anything it bundles makes a new one):
+ * run through tsx, each gateway spent half a CPU-second compiling its TypeScript before it
+ * listened, and the test suite starts dozens beside its crowds (built: a fifth of a second).
+ * Packages stay imports, found from node_modules/.cache as from anywhere in the project.
  */
 function gatewayScript(): string {
-  script ??= path.join(
-    cached(`gateway-${hashOf(SCRIPT_INPUTS)}`, (dir) => {
-      buildSync({
-        entryPoints: [MAIN],
-        outfile: path.join(dir, "gateway.mjs"),
-        bundle: true,
-        packages: "external",
-        platform: "node",
-        format: "esm",
-        target: `node${process.versions.node}`,
-        logLevel: "error",
-      });
-    }),
+  if (script) return script;
+  const [built] = buildSync({
+    entryPoints: [MAIN],
+    outfile: "gateway.mjs",
+    write: false,
+    bundle: true,
+    packages: "external",
+    platform: "node",
+    format: "esm",
+    target: `node${process.versions.node}`,
+    logLevel: "error",
+  }).outputFiles;
+  if (!built) throw new Error("esbuild built no gateway script");
+  const name = `gateway-${createHash("sha256").update(built.contents).digest("hex").slice(0, 16)}`;
+  script = path.join(
+    cached(name, (dir) => writeFileSync(path.join(dir, "gateway.mjs"), built.contents)),
     "gateway.mjs",
   );
   return script;

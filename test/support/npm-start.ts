@@ -75,7 +75,6 @@ export const demoSaleId = (output: string) => /Demo sale +(\d+)/.exec(output)?.[
 export const stackSecrets = (stateDir: string) =>
   JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;
 
-/** The API of the run on `workerPort`, as an admin, minting user tokens it accepts. */
 /**
  * A request to `npm start`'s Worker, sent again (at most twice) when wrangler dev's own proxy
  * answers it with "Your worker restarted mid-request": wrangler 4.86's proxy now and then
@@ -91,6 +90,7 @@ async function fetchThroughWranglerDev(url: string, init?: RequestInit): Promise
   }
 }
 
+/** The API of the run on `workerPort`, as an admin, minting user tokens it accepts. */
 export function stackApi(workerPort: number, stateDir: string): ApiClient {
   const base = `http://127.0.0.1:${workerPort}`;
   const secrets = stackSecrets(stateDir);
