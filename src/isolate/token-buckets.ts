@@ -1,5 +1,8 @@
 import { weightOf } from "./isolate-cache";
 
+/** What a bucket weighs (weightOf's measure): its key and a number. */
+const bucketWeight = (key: string): number => weightOf(key, "");
+
 /** What take() answers when a token was there: one shared object, nothing allocated per request. */
 const TAKEN = Object.freeze({ ok: true as const });
 
@@ -13,7 +16,9 @@ const TAKEN = Object.freeze({ ok: true as const });
  * Each bucket is one number, the time at which it would be full again (the generic cell
  * rate algorithm: exactly a token bucket of `burst` tokens refilled at `rate` a second).
  * A flash sale's crowd is mostly callers never seen before, and a new caller then costs one
- * map entry holding a number, not an object.
+ * map entry holding a number, not an object. A bucket full again is the same as none, so it
+ * is dropped when a new caller comes: the map holds the callers of the last burst/rate
+ * seconds at most (a one-request caller at 20/s is dropped 50 ms on), not the last 50,000.
  */
 export class LocalTokenBuckets {
   /** Per key: when the bucket is full again (ms after `origin`); a time past means full. */
@@ -47,7 +52,7 @@ export class LocalTokenBuckets {
     const over = fullAt + this.refillMs - at - this.burst * this.refillMs;
     if (over > 1e-6) return { ok: false, retryAfterMs: Math.ceil(over) };
     // re-insert: Map order doubles as least-recently-used order
-    if (known === undefined) this.makeRoom(key);
+    if (known === undefined) this.makeRoom(key, at);
     else this.fullAt.delete(key);
     this.fullAt.set(key, fullAt + this.refillMs);
     return TAKEN;
@@ -59,14 +64,23 @@ export class LocalTokenBuckets {
     if (fullAt !== undefined) this.fullAt.set(key, fullAt - this.refillMs);
   }
 
-  /** Evicts the least recently used buckets until a new one for `key` fits, and counts it in. */
-  private makeRoom(key: string): void {
-    const weight = weightOf(key, 0);
-    while (this.fullAt.size > 0 && (this.fullAt.size >= this.maxKeys || this.bytes + weight > this.maxBytes)) {
-      const oldest = this.fullAt.keys().next();
-      if (oldest.done) break;
-      this.fullAt.delete(oldest.value);
-      this.bytes -= weightOf(oldest.value, 0);
+  /** How many callers' buckets it holds (full ones are dropped as new callers come). */
+  get size(): number {
+    return this.fullAt.size;
+  }
+
+  /**
+   * Drops the least recently used buckets that are full again at `at`, then evicts the least
+   * recently used until a new one for `key` fits, and counts it in. Stops at the first bucket
+   * that is neither: each take drops at most what earlier takes added.
+   */
+  private makeRoom(key: string, at: number): void {
+    const weight = bucketWeight(key);
+    for (const [oldest, fullAt] of this.fullAt) {
+      const fits = this.fullAt.size < this.maxKeys && this.bytes + weight <= this.maxBytes;
+      if (fits && fullAt > at) break;
+      this.fullAt.delete(oldest);
+      this.bytes -= bucketWeight(oldest);
     }
     this.bytes += weight;
   }

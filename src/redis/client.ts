@@ -6,6 +6,13 @@ export type { Redis };
 const DEFAULT_TIMEOUT_MS = 1500;
 let cached: { key: string; redis: Redis; env: Env } | undefined;
 
+/**
+ * Replies as plain JSON strings, not base64 the client decodes string by string (a merged
+ * call's reply holds a string per buyer): everything this Worker keeps in Redis is text it
+ * wrote itself, so there are no bytes that are not UTF-8 to protect.
+ */
+const RESPONSE_ENCODING = false;
+
 const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
 
 /**
@@ -33,6 +40,7 @@ export function newRedisClient(env: Env): Redis {
     token: env.UPSTASH_REDIS_REST_TOKEN,
     // Order ids are 19-digit strings; never let the client turn replies into numbers.
     automaticDeserialization: false,
+    responseEncoding: RESPONSE_ENCODING,
     enableTelemetry: false,
     retry: { retries: 1, backoff: () => 25 },
     signal: () => AbortSignal.timeout(timeoutMs),
@@ -59,6 +67,7 @@ export function quorumRedisFor(env: Env): Redis[] {
           url,
           token,
           automaticDeserialization: false,
+          responseEncoding: RESPONSE_ENCODING,
           enableTelemetry: false,
           retry: false,
           signal: () => AbortSignal.timeout(timeoutMs),

@@ -45,3 +45,16 @@ it("forgets the least recently served caller first when it holds its most", () =
   expect(buckets.take("c", T).ok).toBe(false); // still held, still empty
   expect(buckets.take("b", T).ok).toBe(true);
 });
+
+it("drops buckets that are full again as new callers come: a crowd of one-time callers holds only its last moments", () => {
+  const buckets = new LocalTokenBuckets(20, 40); // one token back every 50 ms
+  // 10,000 callers, one request each, one every millisecond: each bucket is full again 50 ms after its take.
+  for (let i = 0; i < 10_000; i++) expect(buckets.take(`caller-${i}`, T + i).ok).toBe(true);
+  expect(buckets.size).toBeLessThanOrEqual(51);
+  // Ten seconds on, all are full again: the next new caller's take drops them all.
+  for (let i = 0; i < 40; i++) buckets.take("busy", T + 20_000);
+  expect(buckets.size).toBe(1);
+  // A caller still short of tokens is kept, however many come after it, and still limited.
+  for (let i = 0; i < 1_000; i++) buckets.take(`later-${i}`, T + 20_000 + i / 100);
+  expect(buckets.take("busy", T + 20_010)).toEqual({ ok: false, retryAfterMs: 40 });
+});
