@@ -36,10 +36,13 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
     });
   }
   await next();
-  c.header("Vary", "Origin", { append: true });
+  // On the response's own headers, as secureHeaders does: hono's c.header() after a route has
+  // answered copies the whole response first (a second Response for every API request).
+  const headers = c.res.headers;
+  headers.append("Vary", "Origin");
   if (allowed) {
-    c.header("Access-Control-Allow-Origin", origin);
-    c.header("Access-Control-Expose-Headers", "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset");
+    headers.set("Access-Control-Allow-Origin", origin);
+    headers.set("Access-Control-Expose-Headers", "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset");
   }
 };
 
