@@ -31,14 +31,44 @@ function seconds(value: string | undefined, fallback: number): number {
   return value !== undefined && value !== "" && Number.isInteger(n) && n >= 0 ? n : fallback;
 }
 
+/** The lifetime rules of `env`, read once per env object (an isolate's, as a rule). */
+let lifetimeOf: { env: Env; lifetime: TokenLifetime } | undefined;
+function tokenLifetime(env: Env): TokenLifetime {
+  if (lifetimeOf?.env !== env) {
+    const lifetime = {
+      skewSec: seconds(env.JWT_CLOCK_SKEW_SEC, DEFAULT_LIFETIME.skewSec),
+      maxTtlSec: seconds(env.JWT_MAX_TTL_SEC, DEFAULT_LIFETIME.maxTtlSec),
+    };
+    lifetimeOf = { env, lifetime };
+  }
+  return lifetimeOf.lifetime;
+}
+
+type TokenHeader = { readonly alg?: unknown; readonly kid?: unknown };
+/**
+ * The last header read, by its segment: one issuer's tokens carry the same header, so a crowd
+ * of new tokens is decoded here once, not once each (hono's verify decodes its own copy).
+ */
+let lastHeader: { segment: string; header: TokenHeader } | undefined;
+function headerOf(token: string): TokenHeader {
+  const segment = token.slice(0, token.indexOf("."));
+  if (lastHeader?.segment !== segment) {
+    let header: unknown;
+    try {
+      header = decodeHeader(token);
+    } catch {
+      header = undefined;
+    }
+    // A header of JSON `null` or `1` is no header either.
+    if (typeof header !== "object" || header === null) throw unauthorized("the token is not a well-formed JWT");
+    lastHeader = { segment, header: Object.freeze(header) };
+  }
+  return lastHeader.header;
+}
+
 /** The key that verifies `token` and the algorithm it is pinned to, chosen by the token's header. */
 async function verificationKeyFor(token: string, env: Env): Promise<{ alg: "HS256" | JwksAlgorithm; key: CryptoKey }> {
-  let header: { alg?: unknown; kid?: unknown };
-  try {
-    header = decodeHeader(token);
-  } catch {
-    throw unauthorized("the token is not a well-formed JWT");
-  }
+  const header = headerOf(token);
   if (header.alg === "HS256") {
     const secret = usableSecret("JWT_SECRET", env.JWT_SECRET);
     if (!secret) throw unauthorized("the shop's tokens cannot be verified: this server's JWT_SECRET is not usable");
@@ -95,11 +125,7 @@ export async function userIdFromAuthorization(header: string | undefined, env: E
     throw unauthorized("the token is invalid");
   }
 
-  const lifetime = {
-    skewSec: seconds(env.JWT_CLOCK_SKEW_SEC, DEFAULT_LIFETIME.skewSec),
-    maxTtlSec: seconds(env.JWT_MAX_TTL_SEC, DEFAULT_LIFETIME.maxTtlSec),
-  };
-  const timeProblem = timeClaimProblem(payload, Math.floor(Date.now() / 1000), lifetime);
+  const timeProblem = timeClaimProblem(payload, Math.floor(Date.now() / 1000), tokenLifetime(env));
   if (timeProblem) throw unauthorized(timeProblem);
 
   const { sub } = payload;
