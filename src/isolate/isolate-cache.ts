@@ -19,12 +19,13 @@ export interface IsolateCacheOptions {
 const ENTRY_OVERHEAD_BYTES = 100;
 
 /**
- * About what an entry costs the heap: its key and its value as JSON, two bytes a character
- * (a string's worst case). Computed once per write, never per read.
+ * About what an entry costs the heap: its key and its value (a string as it is, an object as
+ * JSON, anything else as 8 characters), two bytes a character (a string's worst case).
+ * Computed once per write, never per read.
  */
 export function weightOf(key: string, value: unknown): number {
-  const json = typeof value === "string" ? value : (JSON.stringify(value) ?? "");
-  return ENTRY_OVERHEAD_BYTES + 2 * (key.length + json.length);
+  const chars = typeof value === "string" ? value.length : typeof value === "object" ? (JSON.stringify(value) ?? "").length : 8;
+  return ENTRY_OVERHEAD_BYTES + 2 * (key.length + chars);
 }
 
 /** How long a waiter waits for another request's load before loading for itself. */
@@ -63,14 +64,20 @@ export class IsolateCache<T> {
     return undefined;
   }
 
+  /**
+   * Keeps `value` for `key`. Entries that have expired are dropped first, oldest first (the
+   * map's order is the order they were set in), so a cache a crowd writes to holds the last
+   * TTL's entries, not the last maxEntries: a heap kept small is a garbage collection kept
+   * short. Then the oldest are evicted until the new one fits.
+   */
   set(key: string, value: T, ttlMs = this.ttlMs, now = Date.now()): void {
     this.delete(key);
     const bytes = weightOf(key, value);
     if (bytes > this.maxBytes) return; // bigger than the whole cache: not kept at all
-    while (this.entries.size > 0 && (this.entries.size >= this.maxEntries || this.bytes + bytes > this.maxBytes)) {
-      const oldest = this.entries.keys().next();
-      if (oldest.done) break;
-      this.delete(oldest.value);
+    for (const [oldest, entry] of this.entries) {
+      const fits = this.entries.size < this.maxEntries && this.bytes + bytes <= this.maxBytes;
+      if (fits && entry.expires > now) break;
+      this.delete(oldest);
     }
     this.entries.set(key, { value, expires: now + ttlMs, bytes });
     this.bytes += bytes;

@@ -124,6 +124,19 @@ describe("IsolateCache bounds", () => {
     expect(cache.get("buyer-0")).toBeUndefined();
   });
 
+  it("drops what has expired as new entries come: a crowd's writes hold the last TTL's entries, not the last maxEntries", () => {
+    const T = 1_790_000_000_000;
+    const cache = new IsolateCache<string>({ ttlMs: 1_000, maxEntries: 100_000 });
+    // 10,000 buyers, one every millisecond: each entry lives a second.
+    for (let i = 0; i < 10_000; i++) cache.set(`buyer-${i}`, "order", undefined, T + i);
+    expect(cache.size).toBeLessThanOrEqual(1_001);
+    expect(cache.get("buyer-9999", T + 9_999)).toBe("order");
+    // An entry set with a longer TTL of its own is kept past the others (those set after it wait for it, within maxEntries).
+    cache.set("long", "kept", 60_000, T + 10_000);
+    for (let i = 0; i < 3_000; i++) cache.set(`later-${i}`, "order", undefined, T + 10_000 + i);
+    expect(cache.get("long", T + 13_000)).toBe("kept");
+  });
+
   it("does not keep a value bigger than the whole cache", () => {
     const cache = new IsolateCache<string>({ ttlMs: 60_000, maxBytes: 1_000 });
     cache.set("small", "a");
