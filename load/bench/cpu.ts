@@ -70,6 +70,8 @@ export interface CpuRow {
   msPerRequest: number;
   /** As a multiple of GET /healthz's. */
   vsHealthz: number;
+  /** The standard error of that multiple, from the rounds' own multiples (each round against the same round of /healthz). */
+  vsHealthzSe: number;
   goal?: number;
   /** Whether this part is the Worker's own CPU (in production too), not the local Queues' or D1's. */
   workersOwn?: boolean;
@@ -89,13 +91,33 @@ export interface CpuFigures {
   measured: ContenderFigures[];
 }
 
+/** workerd CPU per request (ms) of a kind, or of a part (a difference of kinds), as a whole and round by round. */
+interface Figure {
+  ms: number;
+  byRound: number[];
+}
+
+const difference = (a: Figure, b: Figure): Figure => ({
+  ms: a.ms - b.ms,
+  byRound: a.byRound.map((ms, round) => ms - (b.byRound[round] ?? Number.NaN)),
+});
+
+/** The standard error of the mean of `values`. */
+function standardError(values: number[]): number {
+  const n = values.length;
+  if (n < 2) return Number.NaN;
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const variance = values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1);
+  return Math.sqrt(variance / n);
+}
+
 async function scriptCalls(redis: IORedis): Promise<number> {
   const stats = await redis.info("commandstats");
   const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
   return calls("evalsha") + calls("eval");
 }
 
-export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } = {}): Promise<CpuFigures> {
+export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = {}): Promise<CpuFigures> {
   const limits = productionLimits();
   const stack = await startStack({ vars: limits, wrapper: SWITCH });
   const redis = new IORedis(stack.redis.url);
@@ -162,15 +184,26 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
     const measured = await alternatingRounds(contenders, { rounds, perRound, warmup, inFlight, processes });
     const ordersPerMessage = (accepted - acceptedBefore) / Math.max(1, (await scriptCalls(redis)) - callsBefore);
 
-    const ms = (name: string) => measured.find((m) => m.name === name)?.cpuMsPerRequest.workerd ?? Number.NaN;
-    const healthz = ms("GET /healthz");
-    const row = (request: string, msPerRequest: number, extra: Partial<CpuRow> = {}): CpuRow => ({
+    // Each figure as a whole and round by round: a part of an accepted order is a difference of two kinds.
+    const kind = (name: string): Figure => {
+      const m = measured.find((f) => f.name === name);
+      return {
+        ms: m?.cpuMsPerRequest.workerd ?? Number.NaN,
+        byRound: m?.cpuMsPerRequestByRound.map((r) => r.workerd ?? Number.NaN) ?? [],
+      };
+    };
+    const healthz = kind("GET /healthz");
+    const row = (request: string, figure: Figure, extra: Partial<CpuRow> = {}): CpuRow => ({
       request,
-      msPerRequest,
-      vsHealthz: msPerRequest / healthz,
+      msPerRequest: figure.ms,
+      vsHealthz: figure.ms / healthz.ms,
+      vsHealthzSe: standardError(figure.byRound.map((ms, round) => ms / (healthz.byRound[round] ?? Number.NaN))),
       ...extra,
     });
-    const acceptedMs = Object.fromEntries(CONSUMERS.map((c) => [c, ms(`checkout, accepted [${c}]`)])) as Record<Consumer, number>;
+    const acceptedMs = Object.fromEntries(CONSUMERS.map((c) => [c, kind(`checkout, accepted [${c}]`)])) as Record<
+      Consumer,
+      Figure
+    >;
     return {
       pinning,
       inFlight,
@@ -180,17 +213,23 @@ export async function benchCpu({ perRound = 2_000, rounds = 3, inFlight = 50 } =
       ordersPerMessage,
       rows: [
         row("GET /healthz (a new token and address each)", healthz),
-        row("checkout, refused, warm (sold out)", ms("checkout, refused (warm)"), {
+        row("checkout, refused, warm (sold out)", kind("checkout, refused (warm)"), {
           goal: CPU_GOALS.warmRefusal,
           workersOwn: true,
         }),
         row("checkout, accepted: the request, its message taken in and handed over", acceptedMs["ack-only"], {
           workersOwn: true,
         }),
-        row("  + settlement: the consumer's own work", acceptedMs["no-d1"] - acceptedMs["ack-only"], { workersOwn: true }),
-        row("  + settlement: D1 taking and running its batch (local SQLite)", acceptedMs.deployed - acceptedMs["no-d1"], {
-          workersOwn: false,
+        row("  + settlement: the consumer's own work", difference(acceptedMs["no-d1"], acceptedMs["ack-only"]), {
+          workersOwn: true,
         }),
+        row(
+          "  + settlement: D1 taking and running its batch (local SQLite)",
+          difference(acceptedMs.deployed, acceptedMs["no-d1"]),
+          {
+            workersOwn: false,
+          },
+        ),
         row("= checkout, accepted, with its settlement: all of it, as measured here", acceptedMs.deployed),
         row("= the same, the Worker's own CPU: all but local D1's", acceptedMs["no-d1"], {
           goal: CPU_GOALS.acceptedWithSettlement,
@@ -214,6 +253,7 @@ export function printCpu(f: CpuFigures, log: (text: string) => void): void {
         request: r.request,
         "workerd CPU ms": fixed(r.msPerRequest, 3),
         "x healthz": fixed(r.vsHealthz, 2),
+        "± (standard error)": fixed(r.vsHealthzSe, 2),
         "the Worker's own": r.workersOwn === undefined ? "" : r.workersOwn ? "yes" : "no: local D1",
         goal: r.goal === undefined ? "" : `<= ${r.goal}x ${r.vsHealthz <= r.goal ? "met" : "NOT met"}`,
       })),

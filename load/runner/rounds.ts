@@ -31,6 +31,8 @@ export interface ContenderFigures {
   p99Ms: number;
   /** CPU per request of each process role (ms). */
   cpuMsPerRequest: Record<string, number>;
+  /** The same, round by round (in the order the rounds ran): how much a figure moves. */
+  cpuMsPerRequestByRound: Record<string, number>[];
   /** The largest share of the cores other work took in any of this kind's rounds. */
   othersShare: number;
   interfered: boolean;
@@ -62,7 +64,12 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
     await c.prepare?.();
     await closedLoop(c.shots.slice(0, warmup), c, inFlight);
   }
-  const measured = contenders.map(() => ({ samples: [] as Sample[], ms: 0, readings: [] as CpuReading[] }));
+  const measured = contenders.map(() => ({
+    samples: [] as Sample[],
+    ms: 0,
+    readings: [] as CpuReading[],
+    requests: [] as number[],
+  }));
   for (let round = 0; round < rounds; round++) {
     // The order flips every round, so neither kind always follows the other.
     const order = contenders.map((_, i) => i);
@@ -76,10 +83,11 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       m.samples.push(...result.samples);
       m.ms += result.durationMs;
       m.readings.push(cpu);
+      m.requests.push(result.samples.length);
     }
   }
   return contenders.map((c, i) => {
-    const { samples, ms, readings } = measured[i] as (typeof measured)[number];
+    const { samples, ms, readings, requests } = measured[i] as (typeof measured)[number];
     const latency = latencyFigures(samples.map((s) => s.latencyMs));
     const cpuMsPerRequest = Object.fromEntries(
       Object.keys(processes).map((role) => [role, readings.reduce((n, r) => n + (r.cpuMs[role] ?? 0), 0) / samples.length]),
@@ -91,6 +99,9 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       p50Ms: latency.p50,
       p99Ms: latency.p99,
       cpuMsPerRequest,
+      cpuMsPerRequestByRound: readings.map((r, round) =>
+        Object.fromEntries(Object.entries(r.cpuMs).map(([role, cpuMs]) => [role, cpuMs / (requests[round] ?? 1)])),
+      ),
       othersShare: Math.max(...readings.map((r) => r.othersShare)),
       interfered: readings.some((r) => r.interfered),
     };
