@@ -7,11 +7,8 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 export const isJsonContentType = (contentType: string | undefined): boolean =>
   JSON_MEDIA_TYPE.test(contentType?.split(";", 1)[0]?.trim() ?? "");
 
-/**
- * Whether a request carries a body: one sent without may still come as an empty stream with
- * Content-Length 0. The header is read first: a POST's body is a stream the runtime makes when asked for.
- */
-export const hasBody = (request: Request): boolean => request.headers.get("Content-Length") !== "0" && request.body !== null;
+/** Whether a request carries a body: one sent without may still come as an empty stream with Content-Length 0. */
+export const hasBody = (request: Request): boolean => request.body !== null && request.headers.get("Content-Length") !== "0";
 
 /**
  * Every request body the API reads is JSON: a body of another type is refused with 415 before
