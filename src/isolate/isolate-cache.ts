@@ -68,7 +68,8 @@ export class IsolateCache<T> {
    * Keeps `value` for `key`. Entries that have expired are dropped first, oldest first (the
    * map's order is the order they were set in), so a cache a crowd writes to holds the last
    * TTL's entries, not the last maxEntries: a heap kept small is a garbage collection kept
-   * short. Then the oldest are evicted until the new one fits.
+   * short. An entry set with a longer TTL of its own holds back those set after it until it
+   * expires (maxEntries still bounds them). Then the oldest are evicted until the new one fits.
    */
   set(key: string, value: T, ttlMs = this.ttlMs, now = Date.now()): void {
     this.delete(key);

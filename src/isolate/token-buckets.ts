@@ -1,7 +1,7 @@
 import { weightOf } from "./isolate-cache";
 
 /** What a bucket weighs (weightOf's measure): its key and a number. */
-const bucketWeight = (key: string): number => weightOf(key, "");
+const bucketWeight = (key: string): number => weightOf(key, 0);
 
 /** What take() answers when a token was there: one shared object, nothing allocated per request. */
 const TAKEN = Object.freeze({ ok: true as const });

@@ -154,13 +154,13 @@ const corpus: Row[] = [
     vars: { JWT_JWKS_URL: "" },
     expect: refused(/signed with HS256$/),
   },
+  // The isolate keeps the last header it read: a forged token with the very header it just kept is still refused.
+  { name: "a valid HS256 token, just before a forged one", token: () => hs256(), expect: accepted() },
   { name: "a forged HS256 signature", token: () => sign(claims(), "another-secret", "HS256"), expect: refused(/invalid/) },
   { name: "a header with crit", token: () => hs256Raw({ alg: "HS256", crit: ["exp"] }, claims()), expect: refused(/invalid/) },
   { name: "a header that is not JSON", token: () => hs256Raw("{alg", claims()), expect: refused(/well-formed/) },
   { name: "a header of JSON null", token: () => hs256Raw("null", claims()), expect: refused(/well-formed/) },
   { name: "a header that is a number", token: () => hs256Raw("1", claims()), expect: refused(/well-formed/) },
-  // The same header twice in a row (the isolate keeps the last one read): still refused.
-  { name: "a header of JSON null, again", token: () => hs256Raw("null", claims()), expect: refused(/well-formed/) },
   { name: "four segments", token: async () => `${await hs256()}.AAAA`, expect: refused(/well-formed/) },
 
   // one token, one spelling
