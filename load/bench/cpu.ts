@@ -2,15 +2,18 @@
 // with a token never seen before and an address of its own, the per-caller limits on as
 // wrangler.toml sets them, and the settlement consumer running. GET /healthz (sent the same
 // way), a warm refusal and accepted checkouts, in alternating rounds on one stack; workerd's
-// CPU from /proc, an accepted round's until the queue has handled its orders.
+// CPU from /proc, an accepted round's until its orders are handled.
 //
 // Settlement runs in the same workerd process as the requests, and so do Miniflare's local
 // Queues and D1, which production runs elsewhere and bills by operations and rows, not as the
-// Worker's CPU. So the stack's orders queue is consumed three ways, switched between rounds,
-// and an accepted order's cost is split by difference, all in the one process:
-//   a consumer that only acks       the request, and the local queue taking its message in and handing it over
-//   the consumer, D1's batch faked  + the consumer's own work (parsing, statements, the outbox clear's Upstash call)
-//   the consumer as deployed        + D1 taking and running the settlement's batch (local SQLite, its triggers)
+// Worker's CPU. So an accepted order's message goes four ways, switched between rounds, and
+// its cost is split by difference, all in the one process:
+//   copied and dropped                  the request alone (the message's JSON written and read, as a send and a delivery do)
+//   handed to the consumer in-isolate   + the consumer's own work (parsing, statements, the outbox clear's Upstash call), D1's batch faked
+//   through the local queue             + the local queue taking the message in and delivering it (production's Queues)
+//   through the local queue, as deployed  + local D1 taking and running the settlement's batch (production's D1)
+// The first two are the Worker's own CPU; in production the consumer runs as an invocation of
+// its own, whose dispatch (one per batch of up to ten messages) the in-isolate handover leaves out.
 // The switch is a wrapper around the Worker's own bundle (StackOptions.wrapper): as deployed,
 // it hands every request and every batch to the bundle untouched.
 import { Redis as IORedis } from "ioredis";
@@ -27,38 +30,72 @@ import { fixed, formatTable } from "../runner/table.ts";
 /** Goals, as a multiple of GET /healthz's CPU per request (issue 26, item 5). */
 export const CPU_GOALS = { acceptedWithSettlement: 1.3, warmRefusal: 1.15 } as const;
 
-/** How the orders queue is consumed in a round. */
-type Consumer = "ack-only" | "no-d1" | "deployed";
-const CONSUMERS: readonly Consumer[] = ["ack-only", "no-d1", "deployed"];
+/** Where an accepted round's order messages go. */
+type Route = "dropped" | "in-isolate" | "local-queue" | "deployed";
+const ROUTES: readonly Route[] = ["dropped", "in-isolate", "local-queue", "deployed"];
 
 /**
- * The switch: the bundle's Worker as it is, but for the orders queue's handler, which runs as
- * POST /__probe/consumer/<how> last said, and counts the orders it handled (GET /__probe/handled).
- * "ack-only" acks the messages; "no-d1" runs the Worker's own consumer with D1's batch
- * answered at once, as if D1 had written the orders and had nothing to report (every other
- * D1 read goes to D1); "deployed" hands the batch to the Worker's own consumer.
+ * The switch: the bundle's Worker as it is, but for where the orders' messages go, as
+ * POST /__probe/route/<how> last said; GET /__probe/handled counts the orders handled.
+ * "dropped" and "in-isolate" give the Worker an ORDERS binding of the switch's own: a send
+ * copies the message through JSON (as a send and a delivery serialize it), then drops it,
+ * or hands it at once to the Worker's own consumer in a batch of one, in the sending
+ * request's isolate. "local-queue" sends to the local queue, whose batches the Worker's
+ * consumer handles; in both, D1's batch is answered at once, as if D1 had written the orders
+ * and had nothing to report (every other D1 read goes to D1). "deployed" changes nothing.
  */
 const SWITCH = `
 import worker from "./index.js";
 export * from "./index.js";
-let consumer = "deployed";
+let route = "deployed";
 let handled = 0;
 const noBatches = (db) => ({
   prepare: (query) => db.prepare(query),
   batch: async (statements) => statements.map(() => ({ results: [], success: true, meta: {} })),
 });
+const orderBatch = (body) => ({
+  queue: "flash-sale-orders",
+  messages: [{ id: crypto.randomUUID(), timestamp: new Date(), body, attempts: 1, ack() {}, retry() {} }],
+  ackAll() {},
+  retryAll() {},
+});
+const noContext = { waitUntil() {}, passThroughOnException() {} };
+// Per env object, as the Worker's own memos are: a new env per request would cost them.
+const switched = new WeakMap();
+function switchedEnv(env) {
+  let envs = switched.get(env);
+  if (!envs) {
+    const consumerEnv = { ...env, DB: noBatches(env.DB) };
+    const producer = (handOver) => ({
+      async send(body) {
+        const delivered = JSON.parse(JSON.stringify(body));
+        if (handOver) await worker.queue(orderBatch(delivered), consumerEnv, noContext);
+        handled += delivered.orders.length;
+      },
+    });
+    envs = {
+      dropped: { ...env, ORDERS: producer(false) },
+      "in-isolate": { ...env, ORDERS: producer(true) },
+      consumer: consumerEnv,
+    };
+    switched.set(env, envs);
+  }
+  return envs;
+}
 export default {
   fetch(request, env, ctx) {
-    if (!request.url.includes("/__probe/")) return worker.fetch(request, env, ctx);
-    const set = /\\/__probe\\/consumer\\/([a-z0-9-]+)$/.exec(request.url);
-    if (set) consumer = set[1];
+    if (!request.url.includes("/__probe/")) {
+      const own = route === "dropped" || route === "in-isolate" ? switchedEnv(env)[route] : env;
+      return worker.fetch(request, own, ctx);
+    }
+    const set = /\\/__probe\\/route\\/([a-z-]+)$/.exec(request.url);
+    if (set) route = set[1];
     return new Response(String(handled));
   },
   scheduled: (controller, env, ctx) => worker.scheduled(controller, env, ctx),
   async queue(batch, env, ctx) {
     if (batch.queue !== "flash-sale-orders") return worker.queue(batch, env, ctx);
-    if (consumer === "ack-only") batch.ackAll();
-    else await worker.queue(batch, consumer === "no-d1" ? { ...env, DB: noBatches(env.DB) } : env, ctx);
+    await worker.queue(batch, route === "local-queue" ? switchedEnv(env).consumer : env, ctx);
     for (const message of batch.messages) handled += message.body.orders.length;
   },
 };
@@ -73,8 +110,8 @@ export interface CpuRow {
   /** The standard error of that multiple, from the rounds' own multiples (each round against the same round of /healthz). */
   vsHealthzSe: number;
   goal?: number;
-  /** Whether this part is the Worker's own CPU (in production too), not the local Queues' or D1's. */
-  workersOwn?: boolean;
+  /** Whose CPU this part is in production: the Worker's, or Queues' or D1's (which run in workerd here). */
+  part?: "worker" | "queues" | "d1";
 }
 
 export interface CpuFigures {
@@ -159,21 +196,20 @@ export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = 
       expect: "SOLD_OUT",
       shots: await crowd("refused"),
     });
-    for (const consumer of CONSUMERS) {
-      // A sale each: the ack-only consumer leaves its orders in the outbox.
-      const open = await api.createSale({ stock: total, name: `cpu: accepted (${consumer})` });
+    for (const route of ROUTES) {
+      // A sale each: a dropped message leaves its orders in the outbox.
+      const open = await api.createSale({ stock: total, name: `cpu: accepted (${route})` });
       contenders.push({
-        name: `checkout, accepted [${consumer}]`,
+        name: `checkout, accepted [${route}]`,
         send: checkout(open.id),
         expect: "ACCEPTED",
-        shots: await crowd(`accepted-${consumer}`),
-        prepare: async () => void (await probe(`consumer/${consumer}`)),
-        // Until the consumer has handled the round's orders (as deployed: they are in D1 and out of the outbox).
+        shots: await crowd(`accepted-${route}`),
+        prepare: async () => void (await probe(`route/${route}`)),
+        // Until the round's orders are handled (settled: in D1, or D1's batch faked, and out of the outbox).
         settle: async () => {
           await eventually(
-            `the ${consumer} consumer to handle sale ${open.id}'s orders`,
-            async () =>
-              consumer === "ack-only" ? (await probe("handled")) >= accepted : (await outboxSize(redis, open.id)) === 0,
+            `the ${route} orders of sale ${open.id} to be handled`,
+            async () => (route === "dropped" ? (await probe("handled")) >= accepted : (await outboxSize(redis, open.id)) === 0),
             120_000,
           );
         },
@@ -200,10 +236,7 @@ export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = 
       vsHealthzSe: standardError(figure.byRound.map((ms, round) => ms / (healthz.byRound[round] ?? Number.NaN))),
       ...extra,
     });
-    const acceptedMs = Object.fromEntries(CONSUMERS.map((c) => [c, kind(`checkout, accepted [${c}]`)])) as Record<
-      Consumer,
-      Figure
-    >;
+    const acceptedMs = Object.fromEntries(ROUTES.map((r) => [r, kind(`checkout, accepted [${r}]`)])) as Record<Route, Figure>;
     return {
       pinning,
       inFlight,
@@ -215,25 +248,26 @@ export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = 
         row("GET /healthz (a new token and address each)", healthz),
         row("checkout, refused, warm (sold out)", kind("checkout, refused (warm)"), {
           goal: CPU_GOALS.warmRefusal,
-          workersOwn: true,
+          part: "worker",
         }),
-        row("checkout, accepted: the request, its message taken in and handed over", acceptedMs["ack-only"], {
-          workersOwn: true,
+        row("checkout, accepted: the request alone", acceptedMs.dropped, { part: "worker" }),
+        row("  + settlement: the consumer's own work", difference(acceptedMs["in-isolate"], acceptedMs.dropped), {
+          part: "worker",
         }),
-        row("  + settlement: the consumer's own work", difference(acceptedMs["no-d1"], acceptedMs["ack-only"]), {
-          workersOwn: true,
-        }),
-        row(
-          "  + settlement: D1 taking and running its batch (local SQLite)",
-          difference(acceptedMs.deployed, acceptedMs["no-d1"]),
-          {
-            workersOwn: false,
-          },
-        ),
-        row("= checkout, accepted, with its settlement: all of it, as measured here", acceptedMs.deployed),
-        row("= the same, the Worker's own CPU: all but local D1's", acceptedMs["no-d1"], {
+        row("= checkout, accepted, with its settlement: the Worker's own CPU", acceptedMs["in-isolate"], {
           goal: CPU_GOALS.acceptedWithSettlement,
         }),
+        row(
+          "  + the local queue taking the message in and delivering it",
+          difference(acceptedMs["local-queue"], acceptedMs["in-isolate"]),
+          { part: "queues" },
+        ),
+        row(
+          "  + local D1 taking and running the settlement's batch (SQLite)",
+          difference(acceptedMs.deployed, acceptedMs["local-queue"]),
+          { part: "d1" },
+        ),
+        row("= the same, all of it as measured here", acceptedMs.deployed),
       ],
       measured,
     };
@@ -254,13 +288,13 @@ export function printCpu(f: CpuFigures, log: (text: string) => void): void {
         "workerd CPU ms": fixed(r.msPerRequest, 3),
         "x healthz": fixed(r.vsHealthz, 2),
         "± (standard error)": fixed(r.vsHealthzSe, 2),
-        "the Worker's own": r.workersOwn === undefined ? "" : r.workersOwn ? "yes" : "no: local D1",
+        "whose in production": r.part === undefined ? "" : { worker: "the Worker's", queues: "Queues'", d1: "D1's" }[r.part],
         goal: r.goal === undefined ? "" : `<= ${r.goal}x ${r.vsHealthz <= r.goal ? "met" : "NOT met"}`,
       })),
     ),
   );
   log(
-    `An accepted order's parts: the orders queue consumed three ways, switched between rounds (a consumer that only acks, the consumer with D1's batch faked, the consumer as deployed); the first row also holds the local queue's share (taking the message in, handing it over), production's Queues' in production. ${fixed(f.ordersPerMessage, 1)} orders per queue message (one per merged call).`,
+    `An accepted order's parts: its message copied and dropped, handed to the Worker's consumer in the same isolate, or sent through the local queue (D1's batch faked, then as deployed), switched between rounds. ${fixed(f.ordersPerMessage, 1)} orders per queue message (one per merged call).`,
   );
   log(
     formatTable(
