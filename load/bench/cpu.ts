@@ -20,10 +20,10 @@ import { Redis as IORedis } from "ioredis";
 import type { Answer } from "../../dev/lib/api-client.ts";
 import { outboxSize } from "../../dev/lib/sale-buckets.ts";
 import { eventually } from "../../dev/lib/wait.ts";
-import { startStack } from "../../dev/stack/local-stack.ts";
-import { pinStack, stackProcesses } from "../runner/cpu.ts";
+import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
+import { measureCpu, type Processes, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
-import { productionLimits, productionMix } from "../runner/production-mix.ts";
+import { callerHeaders, productionLimits, productionMix } from "../runner/production-mix.ts";
 import { alternatingRounds, type Contender, type ContenderFigures } from "../runner/rounds.ts";
 import { fixed, formatTable } from "../runner/table.ts";
 
@@ -82,8 +82,25 @@ function switchedEnv(env) {
   }
   return envs;
 }
+// The body's requests handed to the Worker one after another in this isolate, each answer
+// read ("dispatch"), or only built ("build": what the probe costs without them).
+// Answers with the count of each status.
+async function inIsolate(request, env, ctx, dispatch) {
+  const origin = new URL(request.url).origin;
+  const statuses = {};
+  for (const { method, path, headers } of await request.json()) {
+    const built = new Request(origin + path, { method, headers });
+    if (!dispatch) continue;
+    const answer = await worker.fetch(built, env, ctx);
+    await answer.arrayBuffer();
+    statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+  }
+  return Response.json(statuses);
+}
 export default {
   fetch(request, env, ctx) {
+    const inside = /\\/__probe\\/(dispatch|build)$/.exec(request.url);
+    if (inside) return inIsolate(request, env, ctx, inside[1] === "dispatch");
     if (!request.url.includes("/__probe/")) {
       const own = route === "dropped" || route === "in-isolate" ? switchedEnv(env)[route] : env;
       return worker.fetch(request, own, ctx);
@@ -126,6 +143,79 @@ export interface CpuFigures {
   rows: CpuRow[];
   /** Every kind measured: requests, throughput, latency, others' share of the cores. */
   measured: ContenderFigures[];
+  /** The Worker's own JavaScript per request, without workerd's HTTP and Miniflare's layers. */
+  javascript: JavaScriptFigures;
+}
+
+export interface JavaScriptFigures {
+  rounds: number;
+  perRound: number;
+  /** workerd CPU per request handed to the Worker inside its isolate (µs), the probe's own building of it left out. */
+  healthzUs: number;
+  refusalUs: number;
+  /** The warm refusal's excess over /healthz (µs), and its standard error over the rounds. */
+  excessUs: number;
+  excessUsSe: number;
+}
+
+type InIsolateRequest = { method: string; path: string; headers: Record<string, string> };
+
+/**
+ * The Worker's own JavaScript per request: GET /healthz and warm refusals, each a new buyer's
+ * token and a new address as in the mix, handed to the Worker one after another inside its
+ * isolate (the switch's /__probe/dispatch), so neither workerd's HTTP nor Miniflare's entry
+ * and assets workers take part; the same requests only built (/__probe/build) are subtracted.
+ * Alternating rounds; workerd's CPU from /proc.
+ */
+async function javaScriptAlone(
+  api: Stack["api"],
+  processes: Processes,
+  soldOutId: string,
+  tag: string,
+  { rounds = 12, perRound = 2_000 } = {},
+): Promise<JavaScriptFigures> {
+  const headers = callerHeaders();
+  const shots = await planCrowd(api, 2 * (rounds + 1) * perRound, 1, `cpu-js-${tag}-`);
+  const kinds: Record<"healthz" | "refusal", { request: (shot: Shot) => InIsolateRequest; status: number }> = {
+    healthz: { request: (shot) => ({ method: "GET", path: "/healthz", headers: headers(shot) }), status: 200 },
+    refusal: {
+      request: (shot) => ({ method: "POST", path: `/api/sales/${soldOutId}/checkout`, headers: headers(shot) }),
+      status: 409,
+    },
+  };
+  let next = 0;
+  const usPerRequest = async (how: "build" | "dispatch", requests: InIsolateRequest[], status: number) => {
+    const { result, cpu } = await measureCpu(processes, async () => {
+      const res = await api.fetch(`/__probe/${how}`, { method: "POST", body: JSON.stringify(requests) });
+      return (await res.json()) as Record<string, number>;
+    });
+    if (how === "dispatch" && result[status] !== requests.length) {
+      throw new Error(`in-isolate requests: expected ${requests.length} answered ${status}, got ${JSON.stringify(result)}`);
+    }
+    return ((cpu.cpuMs.workerd ?? Number.NaN) * 1000) / requests.length;
+  };
+  const us = { healthz: [] as number[], refusal: [] as number[] };
+  // Round 0 warms the probe's path up and is not counted.
+  for (let round = 0; round <= rounds; round++) {
+    for (const kind of ["healthz", "refusal"] as const) {
+      const { request, status } = kinds[kind];
+      const requests = shots.slice(next, next + perRound).map(request);
+      next += perRound;
+      const built = await usPerRequest("build", requests, status);
+      const dispatched = await usPerRequest("dispatch", requests, status);
+      if (round > 0) us[kind].push(dispatched - built);
+    }
+  }
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const excess = us.refusal.map((r, i) => r - (us.healthz[i] as number));
+  return {
+    rounds,
+    perRound,
+    healthzUs: mean(us.healthz),
+    refusalUs: mean(us.refusal),
+    excessUs: mean(excess),
+    excessUsSe: standardError(excess),
+  };
 }
 
 /** workerd CPU per request (ms) of a kind, or of a part (a difference of kinds), as a whole and round by round. */
@@ -219,6 +309,7 @@ export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = 
     const acceptedBefore = accepted;
     const measured = await alternatingRounds(contenders, { rounds, perRound, warmup, inFlight, processes });
     const ordersPerMessage = (accepted - acceptedBefore) / Math.max(1, (await scriptCalls(redis)) - callsBefore);
+    const javascript = await javaScriptAlone(api, processes, soldOut.id, tag);
 
     // Each figure as a whole and round by round: a part of an accepted order is a difference of two kinds.
     const kind = (name: string): Figure => {
@@ -270,6 +361,7 @@ export async function benchCpu({ perRound = 500, rounds = 48, inFlight = 50 } = 
         row("= the same, all of it as measured here", acceptedMs.deployed),
       ],
       measured,
+      javascript,
     };
   } finally {
     redis.disconnect();
@@ -295,6 +387,11 @@ export function printCpu(f: CpuFigures, log: (text: string) => void): void {
   );
   log(
     `An accepted order's parts: its message copied and dropped, handed to the Worker's consumer in the same isolate, or sent through the local queue (D1's batch faked, then as deployed), switched between rounds. ${fixed(f.ordersPerMessage, 1)} orders per queue message (one per merged call).`,
+  );
+  const js = f.javascript;
+  const healthzMs = f.rows[0]?.msPerRequest ?? Number.NaN;
+  log(
+    `The Worker's own JavaScript per request (${js.rounds} alternating rounds of ${js.perRound}, handed to it inside its isolate: no HTTP, no Miniflare layer): GET /healthz ${fixed(js.healthzUs, 1)} us, warm refusal ${fixed(js.refusalUs, 1)} us; the refusal's excess ${fixed(js.excessUs, 1)} ± ${fixed(js.excessUsSe, 1)} us, ${fixed(js.excessUs / 1000 / healthzMs, 3)}x /healthz's whole CPU above.`,
   );
   log(
     formatTable(

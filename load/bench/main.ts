@@ -11,8 +11,9 @@
 // 2. throughput: checkout against a trivial route (GET /healthz), same runtime and harness, at
 //    each --throughput-concurrency; cpu and profile: server CPU per request in production's
 //    mix (a new token and address per request, per-caller limits on, settlement running, its
-//    share split into the request, the consumer's own work and local D1 and Queues), and where
-//    the isolate spends it (cpu.ts, profile.ts, on stacks of their own);
+//    share split into the request, the consumer's own work and local D1 and Queues; and the
+//    Worker's JavaScript alone, requests handed to it inside its isolate), and where the
+//    isolate spends it (cpu.ts, profile.ts, on stacks of their own);
 // 3. drain: settlement orders/s into D1 after a spike;
 // 4. round-trips: Upstash round trips and Redis commands per checkout outcome;
 // 5-6. admission: where the admission bucket lives, and a spike with and without it;

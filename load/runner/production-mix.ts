@@ -11,13 +11,18 @@ export function productionLimits(): { IP_RATE_LIMIT: string; USER_RATE_LIMIT: st
   return { IP_RATE_LIMIT: IP_RATE_LIMIT as string, USER_RATE_LIMIT: USER_RATE_LIMIT as string };
 }
 
-/** Senders of the mix: each request carries its shot's token and a fresh address (10.x.y.z, never twice). */
-export function productionMix(api: ApiClient) {
+/** A request's caller in the mix: its shot's token and a fresh address (10.x.y.z, never twice from one sender). */
+export function callerHeaders(): (shot: Shot) => Record<string, string> {
   let sent = 0;
-  const headers = (shot: Shot) => {
+  return (shot) => {
     const n = sent++;
     return { Authorization: `Bearer ${shot.token}`, "CF-Connecting-IP": `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` };
   };
+}
+
+/** Senders of the mix: each request carries its shot's token and a fresh address. */
+export function productionMix(api: ApiClient) {
+  const headers = callerHeaders();
   return {
     /** GET /healthz, sent as the checkouts are. */
     healthz: async (shot: Shot): Promise<Answer> => {
