@@ -206,7 +206,6 @@ async function javaScriptAlone(
       if (round > 0) us[kind].push(dispatched - built);
     }
   }
-  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const excess = us.refusal.map((r, i) => r - (us.healthz[i] as number));
   return {
     rounds,
@@ -229,12 +228,14 @@ const difference = (a: Figure, b: Figure): Figure => ({
   byRound: a.byRound.map((ms, round) => ms - (b.byRound[round] ?? Number.NaN)),
 });
 
+const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+
 /** The standard error of the mean of `values`. */
 function standardError(values: number[]): number {
   const n = values.length;
   if (n < 2) return Number.NaN;
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const variance = values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1);
+  const average = mean(values);
+  const variance = values.reduce((sum, v) => sum + (v - average) ** 2, 0) / (n - 1);
   return Math.sqrt(variance / n);
 }
 
