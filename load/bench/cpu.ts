@@ -36,7 +36,7 @@ const ROUTES: readonly Route[] = ["dropped", "in-isolate", "local-queue", "deplo
 
 /**
  * The switch: the bundle's Worker as it is, but for where the orders' messages go, as
- * POST /__probe/route/<how> last said; GET /__probe/handled counts the orders handled.
+ * POST /__probe/route/<how> last said; POST /__probe/handled counts the orders handled.
  * "dropped" and "in-isolate" give the Worker an ORDERS binding of the switch's own: a send
  * copies the message through JSON (as a send and a delivery serialize it), then drops it,
  * or hands it at once to the Worker's own consumer in a batch of one, in the sending
