@@ -1,6 +1,6 @@
 // npm run verify-queue -- <saleId> [--url http://127.0.0.1:8787]: recomputes a random sale's
-// draw from its revealed seed and compares it with the places the sale gave (README: "Verifying
-// a draw"). The list of places is an admin read: ADMIN_TOKEN, or the local stack's own.
+// draw from its revealed seed and compares it with the places the sale gave (docs/api.md:
+// "Verifying a draw"). The list of places is an admin read: ADMIN_TOKEN, or the local stack's own.
 import { parseArgs } from "node:util";
 import { ApiClient } from "./lib/api-client.ts";
 import { ROOT } from "./lib/project.ts";

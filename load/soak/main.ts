@@ -52,7 +52,7 @@ interface Target {
   api: ApiClient;
   /** The stack's processes by role. */
   pids(): Record<string, number[]>;
-  /** Where the isolate's heap is read; none: not read (README, "Soak"). */
+  /** Where the isolate's heap is read; none: not read (docs/development.md, "Soak"). */
   inspectorPort: number | undefined;
   /** One cron tick, as the platform would fire it. */
   cron(): Promise<Response>;
@@ -61,7 +61,7 @@ interface Target {
 
 /**
  * A stack of its own: the local stack (dev/stack/) with the Worker on Miniflare, IP_RATE_LIMIT=0.
- * Not `wrangler dev`: its proxy in front of the Worker leaks (README, "Soak").
+ * Not `wrangler dev`: its proxy in front of the Worker leaks (docs/development.md, "Soak").
  */
 async function ownStack(): Promise<Target> {
   const inspectorPort = await freePort();

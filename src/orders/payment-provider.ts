@@ -27,7 +27,7 @@ export interface PaymentProvider {
  */
 export const paymentTimeoutMs = (env: Env): number => Number(env.PAYMENT_TIMEOUT_MS) || 10_000;
 
-/** The dev provider's test tokens (documented in the README). */
+/** The dev provider's test tokens (documented in docs/api.md). */
 export const DEV_TEST_TOKENS = {
   succeeds: "tok_visa",
   declined: "tok_chargeDeclined",

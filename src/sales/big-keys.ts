@@ -1,7 +1,7 @@
 // Big keys found before they bite: a sale's largest Redis key beside Upstash's limit on one
 // record (REDIS_MAX_RECORD_BYTES), which refuses every write to a key over it (checkout's
 // included). The admin report shows it; past half the limit it warns, in the report and in
-// the logs. How big each key grows with the crowd: README, "Big keys".
+// the logs. How big each key grows with the crowd: docs/big-keys.md.
 import type { Redis } from "../redis/client";
 import { allBuckets, saleKeys } from "../shared/keys";
 import { log } from "../shared/log";

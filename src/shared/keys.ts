@@ -130,7 +130,7 @@ export const buyerKeys = (saleId: string, userId: string, buckets: number): Buck
  * The most one buyer or one order adds to any one per-buyer key, in bytes of MEMORY USAGE:
  * a checkout-keys field at the longest user id (128) and Idempotency-Key (200) the API takes,
  * its value and Redis' per-entry overhead, rounded up to the allocator's size class. Typical
- * ids and keys take about a quarter of it (README, "Big keys").
+ * ids and keys take about a quarter of it (docs/benchmarks.md, "Big keys").
  */
 export const MAX_BYTES_PER_BUYER_RECORD = 512;
 
@@ -139,7 +139,7 @@ export const MAX_BUCKETS = 4_096;
 
 /**
  * The crowd a waiting room is sized for: its places, passes, pre-queue and line grow with joiners,
- * not units (README, "A waiting room at a million buyers").
+ * not units (docs/benchmarks.md, "A waiting room at a million buyers").
  */
 export const QUEUE_PLANNED_JOINERS = 1_000_000;
 

@@ -459,7 +459,7 @@ describe("the storefront", () => {
     const sale = await openSale({ name: "Framed drop", stock: 2 });
     const token = await api.userToken("framed-buyer");
     const context = await newContext(browser());
-    // The shop's product page, as the README's embedding section writes it.
+    // The shop's product page, as docs/storefront.md's embedding section writes it.
     const shopPage = `<!doctype html><title>Shop</title>
 <iframe id="flash-sale" title="Flash sale" src="${BASE}/?sale=${sale.id}" width="1000" height="850"></iframe>
 <script>
