@@ -12,41 +12,36 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import { BoundedMap } from "../isolate/bounded-map";
 import { type Redis, redisFor } from "../redis/client";
+import { type SettingName, settingsOf } from "../shared/settings";
 
-/** What each global limit counts, and the var that sets its allowance per minute. */
+/** What each global limit counts, and the setting of its allowance per minute. */
 const LIMITS = {
   /** Failed admin authentications per client address. */
-  "admin-auth-failures": { setting: "ADMIN_AUTH_FAILURES_PER_MIN", defaultPerMinute: 10 },
+  "admin-auth-failures": "ADMIN_AUTH_FAILURES_PER_MIN",
   /** Payment webhook deliveries per client address: generous, a provider sends in bursts. */
-  webhook: { setting: "WEBHOOK_RATE_PER_MIN", defaultPerMinute: 600 },
+  webhook: "WEBHOOK_RATE_PER_MIN",
   // Per user and per client address, each route's pair (see CallerLimitedRoute); "0" turns one off.
-  "queue-join:user": { setting: "QUEUE_JOINS_PER_USER_PER_MIN", defaultPerMinute: 10 },
-  "queue-join:ip": { setting: "QUEUE_JOINS_PER_IP_PER_MIN", defaultPerMinute: 120 },
-  "dev-login:user": { setting: "DEV_LOGINS_PER_USER_PER_MIN", defaultPerMinute: 10 },
-  "dev-login:ip": { setting: "DEV_LOGINS_PER_IP_PER_MIN", defaultPerMinute: 120 },
-  "order-changes:user": { setting: "ORDER_CHANGES_PER_USER_PER_MIN", defaultPerMinute: 20 },
-  "order-changes:ip": { setting: "ORDER_CHANGES_PER_IP_PER_MIN", defaultPerMinute: 240 },
-  "order-reads:user": { setting: "ORDER_READS_PER_USER_PER_MIN", defaultPerMinute: 300 },
-  "order-reads:ip": { setting: "ORDER_READS_PER_IP_PER_MIN", defaultPerMinute: 1_200 },
-} as const;
+  "queue-join:user": "QUEUE_JOINS_PER_USER_PER_MIN",
+  "queue-join:ip": "QUEUE_JOINS_PER_IP_PER_MIN",
+  "dev-login:user": "DEV_LOGINS_PER_USER_PER_MIN",
+  "dev-login:ip": "DEV_LOGINS_PER_IP_PER_MIN",
+  "order-changes:user": "ORDER_CHANGES_PER_USER_PER_MIN",
+  "order-changes:ip": "ORDER_CHANGES_PER_IP_PER_MIN",
+  "order-reads:user": "ORDER_READS_PER_USER_PER_MIN",
+  "order-reads:ip": "ORDER_READS_PER_IP_PER_MIN",
+} as const satisfies Record<string, SettingName>;
 
 export type GlobalLimit = keyof typeof LIMITS;
 
 /** Routes limited per user and per client address: joining a queue, dev login, pay and cancel, order reads. */
 export type CallerLimitedRoute = "queue-join" | "dev-login" | "order-changes" | "order-reads";
 
-/** The limits only a var may turn off ("0"): the per-caller pairs. The admin and webhook ones stay on. */
-const mayBeOff = (limit: GlobalLimit) => limit.endsWith(":user") || limit.endsWith(":ip");
-
 /**
- * The allowance per minute of `limit`: its var when a positive whole number, undefined when
- * the var turns it off, else the default.
+ * The allowance per minute of `limit`, undefined when its setting turns it off ("0": only the
+ * per-caller pairs accept it; the admin and webhook ones stay on).
  */
-export function perMinute(limit: GlobalLimit, env: Env): number | undefined {
-  const { setting, defaultPerMinute } = LIMITS[limit];
-  const n = Number(env[setting]);
-  if (Number.isInteger(n) && n > 0) return n;
-  return n === 0 && env[setting] !== "" && mayBeOff(limit) ? undefined : defaultPerMinute;
+function perMinute(limit: GlobalLimit, env: Env): number | undefined {
+  return settingsOf(env)[LIMITS[limit]] || undefined;
 }
 
 export type Admission = { admitted: true } | { admitted: false; retryAfterSec: number; limit: number } | { unavailable: true };
@@ -94,7 +89,7 @@ function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit 
       ephemeralCache: ephemeralCache(limit),
       // The Redis client bounds each request by REDIS_TIMEOUT_MS and throws past it; the
       // library's own timer would instead resolve success: true (fail open), see admit().
-      timeout: Number(env.REDIS_TIMEOUT_MS) || undefined,
+      timeout: settingsOf(env).REDIS_TIMEOUT_MS,
       analytics: false,
     });
     ofClient.set(key, limiter);

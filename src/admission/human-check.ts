@@ -4,9 +4,7 @@
 // HTTP (src/http/errors.ts), like checkout's own.
 import { IsolateCache } from "../isolate/isolate-cache";
 import { log } from "../shared/log";
-
-/** Cloudflare's endpoint; TURNSTILE_VERIFY_URL points elsewhere only for the local stand-in. */
-export const SITEVERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+import type { Settings } from "../shared/settings";
 /** Turnstile's own bound on a token. */
 export const MAX_TOKEN_LENGTH = 2_048;
 /** A token is valid this long after the widget issued it: spent tokens are remembered as long. */
@@ -20,13 +18,8 @@ export type HumanCheckRefusal =
   /** Cloudflare did not vouch for the token, for this sale's action, this once. */
   | { code: "HUMAN_CHECK_FAILED" };
 
-/** What a check needs: the secret and where siteverify is (both from the Worker's env). */
-export interface HumanCheckSettings {
-  /** TURNSTILE_SECRET_KEY; unset refuses every token (a deploy that forgot it fails closed). */
-  secret: string | undefined;
-  /** TURNSTILE_VERIFY_URL. @default SITEVERIFY_URL */
-  verifyUrl?: string;
-}
+/** What a check needs: the secret (unset refuses every token: a deploy that forgot it fails closed) and where siteverify is. */
+export type HumanCheckSettings = Pick<Settings, "TURNSTILE_SECRET_KEY" | "TURNSTILE_VERIFY_URL">;
 
 /** The widget's action for a sale: Turnstile allows 32 characters of [A-Za-z0-9_-]; a sale id has at most 15 digits. */
 export const humanCheckAction = (saleId: string) => `sale-${saleId}`;
@@ -57,10 +50,10 @@ async function tokenDigest(token: string): Promise<string> {
 }
 
 /** siteverify's answer, or HumanCheckUnavailable when it cannot be had. */
-async function siteverify(settings: HumanCheckSettings, secret: string, token: string, remoteIp: string | undefined) {
+async function siteverify(verifyUrl: string, secret: string, token: string, remoteIp: string | undefined) {
   let res: Response;
   try {
-    res = await fetch(settings.verifyUrl || SITEVERIFY_URL, {
+    res = await fetch(verifyUrl, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ secret, response: token, ...(remoteIp && { remoteip: remoteIp }) }),
@@ -89,11 +82,11 @@ export async function checkHuman(
   token: string | undefined,
   saleId: string,
   remoteIp: string | undefined,
-  settings: HumanCheckSettings,
+  { TURNSTILE_SECRET_KEY: secret, TURNSTILE_VERIFY_URL: verifyUrl }: HumanCheckSettings,
 ): Promise<HumanCheckRefusal | undefined> {
   if (token === undefined || token.trim() === "") return { code: "HUMAN_CHECK_REQUIRED" };
   if (token.length > MAX_TOKEN_LENGTH) return { code: "HUMAN_CHECK_FAILED" };
-  if (!settings.secret) {
+  if (!secret || !verifyUrl) {
     log.error("human check: TURNSTILE_SECRET_KEY is not set; every token is refused", { saleId });
     return { code: "HUMAN_CHECK_FAILED" };
   }
@@ -103,7 +96,7 @@ export async function checkHuman(
   spentTokens.set(digest, true);
   let answer: SiteverifyAnswer;
   try {
-    answer = await siteverify(settings, settings.secret, token, remoteIp);
+    answer = await siteverify(verifyUrl, secret, token, remoteIp);
   } catch (err) {
     spentTokens.delete(digest);
     throw err;

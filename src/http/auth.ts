@@ -4,6 +4,7 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { decodeHeader } from "hono/utils/jwt/jwt";
 import { JwtPayloadRequiresAud, JwtTokenAudience, JwtTokenIssuer } from "hono/utils/jwt/types";
 import { admit, withinLimit } from "../admission/global-limits";
+import { type Settings, settingsOf } from "../shared/settings";
 import { userIdProblem } from "../shared/user-id";
 import { clientAddress } from "./client-address";
 import { unauthorized, unavailable } from "./errors";
@@ -23,23 +24,11 @@ const BEARER = /^Bearer\s+(\S+)$/i;
  */
 export const PROVIDER_USER_PREFIX = "idp:";
 
-const DEFAULT_LIFETIME: TokenLifetime = { skewSec: 30, maxTtlSec: 86_400 };
-
-/** A non-negative whole number from a var, or the default when it is unset or not one. */
-function seconds(value: string | undefined, fallback: number): number {
-  const n = Number(value);
-  return value !== undefined && value !== "" && Number.isInteger(n) && n >= 0 ? n : fallback;
-}
-
-/** The lifetime rules of `env`, read once per env object (an isolate's, as a rule). */
-let lifetimeOf: { env: Env; lifetime: TokenLifetime } | undefined;
-function tokenLifetime(env: Env): TokenLifetime {
-  if (lifetimeOf?.env !== env) {
-    const lifetime = {
-      skewSec: seconds(env.JWT_CLOCK_SKEW_SEC, DEFAULT_LIFETIME.skewSec),
-      maxTtlSec: seconds(env.JWT_MAX_TTL_SEC, DEFAULT_LIFETIME.maxTtlSec),
-    };
-    lifetimeOf = { env, lifetime };
+/** The lifetime rules of the settings, made once per settings object (an isolate's, as a rule). */
+let lifetimeOf: { settings: Settings; lifetime: TokenLifetime } | undefined;
+function tokenLifetime(settings: Settings): TokenLifetime {
+  if (lifetimeOf?.settings !== settings) {
+    lifetimeOf = { settings, lifetime: { skewSec: settings.JWT_CLOCK_SKEW_SEC, maxTtlSec: settings.JWT_MAX_TTL_SEC } };
   }
   return lifetimeOf.lifetime;
 }
@@ -67,30 +56,31 @@ function headerOf(token: string): TokenHeader {
 }
 
 /** The key that verifies `token` and the algorithm it is pinned to, chosen by the token's header. */
-async function verificationKeyFor(token: string, env: Env): Promise<{ alg: "HS256" | JwksAlgorithm; key: CryptoKey }> {
+async function verificationKeyFor(token: string, settings: Settings): Promise<{ alg: "HS256" | JwksAlgorithm; key: CryptoKey }> {
   const header = headerOf(token);
+  const { JWT_JWKS_URL } = settings;
   if (header.alg === "HS256") {
-    const secret = usableSecret("JWT_SECRET", env.JWT_SECRET);
+    const secret = usableSecret("JWT_SECRET", settings.JWT_SECRET);
     if (!secret) throw unauthorized("the shop's tokens cannot be verified: this server's JWT_SECRET is not usable");
     return { alg: "HS256", key: await hmacKey(secret) };
   }
-  if ((header.alg === "RS256" || header.alg === "ES256") && env.JWT_JWKS_URL) {
+  if ((header.alg === "RS256" || header.alg === "ES256") && JWT_JWKS_URL) {
     // Without both, every token the provider ever signed, for any application, would pass.
-    if (!env.JWT_ISSUER || !env.JWT_AUDIENCE) {
+    if (!settings.JWT_ISSUER || !settings.JWT_AUDIENCE) {
       logConfigurationError("JWT_JWKS_URL", "JWT_ISSUER and JWT_AUDIENCE must both be set to accept its tokens");
       throw unauthorized("the identity provider's tokens are not accepted: its issuer and audience are not configured");
     }
     if (typeof header.kid !== "string") throw unauthorized("the token names no signing key (kid)");
     let pinned: Awaited<ReturnType<typeof jwksKey>>;
     try {
-      pinned = await jwksKey(env.JWT_JWKS_URL, header.kid);
+      pinned = await jwksKey(JWT_JWKS_URL, header.kid);
     } catch {
       throw unavailable("the identity provider's signing keys cannot be fetched right now", 5);
     }
     if (!pinned) throw unauthorized("the token's signing key is unknown");
     return pinned; // its alg, not the header's: verify refuses a token naming another one
   }
-  throw unauthorized(`tokens must be signed with HS256${env.JWT_JWKS_URL ? ", RS256 or ES256" : ""}`);
+  throw unauthorized(`tokens must be signed with HS256${JWT_JWKS_URL ? ", RS256 or ES256" : ""}`);
 }
 
 /**
@@ -104,14 +94,15 @@ export async function userIdFromAuthorization(header: string | undefined, env: E
   const token = header ? BEARER.exec(header)?.[1] : undefined;
   if (!token) throw unauthorized();
   if (!isCanonicalJwt(token)) throw unauthorized("the token is not a well-formed JWT");
-  const { alg, key } = await verificationKeyFor(token, env);
+  const settings = settingsOf(env);
+  const { alg, key } = await verificationKeyFor(token, settings);
 
   let payload: Awaited<ReturnType<typeof verify>>;
   try {
     payload = await verify(token, key, {
       alg,
-      iss: env.JWT_ISSUER || undefined,
-      aud: env.JWT_AUDIENCE || undefined,
+      iss: settings.JWT_ISSUER,
+      aud: settings.JWT_AUDIENCE,
       // Checked below, with the clock-skew allowance hono's verify does not have.
       exp: false,
       nbf: false,
@@ -125,7 +116,7 @@ export async function userIdFromAuthorization(header: string | undefined, env: E
     throw unauthorized("the token is invalid");
   }
 
-  const timeProblem = timeClaimProblem(payload, Math.floor(Date.now() / 1000), tokenLifetime(env));
+  const timeProblem = timeClaimProblem(payload, Math.floor(Date.now() / 1000), tokenLifetime(settings));
   if (timeProblem) throw unauthorized(timeProblem);
 
   const { sub } = payload;
@@ -153,7 +144,7 @@ export const requireUser: MiddlewareHandler<{ Bindings: Env; Variables: UserVari
  */
 export const requireAdmin: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
   const token = BEARER.exec(c.req.header("Authorization") ?? "")?.[1];
-  const expected = usableSecret("ADMIN_TOKEN", c.env.ADMIN_TOKEN);
+  const expected = usableSecret("ADMIN_TOKEN", settingsOf(c.env).ADMIN_TOKEN);
   if (!expected) throw unavailable("the admin API is not configured: this server's ADMIN_TOKEN is not usable", 60);
   const address = clientAddress(c);
   const right = token !== undefined && (await timingSafeEqual(token, expected));

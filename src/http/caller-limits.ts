@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
+import { settingsOf } from "../shared/settings";
 import type { AppEnv } from "./app-env";
 import { clientAddress } from "./client-address";
 import { rateLimited } from "./errors";
@@ -31,12 +32,12 @@ function limit(kind: "ip" | "user", rate: number, caller: string | undefined) {
 
 /** Per client address. */
 export const limitPerIp: MiddlewareHandler<AppEnv> = async (c, next) => {
-  limit("ip", Number(c.env.IP_RATE_LIMIT), clientAddress(c));
+  limit("ip", settingsOf(c.env).IP_RATE_LIMIT, clientAddress(c));
   await next();
 };
 
 /** Per verified user; mount after requireUser. */
 export const limitPerUser: MiddlewareHandler<AppEnv> = async (c, next) => {
-  limit("user", Number(c.env.USER_RATE_LIMIT), c.get("userId"));
+  limit("user", settingsOf(c.env).USER_RATE_LIMIT, c.get("userId"));
   await next();
 };

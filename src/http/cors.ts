@@ -1,19 +1,7 @@
 import type { MiddlewareHandler } from "hono";
+import { settingsOf } from "../shared/settings";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
-
-let parsed: { value: string; origins: string[] } | undefined;
-
-/** ALLOWED_ORIGINS, comma-separated; empty means same origin only. Parsed once per value. */
-export function allowedOrigins(env: Env): string[] {
-  if (parsed?.value !== env.ALLOWED_ORIGINS) {
-    const origins = env.ALLOWED_ORIGINS.split(",")
-      .map((o) => o.trim().replace(/\/+$/, ""))
-      .filter((o) => o !== "" && o !== "*");
-    parsed = { value: env.ALLOWED_ORIGINS, origins };
-  }
-  return parsed.origins;
-}
 
 /**
  * CORS for the public API: only the listed origins, each echoed back (never `*`, and no
@@ -24,7 +12,7 @@ export function allowedOrigins(env: Env): string[] {
  */
 export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
   const origin = c.req.header("Origin");
-  const allowed = origin !== undefined && allowedOrigins(c.env).includes(origin);
+  const allowed = origin !== undefined && settingsOf(c.env).ALLOWED_ORIGINS.includes(origin);
   if (c.req.method === "OPTIONS" && c.req.header("Access-Control-Request-Method")) {
     if (!allowed) throw new ApiError(403, "CORS_ORIGIN_DENIED", "this origin is not in ALLOWED_ORIGINS");
     return c.body(null, 204, {

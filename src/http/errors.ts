@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../shared/api-types";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
+import { SettingsRefused } from "../shared/settings";
 
 const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
 
@@ -150,6 +151,11 @@ export const refusalResponse = (c: Context, refusal: Refusal): Response => error
 /** Hono onError: known errors keep their status; anything else is a 500 without internals. */
 export function handleError(err: Error, c: Context): Response {
   if (err instanceof ApiError) return errorResponse(c, err);
+  if (err instanceof SettingsRefused) {
+    // Named to the caller as the short ADMIN_TOKEN is: the operator sees why every request fails.
+    log.error("configuration refused", { problems: err.message });
+    return errorResponse(c, unavailable(`this server's settings are refused: ${err.message}`, 60));
+  }
   if (err instanceof HTTPException && err.status < 500) {
     // hono's body limit and parsers throw these for malformed requests.
     return c.json(errorBody("BAD_REQUEST", err.message || "malformed request"), err.status);

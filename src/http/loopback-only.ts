@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { isLoopbackHost } from "../shared/loopback";
+import { settingsOf } from "../shared/settings";
 import type { AppEnv } from "./app-env";
 import { ApiError } from "./errors";
 
@@ -12,7 +13,7 @@ export const isLoopbackRequest = (c: Context): boolean => isLoopbackHost(c.req.h
  * drive the local Worker with its admin or user tokens.
  */
 export const loopbackHostsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.LOOPBACK_HOSTS_ONLY === "true" && !isLoopbackRequest(c)) {
+  if (settingsOf(c.env).LOOPBACK_HOSTS_ONLY && !isLoopbackRequest(c)) {
     throw new ApiError(403, "HOST_NOT_ALLOWED", "this local server answers only to localhost, 127.0.0.1 or [::1]");
   }
   await next();

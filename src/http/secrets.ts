@@ -2,9 +2,8 @@
 // online or offline guess: a short one is refused at use, never accepted, and logged once per
 // isolate so the operator sees why every request is refused.
 import { log } from "../shared/log";
-
-/** The shortest shared secret accepted: 32 characters, as `openssl rand -base64 32` gives 44. */
-export const MIN_SECRET_LENGTH = 32;
+import { MIN_SECRET_LENGTH, settingsOf } from "../shared/settings";
+import { unavailable } from "./errors";
 
 const reported = new Set<string>();
 
@@ -20,4 +19,14 @@ export function usableSecret(setting: "JWT_SECRET" | "ADMIN_TOKEN", value: strin
   if (value && value.length >= MIN_SECRET_LENGTH) return value;
   logConfigurationError(setting, value ? `shorter than ${MIN_SECRET_LENGTH} characters` : "unset");
   return undefined;
+}
+
+/**
+ * JWT_SECRET for what this Worker signs itself (local sign-in tokens, catalog cursors,
+ * waiting-room tickets and passes): 503 naming `what` when it is not usable.
+ */
+export function signingSecret(env: Env, what: string): string {
+  const secret = usableSecret("JWT_SECRET", settingsOf(env).JWT_SECRET);
+  if (!secret) throw unavailable(`${what}: this server's JWT_SECRET is not usable`, 60);
+  return secret;
 }

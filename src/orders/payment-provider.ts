@@ -21,12 +21,6 @@ export interface PaymentProvider {
   charge(request: ChargeRequest, signal: AbortSignal): Promise<ChargeResult>;
 }
 
-/**
- * How long the pay route waits for the provider (PAYMENT_TIMEOUT_MS): an attempt whose call
- * took longer keeps its order's claim, its outcome unknown.
- */
-export const paymentTimeoutMs = (env: Env): number => Number(env.PAYMENT_TIMEOUT_MS) || 10_000;
-
 /** The dev provider's test tokens (documented in docs/api.md). */
 export const DEV_TEST_TOKENS = {
   succeeds: "tok_visa",

@@ -1,9 +1,8 @@
 import { Redis } from "@upstash/redis/cloudflare";
-import * as z from "zod/mini";
+import { type QuorumNode, settingsOf } from "../shared/settings";
 
 export type { Redis };
 
-const DEFAULT_TIMEOUT_MS = 1500;
 let cached: { key: string; redis: Redis; env: Env } | undefined;
 
 /**
@@ -12,8 +11,6 @@ let cached: { key: string; redis: Redis; env: Env } | undefined;
  * wrote itself, so there are no bytes that are not UTF-8 to protect.
  */
 const RESPONSE_ENCODING = false;
-
-const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
 
 /**
  * One Upstash client per isolate. Every request is bounded by REDIS_TIMEOUT_MS and retried
@@ -24,7 +21,8 @@ const timeoutOf = (env: Env) => Number(env.REDIS_TIMEOUT_MS) || DEFAULT_TIMEOUT_
 export function redisFor(env: Env): Redis {
   // Every request asks; the same env object (an isolate's, as a rule) is answered without building the key.
   if (cached?.env === env) return cached.redis;
-  const key = `${env.UPSTASH_REDIS_REST_URL}\n${env.UPSTASH_REDIS_REST_TOKEN}\n${timeoutOf(env)}`;
+  const { UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, REDIS_TIMEOUT_MS } = settingsOf(env);
+  const key = `${UPSTASH_REDIS_REST_URL}\n${UPSTASH_REDIS_REST_TOKEN}\n${REDIS_TIMEOUT_MS}`;
   cached = { key, redis: cached?.key === key ? cached.redis : newRedisClient(env), env };
   return cached.redis;
 }
@@ -34,22 +32,20 @@ export function redisFor(env: Env): Redis {
  * lab gives each isolate it stands for a client, as each real isolate has.
  */
 export function newRedisClient(env: Env): Redis {
-  const timeoutMs = timeoutOf(env);
+  const { UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN, REDIS_TIMEOUT_MS } = settingsOf(env);
   return new Redis({
-    url: env.UPSTASH_REDIS_REST_URL,
-    token: env.UPSTASH_REDIS_REST_TOKEN,
+    url: UPSTASH_REDIS_REST_URL,
+    token: UPSTASH_REDIS_REST_TOKEN,
     // Order ids are 19-digit strings; never let the client turn replies into numbers.
     automaticDeserialization: false,
     responseEncoding: RESPONSE_ENCODING,
     enableTelemetry: false,
     retry: { retries: 1, backoff: () => 25 },
-    signal: () => AbortSignal.timeout(timeoutMs),
+    signal: () => AbortSignal.timeout(REDIS_TIMEOUT_MS),
   });
 }
 
-/** LOCK_QUORUM_NODES: the independent databases of quorum locks, as Upstash URL/token pairs. */
-const QuorumNodes = z.array(z.object({ url: z.url(), token: z.string().check(z.minLength(1)) })).check(z.minLength(1));
-let cachedQuorum: { config: string; nodes: Redis[] } | undefined;
+let cachedQuorum: { config: readonly QuorumNode[]; nodes: Redis[] } | undefined;
 
 /**
  * One client per quorum node, per isolate, each request bounded by REDIS_TIMEOUT_MS. No
@@ -57,11 +53,10 @@ let cachedQuorum: { config: string; nodes: Redis[] } | undefined;
  * as a whole.
  */
 export function quorumRedisFor(env: Env): Redis[] {
-  const config = env.LOCK_QUORUM_NODES;
+  const { LOCK_QUORUM_NODES: config, REDIS_TIMEOUT_MS } = settingsOf(env);
   if (!config) throw new Error("LOCK_QUORUM_NODES is not set");
-  const timeoutMs = timeoutOf(env);
   if (cachedQuorum?.config !== config) {
-    const nodes = QuorumNodes.parse(JSON.parse(config)).map(
+    const nodes = config.map(
       ({ url, token }) =>
         new Redis({
           url,
@@ -70,7 +65,7 @@ export function quorumRedisFor(env: Env): Redis[] {
           responseEncoding: RESPONSE_ENCODING,
           enableTelemetry: false,
           retry: false,
-          signal: () => AbortSignal.timeout(timeoutMs),
+          signal: () => AbortSignal.timeout(REDIS_TIMEOUT_MS),
         }),
     );
     cachedQuorum = { config, nodes };

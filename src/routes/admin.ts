@@ -9,7 +9,6 @@ import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idem
 import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
 import { redisFor } from "../redis/client";
-import { recordLimitBytes } from "../sales/big-keys";
 import { forgetBucketCount } from "../sales/buckets";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
@@ -24,6 +23,7 @@ import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateSaleBody, createdStock, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
@@ -187,7 +187,7 @@ export const adminRoutes = new Hono<AppEnv>()
           description: body.description,
           imageUrl: body.imageUrl ?? null,
           queue,
-          buckets: bucketsFor(createdStock(body), recordLimitBytes(c.env), queue.mode !== "off"),
+          buckets: bucketsFor(createdStock(body), settingsOf(c.env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
           variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
         },
         idempotency,
@@ -206,7 +206,13 @@ export const adminRoutes = new Hono<AppEnv>()
   .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
     const { saleId } = c.req.valid("param");
     const ifVersion = ifMatchVersion(c.req.header("If-Match"));
-    const result = await editSale(c.env.DB, saleId, changesOf(c.req.valid("json")), recordLimitBytes(c.env), ifVersion);
+    const result = await editSale(
+      c.env.DB,
+      saleId,
+      changesOf(c.req.valid("json")),
+      settingsOf(c.env).REDIS_MAX_RECORD_BYTES,
+      ifVersion,
+    );
     if ("code" in result) {
       if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
       throw editRefused(result);
@@ -230,11 +236,10 @@ export const adminRoutes = new Hono<AppEnv>()
   // After Redis lost a sale's live state: rebuild it from D1 (src/settlement/restore.ts).
   .post("/sales/:saleId/restore", validate("param", SaleIdParam), async (c) => {
     const { saleId } = c.req.valid("param");
-    const quietMs = Number(c.env.RESTORE_QUIET_MS);
     let outcome: Awaited<ReturnType<typeof restoreSale>>;
     try {
       outcome = await restoreSale(c.env.DB, redisFor(c.env), saleId, {
-        quietMs: Number.isFinite(quietMs) && quietMs >= 0 ? quietMs : 30_000,
+        quietMs: settingsOf(c.env).RESTORE_QUIET_MS,
         keepAlive: (work) => c.executionCtx.waitUntil(work),
       });
     } catch (err) {

@@ -14,6 +14,7 @@ import { limitPerUser } from "../http/caller-limits";
 import { badRequest, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
+import { signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
@@ -28,6 +29,7 @@ import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
 
 /**
  * D1's record of sales Redis answered SALE_NOT_FOUND for, a second per isolate: the waiters of
@@ -95,7 +97,7 @@ async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1
   if (atOnce) return { turnedAway: undefined, buckets: atOnce.buckets };
   try {
     const [turnedAway, policy] = await Promise.all([
-      admissionRefusal(env.DB, request, { secret: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL }),
+      admissionRefusal(env.DB, request, settingsOf(env)),
       salePolicy(env.DB, request.saleId, request.keepAlive),
     ]);
     // No such sale in D1: Redis answers SALE_NOT_FOUND whatever the count.
@@ -165,7 +167,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     }
     // A queued sale's pass: its signature binds it to this buyer and sale (checked here, no
     // network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
-    const pass = passHeader === undefined ? undefined : await readPass(c.env.JWT_SECRET, passHeader, saleId, userId);
+    const pass =
+      passHeader === undefined
+        ? undefined
+        : await readPass(signingSecret(c.env, "queued checkouts are not available"), passHeader, saleId, userId);
     if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
 
     const { turnedAway, buckets } = await admitted(c.env, {

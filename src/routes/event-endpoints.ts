@@ -13,12 +13,13 @@ import {
   endpointUrlRefusal,
   UpdateEndpointBody,
 } from "../shared/order-events";
+import { settingsOf } from "../shared/settings";
 
 const endpointNotFound = () => notFound("ENDPOINT_NOT_FOUND", "no such endpoint");
 
 /** https to a public host; http to loopback only where the Worker runs locally (npm start). */
 function checkUrl(env: Env, url: string): void {
-  const refusal = endpointUrlRefusal(url, { allowLoopback: env.LOOPBACK_HOSTS_ONLY === "true" });
+  const refusal = endpointUrlRefusal(url, { allowLoopback: settingsOf(env).LOOPBACK_HOSTS_ONLY });
   if (refusal) throw badRequest(`url: ${refusal}`);
 }
 

@@ -21,6 +21,7 @@ import type { LabSaleCreated, LabSaleReport } from "../shared/lab-types";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
 
 /**
  * The oversell lab: the checkout contract under seven strategies, each selling from its own
@@ -39,7 +40,7 @@ const strategies: Record<StrategyName, Strategy> = {
 };
 
 const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.LAB_ENABLED !== "true") throw notFound("NOT_FOUND", "no such route");
+  if (!settingsOf(c.env).LAB_ENABLED) throw notFound("NOT_FOUND", "no such route");
   await next();
 };
 
@@ -84,7 +85,8 @@ export const labRoutes = new Hono<AppEnv>()
     const { labSaleId } = c.req.valid("param");
     const strategy = c.req.param("strategy");
     if (!isStrategy(strategy)) throw notFound("STRATEGY_NOT_FOUND", `the lab's strategies are ${STRATEGIES.join(", ")}`);
-    if (strategy === "redlock" && !c.env.LOCK_QUORUM_NODES) throw unavailable("the redlock strategy needs LOCK_QUORUM_NODES");
+    if (strategy === "redlock" && !settingsOf(c.env).LOCK_QUORUM_NODES)
+      throw unavailable("the redlock strategy needs LOCK_QUORUM_NODES");
     let result: LabOutcome;
     try {
       const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);

@@ -10,7 +10,7 @@ import { isLoopbackRequest } from "../http/loopback-only";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { failureKind } from "../orders/order-views";
-import { devPaymentProvider, type PaymentProvider, paymentTimeoutMs } from "../orders/payment-provider";
+import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
 import { type Redis, redisFor } from "../redis/client";
 import { findSaleBySlotAt } from "../sales/repository";
@@ -19,6 +19,7 @@ import { buyerKeys, parsePendingRecord } from "../shared/keys";
 import { log } from "../shared/log";
 import { decodeOrderId } from "../shared/order-id";
 import { OrderIdParam, PayBody } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
 
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
 const orderNotFound = () => notFound("ORDER_NOT_FOUND", "no such order");
@@ -88,7 +89,7 @@ const stillPending = (what: string) =>
   new ApiError(409, what, "the order is still being recorded; try again in a moment", { "Retry-After": "1" });
 
 function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
-  if (c.env.PAYMENT_PROVIDER !== "dev") throw notFound("NOT_FOUND", "payments are not configured");
+  if (settingsOf(c.env).PAYMENT_PROVIDER !== "dev") throw notFound("NOT_FOUND", "payments are not configured");
   // Whatever LOOPBACK_HOSTS_ONLY says: a dev provider left on in production must not mark
   // orders paid for the literal tok_visa. Nothing is charged or recorded.
   if (!isLoopbackRequest(c)) {
@@ -156,7 +157,7 @@ export const orderRoutes = new Hono<AppEnv>()
           provider,
           order,
           { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
-          paymentTimeoutMs(c.env),
+          settingsOf(c.env).PAYMENT_TIMEOUT_MS,
         );
         if (outcome.kind !== "paid") throw payError(outcome);
         return c.json(view({ ...order, status: "paid", expiresAt: null }));

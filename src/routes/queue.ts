@@ -9,6 +9,7 @@ import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
 import { ApiError, notFound, refusalResponse, unavailable } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
+import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
@@ -19,6 +20,10 @@ import { log } from "../shared/log";
 import { drawKey, estimatedPlace } from "../shared/queue-draw";
 import type { Refusal } from "../shared/refusal";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
+
+/** What a 503 for an unusable JWT_SECRET names: tickets and passes are signed with it. */
+const WAITING_ROOM = "the waiting room is not available";
 
 /** Redis or D1 (or siteverify) unreachable: 503, nothing joined (a join again later keeps the same place). */
 async function orUnavailable<T>(saleId: string, work: () => Promise<T>): Promise<T> {
@@ -56,14 +61,14 @@ async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: str
         p: joined.place,
         ...(joined.place === null && joined.drawKey && { d: joined.drawKey }),
       };
-      return { ticket: await signTicket(env.JWT_SECRET, claims), place: joined.place };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place };
     }
     case "QUEUE_NOT_OPEN":
       throw queueNotOpen(sale);
     case "QUEUE_OFF":
       throw queueOff();
     case "QUEUE_CLOSED":
-      return { ticket: await signTicket(env.JWT_SECRET, { s: sale.id, u: userId, p: null }), place: null };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), { s: sale.id, u: userId, p: null }), place: null };
     case "SALE_NOT_FOUND":
       log.error("queue: the sale exists in D1 but not in Redis", { saleId: sale.id });
       throw unavailable("the sale is temporarily unavailable", 30);
@@ -87,7 +92,7 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
       keepAlive,
       stage: "queue-join",
     },
-    { secret: c.env.TURNSTILE_SECRET_KEY, verifyUrl: c.env.TURNSTILE_VERIFY_URL },
+    settingsOf(c.env),
   );
   const redis = redisFor(c.env);
   if (turnedAway) {
@@ -96,7 +101,7 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
   }
   // One account, one seat: user ids from this address beyond the shop's number (off at 0).
   const ttlSeconds = Math.max(60, Math.ceil((sale.endsAt - Date.now()) / 1000));
-  const limit = Number(c.env.ACCOUNTS_PER_ADDRESS) || 0;
+  const limit = settingsOf(c.env).ACCOUNTS_PER_ADDRESS;
   if (!(await beyondAccountsPerAddress(redis, sale.id, ip, userId, { limit, ttlSeconds }))) return "join";
   countLocalRefusal(redis, sale.id, "DENIED", keepAlive);
   return "quiet";
@@ -144,7 +149,7 @@ async function position(
   const { pass, ...rest } = await standing(redisFor(env), saleId, buckets, userId, place, progress);
   return {
     ...rest,
-    pass: pass && (await signPass(env.JWT_SECRET, { s: saleId, u: userId, p: pass.place, e: pass.expiresAt })),
+    pass: pass && (await signPass(signingSecret(env, WAITING_ROOM), { s: saleId, u: userId, p: pass.place, e: pass.expiresAt })),
     passExpiresAt: pass && new Date(pass.expiresAt).toISOString(),
   };
 }
@@ -169,7 +174,12 @@ export const queueRoutes = new Hono<AppEnv>()
         const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c));
         const claims = await quietTicket(sale, userId, progress);
         const { state, retryAfterSec } = await quietPosition(c.env, saleId, sale.buckets, userId, claims, progress);
-        return { ticket: await signQuietTicket(c.env.JWT_SECRET, claims), place: claims.p, state, retryAfterSec };
+        return {
+          ticket: await signQuietTicket(signingSecret(c.env, WAITING_ROOM), claims),
+          place: claims.p,
+          state,
+          retryAfterSec,
+        };
       }
       const { ticket, place } = await join(c.env, sale, userId);
       const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c));
@@ -191,7 +201,7 @@ export const queueRoutes = new Hono<AppEnv>()
     async (c) => {
       const { saleId } = c.req.valid("param");
       const userId = c.get("userId");
-      const ticket = await readTicket(c.env.JWT_SECRET, c.req.valid("header")["queue-ticket"], saleId, userId);
+      const ticket = await readTicket(signingSecret(c.env, WAITING_ROOM), c.req.valid("header")["queue-ticket"], saleId, userId);
       if (!ticket) throw new ApiError(403, "QUEUE_TICKET_INVALID", "this Queue-Ticket is not one this sale gave you");
       const answer = await orUnavailable(saleId, async () => {
         // The sale's bucket count: read from D1 once per isolate while it is kept (src/sales/buckets.ts).

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { ApiError, notFound, unavailable } from "../http/errors";
-import { usableSecret } from "../http/secrets";
+import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { type CatalogDeps, readCatalogPage, readSalePage } from "../sales/catalog";
@@ -35,8 +35,7 @@ export const saleRoutes = new Hono<AppEnv>()
   .get("/", validate("query", CatalogQuery), async (c) => {
     const { cursor: text } = c.req.valid("query");
     // Cursors are signed with JWT_SECRET (labelled apart from tokens): no secret, no catalog.
-    const secret = usableSecret("JWT_SECRET", c.env.JWT_SECRET);
-    if (!secret) throw unavailable("the catalog cannot be paged: this server's JWT_SECRET is not usable", 60);
+    const secret = signingSecret(c.env, "the catalog cannot be paged");
     const cursor = text === undefined ? undefined : await verifyCursor(text, secret);
     // Checked before any cache or database is touched: a forged cursor costs nothing but this.
     if (text !== undefined && !cursor)

@@ -4,13 +4,14 @@ import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { notFound } from "../http/errors";
 import { runScheduledJobs } from "../settlement/scheduled";
+import { settingsOf } from "../shared/settings";
 
 /**
  * Only where the whole Worker answers loopback Host names (LOOPBACK_HOSTS_ONLY=true, as npm
  * start runs it): elsewhere the route answers like one that does not exist.
  */
 const localOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.LOOPBACK_HOSTS_ONLY !== "true") throw notFound("NOT_FOUND", "no such route");
+  if (!settingsOf(c.env).LOOPBACK_HOSTS_ONLY) throw notFound("NOT_FOUND", "no such route");
   await next();
 };
 

@@ -5,10 +5,10 @@ import { badRequest, notFound, paymentInProgress } from "../http/errors";
 import { limitWebhookPerIp } from "../http/global-limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
-import { paymentTimeoutMs } from "../orders/payment-provider";
 import { findOrderRecord } from "../orders/repository";
 import type { WebhookReceived } from "../shared/api-types";
 import { PaymentEvent } from "../shared/requests";
+import { settingsOf } from "../shared/settings";
 
 /**
  * POST /webhooks/payments: an asynchronous payment provider reports a payment. Signed with
@@ -17,10 +17,9 @@ import { PaymentEvent } from "../shared/requests";
  * attempt in flight waits for it: 409 PAYMENT_IN_PROGRESS, and the provider delivers it again.
  */
 export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPerIp, async (c) => {
-  const secret = c.env.PAYMENT_WEBHOOK_SECRET;
+  const { PAYMENT_WEBHOOK_SECRET: secret, PAYMENT_WEBHOOK_SECRET_PREVIOUS: previous, PAYMENT_TIMEOUT_MS } = settingsOf(c.env);
   if (!secret) throw notFound("NOT_FOUND", "payment webhooks are not configured");
   const raw = await c.req.text();
-  const previous = c.env.PAYMENT_WEBHOOK_SECRET_PREVIOUS;
   await verifyWebhookSignature(previous ? [secret, previous] : [secret], c.req.header("Webhook-Signature"), raw);
   let json: unknown;
   try {
@@ -32,7 +31,7 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPe
   if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
   const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
   if (!order) throw notFound("ORDER_NOT_FOUND", "no such order");
-  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order, paymentTimeoutMs(c.env));
+  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order, PAYMENT_TIMEOUT_MS);
   if (typeof outcome === "object") {
     throw paymentInProgress(
       "a payment attempt for this order is being processed; the event was not applied: deliver it again",

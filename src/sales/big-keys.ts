@@ -18,13 +18,6 @@ export interface LargestKey {
   share: number;
 }
 
-/** REDIS_MAX_RECORD_BYTES, a positive integer (wrangler.toml). */
-export function recordLimitBytes(env: Pick<Env, "REDIS_MAX_RECORD_BYTES">): number {
-  const limit = Number(env.REDIS_MAX_RECORD_BYTES);
-  if (!Number.isSafeInteger(limit) || limit <= 0) throw new Error("REDIS_MAX_RECORD_BYTES must be a positive integer");
-  return limit;
-}
-
 /** Every key of a sale that can grow: the sale-wide ones, the waiting room's and each bucket's. */
 export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets">): string[] {
   const { meta, admission, queue } = saleKeys(sale.id);

@@ -17,21 +17,15 @@ import {
 import { saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
 import type { JobMessage, OrderMessage } from "../shared/messages";
+import { settingsOf } from "../shared/settings";
 import { clearOutbox } from "./outbox";
 import { restoreSale } from "./restore";
 
 /** What noticed the sale was missing or behind. */
 export type Detector = "checkout" | "settlement" | "cron";
 
-const DEFAULT_QUIET_MS = 30_000;
 /** How soon a heal that must wait, or found another at work, tries again. */
 const BUSY_RETRY_MS = 1_000;
-
-/** RESTORE_QUIET_MS as a number: the rebuild's bound when no better signal exists. */
-export function restoreQuietMs(env: Pick<Env, "RESTORE_QUIET_MS">): number {
-  const ms = env.RESTORE_QUIET_MS?.trim() ? Number(env.RESTORE_QUIET_MS) : Number.NaN;
-  return Number.isFinite(ms) && ms >= 0 ? ms : DEFAULT_QUIET_MS;
-}
 
 /**
  * Has the sale healed. `fence` (Redis holds it, but behind): it stops selling at once, its
@@ -86,7 +80,7 @@ export type HealOutcome = { kind: "live" } | { kind: "wait"; retryAfterMs: numbe
  */
 export async function healSale(env: Env, saleId: string, keepAlive?: (work: Promise<unknown>) => void): Promise<HealOutcome> {
   await recordRebuilding(env.DB, saleId);
-  const outcome = await restoreSale(env.DB, redisFor(env), saleId, { quietMs: restoreQuietMs(env), keepAlive });
+  const outcome = await restoreSale(env.DB, redisFor(env), saleId, { quietMs: settingsOf(env).RESTORE_QUIET_MS, keepAlive });
   switch (outcome.kind) {
     case "restored":
       log.info("sale rebuilt from D1", {

@@ -4,14 +4,13 @@ import { listRecentSales } from "../sales/repository";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { OrderMessage } from "../shared/messages";
+import { settingsOf } from "../shared/settings";
 import { sendOrderMessage } from "./enqueue";
 import { hasStaleOutboxOrders, staleOutboxOrders, touchOutbox } from "./outbox";
 
 /** Outboxes of sales that ended longer ago than this are no longer scanned (nor those of archived sales). */
 export const SCAN_SALES_ENDED_WITHIN_MS = 7 * 24 * 3_600_000;
 const MAX_PER_SALE_PER_RUN = 1_000;
-
-const DEFAULT_REDRIVE_AFTER_MS = 30_000;
 
 /**
  * A run re-drives a sale only while it holds the sale's re-drive lock (renewed while it
@@ -22,12 +21,6 @@ const DEFAULT_REDRIVE_AFTER_MS = 30_000;
 const REDRIVE_LOCK: LockOptions = { leaseMs: 15_000, waitMs: 0 };
 export const redriveLockName = (saleId: string) => `redrive:sale:${saleId}`;
 
-/** OUTBOX_REDRIVE_AFTER_MS as a number; "0" is a valid setting (re-drive every record). */
-function redriveThresholdMs(configured: string | undefined): number {
-  const ms = configured?.trim() ? Number(configured) : Number.NaN;
-  return Number.isFinite(ms) && ms >= 0 ? ms : DEFAULT_REDRIVE_AFTER_MS;
-}
-
 /**
  * The scheduled re-drive: every outbox record older than OUTBOX_REDRIVE_AFTER_MS was either
  * never sent, lost, or is still being retried; it is sent again (the consumer ignores
@@ -36,7 +29,7 @@ function redriveThresholdMs(configured: string | undefined): number {
  * A sale another run is re-driving right now is skipped.
  */
 export async function redriveOutbox(env: Env, now = Date.now()): Promise<number> {
-  const threshold = redriveThresholdMs(env.OUTBOX_REDRIVE_AFTER_MS);
+  const threshold = settingsOf(env).OUTBOX_REDRIVE_AFTER_MS;
   const redis = redisFor(env);
   let resent = 0;
   let failures = 0;

@@ -1,12 +1,13 @@
 import { type SettlementCounts, settlementCounts } from "../orders/repository";
 import { redisFor } from "../redis/client";
 import { findSaleArchive, type SaleArchive } from "../sales/archives";
-import { bigKeyWarning, type LargestKey, largestSaleKey, recordLimitBytes } from "../sales/big-keys";
+import { bigKeyWarning, type LargestKey, largestSaleKey } from "../sales/big-keys";
 import { readLiveSale } from "../sales/live-state";
 import { failedByRollback, findRecovery, type RecoveryRecord } from "../sales/recovery-record";
 import { type Sale, saleVariants } from "../sales/sale";
 import type { ReconciliationReport, SaleHealth } from "../shared/api-types";
 import { allBuckets } from "../shared/keys";
+import { settingsOf } from "../shared/settings";
 import { type PendingOrder, pendingOrders } from "./outbox";
 
 /** What the report reads from Redis: live, or as archived when the sale's keys were removed. */
@@ -68,7 +69,7 @@ async function redisFigures(env: Env, sale: Sale): Promise<RedisFigures> {
     pendingOrders(redis, sale.id, sale.buckets),
     total(buckets.map((b) => redis.hlen(b.buyers))),
     total(buckets.map((b) => redis.scard(b.returned))),
-    largestSaleKey(redis, sale, recordLimitBytes(env)),
+    largestSaleKey(redis, sale, settingsOf(env).REDIS_MAX_RECORD_BYTES),
     readLiveSale(redis, sale.id),
   ]);
   if (live) {

@@ -1,6 +1,6 @@
 // Every route of the API, for its documentation: the OpenAPI document (public/openapi.json)
 // and the reference page (public/docs.html) are generated from this table and the schemas it
-// names (`npm run openapi`); the Worker never imports it. A test in the Worker suite checks
+// names (`npm run generate`); the Worker never imports it. A test in the Worker suite checks
 // that the app mounts exactly these routes and that real responses match the document.
 import * as z from "zod/mini";
 import type { $ZodType } from "zod/v4/core";
@@ -826,12 +826,18 @@ const GLOBALLY_LIMITED: Record<number, ApiResponse> = {
 };
 const globallyLimited = (route: ApiRoute) => route.auth === "admin" || route.path === "/webhooks/payments";
 
+/** Any route, when a setting does not parse (a route's own 503 stays). */
+const MISCONFIGURED = error("UNAVAILABLE: this server's settings are refused (the message names the setting)", [
+  "Retry-After",
+]);
+
 /**
  * The table, with what routes share: any POST or PATCH may be refused a body that is not JSON;
- * admin routes and the webhook may be refused by their global limit (a route's own 503 stays).
+ * admin routes and the webhook may be refused by their global limit (a route's own 503 stays);
+ * any route may answer 503 while a setting does not parse.
  */
 export const API_ROUTES: readonly ApiRoute[] = ROUTES.map((route) => {
   const limited: Record<number, ApiResponse> = globallyLimited(route) ? GLOBALLY_LIMITED : {};
   const bodies: Record<number, ApiResponse> = route.method !== "get" ? { 415: NOT_JSON } : {};
-  return { ...route, responses: { ...limited, ...route.responses, ...bodies } };
+  return { ...route, responses: { 503: MISCONFIGURED, ...limited, ...route.responses, ...bodies } };
 });

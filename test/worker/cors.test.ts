@@ -56,12 +56,15 @@ describe("CORS", () => {
   });
 
   it("is same origin only when ALLOWED_ORIGINS is empty, and never lists *", async () => {
-    for (const value of ["", "*"]) {
-      const res = await fetchWithVars({ ALLOWED_ORIGINS: value }, "/api/config", { headers: { Origin: SHOP } });
-      expect(res.headers.get("Access-Control-Allow-Origin")).toBeNull();
-      expect(((await res.json()) as { allowedOrigins: string[] }).allowedOrigins).toEqual([]);
-      expect((await preflight("/api/config", SHOP)).status).toBe(204); // the listed shop, for contrast
-    }
+    const res = await fetchWithVars({ ALLOWED_ORIGINS: "" }, "/api/config", { headers: { Origin: SHOP } });
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    expect(((await res.json()) as { allowedOrigins: string[] }).allowedOrigins).toEqual([]);
+    // "*" is no origin: the setting is refused, and nothing is opened to anyone.
+    const star = await fetchWithVars({ ALLOWED_ORIGINS: "*" }, "/api/config", { headers: { Origin: SHOP } });
+    expect(star.status).toBe(503);
+    expect(star.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    expect(((await star.json()) as { error: { message: string } }).error.message).toContain("ALLOWED_ORIGINS must be");
+    expect((await preflight("/api/config", SHOP)).status).toBe(204); // the listed shop, for contrast
   });
 
   it("never opens admin routes to another origin, even a listed shop", async () => {

@@ -155,3 +155,25 @@ describe("loopback Host names only (LOOPBACK_HOSTS_ONLY, as npm start runs the W
     expect((await asHost(`https://flash.example.com${report}`, {})).status).toBe(200);
   });
 });
+
+describe("settings", () => {
+  it("refuses requests that need a setting that does not parse with 503 naming it, selling nothing, and serves once it is fixed", async () => {
+    const sale = await createSale({ startsAt: new Date(Date.now() - 1_000).toISOString() });
+    const buy = async (vars: Partial<Env>) =>
+      handleWithVars(
+        vars,
+        new Request(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers: bearer(await userToken("settings-buyer")) }),
+      );
+    const refused = await buy({ IP_RATE_LIMIT: "twenty" });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("60");
+    expect(await refused.json()).toEqual({
+      error: {
+        code: "UNAVAILABLE",
+        message: `this server's settings are refused: IP_RATE_LIMIT must be a whole number from 0 to 1000000 a second; 0: off (it is "twenty")`,
+      },
+    });
+    expect(await redis.hget(saleKeys(sale.id).meta, "remaining")).toBe(String(sale.stock));
+    expect((await buy({})).status).toBe(202);
+  });
+});

@@ -37,11 +37,15 @@ describe("storefront config", () => {
 
 describe("DEV_LOGIN", () => {
   it("is off by default: the route answers like one that does not exist", async () => {
-    for (const vars of [{}, { DEV_LOGIN: "false" }, { DEV_LOGIN: "1" }]) {
+    for (const vars of [{}, { DEV_LOGIN: "false" }]) {
       const res = await login({ userId: "alice" }, vars);
       expect(res.status).toBe(404);
       expect(await res.json()).toEqual({ error: { code: "NOT_FOUND", message: "no such route" } });
     }
+    // Anything but "true" or "false" is refused, never read as one of them.
+    const unclear = await login({ userId: "alice" }, { DEV_LOGIN: "1" });
+    expect(unclear.status).toBe(503);
+    expect(((await unclear.json()) as { error: { message: string } }).error.message).toContain("DEV_LOGIN must be");
   });
 
   it("acts only on a loopback Host, whatever LOOPBACK_HOSTS_ONLY says", async () => {

@@ -1,15 +1,15 @@
-// The served documentation is generated (npm run openapi): it must be what the route table
+// The served documentation is generated (npm run generate): it must be what the route table
 // and the schemas generate now, or the contract it publishes is stale.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { apiDocFiles } from "../../dev/api-docs/files.ts";
+import { generatedFiles } from "../../dev/generate/files.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 
 describe("the API's documentation files", () => {
-  for (const { file, content } of apiDocFiles()) {
-    it(`${path.relative(ROOT, file)} is up to date (npm run openapi)`, () => {
-      expect(readFileSync(file, "utf8") === content, `${path.relative(ROOT, file)} is stale: run npm run openapi`).toBe(true);
+  for (const { file, content } of generatedFiles()) {
+    it(`${path.relative(ROOT, file)} is up to date (npm run generate)`, () => {
+      expect(readFileSync(file, "utf8") === content, `${path.relative(ROOT, file)} is stale: run npm run generate`).toBe(true);
     });
   }
 
