@@ -14,7 +14,7 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
   const origin = c.req.header("Origin");
   const allowed = origin !== undefined && settingsOf(c.env).ALLOWED_ORIGINS.includes(origin);
   if (c.req.method === "OPTIONS" && c.req.header("Access-Control-Request-Method")) {
-    if (!allowed) throw new ApiError(403, "CORS_ORIGIN_DENIED", "this origin is not in ALLOWED_ORIGINS");
+    if (!allowed) throw new ApiError("CORS_ORIGIN_DENIED");
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,
       "Access-Control-Allow-Methods": "GET, POST",
@@ -41,7 +41,7 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const sameOriginOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
   const origin = c.req.header("Origin");
   if (origin !== undefined && origin !== new URL(c.req.url).origin) {
-    throw new ApiError(403, "CROSS_ORIGIN", "admin routes answer their own origin only");
+    throw new ApiError("CROSS_ORIGIN");
   }
   await next();
 };

@@ -2,58 +2,56 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../shared/api-types";
+import { ERRORS, type ErrorCode } from "../shared/error-codes";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { SettingsRefused } from "../shared/settings";
 
-const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
+const errorBody = (code: ErrorCode, message: string): ErrorBody => ({ error: { code, message } });
 
 /** What the API answers for an error: the one error shape, its status and headers. */
 interface ErrorAnswer {
   status: ContentfulStatusCode;
-  code: string;
+  code: ErrorCode;
   message: string;
   headers: Record<string, string>;
 }
 
-const answer = (
-  status: ContentfulStatusCode,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): ErrorAnswer => ({
-  status,
-  code,
-  message,
-  headers,
-});
+/** `code`'s answer: its words unless `message` says more, Retry-After where the code always carries one. */
+function answer(code: ErrorCode, message?: string, headers: Record<string, string> = {}): ErrorAnswer {
+  const spec: { status: ContentfulStatusCode; words: string; retryAfterSec?: number } = ERRORS[code];
+  const always = spec.retryAfterSec === undefined || "Retry-After" in headers ? {} : retryAfter(spec.retryAfterSec);
+  return { status: spec.status, code, message: message ?? spec.words, headers: { ...always, ...headers } };
+}
 
 const errorResponse = (c: Context, { status, code, message, headers }: ErrorAnswer): Response =>
   c.json(errorBody(code, message), status, headers);
 
-/** An error answer thrown to the error handler, from any depth. */
+/** An error answer thrown to the error handler, from any depth: a code of the catalog (src/shared/error-codes.ts). */
 export class ApiError extends Error implements ErrorAnswer {
+  readonly status: ContentfulStatusCode;
+  readonly headers: Record<string, string>;
+
   constructor(
-    readonly status: ContentfulStatusCode,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
+    readonly code: ErrorCode,
+    message?: string,
+    headers?: Record<string, string>,
   ) {
-    super(message);
+    const { status, message: text, headers: all } = answer(code, message, headers);
+    super(text);
+    this.status = status;
+    this.headers = all;
   }
 }
 
-export const badRequest = (message: string) => new ApiError(400, "BAD_REQUEST", message);
-export const unauthorized = (message = "a valid bearer token is required") =>
-  new ApiError(401, "UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
-export const notFound = (code: string, message: string) => new ApiError(404, code, message);
-export const unsupportedMediaType = () =>
-  new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "request bodies must be JSON, sent with Content-Type: application/json");
+/** A Retry-After header of `seconds`. */
+export const retryAfter = (seconds: number): Record<string, string> => ({ "Retry-After": String(seconds) });
+
+export const badRequest = (message: string) => new ApiError("BAD_REQUEST", message);
+export const unauthorized = (message?: string) =>
+  new ApiError("UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
-  new ApiError(503, "UNAVAILABLE", message, { "Retry-After": String(retryAfterSeconds) });
-/** Another payment for the order is being processed: nothing was charged; ask again after Retry-After. */
-export const paymentInProgress = (message: string, retryAfterSeconds: number) =>
-  new ApiError(409, "PAYMENT_IN_PROGRESS", message, { "Retry-After": String(retryAfterSeconds) });
+  new ApiError("UNAVAILABLE", message, retryAfter(retryAfterSeconds));
 
 /**
  * Retry-After and the IETF RateLimit-* headers (draft-ietf-httpapi-ratelimit-headers), the
@@ -70,74 +68,47 @@ function rateLimitHeaders(bucket: { limit: number; retryAfterMs: number }): Reco
 }
 
 export const rateLimited = (message: string, bucket: { limit: number; retryAfterMs: number }) =>
-  new ApiError(429, "RATE_LIMITED", message, rateLimitHeaders(bucket));
+  new ApiError("RATE_LIMITED", message, rateLimitHeaders(bucket));
 
-/** The API's answer to a refused checkout, whoever refused it (Redis, the isolate memo, a lab strategy). */
+/**
+ * The API's answer to a refused checkout, whoever refused it (Redis, the isolate memo, a lab
+ * strategy): the code's words, or words that say what the refusal knows.
+ */
 function refusalAnswer(refusal: Refusal): ErrorAnswer {
   switch (refusal.code) {
     case "SOLD_OUT":
-      return answer(409, "SOLD_OUT", refusal.variant ? `variant ${refusal.variant} is sold out` : "the sale is sold out");
-    case "QUANTITY_UNAVAILABLE":
-      return answer(
-        409,
-        "QUANTITY_UNAVAILABLE",
-        `only ${refusal.remaining} unit${refusal.remaining === 1 ? "" : "s"} remain ${refusal.variant ? `of variant ${refusal.variant}` : "in this sale"}`,
-      );
-    case "VARIANT_REQUIRED":
-      return answer(400, "VARIANT_REQUIRED", "this sale has variants: name one in the body's variant");
+      return answer("SOLD_OUT", refusal.variant ? `variant ${refusal.variant} is sold out` : undefined);
+    case "QUANTITY_UNAVAILABLE": {
+      const { remaining, variant } = refusal;
+      const of = variant ? `of variant ${variant}` : "in this sale";
+      return answer("QUANTITY_UNAVAILABLE", `only ${remaining} unit${remaining === 1 ? "" : "s"} remain ${of}`);
+    }
     case "VARIANT_NOT_FOUND":
-      return answer(404, "VARIANT_NOT_FOUND", `this sale has no variant ${refusal.variant}`);
-    case "PER_USER_LIMIT_EXCEEDED":
+      return answer("VARIANT_NOT_FOUND", `this sale has no variant ${refusal.variant}`);
+    case "PER_USER_LIMIT_EXCEEDED": {
+      const { held, limit } = refusal;
       return answer(
-        409,
         "PER_USER_LIMIT_EXCEEDED",
-        `you hold ${refusal.held} of the ${refusal.limit} units one buyer may hold in this sale; you may buy ${refusal.limit - refusal.held} more`,
+        `you hold ${held} of the ${limit} units one buyer may hold in this sale; you may buy ${limit - held} more`,
       );
+    }
     case "ALREADY_PURCHASED":
       return answer(
-        409,
         "ALREADY_PURCHASED",
-        refusal.orderId
-          ? `you already hold the most units one buyer may hold in this sale (your latest order: ${refusal.orderId})`
-          : "you already hold the most units one buyer may hold in this sale",
+        refusal.orderId && `${ERRORS.ALREADY_PURCHASED.words} (your latest order: ${refusal.orderId})`,
       );
     case "SALE_NOT_STARTED":
-      return answer(409, "SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
-    case "SALE_ENDED":
-      return answer(409, "SALE_ENDED", "the sale has ended");
-    case "SALE_PAUSED":
-      return answer(409, "SALE_PAUSED", "the sale is paused; try again later");
-    case "SALE_CANCELLED":
-      return answer(409, "SALE_CANCELLED", "the sale was cancelled");
-    case "SALE_NOT_FOUND":
-      return answer(404, "SALE_NOT_FOUND", "no such sale");
+      return answer("SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
     case "RATE_LIMITED":
       return answer(
-        429,
         "RATE_LIMITED",
         "the sale is admitting buyers at its configured rate; retry shortly",
         rateLimitHeaders({ limit: refusal.admission.burst, retryAfterMs: refusal.retryAfterMs }),
       );
     case "IDEMPOTENCY_KEY_REUSED":
-      return answer(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a checkout of another quantity");
-    case "HUMAN_CHECK_REQUIRED":
-      return answer(403, "HUMAN_CHECK_REQUIRED", "this sale asks for the human check: send its token in the Human-Check header");
-    case "HUMAN_CHECK_FAILED":
-      return answer(403, "HUMAN_CHECK_FAILED", "the human check did not pass; complete it again");
-    case "BUSY":
-      return answer(503, "BUSY", "too many checkouts contend for this sale; try again shortly", { "Retry-After": "1" });
-    case "QUEUE_PASS_REQUIRED":
-      return answer(
-        403,
-        "QUEUE_PASS_REQUIRED",
-        "this sale has a waiting room: check out with the Queue-Pass your place was given",
-      );
-    case "QUEUE_PASS_INVALID":
-      return answer(403, "QUEUE_PASS_INVALID", "this Queue-Pass is not yours, not this sale's, or not admitted");
-    case "QUEUE_PASS_USED":
-      return answer(409, "QUEUE_PASS_USED", "this Queue-Pass bought already; each pass buys once");
-    case "QUEUE_PASS_EXPIRED":
-      return answer(409, "QUEUE_PASS_EXPIRED", "this Queue-Pass expired; the next place in line was let in");
+      return answer("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a checkout of another quantity");
+    default:
+      return answer(refusal.code);
   }
 }
 
@@ -158,13 +129,13 @@ export function handleError(err: Error, c: Context): Response {
   }
   if (err instanceof HTTPException && err.status < 500) {
     // hono's body limit and parsers throw these for malformed requests.
-    return c.json(errorBody("BAD_REQUEST", err.message || "malformed request"), err.status);
+    return c.json(errorBody("BAD_REQUEST", err.message || ERRORS.BAD_REQUEST.words), err.status);
   }
   log.error("unhandled error", {}, err);
-  return c.json(errorBody("INTERNAL", "internal error"), 500);
+  return errorResponse(c, answer("INTERNAL"));
 }
 
-export const notFoundRoute = (c: Context) => c.json(errorBody("NOT_FOUND", "no such route"), 404);
+export const notFoundRoute = (c: Context) => errorResponse(c, answer("NOT_FOUND"));
 
 /** hono's methodNotAllowed answer: the one error shape, and the path's methods in Allow. */
 export const methodNotAllowedRoute = (c: Context, methods: string[]) =>

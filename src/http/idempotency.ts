@@ -36,6 +36,6 @@ export async function idempotencyOf(c: Context, validatedBody: unknown): Promise
 /** A key replays only the request it was first used with; null is a record from before fingerprints. */
 export function assertSameRequest(idempotency: Idempotency, recordedFingerprint: string | null): void {
   if (recordedFingerprint !== null && recordedFingerprint !== idempotency.fingerprint) {
-    throw new ApiError(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was already used with a different request body");
+    throw new ApiError("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was already used with a different request body");
   }
 }

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { unsupportedMediaType } from "./errors";
+import { ApiError } from "./errors";
 
 // The media types hono's JSON validator reads: application/json and application/*+json.
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -15,6 +15,6 @@ export const hasBody = (request: Request): boolean => request.body !== null && r
  * any route looks at it, where it would otherwise be ignored or misread as an empty object.
  */
 export const requireJsonBodies: MiddlewareHandler = async (c, next) => {
-  if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("Content-Type"))) throw unsupportedMediaType();
+  if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("Content-Type"))) throw new ApiError("UNSUPPORTED_MEDIA_TYPE");
   await next();
 };

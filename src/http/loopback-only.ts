@@ -14,7 +14,7 @@ export const isLoopbackRequest = (c: Context): boolean => isLoopbackHost(c.req.h
  */
 export const loopbackHostsOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (settingsOf(c.env).LOOPBACK_HOSTS_ONLY && !isLoopbackRequest(c)) {
-    throw new ApiError(403, "HOST_NOT_ALLOWED", "this local server answers only to localhost, 127.0.0.1 or [::1]");
+    throw new ApiError("HOST_NOT_ALLOWED");
   }
   await next();
 };

@@ -2,7 +2,7 @@ import { zValidator } from "@hono/zod-validator";
 import type { ValidationTargets } from "hono";
 import * as z from "zod/mini";
 import type { $ZodIssue, $ZodType } from "zod/v4/core";
-import { type ApiError, badRequest, unsupportedMediaType } from "./errors";
+import { ApiError, badRequest } from "./errors";
 import { isJsonContentType } from "./json-bodies";
 
 /** The API's 400 for a failed validation: its first issue, named by its field unless told not to. */
@@ -34,7 +34,7 @@ export const validate = <T extends $ZodType, Target extends keyof ValidationTarg
   }
   if (target !== "json") return validator;
   return (async (c, next) => {
-    if (!isJsonContentType(c.req.header("Content-Type"))) throw unsupportedMediaType();
+    if (!isJsonContentType(c.req.header("Content-Type"))) throw new ApiError("UNSUPPORTED_MEDIA_TYPE");
     return validator(c, next);
   }) as typeof validator;
 };

@@ -4,7 +4,7 @@ import { linePage, readFreshProgress } from "../admission/waiting-room";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest, notFound, unavailable } from "../http/errors";
+import { ApiError, badRequest, unavailable } from "../http/errors";
 import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
 import { cancelSaleOrders } from "../orders/lifecycle";
@@ -27,7 +27,7 @@ import { settingsOf } from "../shared/settings";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
-  if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
+  if (!sale) throw new ApiError("SALE_NOT_FOUND");
   return sale;
 }
 
@@ -36,7 +36,7 @@ const PLACES_PAGE = 1_000;
 
 async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await recordedSale(db, saleId);
-  if (sale.queue.mode === "off") throw new ApiError(409, "QUEUE_OFF", "this sale has no waiting room");
+  if (sale.queue.mode === "off") throw new ApiError("QUEUE_OFF");
   return sale;
 }
 
@@ -75,7 +75,6 @@ async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
   forgetBucketCount(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
-      409,
       "SALE_NOT_LOADED",
       `the ${what} is recorded, but Redis lost the sale's live state: POST /admin/sales/${sale.id}/restore rebuilds it from D1, this change included`,
     );
@@ -105,31 +104,27 @@ function ifMatchVersion(header: string | undefined): number | undefined {
 function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>): ApiError {
   switch (refusal.code) {
     case "VERSION_MISMATCH":
-      return new ApiError(412, "PRECONDITION_FAILED", `the sale changed since: it is at version ${refusal.version}`, {
+      return new ApiError("PRECONDITION_FAILED", `the sale changed since: it is at version ${refusal.version}`, {
         ETag: `"${refusal.version}"`,
       });
     case "SALE_STARTED":
-      return new ApiError(
-        409,
-        "SALE_STARTED",
-        "the window, the admission and the human check change only before the sale starts",
-      );
+      return new ApiError("SALE_STARTED");
     case "QUEUE_OPEN":
-      return new ApiError(409, "QUEUE_OPEN", "the waiting room's settings change only before joining opens");
+      return new ApiError("QUEUE_OPEN");
     case "SALE_CLOSED":
-      return new ApiError(409, "SALE_CLOSED", "stock changes only until the sale ends, and never once it is cancelled");
+      return new ApiError("SALE_CLOSED");
     case "STOCK_DECREASE": {
       const of = refusal.variant === undefined ? "" : ` of variant ${refusal.variant}`;
-      return new ApiError(409, "STOCK_DECREASE", `stock${of} only grows: it is ${refusal.stock}`);
+      return new ApiError("STOCK_DECREASE", `stock${of} only grows: it is ${refusal.stock}`);
     }
     case "INVALID_VARIANTS":
       return badRequest(`variants: ${refusal.message}`);
     case "INVALID_WINDOW":
       return badRequest(`${refusal.field}: ${refusal.message}`);
     case "NO_ID_SLOT":
-      return new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
+      return new ApiError("NO_ID_SLOT");
     case "EDIT_CONFLICT":
-      return new ApiError(409, "EDIT_CONFLICT", "the sale kept changing during this edit; send it again");
+      return new ApiError("EDIT_CONFLICT");
   }
 }
 
@@ -148,8 +143,8 @@ const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleEdit => (
 async function changeState(env: Env, saleId: string, state: SaleState): Promise<{ view: AdminSaleView; etag: string }> {
   const result = await changeSaleState(env.DB, saleId, state);
   if ("code" in result) {
-    if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
-    throw new ApiError(409, "SALE_CANCELLED", "the sale was cancelled: it can be neither paused nor resumed");
+    if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
+    throw new ApiError("SALE_CANCELLED", "the sale was cancelled: it can be neither paused nor resumed");
   }
   await propagate(env, result.sale, "change");
   if (state === "cancelled") {
@@ -195,7 +190,7 @@ export const adminRoutes = new Hono<AppEnv>()
       created = sale !== undefined;
       // A concurrent retry with the same key may have won the insert.
       if (!sale && idempotency) sale = await replayedSale(c.env.DB, idempotency);
-      if (!sale) throw new ApiError(409, "NO_ID_SLOT", "too many sales overlap this window; order ids have no free slot");
+      if (!sale) throw new ApiError("NO_ID_SLOT");
     }
 
     // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
@@ -214,7 +209,7 @@ export const adminRoutes = new Hono<AppEnv>()
       ifVersion,
     );
     if ("code" in result) {
-      if (result.code === "SALE_NOT_FOUND") throw notFound("SALE_NOT_FOUND", "no such sale");
+      if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
       throw editRefused(result);
     }
     await propagate(c.env, result.sale, "edit");
@@ -258,24 +253,23 @@ export const adminRoutes = new Hono<AppEnv>()
           returned: outcome.returned,
         } satisfies RestoreReport);
       case "not-found":
-        throw notFound("SALE_NOT_FOUND", "no such sale");
+        throw new ApiError("SALE_NOT_FOUND");
       case "archived":
-        throw new ApiError(409, "SALE_ARCHIVED", "the sale ended and was archived: its record lives in D1, nothing to restore");
+        throw new ApiError("SALE_ARCHIVED");
       case "loaded":
-        throw new ApiError(409, "SALE_LOADED", "Redis holds the sale: nothing to restore");
+        throw new ApiError("SALE_LOADED");
       case "busy":
-        throw new ApiError(409, "RESTORE_IN_PROGRESS", "another restore of this sale is running");
+        throw new ApiError("RESTORE_IN_PROGRESS");
       case "in-flight": {
         const seconds = Math.ceil(outcome.retryAfterMs / 1000);
         throw new ApiError(
-          409,
           "ORDERS_IN_FLIGHT",
           `orders accepted before Redis lost the sale are still reaching D1; restore in ${seconds} s`,
           { "Retry-After": String(seconds) },
         );
       }
       case "interrupted":
-        throw new ApiError(409, "RESTORE_INTERRUPTED", "the restore lost its lock and stopped writing; send it again");
+        throw new ApiError("RESTORE_INTERRUPTED");
     }
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {

@@ -9,7 +9,7 @@ import {
 } from "../admission/deny-rules";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest, notFound } from "../http/errors";
+import { ApiError, badRequest } from "../http/errors";
 import { validate } from "../http/validate";
 import type { DenyRuleList, DenyRuleView } from "../shared/api-types";
 import { DenyRuleBody, DenyRuleIdParam } from "../shared/requests";
@@ -38,13 +38,12 @@ export const denyRuleRoutes = new Hono<AppEnv>()
     const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
     if (expiresAt !== null && expiresAt <= Date.now()) throw badRequest("expiresAt: must be in the future");
     const rule = await putDenyRule(c.env.DB, { kind: body.kind, value: body.value, note: body.note, expiresAt });
-    if (!rule) throw new ApiError(409, "DENY_RULES_FULL", `at most ${MAX_DENY_RULES} deny rules are kept; delete some first`);
+    if (!rule) throw new ApiError("DENY_RULES_FULL", `at most ${MAX_DENY_RULES} deny rules are kept; delete some first`);
     forgetDenyRules();
     return c.json(view(rule), 201);
   })
   .delete("/:ruleId", validate("param", DenyRuleIdParam), async (c) => {
-    if (!(await deleteDenyRule(c.env.DB, Number(c.req.valid("param").ruleId))))
-      throw notFound("RULE_NOT_FOUND", "no such deny rule");
+    if (!(await deleteDenyRule(c.env.DB, Number(c.req.valid("param").ruleId)))) throw new ApiError("RULE_NOT_FOUND");
     forgetDenyRules();
     return c.json(await allRules(c.env.DB));
   });

@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { badRequest, notFound } from "../http/errors";
+import { ApiError, badRequest } from "../http/errors";
 import { validate } from "../http/validate";
 import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
 import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
@@ -15,7 +15,7 @@ import {
 } from "../shared/order-events";
 import { settingsOf } from "../shared/settings";
 
-const endpointNotFound = () => notFound("ENDPOINT_NOT_FOUND", "no such endpoint");
+const endpointNotFound = () => new ApiError("ENDPOINT_NOT_FOUND");
 
 /** https to a public host; http to loopback only where the Worker runs locally (npm start). */
 function checkUrl(env: Env, url: string): void {
@@ -66,7 +66,7 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
   .post("/:id/deliveries/:deliveryId/replay", validate("param", DeliveryIdParam), async (c) => {
     const { id, deliveryId } = c.req.valid("param");
     const delivery = await replayDelivery(c.env.DB, id, deliveryId);
-    if (!delivery) throw notFound("DELIVERY_NOT_FOUND", "no such delivery of this endpoint");
+    if (!delivery) throw new ApiError("DELIVERY_NOT_FOUND");
     c.executionCtx.waitUntil(kickOrderEvents(c.env));
     return c.json(delivery, 202);
   });

@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
-import { badRequest, notFound, refusalResponse, unavailable } from "../http/errors";
+import { ApiError, badRequest, refusalResponse, unavailable } from "../http/errors";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
 import { readPathExperiment } from "../lab/read-path";
@@ -40,7 +40,7 @@ const strategies: Record<StrategyName, Strategy> = {
 };
 
 const labEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!settingsOf(c.env).LAB_ENABLED) throw notFound("NOT_FOUND", "no such route");
+  if (!settingsOf(c.env).LAB_ENABLED) throw new ApiError("NOT_FOUND");
   await next();
 };
 
@@ -78,13 +78,13 @@ export const labRoutes = new Hono<AppEnv>()
       log.warn("lab report failed", { labSaleId }, err);
       throw unavailable("redis cannot be reached right now");
     }
-    if (!report) throw notFound("SALE_NOT_FOUND", "no such lab sale");
+    if (!report) throw new ApiError("SALE_NOT_FOUND", "no such lab sale");
     return c.json(report);
   })
   .post("/:strategy/sales/:labSaleId/checkout", validate("param", LabSaleIdParam), requireUser, async (c) => {
     const { labSaleId } = c.req.valid("param");
     const strategy = c.req.param("strategy");
-    if (!isStrategy(strategy)) throw notFound("STRATEGY_NOT_FOUND", `the lab's strategies are ${STRATEGIES.join(", ")}`);
+    if (!isStrategy(strategy)) throw new ApiError("STRATEGY_NOT_FOUND", `the lab's strategies are ${STRATEGIES.join(", ")}`);
     if (strategy === "redlock" && !settingsOf(c.env).LOCK_QUORUM_NODES)
       throw unavailable("the redlock strategy needs LOCK_QUORUM_NODES");
     let result: LabOutcome;

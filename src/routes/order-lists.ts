@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { notFound } from "../http/errors";
+import { ApiError } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
 import { validate } from "../http/validate";
 import { listBuyerOrders, listSaleOrders, orderDetail, saleOrdersCsv } from "../orders/order-lists";
@@ -11,7 +11,7 @@ import { BuyerOrdersQuery, DEFAULT_ORDER_PAGE, OrderExportQuery, SaleOrdersQuery
 import { OrderIdParam, SaleIdParam } from "../shared/requests";
 
 async function assertSale(db: D1Database, saleId: string): Promise<void> {
-  if (!(await findSale(db, saleId))) throw notFound("SALE_NOT_FOUND", "no such sale");
+  if (!(await findSale(db, saleId))) throw new ApiError("SALE_NOT_FOUND");
 }
 
 /** GET /api/orders: the signed-in buyer's orders across sales, newest first. */
@@ -43,6 +43,6 @@ export const adminOrderRoutes = new Hono<AppEnv>()
   })
   .get("/orders/:orderId", validate("param", OrderIdParam), async (c) => {
     const detail = await orderDetail(c.env.DB, c.req.valid("param").orderId);
-    if (!detail) throw notFound("ORDER_NOT_FOUND", "no such order");
+    if (!detail) throw new ApiError("ORDER_NOT_FOUND");
     return c.json(detail);
   });

@@ -3,7 +3,7 @@ import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, badRequest, notFound, paymentInProgress, unavailable } from "../http/errors";
+import { ApiError, badRequest, retryAfter, unavailable } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
 import { idempotencyOf } from "../http/idempotency";
 import { isLoopbackRequest } from "../http/loopback-only";
@@ -22,7 +22,7 @@ import { OrderIdParam, PayBody } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
-const orderNotFound = () => notFound("ORDER_NOT_FOUND", "no such order");
+const orderNotFound = () => new ApiError("ORDER_NOT_FOUND");
 
 const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending" })): OrderView => ({
   orderId: o.orderId,
@@ -85,11 +85,11 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   };
 }
 
-const stillPending = (what: string) =>
-  new ApiError(409, what, "the order is still being recorded; try again in a moment", { "Retry-After": "1" });
+const stillPending = (code: "ORDER_NOT_PAYABLE" | "ORDER_NOT_CANCELLABLE") =>
+  new ApiError(code, "the order is still being recorded; try again in a moment", retryAfter(1));
 
 function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
-  if (settingsOf(c.env).PAYMENT_PROVIDER !== "dev") throw notFound("NOT_FOUND", "payments are not configured");
+  if (settingsOf(c.env).PAYMENT_PROVIDER !== "dev") throw new ApiError("NOT_FOUND", "payments are not configured");
   // Whatever LOOPBACK_HOSTS_ONLY says: a dev provider left on in production must not mark
   // orders paid for the literal tok_visa. Nothing is charged or recorded.
   if (!isLoopbackRequest(c)) {
@@ -97,7 +97,7 @@ function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
       host: c.req.header("Host") ?? null,
     });
     // Like any misconfiguration (an unusable ADMIN_TOKEN): 503, asked again in a minute.
-    throw new ApiError(503, "PAYMENT_UNAVAILABLE", "payments cannot be taken on this server", { "Retry-After": "60" });
+    throw new ApiError("PAYMENT_UNAVAILABLE", "payments cannot be taken on this server", { "Retry-After": "60" });
   }
   return devPaymentProvider(redis);
 }
@@ -105,19 +105,20 @@ function providerFor(c: Context<AppEnv>, redis: Redis): PaymentProvider {
 function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
   switch (outcome.kind) {
     case "declined":
-      return new ApiError(402, "PAYMENT_DECLINED", `the payment was declined: ${outcome.reason}`);
+      return new ApiError("PAYMENT_DECLINED", `the payment was declined: ${outcome.reason}`);
     case "not_payable":
-      return new ApiError(409, "ORDER_NOT_PAYABLE", outcome.reason);
+      return new ApiError("ORDER_NOT_PAYABLE", outcome.reason);
     case "key_reused":
-      return new ApiError(422, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used with another request body");
+      return new ApiError("IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used with another request body");
     case "timed_out":
       return unavailable("the payment provider did not answer in time; retry with the same Idempotency-Key");
     case "in_progress":
-      return paymentInProgress(
+      return new ApiError(
+        "PAYMENT_IN_PROGRESS",
         outcome.outcomeUnknown
           ? "another payment for this order timed out and its outcome is not known yet; nothing was charged. Retrying that payment with its own Idempotency-Key learns the outcome; until then the order takes no other payment, at most until its payment window closes"
-          : "another payment for this order is being processed; nothing was charged",
-        outcome.retryAfterSeconds,
+          : undefined,
+        retryAfter(outcome.retryAfterSeconds),
       );
   }
 }
@@ -188,6 +189,6 @@ export const orderRoutes = new Hono<AppEnv>()
       if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
       const why =
         order.status === "awaiting_payment" ? "the payment window has closed" : `the order is ${order.status.replace("_", " ")}`;
-      throw new ApiError(409, "ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
+      throw new ApiError("ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
     },
   );

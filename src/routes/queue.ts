@@ -7,7 +7,7 @@ import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, notFound, refusalResponse, unavailable } from "../http/errors";
+import { ApiError, refusalResponse, unavailable } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
@@ -38,13 +38,13 @@ async function orUnavailable<T>(saleId: string, work: () => Promise<T>): Promise
   }
 }
 
-const queueOff = () => new ApiError(409, "QUEUE_OFF", "this sale has no waiting room: check out directly");
+const queueOff = () => new ApiError("QUEUE_OFF", "this sale has no waiting room: check out directly");
 const queueNotOpen = (sale: Sale) =>
-  new ApiError(409, "QUEUE_NOT_OPEN", `joining opens ${sale.queue.prequeueSec} s before the sale starts`);
+  new ApiError("QUEUE_NOT_OPEN", `joining opens ${sale.queue.prequeueSec} s before the sale starts`);
 
 async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale> {
   const sale = await recordedSale(db, saleId, keepAlive);
-  if (!sale) throw notFound("SALE_NOT_FOUND", "no such sale");
+  if (!sale) throw new ApiError("SALE_NOT_FOUND");
   if (sale.queue.mode === "off") throw queueOff();
   return sale;
 }
@@ -202,7 +202,7 @@ export const queueRoutes = new Hono<AppEnv>()
       const { saleId } = c.req.valid("param");
       const userId = c.get("userId");
       const ticket = await readTicket(signingSecret(c.env, WAITING_ROOM), c.req.valid("header")["queue-ticket"], saleId, userId);
-      if (!ticket) throw new ApiError(403, "QUEUE_TICKET_INVALID", "this Queue-Ticket is not one this sale gave you");
+      if (!ticket) throw new ApiError("QUEUE_TICKET_INVALID");
       const answer = await orUnavailable(saleId, async () => {
         // The sale's bucket count: read from D1 once per isolate while it is kept (src/sales/buckets.ts).
         const buckets = await bucketCount(c.env.DB, saleId);

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { ApiError, notFound, unavailable } from "../http/errors";
+import { ApiError, unavailable } from "../http/errors";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
@@ -38,8 +38,7 @@ export const saleRoutes = new Hono<AppEnv>()
     const secret = signingSecret(c.env, "the catalog cannot be paged");
     const cursor = text === undefined ? undefined : await verifyCursor(text, secret);
     // Checked before any cache or database is touched: a forged cursor costs nothing but this.
-    if (text !== undefined && !cursor)
-      throw new ApiError(400, "INVALID_CURSOR", "cursor must be a recent nextCursor this API gave");
+    if (text !== undefined && !cursor) throw new ApiError("INVALID_CURSOR");
     const page = await orUnavailable("catalog", {}, () => readCatalogPage(depsOf(c.env, c.executionCtx), cursor));
     const now = Date.now();
     c.header("Cache-Control", "public, max-age=1");
@@ -52,7 +51,7 @@ export const saleRoutes = new Hono<AppEnv>()
   .get("/:saleId", validate("param", SaleIdParam), async (c) => {
     const { saleId } = c.req.valid("param");
     const page = await orUnavailable("sale", { saleId }, () => readSalePage(depsOf(c.env, c.executionCtx), saleId));
-    if (!page) throw notFound("SALE_NOT_FOUND", "no such sale");
+    if (!page) throw new ApiError("SALE_NOT_FOUND");
     c.header("Cache-Control", "public, max-age=1");
     return c.json(saleView(page.sale, page.remaining, Date.now()));
   });

@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { notFound } from "../http/errors";
+import { ApiError } from "../http/errors";
 import { runScheduledJobs } from "../settlement/scheduled";
 import { settingsOf } from "../shared/settings";
 
@@ -11,7 +11,7 @@ import { settingsOf } from "../shared/settings";
  * start runs it): elsewhere the route answers like one that does not exist.
  */
 const localOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (!settingsOf(c.env).LOOPBACK_HOSTS_ONLY) throw notFound("NOT_FOUND", "no such route");
+  if (!settingsOf(c.env).LOOPBACK_HOSTS_ONLY) throw new ApiError("NOT_FOUND");
   await next();
 };
 

@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { sign } from "hono/jwt";
 import type { AppEnv } from "../http/app-env";
-import { notFound, unavailable } from "../http/errors";
+import { ApiError } from "../http/errors";
 import { limitCallerGlobally } from "../http/global-limits";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { signingSecret } from "../http/secrets";
@@ -16,11 +16,11 @@ const DEV_TOKEN_TTL_SECONDS = 8 * 3600;
 
 const devLoginEnabled: MiddlewareHandler<AppEnv> = async (c, next) => {
   // When off, the route answers like one that does not exist.
-  if (!settingsOf(c.env).DEV_LOGIN) throw notFound("NOT_FOUND", "no such route");
+  if (!settingsOf(c.env).DEV_LOGIN) throw new ApiError("NOT_FOUND");
   // Whatever LOOPBACK_HOSTS_ONLY says: one wrong variable in production must not mint tokens.
   if (!isLoopbackRequest(c)) {
     log.warn("dev login refused: the request's Host is not loopback", { host: c.req.header("Host") ?? null });
-    throw notFound("NOT_FOUND", "no such route");
+    throw new ApiError("NOT_FOUND");
   }
   await next();
 };

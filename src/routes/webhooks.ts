@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
 import type { AppEnv } from "../http/app-env";
-import { badRequest, notFound, paymentInProgress } from "../http/errors";
+import { ApiError, badRequest, retryAfter } from "../http/errors";
 import { limitWebhookPerIp } from "../http/global-limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
@@ -18,7 +18,7 @@ import { settingsOf } from "../shared/settings";
  */
 export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPerIp, async (c) => {
   const { PAYMENT_WEBHOOK_SECRET: secret, PAYMENT_WEBHOOK_SECRET_PREVIOUS: previous, PAYMENT_TIMEOUT_MS } = settingsOf(c.env);
-  if (!secret) throw notFound("NOT_FOUND", "payment webhooks are not configured");
+  if (!secret) throw new ApiError("NOT_FOUND", "payment webhooks are not configured");
   const raw = await c.req.text();
   await verifyWebhookSignature(previous ? [secret, previous] : [secret], c.req.header("Webhook-Signature"), raw);
   let json: unknown;
@@ -30,12 +30,13 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPe
   const parsed = z.safeParse(PaymentEvent, json);
   if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
   const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
-  if (!order) throw notFound("ORDER_NOT_FOUND", "no such order");
+  if (!order) throw new ApiError("ORDER_NOT_FOUND");
   const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order, PAYMENT_TIMEOUT_MS);
   if (typeof outcome === "object") {
-    throw paymentInProgress(
+    throw new ApiError(
+      "PAYMENT_IN_PROGRESS",
       "a payment attempt for this order is being processed; the event was not applied: deliver it again",
-      outcome.retryAfterSeconds,
+      retryAfter(outcome.retryAfterSeconds),
     );
   }
   return c.json({ received: true, outcome } satisfies WebhookReceived);

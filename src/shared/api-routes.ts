@@ -827,9 +827,7 @@ const GLOBALLY_LIMITED: Record<number, ApiResponse> = {
 const globallyLimited = (route: ApiRoute) => route.auth === "admin" || route.path === "/webhooks/payments";
 
 /** Any route, when a setting does not parse (a route's own 503 stays). */
-const MISCONFIGURED = error("UNAVAILABLE: this server's settings are refused (the message names the setting)", [
-  "Retry-After",
-]);
+const MISCONFIGURED = error("UNAVAILABLE: this server's settings are refused (the message names the setting)", ["Retry-After"]);
 
 /**
  * The table, with what routes share: any POST or PATCH may be refused a body that is not JSON;

@@ -162,7 +162,10 @@ describe("settings", () => {
     const buy = async (vars: Partial<Env>) =>
       handleWithVars(
         vars,
-        new Request(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers: bearer(await userToken("settings-buyer")) }),
+        new Request(`${BASE}/api/sales/${sale.id}/checkout`, {
+          method: "POST",
+          headers: bearer(await userToken("settings-buyer")),
+        }),
       );
     const refused = await buy({ IP_RATE_LIMIT: "twenty" });
     expect(refused.status).toBe(503);
