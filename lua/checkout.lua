@@ -11,7 +11,7 @@ listed twice counts both). Refusals before the bucket write nothing, so a sold-o
 a buyer at their limit never spends a token nor hides behind a 429.
 
 A queued sale (qmode fifo or random) sells only to a buyer whose waiting-room pass is
-admitted, unused and unexpired (queue-progress.lua admits them), and marks the pass used in
+admitted, unused and unexpired (waiting-room-progress.lua admits them), and marks the pass used in
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
 nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
 
@@ -23,12 +23,12 @@ sold from `remaining` alone.
 KEYS (all share the sale's hash tag, so the script is cluster-safe; the layout of every key is
 one table: docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
-                     buckets, qmode (off | fifo | random), qopens, qrate, qttl (queue-progress.lua),
+                     buckets, qmode (off | fifo | random), qopens, qrate, qttl (waiting-room-progress.lua),
                      idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull),
                      variants ("<id>=<stock>,...", a sale with variants only) and v:<id> (each one's remaining)
   2  admission hash  token bucket: tokens, at (ms); expires when idle
   3  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
-  4  queue counters  admitted, used, expired (queue-progress.lua)
+  4  queue counters  admitted, used, expired (waiting-room-progress.lua)
   then six keys for each bucket the call's buyers live in (the call names only those):
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)

@@ -15,10 +15,10 @@ import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints"
 import { labRoutes } from "./routes/lab";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
-import { queueRoutes } from "./routes/queue";
 import { saleRoutes } from "./routes/sales";
 import { scheduledRoutes } from "./routes/scheduled";
 import { storefrontRoutes } from "./routes/storefront";
+import { waitingRoomRoutes } from "./routes/waiting-room";
 import { webhookRoutes } from "./routes/webhooks";
 import { MAX_BODY_BYTES } from "./shared/limits";
 
@@ -45,7 +45,7 @@ export const app = root
   .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
-  .route("/api/sales", queueRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .route("/api/sales", waitingRoomRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
   .use("/api/orders/*", sendRaisedEvents) // pay and cancel raise order events
   .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel

@@ -218,7 +218,7 @@ export class ApiClient {
   }
 
   /** POST /api/sales/:saleId/queue: join the waiting room. */
-  joinQueue(saleId: string, token: string): Promise<ApiResult<QueueJoined>> {
+  joinWaitingRoom(saleId: string, token: string): Promise<ApiResult<QueueJoined>> {
     return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
   }
 

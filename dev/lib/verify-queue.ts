@@ -2,7 +2,7 @@
 // places the sale gave: the seed (revealed on the public sale once it ends) must hash to the
 // commitment published before joining opened, and ordering the pre-queue's buyers by
 // HMAC-SHA256(seed, user id) must give exactly the places they were given.
-import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
+import { drawOrder, seedCommitment } from "../../src/shared/waiting-room-draw.ts";
 import type { ApiClient } from "./api-client.ts";
 
 export interface QueueVerdict {

@@ -54,8 +54,8 @@ import { benchGlobalLimits, printGlobalLimits } from "./global-limits.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
 import { benchLocks, type ContentionFigures } from "./locks.ts";
 import { benchProfile, printProfile } from "./profile.ts";
-import { benchQueue, printQueue } from "./queue.ts";
 import { benchScale, printScale } from "./scale.ts";
+import { benchQueue, printQueue } from "./waiting-room.ts";
 
 const SECTIONS = [
   "round-trips",

@@ -13,7 +13,7 @@
 //   --base-url <url> --admin-token <t> --jwt-secret <s>     a running Worker (tokens also from
 //              ADMIN_TOKEN / JWT_SECRET); the lab needs LAB_ENABLED=true there
 //   --out load/reports   --drain-timeout <s>   --json
-//   --scenario queue   a waiting-room drop instead (local stack only; load/queue.js is the same
+//   --scenario queue   a waiting-room drop instead (local stack only; load/waiting-room.js is the same
 //              drop for k6): --users buyers join a fifo sale's pre-queue, a tenth of them bots
 //              that hammer checkout without a pass, with passes copied from other accounts and
 //              replayed; --admit places let in per second. Exits 1 unless every unit went to a
@@ -28,11 +28,11 @@ import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts
 import type { Pace } from "./crowd.ts";
 import { saleViolations } from "./invariants.ts";
 import { progressLine } from "./progress.ts";
-import { acceptedSamples, queueViolations, runQueueCrowd } from "./queue-crowd.ts";
 import { writeReports } from "./report-files.ts";
 import { type RunStrategy, runLoad, runSummary } from "./run.ts";
 import { fixed, formatTable, seconds } from "./table.ts";
 import { remoteTarget, stackTarget, type Target } from "./target.ts";
+import { acceptedSamples, queueViolations, runQueueCrowd } from "./waiting-room-crowd.ts";
 
 function fail(message: string): never {
   console.error(message);
@@ -90,7 +90,8 @@ const options = {
 };
 
 if (values.scenario === "queue") {
-  if (values["base-url"]) fail("--scenario queue runs on the local stack; against a deployment, run load/queue.js with k6");
+  if (values["base-url"])
+    fail("--scenario queue runs on the local stack; against a deployment, run load/waiting-room.js with k6");
   const users = positive("users", values.users);
   const stock = positive("stock", values.stock);
   if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");

@@ -1,5 +1,5 @@
 // A sale's waiting room: joining, the line's progress and a buyer's standing in it. The
-// scripts are lua/queue-join.lua and lua/queue-progress.lua; lua/checkout.lua enforces the
+// scripts are lua/waiting-room-join.lua and lua/waiting-room-progress.lua; lua/checkout.lua enforces the
 // pass. docs/architecture.md ("Admission") says where this sits among the other layers.
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
@@ -8,11 +8,11 @@ import { LUA, runScript } from "../redis/scripts";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
-import { allBuckets, bucketOf, buyerKeys, prePartitionOf, queueJoinKeys, queueProgressKeys } from "../shared/keys";
+import { allBuckets, bucketOf, buyerKeys, prePartitionOf, waitingRoomJoinKeys, waitingRoomProgressKeys } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
-import { drawKey } from "../shared/queue-draw";
+import { drawKey } from "../shared/waiting-room-draw";
 
-/** Where a sale's line stands, as lua/queue-progress.lua answered (times are Redis', epoch ms). */
+/** Where a sale's line stands, as lua/waiting-room-progress.lua answered (times are Redis', epoch ms). */
 export interface Progress {
   at: number;
   /** Every place up to this one is admitted. */
@@ -39,8 +39,10 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "queue-progress/1" || reply.length !== 12) {
-    throw new Error(`lua/queue-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`);
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/1" || reply.length !== 12) {
+    throw new Error(
+      `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
+    );
   }
   const [at, admitted, joined, remaining, used, expired, startsAt, endsAt, admitPerSec] = reply
     .slice(1, 10)
@@ -69,7 +71,7 @@ export class BucketsChanged extends Error {
 
 /** Moves the line forward to now and reads it: one script call. */
 async function advance(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
-  const reply = await runScript<unknown>(redis, LUA.queueProgress, queueProgressKeys(saleId, buckets), [
+  const reply = await runScript<unknown>(redis, LUA.waitingRoomProgress, waitingRoomProgressKeys(saleId, buckets), [
     String(QUEUE_ADMIT_PER_CALL),
     String(buckets),
   ]);
@@ -97,17 +99,18 @@ export type JoinOutcome =
   | { code: "JOINED"; place: number | null; drawKey?: string }
   | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
 
-/** Puts the buyer in the sale's line, once; again, the same place (lua/queue-join.lua). */
-export async function joinQueue(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
+/** Puts the buyer in the sale's line, once; again, the same place (lua/waiting-room-join.lua). */
+export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
   const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
-  const reply = await runScript<unknown[]>(redis, LUA.queueJoin, queueJoinKeys(sale.id, userId, sale.buckets), [
+  const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, waitingRoomJoinKeys(sale.id, userId, sale.buckets), [
     userId,
     key,
     String(sale.buckets),
     String(bucketOf(userId, sale.buckets)),
     String(key ? prePartitionOf(key, sale.buckets) : 0),
   ]);
-  if (!Array.isArray(reply) || reply[0] !== "queue-join/1") throw new Error("lua/queue-join.lua replied in an unknown layout");
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/1")
+    throw new Error("lua/waiting-room-join.lua replied in an unknown layout");
   if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
   const place = Number(reply[3]);
   switch (String(reply[2])) {

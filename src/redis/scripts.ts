@@ -6,11 +6,11 @@ import cacheReadSource from "../../lua/cache-read.lua";
 import checkoutSource from "../../lua/checkout.lua";
 import labCasSource from "../../lua/lab-cas.lua";
 import purgeChunkSource from "../../lua/purge-chunk.lua";
-import queueJoinSource from "../../lua/queue-join.lua";
-import queueProgressSource from "../../lua/queue-progress.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
 import saleSyncSource from "../../lua/sale-sync.lua";
+import waitingRoomJoinSource from "../../lua/waiting-room-join.lua";
+import waitingRoomProgressSource from "../../lua/waiting-room-progress.lua";
 import type { Redis } from "./client";
 
 // @upstash/redis' Script runs EVALSHA and falls back to EVAL on NOSCRIPT; one per client.
@@ -44,8 +44,8 @@ export const LUA = {
   checkout: checkoutSource,
   labCas: labCasSource,
   purgeChunk: purgeChunkSource,
-  queueJoin: queueJoinSource,
-  queueProgress: queueProgressSource,
+  waitingRoomJoin: waitingRoomJoinSource,
+  waitingRoomProgress: waitingRoomProgressSource,
   restore: restoreSource,
   return: returnSource,
   saleSync: saleSyncSource,

@@ -13,9 +13,9 @@ import { forgetBucketCount } from "../sales/buckets";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
-import { queueFrom } from "../sales/queue-settings";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
 import { adminSaleView, queueView, type Remaining, type Sale, type SaleState, totalOnly, untouched } from "../sales/sale";
+import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { restoreSale } from "../settlement/restore";
 import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
@@ -165,7 +165,7 @@ export const adminRoutes = new Hono<AppEnv>()
     let created = false;
     if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
     if (!sale) {
-      const queue = await queueFrom(body.queue);
+      const queue = await waitingRoomFrom(body.queue);
       sale = await insertSale(
         c.env.DB,
         {

@@ -1,12 +1,12 @@
 import { hashEntries, hashRecord, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { saleKeys } from "../shared/keys";
-import { queueOpensAt, type Remaining, remainingFromMeta, type Sale, VARIANT_FIELD_PREFIX } from "./sale";
+import { type Remaining, remainingFromMeta, type Sale, VARIANT_FIELD_PREFIX, waitingRoomOpensAt } from "./sale";
 
-/** The waiting room's settings as the sale's meta hash holds them (see lua/queue-progress.lua). */
-export const queueMetaFields = (sale: Sale) => ({
+/** The waiting room's settings as the sale's meta hash holds them (see lua/waiting-room-progress.lua). */
+export const waitingRoomMetaFields = (sale: Sale) => ({
   qmode: sale.queue.mode,
-  qopens: queueOpensAt(sale),
+  qopens: waitingRoomOpensAt(sale),
   qrate: sale.queue.admitPerSec,
   qttl: sale.queue.passTtlSec,
 });
@@ -45,7 +45,7 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       sale.name,
       sale.perUserLimit,
       sale.state,
-      ...Object.values(queueMetaFields(sale)),
+      ...Object.values(waitingRoomMetaFields(sale)),
       sale.buckets,
       ...sale.variants.flatMap((v) => [v.id, v.stock]),
     ].map(String),
@@ -58,7 +58,7 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
  * instead of thousands of simultaneous NOSCRIPT misses each re-sending the source with EVAL.
  */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
-  const queued = sale.queue.mode !== "off" ? [LUA.queueJoin, LUA.queueProgress] : [];
+  const queued = sale.queue.mode !== "off" ? [LUA.waitingRoomJoin, LUA.waitingRoomProgress] : [];
   const [synced] = await Promise.all([syncSale(redis, sale), ...[LUA.checkout, ...queued].map((s) => redis.scriptLoad(s))]);
   return synced;
 }

@@ -12,9 +12,9 @@ import type { QueueSettings, VariantInput } from "../shared/requests";
 import { windowProblem } from "../shared/requests";
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
-import { queueFrom } from "./queue-settings";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
-import { queueOpensAt, type Sale, type SaleState, type SaleVariant } from "./sale";
+import { type Sale, type SaleState, type SaleVariant, waitingRoomOpensAt } from "./sale";
+import { waitingRoomFrom } from "./waiting-room-settings";
 
 /** What an edit asks for: the waiting room's settings and the variants are merged over the sale's own. */
 export type SaleEdit = Omit<SaleChanges, "queue" | "variants"> & { queue?: QueueSettings; variants?: VariantInput[] };
@@ -83,7 +83,7 @@ function mergedVariants(sale: Sale, edit: VariantInput[], now: number): { varian
 /** The edit as the sale's changes: its queue settings and variants merged over the sale's own. */
 async function changesFor(sale: Sale, edit: SaleEdit, now: number): Promise<SaleChanges | EditRefusal> {
   const { queue, variants, ...rest } = edit;
-  const changes: SaleChanges = queue ? { ...rest, queue: await queueFrom(queue, sale.queue) } : rest;
+  const changes: SaleChanges = queue ? { ...rest, queue: await waitingRoomFrom(queue, sale.queue) } : rest;
   if (variants === undefined) {
     if (changes.stock !== undefined && sale.variants.length > 0)
       return { code: "INVALID_VARIANTS", message: "this sale's stock is its variants' sum: change a variant's stock" };
@@ -108,7 +108,7 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const queueMoves =
     changes.queue !== undefined && Object.entries(settings).some(([k, v]) => changes.queue?.[k as keyof typeof settings] !== v);
   // Joiners already hold tickets of this mode and pace, and a random draw's commitment is out.
-  if (queueMoves && now >= queueOpensAt(sale)) return { code: "QUEUE_OPEN" };
+  if (queueMoves && now >= waitingRoomOpensAt(sale)) return { code: "QUEUE_OPEN" };
   if (next.stock !== sale.stock) {
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };

@@ -1,6 +1,6 @@
 import { ID_SLOTS } from "../shared/order-id";
 import type { QueueMode } from "../shared/requests";
-import type { Queue, Sale, SaleState, SaleVariant } from "./sale";
+import type { Sale, SaleState, SaleVariant, WaitingRoomSettings } from "./sale";
 
 interface SaleRow {
   id: number;
@@ -175,7 +175,7 @@ export interface SaleChanges {
   endsAt?: number;
   admission?: { rate: number; burst: number };
   stock?: number;
-  queue?: Queue;
+  queue?: WaitingRoomSettings;
   humanCheck?: boolean;
   /** Every variant the sale will have, the ones it had first (editSale merges an edit's over them). */
   variants?: SaleVariant[];

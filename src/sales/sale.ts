@@ -4,7 +4,7 @@ import type { Admission } from "../shared/refusal";
 import type { QueueMode } from "../shared/requests";
 
 /** A sale's waiting room as D1 records it (src/admission/ runs it). */
-export interface Queue {
+export interface WaitingRoomSettings {
   mode: QueueMode;
   prequeueSec: number;
   admitPerSec: number;
@@ -50,7 +50,7 @@ export interface Sale {
   archivedAt: number | null;
   /** How many buckets its per-buyer Redis records are split into (src/shared/keys.ts, bucketsFor). */
   buckets: number;
-  queue: Queue;
+  queue: WaitingRoomSettings;
   /** In the admin's order; empty for a sale created without variants (see saleVariants). */
   variants: SaleVariant[];
 }
@@ -96,7 +96,8 @@ export function remainingFromMeta(fields: Record<string, unknown> | null | undef
 }
 
 /** When joining the sale's waiting room opens (epoch ms). */
-export const queueOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number => sale.startsAt - sale.queue.prequeueSec * 1000;
+export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number =>
+  sale.startsAt - sale.queue.prequeueSec * 1000;
 
 /** The waiting room as the public sees it: the commitment of a random sale, its seed once the sale is over. */
 export function queueView(sale: Pick<Sale, "endsAt" | "state" | "queue">, now: number): QueueView {

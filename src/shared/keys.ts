@@ -15,12 +15,12 @@ export interface SaleKeys {
   meta: string;
   /** Token bucket of the sale's checkout admission. */
   admission: string;
-  /** The waiting room's sale-wide keys (lua/queue-join.lua, lua/queue-progress.lua): see QueueKeys. */
-  queue: QueueKeys;
+  /** The waiting room's sale-wide keys (lua/waiting-room-join.lua, lua/waiting-room-progress.lua): see WaitingRoomKeys. */
+  queue: WaitingRoomKeys;
 }
 
 /** A sale's waiting room in Redis, sale-wide; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
-export interface QueueKeys {
+export interface WaitingRoomKeys {
   /**
    * Hash: admitted (every place up to it is admitted), used and expired (passes), lined (ranks
    * given in the line after the pre-queue: BucketKeys.line), at (ms of the last progress).
@@ -59,19 +59,19 @@ export interface BucketKeys {
   /**
    * Sorted set: user id -> rank in the line after the pre-queue (a fifo sale's every joiner, a
    * random sale's joiners after the start), for the joiners of this bucket: the ranks of all
-   * buckets together are 1..lined, one each, in arrival order (lua/queue-join.lua).
+   * buckets together are 1..lined, one each, in arrival order (lua/waiting-room-join.lua).
    */
   line: string;
 }
 
-function queueKeys(saleId: string): QueueKeys {
+function waitingRoomKeys(saleId: string): WaitingRoomKeys {
   const prefix = `fs:{sale:${saleId}}:queue`;
   return { counters: prefix };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
   const prefix = `fs:{sale:${saleId}}`;
-  return { meta: `${prefix}:meta`, admission: `${prefix}:admission`, queue: queueKeys(saleId) };
+  return { meta: `${prefix}:meta`, admission: `${prefix}:admission`, queue: waitingRoomKeys(saleId) };
 }
 
 /**
@@ -223,17 +223,17 @@ export function checkoutScriptKeys(
 }
 
 /**
- * lua/queue-join.lua's KEYS, in its header's order, for `userId`'s join: the sale-wide keys and
+ * lua/waiting-room-join.lua's KEYS, in its header's order, for `userId`'s join: the sale-wide keys and
  * `userId`'s bucket's, then every bucket's range of the pre-queue.
  */
-export function queueJoinKeys(saleId: string, userId: string, buckets: number): string[] {
+export function waitingRoomJoinKeys(saleId: string, userId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
   const own = buyerKeys(saleId, userId, buckets);
   return [meta, queue.counters, own.places, own.line, ...allBuckets(saleId, buckets).map((b) => b.preQueue)];
 }
 
-/** lua/queue-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set, range of the pre-queue and line. */
-export function queueProgressKeys(saleId: string, buckets: number): string[] {
+/** lua/waiting-room-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set, range of the pre-queue and line. */
+export function waitingRoomProgressKeys(saleId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
   return [meta, queue.counters, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line])];
 }

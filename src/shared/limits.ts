@@ -94,7 +94,7 @@ export const QUEUE_LIMITS = {
 /** The waiting room of a sale that does not set one: off, and what it would be if turned on. */
 export const DEFAULT_QUEUE = { mode: "off", prequeueSec: 900, admitPerSec: 100, passTtlSec: 300 } as const;
 
-/** The most places one progress call of lua/queue-progress.lua admits; the next call goes on. */
+/** The most places one progress call of lua/waiting-room-progress.lua admits; the next call goes on. */
 export const QUEUE_ADMIT_PER_CALL = 5_000;
 
 /** How long an isolate answers polls of a sale's line from the progress it last read (ms). */

@@ -164,7 +164,7 @@ describe("the admin console", () => {
     expect(sale.queue).toMatchObject({ mode: "random", admitPerSec: 50, seed: null });
 
     // Three join after the start (in arrival order); one unit: the first is let in.
-    for (const name of ["q-1", "q-2", "q-3"]) await api.joinQueue(saleId, await api.userToken(`${saleId}-${name}`));
+    for (const name of ["q-1", "q-2", "q-3"]) await api.joinWaitingRoom(saleId, await api.userToken(`${saleId}-${name}`));
     const panel = page.locator("#queue-rows");
     await panel.getByRole("row", { name: "Joined 3" }).waitFor();
     await panel.getByRole("row", { name: "Let in (places 1 to) 1" }).waitFor();

@@ -585,7 +585,7 @@ describe("the storefront", () => {
 
     // One unit left, held by the place let in before this buyer; two more buyers are ahead of them.
     const crowded = await openSale({ name: "Crowded drop", stock: 1, queue: { mode: "fifo", admitPerSec: 100 } });
-    for (const name of ["ahead-1", "ahead-2", "ahead-3"]) await api.joinQueue(crowded.id, await api.userToken(name));
+    for (const name of ["ahead-1", "ahead-2", "ahead-3"]) await api.joinWaitingRoom(crowded.id, await api.userToken(name));
     const back = await (await newContext(browser())).newPage();
     await back.goto(`${BASE}/?sale=${crowded.id}`);
     await back.getByRole("heading", { name: "Crowded drop" }).waitFor();

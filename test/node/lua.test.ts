@@ -58,7 +58,7 @@ async function newSale(
     "t",
     opts.limit ?? 1,
     "active",
-    // No waiting room (test/node/queue-lua.test.ts tests one).
+    // No waiting room (test/node/waiting-room-lua.test.ts tests one).
     "off",
     0,
     1,

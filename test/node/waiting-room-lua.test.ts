@@ -1,4 +1,4 @@
-// The waiting room's scripts (lua/queue-join.lua, lua/queue-progress.lua) and the pass rules
+// The waiting room's scripts (lua/waiting-room-join.lua, lua/waiting-room-progress.lua) and the pass rules
 // of lua/checkout.lua, on a real redis-server through the project's Upstash gateway, called
 // with the Worker's own key lists and reply parser.
 import { readFileSync } from "node:fs";
@@ -14,11 +14,11 @@ import {
   buyerKeys,
   checkoutScriptKeys,
   prePartitionOf,
-  queueJoinKeys,
-  queueProgressKeys,
   saleKeys,
+  waitingRoomJoinKeys,
+  waitingRoomProgressKeys,
 } from "../../src/shared/keys.ts";
-import { drawKey, drawOrder } from "../../src/shared/queue-draw.ts";
+import { drawKey, drawOrder } from "../../src/shared/waiting-room-draw.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "queue-lua-test-token";
@@ -68,23 +68,23 @@ const startNow = (saleId: string) => redis.hset(saleKeys(saleId).meta, { starts:
 async function join(saleId: string, user: string, random = false): Promise<{ outcome: string; place: number }> {
   const key = random ? await drawKey(SEED, user) : "";
   const reply = (await redis
-    .createScript(lua("queue-join"))
-    .exec(queueJoinKeys(saleId, user, BUCKETS), [
+    .createScript(lua("waiting-room-join"))
+    .exec(waitingRoomJoinKeys(saleId, user, BUCKETS), [
       user,
       key,
       String(BUCKETS),
       String(bucketOf(user, BUCKETS)),
       String(key ? prePartitionOf(key, BUCKETS) : 0),
     ])) as unknown[];
-  expect(reply[0]).toBe("queue-join/1");
+  expect(reply[0]).toBe("waiting-room-join/1");
   return { outcome: String(reply[2]), place: Number(reply[3]) };
 }
 
 async function progress(saleId: string, maxAdmit = 5000) {
   const reply = (await redis
-    .createScript(lua("queue-progress"))
-    .exec(queueProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
-  expect(reply[0]).toBe("queue-progress/1");
+    .createScript(lua("waiting-room-progress"))
+    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
+  expect(reply[0]).toBe("waiting-room-progress/1");
   const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
   return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]) };
 }
@@ -112,7 +112,7 @@ const checkout = async (saleId: string, user: string, place: number | "" = "") =
 
 const passOf = async (saleId: string, user: string) => redis.hget<string>(buyerKeys(saleId, user, BUCKETS).passes, user);
 
-describe("queue-join.lua", () => {
+describe("waiting-room-join.lua", () => {
   it("opens at qopens, places fifo joiners in arrival order, and answers a second join with the same place", async () => {
     const early = await newSale({ opensIn: 60_000, startsIn: 120_000 });
     expect(await join(early, "a")).toEqual({ outcome: "NOT_OPEN", place: 0 });
@@ -195,7 +195,7 @@ describe("the line split over the buckets", () => {
   });
 });
 
-describe("queue-progress.lua", () => {
+describe("waiting-room-progress.lua", () => {
   it("admits at the pace, never more places than units left, and gives each admitted place a pass", async () => {
     const sale = await newSale({ stock: 3, rate: 1000 });
     for (const user of ["a", "b", "c", "d", "e"]) await join(sale, user);

@@ -1,5 +1,5 @@
 // The waiting room's costs:
-// 1. Upstash round trips per 1,000 position polls from one isolate (load/runner/queue-polls.ts);
+// 1. Upstash round trips per 1,000 position polls from one isolate (load/runner/waiting-room-polls.ts);
 // 2. checkout throughput of a queued sale, every buyer holding their pass, against the same
 //    sale unqueued, alternating rounds (the pass is checked and used inside checkout.lua, so
 //    the goal is >= 0.95);
@@ -7,9 +7,9 @@
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
-import { measurePollCost, type PollCost } from "../runner/queue-polls.ts";
 import { alternatingRounds, type ContenderFigures, contenderTable } from "../runner/rounds.ts";
 import { fixed } from "../runner/table.ts";
+import { measurePollCost, type PollCost } from "../runner/waiting-room-polls.ts";
 
 const QUEUE_GOAL = 0.95;
 /** The shortest pass a sale may give (QUEUE_LIMITS.passTtlSec.min): the expiry figure waits it out. */
@@ -31,7 +31,7 @@ async function passesFor(stack: Stack, saleId: string, shots: Shot[]): Promise<M
   for (let i = 0; i < shots.length; i += 200) {
     await Promise.all(
       shots.slice(i, i + 200).map(async (shot) => {
-        const joined = await stack.api.joinQueue(saleId, shot.token);
+        const joined = await stack.api.joinWaitingRoom(saleId, shot.token);
         if (!joined.body) throw new Error(`join: ${joined.status} ${joined.code}`);
         for (;;) {
           const { body } = await stack.api.pollQueue(saleId, shot.token, joined.body.ticket);
@@ -50,7 +50,7 @@ async function expiryToNextAdmitted(stack: Stack, tag: string): Promise<number> 
   const sale = await api.createSale({ stock: 1, name: "queue: pass expiry", queue: { mode: "fifo", passTtlSec: PASS_TTL_SEC } });
   const [first, next] = (await planCrowd(api, 2, 1, `qexp-${tag}-`)) as [Shot, Shot];
   const tickets = [];
-  for (const shot of [first, next]) tickets.push((await api.joinQueue(sale.id, shot.token)).body?.ticket as string);
+  for (const shot of [first, next]) tickets.push((await api.joinWaitingRoom(sale.id, shot.token)).body?.ticket as string);
   const firstTurn = (await api.pollQueue(sale.id, first.token, tickets[0] as string)).body;
   if (!firstTurn?.passExpiresAt) throw new Error("the first place was not let in");
   const expiresAt = Date.parse(firstTurn.passExpiresAt);

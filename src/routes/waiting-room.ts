@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
 import { AdmissionUnavailable, admissionRefusal, losesQuietly } from "../admission/gate";
 import { readTicket, signPass, signQuietTicket, signTicket, type TicketClaims } from "../admission/signed-claims";
-import { joinQueue, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
+import { joinWaitingRoom, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -14,13 +14,13 @@ import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
 import { bucketCount } from "../sales/buckets";
-import { queueOpensAt, type Sale } from "../sales/sale";
+import { type Sale, waitingRoomOpensAt } from "../sales/sale";
 import type { QueueJoined, QueuePosition } from "../shared/api-types";
 import { log } from "../shared/log";
-import { drawKey, estimatedPlace } from "../shared/queue-draw";
 import type { Refusal } from "../shared/refusal";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
+import { drawKey, estimatedPlace } from "../shared/waiting-room-draw";
 
 /** What a 503 for an unusable JWT_SECRET names: tickets and passes are signed with it. */
 const WAITING_ROOM = "the waiting room is not available";
@@ -51,7 +51,7 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
 
 /** The buyer's place (joining if need be): the ticket to poll with. */
 async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: string; place: number | null }> {
-  const joined = await joinQueue(redisFor(env), sale, userId);
+  const joined = await joinWaitingRoom(redisFor(env), sale, userId);
   switch (joined.code) {
     case "JOINED": {
       // An undrawn ticket carries the buyer's draw key: polls estimate its standing from it.
@@ -160,14 +160,14 @@ async function position(
  * check and one account one seat (joinAdmission); a caller they turn away quietly is given a
  * quiet ticket, whose polls cost no Redis command and never come up.
  */
-export const queueRoutes = new Hono<AppEnv>()
+export const waitingRoomRoutes = new Hono<AppEnv>()
   .post("/:saleId/queue", validate("param", SaleIdParam), requireUser, limitPerUser, limitGlobally("queue-join"), async (c) => {
     const { saleId } = c.req.valid("param");
     const userId = c.get("userId");
     const answer = await orUnavailable(saleId, async () => {
       const sale = await queuedSale(c.env.DB, saleId, keepAliveOf(c));
       // Before the checks: a token is not spent on a line that is not open yet.
-      if (Date.now() < queueOpensAt(sale)) throw queueNotOpen(sale);
+      if (Date.now() < waitingRoomOpensAt(sale)) throw queueNotOpen(sale);
       const admission = await joinAdmission(c, sale, userId);
       if (typeof admission === "object") return admission;
       if (admission === "quiet") {

@@ -5,7 +5,7 @@
 // holder of their own pass, no bot without its own admitted pass got a unit, and the places
 // let in are one run from the front.
 //
-//   k6 run -e BASE_URL=https://<worker> -e JWT_SECRET=... -e ADMIN_TOKEN=... load/queue.js
+//   k6 run -e BASE_URL=https://<worker> -e JWT_SECRET=... -e ADMIN_TOKEN=... load/waiting-room.js
 //   optional: -e BUYERS=20000 -e STOCK=300 -e ADMIT=100 (places let in per second)
 //             -e VARIANTS=10 (the sale in 10 variants sharing STOCK; each buyer asks a random one)
 //             -e JOIN_S=60 (the pre-queue: everyone joins within it) -e VUS=500 -e DRAIN_TIMEOUT_S=120

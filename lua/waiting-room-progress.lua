@@ -1,6 +1,6 @@
 #!lua flags=allow-key-locking
 --[[
-queue-progress.lua: move a sale's waiting room forward to now, and read where it stands.
+waiting-room-progress.lua: move a sale's waiting room forward to now, and read where it stands.
 
 Each isolate calls it at most about once a second per sale and answers every poll in between
 from the reply, so a poll costs no Redis command of its own.
@@ -17,21 +17,21 @@ seconds. A call admits at most ARGV[1] places; the next call goes on.
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
-  2  counters hash    admitted, used, expired; lined (queue-join.lua)
+  2  counters hash    admitted, used, expired; lined (waiting-room-join.lua)
   then four keys for each of the sale's buckets, bucket 0 first (the pre-queue carries each
-  user's bucket beside the id: queue-join.lua):
+  user's bucket beside the id: waiting-room-join.lua):
   +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
   +2 live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
-  +3 pre-queue zset   the bucket's range of the draw (see queue-join.lua): places 1..drawn are
+  +3 pre-queue zset   the bucket's range of the draw (see waiting-room-join.lua): places 1..drawn are
                       bucket 0's members in order, then bucket 1's...
   +4 line zset        the bucket's joiners after the pre-queue, scored by rank: place drawn + r
-                      is the member of rank r, in whichever bucket holds it (queue-join.lua)
+                      is the member of rank r, in whichever bucket holds it (waiting-room-join.lua)
 ARGV
   1  the most places this call admits
   2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
      absent), nothing is done and the reply's state is "buckets-changed"
 Reply
-  { "queue-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
+  { "waiting-room-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
     qrate, state, drawn }
   state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the
          sale, or "buckets-changed" (all numbers 0, nothing done) when ARGV 2 or the bucket KEYS
@@ -54,10 +54,10 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets')
 if not sale[4] then
-  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
+  return { 'waiting-room-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
 end
 if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
-  return { 'queue-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'buckets-changed', 0 }
+  return { 'waiting-room-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'buckets-changed', 0 }
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
@@ -127,4 +127,4 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   end
 end
 
-return { 'queue-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn }
+return { 'waiting-room-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn }

@@ -1,6 +1,6 @@
 #!lua flags=allow-key-locking
 --[[
-queue-join.lua: put a buyer in a sale's waiting room, once; joining again answers the same place.
+waiting-room-join.lua: put a buyer in a sale's waiting room, once; joining again answers the same place.
 
 A fifo sale places every joiner in arrival order. A random sale keeps its pre-queue (joiners
 before startsAt) unplaced: each goes into a sorted set as "<draw key>:<bucket>:<user id>" with
@@ -14,7 +14,7 @@ behind, in arrival order. Nothing is rewritten at the start: no draw step, no bu
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets
-  2  counters hash    lined: ranks given in the line so far (queue-progress.lua's counters)
+  2  counters hash    lined: ranks given in the line so far (waiting-room-progress.lua's counters)
   3  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
                       pre-queue joiner is unplaced
   4  line zset        the joiner's bucket's: user id -> rank in the line after the pre-queue
@@ -22,12 +22,12 @@ KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis lay
   +1 pre-queue zset   "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only), of
                       the draw keys in the bucket's range
   (a pre-queue member carries the user's bucket beside the id, a line member is in the user's
-  bucket's line, so queue-progress.lua writes an admitted user's pass into the user's bucket)
+  bucket's line, so waiting-room-progress.lua writes an admitted user's pass into the user's bucket)
 The line is split by the joiner's bucket, not by range of place: a script names every key it
 touches in KEYS, and the Worker does not know a joiner's place before the join (it would need
 a read first, a second round trip racing other joins, or every segment's key in each call),
 but it knows the joiner's bucket from the user id. One counter gives the ranks, so they stay
-1..n in arrival order whichever buckets they land in; queue-progress.lua, which names every
+1..n in arrival order whichever buckets they land in; waiting-room-progress.lua, which names every
 bucket anyway, admits by rank across them. A bucket's line holds one member per joiner of the
 bucket, as its places hash does, so the bucket count that sizes the one sizes the other.
 ARGV
@@ -37,7 +37,7 @@ ARGV
   4  the user's bucket (0-based), which KEYS[3] and KEYS[4] belong to
   5  the pre-queue bucket (0-based) of the draw key (0 without one)
 Reply
-  { "queue-join/1", nowMs, outcome, place, startsMs, endsMs }
+  { "waiting-room-join/1", nowMs, outcome, place, startsMs, endsMs }
   outcome  JOINED (now or before) | NOT_OPEN (before qopens) | OFF (no waiting room) |
            CLOSED (ended or cancelled, and the buyer never joined) | NOT_FOUND | BUCKETS_CHANGED
   place    1-based; 0 while unplaced (a random sale's pre-queue) or when not JOINED
@@ -49,7 +49,7 @@ local SALE_KEYS = 4
 local user, drawKey, splitBy, bucket, preBucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local preBuckets = #KEYS - SALE_KEYS
 if not preBucket or preBucket < 0 or preBucket >= preBuckets then
-  return redis.error_reply('queue-join.lua: the pre-queue bucket must name one of the KEYS after the fourth')
+  return redis.error_reply('waiting-room-join.lua: the pre-queue bucket must name one of the KEYS after the fourth')
 end
 -- Pre-queue joiners in buckets before `b` (0-based), and in all when b is preBuckets.
 local function drawnBefore(b)
@@ -65,7 +65,7 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'starts', 'ends', 'state', 'buckets')
 local starts, ends = tonumber(sale[3]) or 0, tonumber(sale[4]) or 0
 local function reply(outcome, place)
-  return { 'queue-join/1', nowMs, outcome, place, starts, ends }
+  return { 'waiting-room-join/1', nowMs, outcome, place, starts, ends }
 end
 if not sale[3] then
   return reply('NOT_FOUND', 0)

@@ -1,7 +1,7 @@
 // A waiting-room drop with bots: people join, wait for their turn and buy with their pass;
 // bots join too, but also hammer checkout without a pass, with passes copied from other
 // accounts, and replay passes already used. The queue tests run it; so does `npm run load`'s
-// queue scenario (and load/queue.js is the same drop for k6 against a deployment).
+// queue scenario (and load/waiting-room.js is the same drop for k6 against a deployment).
 import type { ApiClient } from "../../dev/lib/api-client.ts";
 import type { QueuePosition } from "../../src/shared/api-types.ts";
 
@@ -51,7 +51,7 @@ export async function runQueueCrowd(api: ApiClient, options: QueueCrowdOptions):
   const failures = new Map<string, number>();
   const join = async (userId: string) => {
     const token = await api.userToken(userId);
-    const joined = await api.joinQueue(sale.id, token);
+    const joined = await api.joinWaitingRoom(sale.id, token);
     if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
     return { userId, token, ticket: joined.body.ticket };
   };

@@ -8,8 +8,8 @@ import { verifyQueue } from "../../dev/lib/verify-queue.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
-import { acceptedSamples, queueViolations, runQueueCrowd } from "../../load/runner/queue-crowd.ts";
-import { drawOrder, seedCommitment } from "../../src/shared/queue-draw.ts";
+import { acceptedSamples, queueViolations, runQueueCrowd } from "../../load/runner/waiting-room-crowd.ts";
+import { drawOrder, seedCommitment } from "../../src/shared/waiting-room-draw.ts";
 
 let stack: Stack;
 let redis: IORedis;
@@ -43,7 +43,7 @@ it("places 2,000 pre-queue joiners of a random sale by its committed seed: anyon
   const tokens = await Promise.all(userIds.map((u) => api.userToken(u)));
   // In join order, 50 at a time (which of a batch of 50 lands first is the machine's choice;
   // a draw by join order would still show as a rank correlation near 1 below).
-  const prequeued = await inBatches(tokens, 50, async (token) => (await api.joinQueue(sale.id, token)).body?.place);
+  const prequeued = await inBatches(tokens, 50, async (token) => (await api.joinWaitingRoom(sale.id, token)).body?.place);
   expect(prequeued.filter((place) => place !== null)).toEqual([]);
 
   // The sale starts in a moment and ends a little later (the window may move until the start).
@@ -52,7 +52,7 @@ it("places 2,000 pre-queue joiners of a random sale by its committed seed: anyon
   expect((await api.editSale(sale.id, window)).status).toBe(200);
   await eventually("the start", async () => Date.now() > startsAt + 100);
   // Joining again answers the place the draw gave.
-  const places = await inBatches(tokens, 50, async (token) => (await api.joinQueue(sale.id, token)).body?.place);
+  const places = await inBatches(tokens, 50, async (token) => (await api.joinWaitingRoom(sale.id, token)).body?.place);
   expect(new Set(places).size).toBe(2_000);
 
   const ended = await eventually("the sale's end, and its seed", async () => {

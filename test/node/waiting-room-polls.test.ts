@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { measurePasslessCost, measurePollCost } from "../../load/runner/queue-polls.ts";
+import { measurePasslessCost, measurePollCost } from "../../load/runner/waiting-room-polls.ts";
 
 let stack: Stack;
 

@@ -1,7 +1,7 @@
 // A random sale's far-back buyers are told where they stand from their draw key alone; the
 // estimate must hold within its stated spread, and near the front only the exact place will do.
 import { expect, it } from "vitest";
-import { drawKey, drawOrder, estimatedPlace } from "../../src/shared/queue-draw.ts";
+import { drawKey, drawOrder, estimatedPlace } from "../../src/shared/waiting-room-draw.ts";
 
 const SEED = "a1".repeat(32);
 const progressOf = (drawn: number, admitted: number, admitPerSec: number) => ({ drawn, admitted, admitPerSec });

@@ -26,7 +26,7 @@ export async function measurePollCost(stack: Stack, { buyers = 50, polls = 1_000
   const tickets = await Promise.all(
     Array.from({ length: buyers }, async (_, i) => {
       const token = await api.userToken(`poller-${sale.id}-${i}`);
-      const joined = await api.joinQueue(sale.id, token);
+      const joined = await api.joinWaitingRoom(sale.id, token);
       if (!joined.body) throw new Error(`join: ${joined.status} ${joined.code}`);
       return { token, ticket: joined.body.ticket };
     }),

@@ -1,6 +1,6 @@
 // The waiting room through the Worker (workerd, local D1 and Queues, a real redis-server
 // behind the project's Upstash gateway): settings, joining and the pass rules checkout.lua
-// enforces. The draw and a crowd with bots: test/node/queue-crowd.test.ts.
+// enforces. The draw and a crowd with bots: test/node/waiting-room-crowd.test.ts.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { QueuePosition } from "../../src/shared/api-types";
@@ -21,7 +21,7 @@ async function joinAll(saleId: string, userIds: readonly string[]): Promise<Buye
   const buyers: Buyer[] = [];
   for (const userId of userIds) {
     const token = await userToken(userId);
-    const joined = await api.joinQueue(saleId, token);
+    const joined = await api.joinWaitingRoom(saleId, token);
     if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
     buyers.push({ userId, token, ticket: joined.body.ticket });
   }
@@ -94,14 +94,14 @@ describe("joining", () => {
   it("is refused for a sale without a queue and before the pre-queue, and answers the same ticket again", async () => {
     const token = await userToken("joiner");
     const unqueued = await createSale();
-    expect((await api.joinQueue(unqueued.id, token)).code).toBe("QUEUE_OFF");
+    expect((await api.joinWaitingRoom(unqueued.id, token)).code).toBe("QUEUE_OFF");
     const later = await createSale({ startsAt: inMs(HOUR), endsAt: inMs(2 * HOUR), queue: { mode: "fifo", prequeueSec: 60 } });
-    expect((await api.joinQueue(later.id, token)).code).toBe("QUEUE_NOT_OPEN");
+    expect((await api.joinWaitingRoom(later.id, token)).code).toBe("QUEUE_NOT_OPEN");
 
     const sale = await createSale({ startsAt: inMs(HOUR), endsAt: inMs(2 * HOUR), queue: { mode: "fifo", prequeueSec: 7200 } });
-    const first = await api.joinQueue(sale.id, token);
+    const first = await api.joinWaitingRoom(sale.id, token);
     expect(first.body).toEqual({ ticket: expect.any(String), place: 1, state: "waiting", retryAfterSec: expect.any(Number) });
-    expect((await api.joinQueue(sale.id, token)).body).toEqual(first.body);
+    expect((await api.joinWaitingRoom(sale.id, token)).body).toEqual(first.body);
     const position = await api.pollQueue(sale.id, token, first.body?.ticket as string);
     expect(position.body).toMatchObject({ place: 1, admittedThrough: 0, aheadOfYou: 0, state: "waiting", pass: null });
     expect(position.body?.estimatedWaitSec).toBeGreaterThan(3000); // the start is an hour away
