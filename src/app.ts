@@ -12,6 +12,7 @@ import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
 import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints";
+import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
@@ -39,7 +40,7 @@ export const app = root
     }),
   )
   .use(requireJsonBodies)
-  .get("/healthz", (c) => c.json({ ok: true }))
+  .route("/", healthRoutes) //              GET  /healthz
   .use("/api/*", publicCors) //              before the per-IP limit: a 429 must be readable cross-origin
   .use("/api/*", limitPerIp)
   .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)

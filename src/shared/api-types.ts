@@ -376,3 +376,4 @@ export type QueuePlaces = z.infer<typeof QueuePlaces>;
 
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });
+export type Health = z.infer<typeof Health>;
