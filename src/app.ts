@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
+import { memo } from "./checkout/isolate-memo";
 import type { AppEnv } from "./http/app-env";
 import { limitPerIp } from "./http/caller-limits";
 import { publicCors, sameOriginOnly } from "./http/cors";
@@ -8,10 +9,11 @@ import { ApiError, handleError, methodNotAllowedRoute, notFoundRoute } from "./h
 import { requireJsonBodies } from "./http/json-bodies";
 import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
+import { onOrdersEnded } from "./orders/order-changes";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
-import { eventEndpointRoutes, sendRaisedEvents } from "./routes/event-endpoints";
+import { eventEndpointRoutes } from "./routes/event-endpoints";
 import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
@@ -21,7 +23,13 @@ import { scheduledRoutes } from "./routes/scheduled";
 import { storefrontRoutes } from "./routes/storefront";
 import { waitingRoomRoutes } from "./routes/waiting-room";
 import { webhookRoutes } from "./routes/webhooks";
+import { onSaleForgotten } from "./sales/known-sales";
 import { MAX_BODY_BYTES } from "./shared/limits";
+
+// What checkout's memo keeps is forgotten with the sale's record (an edit, a restore), and
+// with orders that ended and gave their units back.
+onSaleForgotten(memo.saleChanged);
+onOrdersEnded(memo.returnedAll);
 
 const root = new Hono<AppEnv>();
 
@@ -47,11 +55,9 @@ export const app = root
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/sales", waitingRoomRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
-  .use("/api/orders/*", sendRaisedEvents) // pay and cancel raise order events
   .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
-  .use("/admin/sales/:saleId/cancel", sendRaisedEvents) // a cancelled sale cancels its orders
   .route("/admin/webhooks", eventEndpointRoutes) // the shop's endpoints for order events
   .route("/admin", adminOrderRoutes) //      GET  /admin/sales/:saleId/orders(.csv), /admin/orders/:orderId
   .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId

@@ -1,7 +1,6 @@
 import { app } from "./app";
-import { memo } from "./checkout/isolate-memo";
-import { kickOrderEvents } from "./orders/event-deliveries";
 import { runJobs } from "./orders/jobs";
+import { ordersChanged } from "./orders/order-changes";
 import { settleBatch } from "./settlement/consumer";
 import { handleDeadLetters } from "./settlement/dead-letters";
 import { healSale } from "./settlement/recovery";
@@ -15,30 +14,27 @@ export default {
 
   async queue(batch, env) {
     switch (batch.queue) {
-      // Settling raises order.reserved (and more), dead letters order.failed: send them.
+      // Settling raises order.reserved (and more), dead letters order.failed.
       case "flash-sale-orders":
-        memo.returnedAll(await settleBatch(batch, env));
-        await kickOrderEvents(env);
-        return;
+        return ordersChanged(env, await settleBatch(batch, env));
       case "flash-sale-orders-dlq":
-        memo.returnedAll(await handleDeadLetters(batch, env));
-        await kickOrderEvents(env);
+        return ordersChanged(env, await handleDeadLetters(batch, env));
+      case "flash-sale-jobs": {
+        const expired = await runJobs(batch, env, {
+          healSale: async (saleId) => {
+            const outcome = await healSale(env, saleId);
+            return outcome.kind === "wait" ? outcome.retryAfterMs : undefined;
+          },
+        });
+        // Only expiries change orders here; the other jobs leave them (and send events themselves).
+        if (expired.length > 0) await ordersChanged(env, expired);
         return;
-      case "flash-sale-jobs":
-        memo.returnedAll(
-          await runJobs(batch, env, {
-            healSale: async (saleId) => {
-              const outcome = await healSale(env, saleId);
-              return outcome.kind === "wait" ? outcome.retryAfterMs : undefined;
-            },
-          }),
-        );
-        return;
+      }
       default:
         throw new Error(`no consumer for queue ${batch.queue}`);
     }
   },
 
   /** Every minute (src/settlement/scheduled.ts says what runs). */
-  scheduled: (_controller, env) => runScheduledJobs(env, memo.returnedAll),
+  scheduled: (_controller, env) => runScheduledJobs(env),
 } satisfies ExportedHandler<Env>;

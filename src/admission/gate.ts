@@ -2,10 +2,12 @@
 // where the sale asks for it. A queued sale runs them at the queue join (its pass then carries
 // them to checkout); an unqueued sale at checkout. None of them costs a Redis command.
 import type { KeepAlive } from "../isolate/shared-work";
+import { bucketsOf, heldSale, knownSale } from "../sales/known-sales";
+import type { Sale } from "../sales/sale";
 import type { CountedOutcome, Refusal } from "../shared/refusal";
+import { Unavailable } from "../shared/unavailable";
 import { type Caller, deniedByHeldRules, isDenied } from "./deny-rules";
 import { checkHuman, type HumanCheckSettings, HumanCheckUnavailable } from "./human-check";
-import { heldSalePolicy, salePolicy } from "./sale-policy";
 
 export interface AdmissionRequest {
   saleId: string;
@@ -25,30 +27,39 @@ export interface AdmissionRefusal {
 }
 
 /** D1 or siteverify cannot be asked: neither admitted nor refused (the routes answer 503 with the message). */
-export class AdmissionUnavailable extends Error {}
+export class AdmissionUnavailable extends Unavailable {}
+
+/** Whether the sale asks for the human check at `stage`: a queued sale asks at the join, and its pass carries the check. */
+const asksHumanAt = (sale: Pick<Sale, "humanCheck" | "queue"> | undefined, stage: AdmissionRequest["stage"]) =>
+  !!sale?.humanCheck && (stage === "queue-join" || sale.queue.mode === "off");
 
 /**
- * Undefined when the caller may go on to the sale's stock (or its line). A denied caller is
- * not told so ("bots lose quietly"): it gets what a person could get, HUMAN_CHECK_FAILED where
- * the check is asked, SOLD_OUT otherwise, and is counted as DENIED. Throws AdmissionUnavailable
- * when D1 cannot say whether the sale asks for the check, or siteverify cannot be asked.
+ * The sale as this isolate knows it (undefined when D1 has no such sale), and `turnedAway`
+ * unless the caller may go on to its stock (or its line). A denied caller is not told so
+ * ("bots lose quietly"): it gets what a person could get, HUMAN_CHECK_FAILED where the check
+ * is asked, SOLD_OUT otherwise, and is counted as DENIED. Throws AdmissionUnavailable when D1
+ * cannot say whether the sale asks for the check, or siteverify cannot be asked.
  */
-export async function admissionRefusal(
+export async function checkAdmission(
   db: D1Database,
   request: AdmissionRequest,
   settings: HumanCheckSettings,
-): Promise<AdmissionRefusal | undefined> {
+): Promise<{ sale: Sale | undefined; turnedAway?: AdmissionRefusal }> {
   try {
-    const [policy, denied] = await Promise.all([
-      salePolicy(db, request.saleId, request.keepAlive),
+    const [sale, denied] = await Promise.all([
+      knownSale(db, request.saleId, request.keepAlive),
       isDenied(db, request.caller, request.keepAlive),
     ]);
-    // A queued sale asks at the join: only buyers who passed there hold a pass to check out with.
-    const asksHuman = !!policy?.humanCheck && (request.stage === "queue-join" || !policy.queued);
-    if (denied) return { refusal: asksHuman ? { code: "HUMAN_CHECK_FAILED" } : { code: "SOLD_OUT" }, counted: "DENIED" };
-    if (!asksHuman) return undefined;
+    const asksHuman = asksHumanAt(sale, request.stage);
+    if (denied) {
+      return {
+        sale,
+        turnedAway: { refusal: asksHuman ? { code: "HUMAN_CHECK_FAILED" } : { code: "SOLD_OUT" }, counted: "DENIED" },
+      };
+    }
+    if (!asksHuman) return { sale };
     const refusal = await checkHuman(request.humanCheckToken, request.saleId, request.caller.ip, settings);
-    return refusal && { refusal, counted: refusal.code };
+    return { sale, turnedAway: refusal && { refusal, counted: refusal.code } };
   } catch (err) {
     const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
     throw new AdmissionUnavailable(`${what} cannot be reached right now; try again shortly`, { cause: err });
@@ -56,15 +67,16 @@ export async function admissionRefusal(
 }
 
 /**
- * The common case decided in step, with no promise: the isolate holds the sale's policy and
+ * The common case decided in step, with no promise: the isolate holds the sale's record and
  * fresh deny rules, no rule matches, and the sale asks no human check at checkout. Then the
- * caller goes on to the sale's stock, split into the returned bucket count. Undefined for
- * anything else: admissionRefusal decides (reading D1 or siteverify where it must).
+ * caller goes on to the sale's stock, split into the returned bucket count (one for a sale D1
+ * does not hold: Redis answers SALE_NOT_FOUND whatever the count). Undefined for anything
+ * else: checkAdmission decides (reading D1 or siteverify where it must).
  */
 export function admittedAtCheckout(saleId: string, caller: Caller, now = Date.now()): { buckets: number } | undefined {
-  const policy = heldSalePolicy(saleId);
-  if (!policy || (policy.humanCheck && !policy.queued)) return undefined;
-  return deniedByHeldRules(caller, now) === false ? { buckets: policy.buckets } : undefined;
+  const sale = heldSale(saleId);
+  if (sale === undefined || asksHumanAt(sale ?? undefined, "checkout")) return undefined;
+  return deniedByHeldRules(caller, now) === false ? { buckets: bucketsOf(sale) } : undefined;
 }
 
 /**

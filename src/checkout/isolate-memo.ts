@@ -259,7 +259,7 @@ export const memo = {
   returnedAll(orders: readonly { saleId: string; userId: string }[]) {
     for (const order of orders) memo.returned(order.saleId, order.userId);
   },
-  /** The sale's state or window changed (an admin edit): forget what this isolate knew of it. */
+  /** The sale changed (an admin edit, a restore): forget what this isolate knew of it (src/sales/known-sales.ts forgetSale). */
   saleChanged(saleId: string) {
     saleState.delete(saleId);
     windows.delete(saleId);

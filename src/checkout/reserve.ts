@@ -49,7 +49,7 @@ const calls = new MergedCalls<CheckoutItem, Reservation>(CHECKOUT_MERGING);
 
 interface ReserveOptions {
   /**
-   * The sale's bucket count as this isolate knows it (src/admission/sale-policy.ts). Should
+   * The sale's bucket count as this isolate knows it (src/sales/known-sales.ts). Should
    * the sale's own differ (an edit just before the start), the script does nothing and names
    * it, and the call is sent again split by that.
    */

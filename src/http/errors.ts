@@ -3,9 +3,10 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ErrorBody } from "../shared/api-types";
 import { ERRORS, type ErrorCode } from "../shared/error-codes";
-import { log } from "../shared/log";
+import { type LogFields, log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { SettingsRefused } from "../shared/settings";
+import { Unavailable } from "../shared/unavailable";
 
 const errorBody = (code: ErrorCode, message: string): ErrorBody => ({ error: { code, message } });
 
@@ -52,6 +53,22 @@ export const unauthorized = (message?: string) =>
   new ApiError("UNAUTHORIZED", message, { "WWW-Authenticate": 'Bearer realm="flash-sale"' });
 export const unavailable = (message: string, retryAfterSeconds = 1) =>
   new ApiError("UNAVAILABLE", message, retryAfter(retryAfterSeconds));
+
+/**
+ * `work`'s answer. When what it reaches (Redis, D1, a provider) fails, the failure is logged
+ * with `fields` and answered 503: with `message`, or the failure's own words when it is an
+ * Unavailable. An ApiError (a decided answer) and refused settings go through as they are.
+ */
+export async function orUnavailable<T>(message: string, fields: LogFields, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ApiError || err instanceof SettingsRefused) throw err;
+    const known = err instanceof Unavailable;
+    if (!(known && err.logged)) log.warn("answered 503: a store or provider failed", { ...fields, answer: message }, err);
+    throw unavailable(known ? err.message : message);
+  }
+}
 
 /**
  * Retry-After and the IETF RateLimit-* headers (draft-ietf-httpapi-ratelimit-headers), the

@@ -220,8 +220,10 @@ export function endpointsChanged(): void {
 }
 
 /**
- * Asks the jobs queue to send the order events that are due, if any is: after a change that
- * may have raised some, and from the cron (the backstop for a kick that was lost). Events
+ * Asks the jobs queue to send the order events that are due, if any is: after orders changed
+ * (src/orders/order-changes.ts, the one seam every such change goes through, the cron's
+ * included) and when deliveries fall due without an order changing (an endpoint enabled, a
+ * delivery replayed). Events
  * are never sent from the request that raised them. Never throws: a kick that cannot read D1
  * or reach the queue is left to the cron, and must not fail the settlement batch, the job or
  * the request that asked for it (a settlement batch retried for it could end in the DLQ).

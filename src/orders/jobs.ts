@@ -4,7 +4,7 @@ import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
-import { deliverDue, kickOrderEvents } from "./event-deliveries";
+import { deliverDue } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
 /** Jobs run by later layers, handed in by the entry (settlement's heal: orders come before it). */
@@ -50,7 +50,6 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
     case "expire-orders": {
       const { expired, notYetDue } = await expireOrders(env.DB, redisFor(env), job.orderIds);
       returned.push(...expired);
-      if (expired.length > 0) await kickOrderEvents(env);
       if (notYetDue.length === 0) return undefined;
       const next = Math.min(...notYetDue.map((o) => o.expiresAt));
       return Math.max(1, Math.ceil((next - Date.now()) / 1000));

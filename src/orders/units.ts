@@ -1,6 +1,6 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { bucketCounts } from "../sales/buckets";
+import { bucketsOf, knownSales } from "../sales/known-sales";
 import { buyerKeys, saleKeys } from "../shared/keys";
 
 /** An order whose units go back on sale: dead-lettered, expired or cancelled. */
@@ -29,13 +29,13 @@ export interface Returned<T> {
  * leaves them for a retry.
  */
 export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1Database, orders: T[]): Promise<Returned<T>> {
-  const buckets = await bucketCounts(
+  const sales = await knownSales(
     db,
     orders.map((o) => o.saleId),
   );
   const results = await Promise.all(
     orders.map((o) => {
-      const count = buckets.get(o.saleId) ?? 1;
+      const count = bucketsOf(sales.get(o.saleId));
       const bucket = buyerKeys(o.saleId, o.userId, count);
       return runScript<number>(
         redis,

@@ -1,15 +1,15 @@
 import { Hono } from "hono";
-import { forgetSalePolicy } from "../admission/sale-policy";
 import { linePage, readFreshProgress } from "../admission/waiting-room";
-import { memo } from "../checkout/isolate-memo";
-import type { AppEnv } from "../http/app-env";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest, unavailable } from "../http/errors";
+import { ApiError, badRequest, orUnavailable, retryAfter } from "../http/errors";
 import { assertSameRequest, type Idempotency, idempotencyOf } from "../http/idempotency";
 import { validate } from "../http/validate";
+import type { KeepAlive } from "../isolate/shared-work";
 import { cancelSaleOrders } from "../orders/lifecycle";
+import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
-import { forgetBucketCount } from "../sales/buckets";
+import { forgetSale } from "../sales/known-sales";
 import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
@@ -17,7 +17,7 @@ import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/reposit
 import { adminSaleView, queueView, type Remaining, type Sale, type SaleState, totalOnly, untouched } from "../sales/sale";
 import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
-import { restoreSale } from "../settlement/restore";
+import { type RestoreOutcome, restoreSale } from "../settlement/restore";
 import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
 import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
@@ -41,15 +41,7 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
-async function orUnavailable<T>(what: "report" | "stats" | "queue", saleId: string, work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    log.warn(`${what} failed`, { saleId }, err);
-    throw unavailable("redis cannot be reached right now");
-  }
-}
+const REDIS_UNREACHABLE = "redis cannot be reached right now";
 
 /** The sale an earlier create with this key made; refused when that create's body differed. */
 async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<Sale | undefined> {
@@ -59,20 +51,16 @@ async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<S
 }
 
 /**
- * D1 has the change; Redis' copy, the caches and this isolate's memo follow. When Redis
+ * D1 has the change; Redis' copy and what this isolate knows of the sale follow. When Redis
  * cannot be reached the change stands in D1, and the same request again finishes it.
  */
 async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
-  let outcome: Awaited<ReturnType<typeof propagateSale>>;
-  try {
-    outcome = await propagateSale(redisFor(env), env.JOBS, sale);
-  } catch (err) {
-    log.warn("sale change not propagated to Redis", { saleId: sale.id }, err);
-    throw unavailable(`the ${what} was recorded but could not reach Redis; send the same request again to finish it`);
-  }
-  memo.saleChanged(sale.id);
-  forgetSalePolicy(sale.id);
-  forgetBucketCount(sale.id);
+  const outcome = await orUnavailable(
+    `the ${what} was recorded but could not reach Redis; send the same request again to finish it`,
+    { saleId: sale.id },
+    () => propagateSale(redisFor(env), env.JOBS, sale),
+  );
+  forgetSale(sale.id);
   if (outcome === "missing") {
     throw new ApiError(
       "SALE_NOT_LOADED",
@@ -140,7 +128,12 @@ const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleEdit => (
  * more. A cancelled sale's orders that hold units are cancelled (paid ones marked for a
  * refund) and their units given back; what this request cannot finish, the sweep does.
  */
-async function changeState(env: Env, saleId: string, state: SaleState): Promise<{ view: AdminSaleView; etag: string }> {
+async function changeState(
+  env: Env,
+  saleId: string,
+  state: SaleState,
+  keepAlive: KeepAlive,
+): Promise<{ view: AdminSaleView; etag: string }> {
   const result = await changeSaleState(env.DB, saleId, state);
   if ("code" in result) {
     if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
@@ -148,51 +141,87 @@ async function changeState(env: Env, saleId: string, state: SaleState): Promise<
   }
   await propagate(env, result.sale, "change");
   if (state === "cancelled") {
-    await cancelSaleOrders(env.DB, redisFor(env), saleId).catch((err) =>
-      log.warn("cancelled sale's orders left to the sweep", { saleId }, err),
-    );
+    const cancelled = await cancelSaleOrders(env.DB, redisFor(env), saleId).catch((err) => {
+      log.warn("cancelled sale's orders left to the sweep", { saleId }, err);
+      return [];
+    });
+    // The sale's cancellation raised events of its own, whatever its orders did.
+    keepAlive(ordersChanged(env, cancelled));
   }
   return changedView(env, result.sale);
+}
+
+/** What a restore did, or why it did not (src/settlement/restore.ts), as the API answers it. */
+function restoreAnswer(saleId: string, outcome: RestoreOutcome): RestoreReport {
+  switch (outcome.kind) {
+    case "restored": {
+      const { remaining, minted, buyers, returned } = outcome;
+      return { saleId, remaining, minted, buyers, returned };
+    }
+    case "not-found":
+      throw new ApiError("SALE_NOT_FOUND");
+    case "archived":
+      throw new ApiError("SALE_ARCHIVED");
+    case "loaded":
+      throw new ApiError("SALE_LOADED");
+    case "busy":
+      throw new ApiError("RESTORE_IN_PROGRESS");
+    case "in-flight": {
+      const seconds = Math.ceil(outcome.retryAfterMs / 1000);
+      throw new ApiError(
+        "ORDERS_IN_FLIGHT",
+        `orders accepted before Redis lost the sale are still reaching D1; restore in ${seconds} s`,
+        retryAfter(seconds),
+      );
+    }
+    case "interrupted":
+      throw new ApiError("RESTORE_INTERRUPTED");
+  }
+}
+
+/** A new sale recorded in D1 (or the one an earlier create with this Idempotency-Key made), and whether it is new. */
+async function createdSale(
+  env: Env,
+  body: CreateSaleBody,
+  idempotency: Idempotency | null,
+): Promise<{ sale: Sale; created: boolean }> {
+  const replayed = idempotency && (await replayedSale(env.DB, idempotency));
+  if (replayed) return { sale: replayed, created: false };
+  const queue = await waitingRoomFrom(body.queue);
+  const stock = createdStock(body);
+  const inserted = await insertSale(
+    env.DB,
+    {
+      name: body.name,
+      stock,
+      startsAt: Date.parse(body.startsAt),
+      endsAt: Date.parse(body.endsAt),
+      admission: body.admission ?? { ...DEFAULT_ADMISSION },
+      price: body.price,
+      currency: body.currency,
+      paymentWindowSec: body.paymentWindowSec,
+      perUserLimit: body.perUserLimit,
+      humanCheck: body.humanCheck,
+      description: body.description,
+      imageUrl: body.imageUrl ?? null,
+      queue,
+      buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
+      variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
+    },
+    idempotency,
+  );
+  if (inserted) return { sale: inserted, created: true };
+  // A concurrent retry with the same key may have won the insert.
+  const raced = idempotency && (await replayedSale(env.DB, idempotency));
+  if (raced) return { sale: raced, created: false };
+  throw new ApiError("NO_ID_SLOT");
 }
 
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
-    const idempotency = await idempotencyOf(c, body);
-
-    let sale: Sale | undefined;
-    let created = false;
-    if (idempotency) sale = await replayedSale(c.env.DB, idempotency);
-    if (!sale) {
-      const queue = await waitingRoomFrom(body.queue);
-      sale = await insertSale(
-        c.env.DB,
-        {
-          name: body.name,
-          stock: createdStock(body),
-          startsAt: Date.parse(body.startsAt),
-          endsAt: Date.parse(body.endsAt),
-          admission: body.admission ?? { ...DEFAULT_ADMISSION },
-          price: body.price,
-          currency: body.currency,
-          paymentWindowSec: body.paymentWindowSec,
-          perUserLimit: body.perUserLimit,
-          humanCheck: body.humanCheck,
-          description: body.description,
-          imageUrl: body.imageUrl ?? null,
-          queue,
-          buckets: bucketsFor(createdStock(body), settingsOf(c.env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
-          variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
-        },
-        idempotency,
-      );
-      created = sale !== undefined;
-      // A concurrent retry with the same key may have won the insert.
-      if (!sale && idempotency) sale = await replayedSale(c.env.DB, idempotency);
-      if (!sale) throw new ApiError("NO_ID_SLOT");
-    }
-
+    const { sale, created } = await createdSale(c.env, body, await idempotencyOf(c, body));
     // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
     // with the same Idempotency-Key finishes loading.
     await propagate(c.env, sale, "sale");
@@ -217,73 +246,44 @@ export const adminRoutes = new Hono<AppEnv>()
     return c.json(view, 200, { ETag: etag });
   })
   .post("/sales/:saleId/pause", validate("param", SaleIdParam), async (c) => {
-    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "paused");
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "paused", keepAliveOf(c));
     return c.json(view, 200, { ETag: etag });
   })
   .post("/sales/:saleId/resume", validate("param", SaleIdParam), async (c) => {
-    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "active");
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "active", keepAliveOf(c));
     return c.json(view, 200, { ETag: etag });
   })
   .post("/sales/:saleId/cancel", validate("param", SaleIdParam), async (c) => {
-    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "cancelled");
+    const { view, etag } = await changeState(c.env, c.req.valid("param").saleId, "cancelled", keepAliveOf(c));
     return c.json(view, 200, { ETag: etag });
   })
   // After Redis lost a sale's live state: rebuild it from D1 (src/settlement/restore.ts).
   .post("/sales/:saleId/restore", validate("param", SaleIdParam), async (c) => {
     const { saleId } = c.req.valid("param");
-    let outcome: Awaited<ReturnType<typeof restoreSale>>;
-    try {
-      outcome = await restoreSale(c.env.DB, redisFor(c.env), saleId, {
-        quietMs: settingsOf(c.env).RESTORE_QUIET_MS,
-        keepAlive: (work) => c.executionCtx.waitUntil(work),
-      });
-    } catch (err) {
-      log.warn("restore failed", { saleId }, err);
-      throw unavailable("Redis or D1 cannot be reached right now; nothing was restored, send it again");
-    }
-    switch (outcome.kind) {
-      case "restored":
-        memo.saleChanged(saleId);
-        log.info("sale restored from D1", { saleId, remaining: outcome.remaining, minted: outcome.minted });
-        return c.json({
-          saleId,
-          remaining: outcome.remaining,
-          minted: outcome.minted,
-          buyers: outcome.buyers,
-          returned: outcome.returned,
-        } satisfies RestoreReport);
-      case "not-found":
-        throw new ApiError("SALE_NOT_FOUND");
-      case "archived":
-        throw new ApiError("SALE_ARCHIVED");
-      case "loaded":
-        throw new ApiError("SALE_LOADED");
-      case "busy":
-        throw new ApiError("RESTORE_IN_PROGRESS");
-      case "in-flight": {
-        const seconds = Math.ceil(outcome.retryAfterMs / 1000);
-        throw new ApiError(
-          "ORDERS_IN_FLIGHT",
-          `orders accepted before Redis lost the sale are still reaching D1; restore in ${seconds} s`,
-          { "Retry-After": String(seconds) },
-        );
-      }
-      case "interrupted":
-        throw new ApiError("RESTORE_INTERRUPTED");
-    }
+    const outcome = await orUnavailable(
+      "Redis or D1 cannot be reached right now; nothing was restored, send it again",
+      { saleId },
+      () =>
+        restoreSale(c.env.DB, redisFor(c.env), saleId, {
+          quietMs: settingsOf(c.env).RESTORE_QUIET_MS,
+          keepAlive: keepAliveOf(c),
+        }),
+    );
+    const report = restoreAnswer(saleId, outcome);
+    forgetSale(saleId);
+    log.info("sale restored from D1", { saleId, remaining: report.remaining, minted: report.minted });
+    return c.json(report);
   })
   .get("/sales/:saleId/report", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
-    return c.json(await orUnavailable("report", sale.id, reconciliationReport(c.env, sale)));
+    return c.json(await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () => reconciliationReport(c.env, sale)));
   })
   // The admin console polls this every 2 s: one Redis round trip for the counters and the
   // report's reads (auto-pipelined together), and the report's D1 reads.
   .get("/sales/:saleId/stats", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
     const now = Date.now();
-    const [series, report] = await orUnavailable(
-      "stats",
-      sale.id,
+    const [series, report] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
       Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
     );
     const view = adminSaleView(sale, reportedRemaining(sale, report), now);
@@ -292,7 +292,9 @@ export const adminRoutes = new Hono<AppEnv>()
   // The console's waiting-room panel: one script call, which also moves the line forward.
   .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const p = await orUnavailable("queue", sale.id, readFreshProgress(redisFor(c.env), sale.id, sale.buckets));
+    const p = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
+      readFreshProgress(redisFor(c.env), sale.id, sale.buckets),
+    );
     return c.json({
       saleId: sale.id,
       queue: queueView(sale, Date.now()),
@@ -310,9 +312,7 @@ export const adminRoutes = new Hono<AppEnv>()
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
     const from = Number(c.req.valid("query").from ?? 1);
     const redis = redisFor(c.env);
-    const [page, progress] = await orUnavailable(
-      "queue",
-      sale.id,
+    const [page, progress] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
       Promise.all([linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
     );
     return c.json({

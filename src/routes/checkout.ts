@@ -1,25 +1,23 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import * as z from "zod/mini";
-import { AdmissionUnavailable, admissionRefusal, admittedAtCheckout } from "../admission/gate";
-import { salePolicy } from "../admission/sale-policy";
+import { type AdmissionRefusal, type AdmissionRequest, admittedAtCheckout, checkAdmission } from "../admission/gate";
 import { readPass } from "../admission/signed-claims";
 import { localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
 import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
-import type { AppEnv } from "../http/app-env";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { badRequest, refusalResponse, unavailable } from "../http/errors";
+import { badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
-import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
-import { redisFor } from "../redis/client";
-import { findSale } from "../sales/repository";
+import { type Redis, redisFor } from "../redis/client";
+import { bucketsOf, knownSale } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
 import { reportBehind } from "../settlement/recovery";
@@ -31,82 +29,28 @@ import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
-/**
- * D1's record of sales Redis answered SALE_NOT_FOUND for, a second per isolate: the waiters of
- * one merged call all get that answer, and one D1 read serves them all.
- */
-const recordedSales = new IsolateCache<Sale | null>({ ttlMs: 1_000, maxEntries: 1_000 });
-
-/** The sale as D1 records it; D1 unreachable is a 503 like Redis unreachable. */
-async function recordedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale | undefined> {
-  try {
-    return (await recordedSales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null, keepAlive)) ?? undefined;
-  } catch (err) {
-    log.warn("checkout: D1 unavailable", { saleId }, err);
-    throw unavailable("the sale cannot be reached right now; try again shortly");
-  }
-}
-
-/**
- * Why a sale Redis no longer holds refuses every checkout, when D1 says it is over: it was
- * cancelled, or it ended (an ended, settled sale is archived and its keys removed).
- */
-function overRefusal(sale: Sale, now: number): Refusal | undefined {
-  if (sale.state === "cancelled") return { code: "SALE_CANCELLED" };
-  if (now >= sale.endsAt) return { code: "SALE_ENDED", endsAt: sale.endsAt };
-  return undefined;
-}
-
-/**
- * Refusals the isolate answers alone are counted for the console's chart, except an id no
- * sale has (checkout.lua never counts those: a probe of made-up ids must write no keys) and
- * a sale that ended longer ago than the counters live: nobody charts it, and its keys may be
- * archived away, so counting would only write keys back.
- */
-function worthCounting(refusal: Refusal, now: number): boolean {
-  if (refusal.code === "SALE_NOT_FOUND") return false;
-  return refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
-}
-
+/** What a 503 says when Redis or D1 cannot be reached: nothing was reserved. */
+const UNREACHABLE = "the sale cannot be reached right now; try again shortly";
 /** Until a sale Redis lost or holds behind is rebuilt (the heal runs as soon as that is safe). */
 const REBUILD_RETRY_AFTER_SECONDS = 5;
-
 /**
- * Reports the sale missing or behind (Redis went back: `fence` stops it selling), once per
- * isolate per couple of seconds, in the background: the buyer's answer does not wait for it.
- * A report that fails is made again by the next checkout that notices, or by the cron.
+ * How fresh D1's record must be to say a sale Redis no longer holds is over: the waiters of
+ * one merged call all ask, and one D1 read a second serves them all.
  */
-function reportLoss(env: Env, saleId: string, keepAlive: (work: Promise<unknown>) => void, fence: boolean) {
-  if (!firstReport(saleId)) return;
-  keepAlive(
-    reportBehind(env, saleId, "checkout", { knownSeq: highestMinted(saleId), fence }).catch((err) =>
-      log.warn("checkout: reporting a sale behind failed; the cron will find it", { saleId }, err),
-    ),
-  );
-}
+const OVER_RECORD_MAX_AGE_MS = 1_000;
 
-/**
- * Deny rules and, for an unqueued sale, the human check (src/admission/gate.ts; a queued
- * sale's pass carries its join's check), and the sale's bucket count
- * (src/admission/sale-policy.ts, read by the gate too): no Redis command, so the script call
- * stays checkout's one round trip. D1 or siteverify unreachable is a 503: nothing reserved.
- */
-async function admitted(env: Env, request: Parameters<typeof admissionRefusal>[1]) {
-  // A crowd's checkouts find both in the isolate: decided in step, without a promise.
-  const atOnce = admittedAtCheckout(request.saleId, request.caller);
-  if (atOnce) return { turnedAway: undefined, buckets: atOnce.buckets };
-  try {
-    const [turnedAway, policy] = await Promise.all([
-      admissionRefusal(env.DB, request, settingsOf(env)),
-      salePolicy(env.DB, request.saleId, request.keepAlive),
-    ]);
-    // No such sale in D1: Redis answers SALE_NOT_FOUND whatever the count.
-    return { turnedAway, buckets: policy?.buckets ?? 1 };
-  } catch (err) {
-    if (!(err instanceof AdmissionUnavailable)) throw err;
-    log.warn("checkout: admission checks unavailable", { saleId: request.saleId }, err);
-    throw unavailable(err.message);
-  }
+/** One checkout, as the request states it. */
+interface Checkout {
+  saleId: string;
+  userId: string;
+  quantity: number;
+  variant: string | undefined;
+  idempotencyKey: string | undefined;
+  /** The Queue-Pass header, as sent. */
+  passHeader: string | undefined;
+  env: Env;
+  redis: Redis;
+  keepAlive: KeepAlive;
 }
 
 /** A checkout sent without a body, as most are: one unit, no variant, parsed once per isolate. */
@@ -135,6 +79,163 @@ function parseCheckoutBody(text: string): CheckoutBody {
   return result.data;
 }
 
+async function checkoutOf(c: Context<AppEnv>, saleId: string): Promise<Checkout> {
+  // Most checkouts send no body (one unit): reading the empty stream was ~4% of a warm refusal's profile.
+  const { quantity, variant } = checkoutBody(hasBody(c.req.raw) ? await c.req.text() : "");
+  return {
+    saleId,
+    userId: c.get("userId"),
+    quantity,
+    variant,
+    idempotencyKey: idempotencyKeyOf(c),
+    passHeader: c.req.header("Queue-Pass"),
+    env: c.env,
+    redis: redisFor(c.env),
+    keepAlive: keepAliveOf(c),
+  };
+}
+
+/**
+ * Refusals the isolate answers alone are counted for the console's chart, except an id no
+ * sale has (checkout.lua never counts those: a probe of made-up ids must write no keys) and
+ * a sale that ended longer ago than the counters live: nobody charts it, and its keys may be
+ * archived away, so counting would only write keys back.
+ */
+function worthCounting(refusal: Refusal, now: number): boolean {
+  if (refusal.code === "SALE_NOT_FOUND") return false;
+  return refusal.code !== "SALE_ENDED" || now - refusal.endsAt < SALE_STATS_TTL_SECONDS * 1000;
+}
+
+/**
+ * Step 1, no network: what this isolate already knows refuses the checkout (sold out, ended,
+ * a repeat buyer...). A retry with a key gets Redis' own answer (202 with the order it
+ * reserved), never the memo's 409.
+ */
+function refusedHere(checkout: Checkout): Refusal | undefined {
+  const { saleId, userId, idempotencyKey, passHeader, variant, redis, keepAlive } = checkout;
+  const refusal = localRefusal(saleId, userId, {
+    trustBuyers: idempotencyKey === undefined,
+    hasPass: passHeader !== undefined,
+    variant,
+  });
+  if (refusal && worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
+  return refusal;
+}
+
+/**
+ * Step 2, a queued sale's pass: its signature binds it to this buyer and sale (checked here,
+ * no network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
+ */
+async function passPlace(checkout: Checkout): Promise<number | undefined | Refusal> {
+  const { passHeader, env, saleId, userId } = checkout;
+  if (passHeader === undefined) return undefined;
+  const pass = await readPass(signingSecret(env, "queued checkouts are not available"), passHeader, saleId, userId);
+  return pass ? pass.p : { code: "QUEUE_PASS_INVALID" };
+}
+
+/**
+ * Step 3, the door: deny rules and, for an unqueued sale, the human check (src/admission/;
+ * a queued sale's pass carries its join's check), and the sale's bucket count, all from what
+ * the isolate knows of the sale: no Redis command, so the script call stays checkout's one
+ * round trip. D1 or siteverify unreachable is a 503: nothing reserved.
+ */
+async function admitted(c: Context<AppEnv>, checkout: Checkout): Promise<{ turnedAway?: AdmissionRefusal; buckets: number }> {
+  const { saleId, userId, env, redis, keepAlive } = checkout;
+  const request: AdmissionRequest = {
+    saleId,
+    caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
+    humanCheckToken: c.req.header("Human-Check"),
+    keepAlive,
+    stage: "checkout",
+  };
+  // A crowd's checkouts find both in the isolate: decided in step, without a promise.
+  const admission: { turnedAway?: AdmissionRefusal; buckets: number } =
+    admittedAtCheckout(saleId, request.caller) ??
+    (await orUnavailable(UNREACHABLE, { saleId }, async () => {
+      const { sale, turnedAway } = await checkAdmission(env.DB, request, settingsOf(env));
+      return { turnedAway, buckets: bucketsOf(sale) };
+    }));
+  if (admission.turnedAway) countLocalRefusal(redis, saleId, admission.turnedAway.counted, keepAlive);
+  return admission;
+}
+
+/**
+ * Reports the sale missing or behind (Redis went back: `fence` stops it selling), once per
+ * isolate per couple of seconds, in the background: the buyer's answer does not wait for it.
+ * A report that fails is made again by the next checkout that notices, or by the cron.
+ */
+function reportLoss({ env, saleId, keepAlive }: Checkout, fence: boolean) {
+  if (!firstReport(saleId)) return;
+  keepAlive(
+    reportBehind(env, saleId, "checkout", { knownSeq: highestMinted(saleId), fence }).catch((err) =>
+      log.warn("checkout: reporting a sale behind failed; the cron will find it", { saleId }, err),
+    ),
+  );
+}
+
+/**
+ * Step 4, the one script call, merged with the isolate's other checkouts of the sale: one
+ * queue send for every order the call reserved, from the request that sent it. Fails closed:
+ * unreachable means nothing was reserved; a late answer may mean the script ran, and then
+ * the buyer's retry gets ALREADY_PURCHASED with the order while the outbox makes sure it
+ * settles.
+ */
+async function reserved(checkout: Checkout, buckets: number, passPlace: number | undefined): Promise<Reservation> {
+  const { saleId, userId, quantity, variant, idempotencyKey, env, redis, keepAlive } = checkout;
+  try {
+    return await reserve(
+      redis,
+      saleId,
+      { userId, quantity, variant, idempotencyKey, passPlace },
+      {
+        keepAlive,
+        buckets,
+        onReserved: (orders, sequence) => {
+          keepAlive(enqueueOrders(env.ORDERS, orders));
+          // These orders are on their way and will be accounted for; the sale stops selling from here.
+          const minted = { first: sequence - orders.length + 1, last: sequence };
+          if (wentBack(saleId, minted)) reportLoss(checkout, true);
+        },
+      },
+    );
+  } catch (err) {
+    memo.admissionTokenUnused(saleId);
+    if (err instanceof ReplyLayoutError)
+      log.error("checkout: lua/checkout.lua and this Worker disagree on the reply", { saleId }, err);
+    else log.warn("checkout: redis unavailable", { saleId }, err);
+    throw unavailable(UNREACHABLE);
+  }
+}
+
+/**
+ * Why a sale Redis no longer holds refuses every checkout, when D1 says it is over: it was
+ * cancelled, or it ended (an ended, settled sale is archived and its keys removed).
+ */
+function overRefusal(sale: Sale, now: number): Refusal | undefined {
+  if (sale.state === "cancelled") return { code: "SALE_CANCELLED" };
+  if (now >= sale.endsAt) return { code: "SALE_ENDED", endsAt: sale.endsAt };
+  return undefined;
+}
+
+/**
+ * Step 5, when Redis answered SALE_NOT_FOUND: D1 says whether the sale is over (then so is
+ * every checkout of it: the refusal), does not hold it either (undefined: not found it is),
+ * or holds it still open while Redis lost its live state (or it was found behind): selling
+ * from a fresh copy could oversell, so it is refused until rebuilt.
+ */
+async function overInD1(checkout: Checkout): Promise<Refusal | undefined> {
+  const { env, saleId, keepAlive } = checkout;
+  const recorded = await orUnavailable(UNREACHABLE, { saleId }, () =>
+    knownSale(env.DB, saleId, keepAlive, OVER_RECORD_MAX_AGE_MS),
+  );
+  if (!recorded) return undefined;
+  const over = overRefusal(recorded, Date.now());
+  if (over) return over;
+  memo.admissionTokenUnused(saleId);
+  reportLoss(checkout, false);
+  throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
+}
+
 /**
  * POST /api/sales/:saleId/checkout. Cheapest refusal first: a malformed sale id costs no
  * token verification, a refusal this isolate already knows costs no network, and
@@ -146,100 +247,29 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   requireUser,
   limitPerUser,
   async (c) => {
-    const { saleId } = c.req.valid("param");
-    // Most checkouts send no body (one unit): reading the empty stream was ~4% of a warm refusal's profile.
-    const { quantity, variant } = checkoutBody(hasBody(c.req.raw) ? await c.req.text() : "");
-    const idempotencyKey = idempotencyKeyOf(c);
-    const userId = c.get("userId");
-    const redis = redisFor(c.env);
-    const keepAlive = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+    const checkout = await checkoutOf(c, c.req.valid("param").saleId);
+    const { saleId, userId, quantity, variant } = checkout;
+    const known = refusedHere(checkout);
+    if (known) return refusalResponse(c, known);
+    const place = await passPlace(checkout);
+    if (typeof place === "object") return refusalResponse(c, place);
+    const { turnedAway, buckets } = await admitted(c, checkout);
+    if (turnedAway) return refusalResponse(c, turnedAway.refusal);
 
-    // A retry with a key gets Redis' own answer (202 with the order it reserved), never the memo's 409.
-    const passHeader = c.req.header("Queue-Pass");
-    const refusal = localRefusal(saleId, userId, {
-      trustBuyers: idempotencyKey === undefined,
-      hasPass: passHeader !== undefined,
-      variant,
-    });
-    if (refusal) {
-      if (worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
-      return refusalResponse(c, refusal);
-    }
-    // A queued sale's pass: its signature binds it to this buyer and sale (checked here, no
-    // network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
-    const pass =
-      passHeader === undefined
-        ? undefined
-        : await readPass(signingSecret(c.env, "queued checkouts are not available"), passHeader, saleId, userId);
-    if (passHeader !== undefined && !pass) return refusalResponse(c, { code: "QUEUE_PASS_INVALID" });
-
-    const { turnedAway, buckets } = await admitted(c.env, {
-      saleId,
-      caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
-      humanCheckToken: c.req.header("Human-Check"),
-      keepAlive,
-      stage: "checkout",
-    });
-    if (turnedAway) {
-      countLocalRefusal(redis, saleId, turnedAway.counted, keepAlive);
-      return refusalResponse(c, turnedAway.refusal);
-    }
-
-    let reservation: Reservation;
     const askedAt = Date.now();
-    try {
-      reservation = await reserve(
-        redis,
-        saleId,
-        { userId, quantity, variant, idempotencyKey, passPlace: pass?.p },
-        {
-          keepAlive,
-          buckets,
-          // One queue send for every order the merged call reserved, from the request that sent it.
-          onReserved: (orders, sequence) => {
-            c.executionCtx.waitUntil(enqueueOrders(c.env.ORDERS, orders));
-            // These orders are on their way and will be accounted for; the sale stops selling from here.
-            const minted = { first: sequence - orders.length + 1, last: sequence };
-            if (wentBack(saleId, minted)) reportLoss(c.env, saleId, keepAlive, true);
-          },
-        },
-      );
-    } catch (err) {
-      memo.admissionTokenUnused(saleId);
-      // Fail closed: no answer, no promise. Unreachable means nothing was reserved; a late
-      // answer may mean the script ran, and then the buyer's retry gets ALREADY_PURCHASED
-      // with the order while the outbox makes sure it settles.
-      if (err instanceof ReplyLayoutError)
-        log.error("checkout: lua/checkout.lua and this Worker disagree on the reply", { saleId }, err);
-      else log.warn("checkout: redis unavailable", { saleId }, err);
-      throw unavailable("the sale cannot be reached right now; try again shortly");
-    }
-    const recorded = reservation.code === "SALE_NOT_FOUND" ? await recordedSale(c.env.DB, saleId, keepAlive) : undefined;
-    if (recorded) {
-      const over = overRefusal(recorded, Date.now());
-      if (over) {
-        memo.learn(saleId, userId, over, askedAt);
-        return refusalResponse(c, over);
-      }
-      memo.admissionTokenUnused(saleId);
-      // D1 has the sale, still open, but Redis lost its live state (or it was found behind):
-      // selling from a fresh copy could oversell, so refuse until it is rebuilt.
-      reportLoss(c.env, saleId, keepAlive, false);
-      throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
-    }
+    const answered = await reserved(checkout, buckets, place);
+    const reservation = (answered.code === "SALE_NOT_FOUND" && (await overInD1(checkout))) || answered;
     memo.learn(saleId, userId, reservation, askedAt, variant);
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
     if (reservation.code !== "OK") return refusalResponse(c, reservation);
-    return c.json(
-      {
-        orderId: reservation.orderId,
-        status: "pending",
-        quantity,
-        variant: variant ?? DEFAULT_VARIANT,
-      } satisfies CheckoutAccepted,
-      202,
-    );
+    const accepted: CheckoutAccepted = {
+      orderId: reservation.orderId,
+      status: "pending",
+      quantity,
+      variant: variant ?? DEFAULT_VARIANT,
+    };
+    return c.json(accepted, 202);
   },
 );

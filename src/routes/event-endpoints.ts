@@ -1,5 +1,5 @@
-import { Hono, type MiddlewareHandler } from "hono";
-import type { AppEnv } from "../http/app-env";
+import { Hono } from "hono";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest } from "../http/errors";
 import { validate } from "../http/validate";
@@ -23,15 +23,6 @@ function checkUrl(env: Env, url: string): void {
   if (refusal) throw badRequest(`url: ${refusal}`);
 }
 
-/**
- * After a change that may have raised order events (pay, cancel, a sale cancelled) answered
- * 2xx, the jobs queue is asked to send them; the request never sends them itself.
- */
-export const sendRaisedEvents: MiddlewareHandler<AppEnv> = async (c, next) => {
-  await next();
-  if (c.req.method === "POST" && c.res.ok) c.executionCtx.waitUntil(kickOrderEvents(c.env));
-};
-
 /** /admin/webhooks: the shop's endpoints for order events, and what was delivered to them. */
 export const eventEndpointRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
@@ -50,7 +41,7 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
     if (!endpoint) throw endpointNotFound();
     endpointsChanged();
     // Enabled again: what waited for it is sent now, not at the cron's next run.
-    if (changes.enabled === true) c.executionCtx.waitUntil(kickOrderEvents(c.env));
+    if (changes.enabled === true) keepAliveOf(c)(kickOrderEvents(c.env));
     return c.json(endpoint);
   })
   .post("/:id/rotate-secret", validate("param", EndpointIdParam), async (c) => {
@@ -67,6 +58,6 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
     const { id, deliveryId } = c.req.valid("param");
     const delivery = await replayDelivery(c.env.DB, id, deliveryId);
     if (!delivery) throw new ApiError("DELIVERY_NOT_FOUND");
-    c.executionCtx.waitUntil(kickOrderEvents(c.env));
+    keepAliveOf(c)(kickOrderEvents(c.env));
     return c.json(delivery, 202);
   });

@@ -1,14 +1,14 @@
 import { type Context, Hono } from "hono";
-import { memo } from "../checkout/isolate-memo";
-import type { AppEnv } from "../http/app-env";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, badRequest, retryAfter, unavailable } from "../http/errors";
+import { ApiError, badRequest, orUnavailable, retryAfter, unavailable } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
 import { idempotencyOf } from "../http/idempotency";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
+import { ordersChanged } from "../orders/order-changes";
 import { failureKind } from "../orders/order-views";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
 import { findOrderRecord, type OrderRecord } from "../orders/repository";
@@ -56,13 +56,8 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   const sale = await findSaleBySlotAt(env.DB, slot, unixMs);
   // An archived sale settled every order it minted into D1, and its keys are gone.
   if (!sale || sale.archivedAt !== null) throw orderNotFound();
-  let pending: string | null;
-  try {
-    // The caller's own order lives in the caller's bucket; another buyer's is not found there.
-    pending = await redis.hget<string>(buyerKeys(sale.id, userId, sale.buckets).pending, orderId);
-  } catch {
-    throw unavailable("order status cannot be read right now");
-  }
+  // The caller's own order lives in the caller's bucket; another buyer's is not found there.
+  const pending = await redis.hget<string>(buyerKeys(sale.id, userId, sale.buckets).pending, orderId);
   const parsed = pending === null ? undefined : parsePendingRecord(String(pending));
   if (!parsed) {
     // Settled between the two reads: D1 has it now.
@@ -127,14 +122,11 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, limitGlobally("order-reads"), async (c) => {
     const { orderId } = c.req.valid("param");
-    try {
-      return c.json(view(await ownOrder(c.env, redisFor(c.env), orderId, c.get("userId"))));
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      // D1 unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
-      log.warn("order: storage unavailable", { orderId }, err);
-      throw unavailable("order status cannot be read right now");
-    }
+    // D1 or Redis unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
+    const order = await orUnavailable("order status cannot be read right now", { orderId }, () =>
+      ownOrder(c.env, redisFor(c.env), orderId, c.get("userId")),
+    );
+    return c.json(view(order));
   })
   .post(
     "/:orderId/pay",
@@ -150,24 +142,26 @@ export const orderRoutes = new Hono<AppEnv>()
       if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
       const redis = redisFor(c.env);
       const provider = providerFor(c, redis);
-      try {
-        const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
-        if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");
-        const outcome = await payOrder(
-          c.env.DB,
-          provider,
-          order,
-          { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
-          settingsOf(c.env).PAYMENT_TIMEOUT_MS,
-        );
-        if (outcome.kind !== "paid") throw payError(outcome);
-        return c.json(view({ ...order, status: "paid", expiresAt: null }));
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
-        log.warn("pay: storage unavailable", { orderId }, err);
-        throw unavailable("the payment cannot be taken right now; retry with the same Idempotency-Key");
-      }
+      // D1 or Redis unreachable: nothing is charged twice when the buyer retries with the same key.
+      const paid = await orUnavailable(
+        "the payment cannot be taken right now; retry with the same Idempotency-Key",
+        { orderId },
+        async () => {
+          const order = await ownOrder(c.env, redis, orderId, c.get("userId"));
+          if (order.status === "pending") throw stillPending("ORDER_NOT_PAYABLE");
+          const outcome = await payOrder(
+            c.env.DB,
+            provider,
+            order,
+            { idempotencyKey: idempotency.key, fingerprint: idempotency.fingerprint, paymentToken: body.paymentToken },
+            settingsOf(c.env).PAYMENT_TIMEOUT_MS,
+          );
+          if (outcome.kind !== "paid") throw payError(outcome);
+          return order;
+        },
+      );
+      keepAliveOf(c)(ordersChanged(c.env));
+      return c.json(view({ ...paid, status: "paid", expiresAt: null }));
     },
   )
   .post(
@@ -180,15 +174,22 @@ export const orderRoutes = new Hono<AppEnv>()
       const { orderId } = c.req.valid("param");
       const userId = c.get("userId");
       const redis = redisFor(c.env);
-      const cancelled = await cancelOrder(c.env.DB, redis, orderId, userId);
-      if (cancelled) {
-        memo.returned(cancelled.saleId, userId);
-        return c.json(view((await findOrderRecord(c.env.DB, orderId)) as OrderRecord));
-      }
-      const order = await ownOrder(c.env, redis, orderId, userId);
-      if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
-      const why =
-        order.status === "awaiting_payment" ? "the payment window has closed" : `the order is ${order.status.replace("_", " ")}`;
-      throw new ApiError("ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
+      const cancelled = await orUnavailable(
+        "the order cannot be cancelled right now; try again shortly",
+        { orderId },
+        async () => {
+          const done = await cancelOrder(c.env.DB, redis, orderId, userId);
+          if (done) return { saleId: done.saleId, order: (await findOrderRecord(c.env.DB, orderId)) as OrderRecord };
+          const order = await ownOrder(c.env, redis, orderId, userId);
+          if (order.status === "pending") throw stillPending("ORDER_NOT_CANCELLABLE");
+          const why =
+            order.status === "awaiting_payment"
+              ? "the payment window has closed"
+              : `the order is ${order.status.replace("_", " ")}`;
+          throw new ApiError("ORDER_NOT_CANCELLABLE", `only an order awaiting payment can be cancelled; ${why}`);
+        },
+      );
+      keepAliveOf(c)(ordersChanged(c.env, [{ saleId: cancelled.saleId, userId }]));
+      return c.json(view(cancelled.order));
     },
   );

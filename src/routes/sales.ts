@@ -1,33 +1,18 @@
-import { Hono } from "hono";
-import type { AppEnv } from "../http/app-env";
-import { ApiError, unavailable } from "../http/errors";
+import { type Context, Hono } from "hono";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
+import { ApiError, orUnavailable } from "../http/errors";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { type CatalogDeps, readCatalogPage, readSalePage } from "../sales/catalog";
 import { signCursor, verifyCursor } from "../sales/cursors";
-import { LookupBudgetSpent } from "../sales/lookup-budget";
 import { saleView } from "../sales/sale";
 import type { CatalogPage } from "../shared/api-types";
-import { log } from "../shared/log";
 import { CatalogQuery, SaleIdParam } from "../shared/requests";
 
-/** Reads fail as 503 when Redis or D1 cannot be reached; the page is never made up. */
-async function orUnavailable<T>(what: string, fields: Record<string, string>, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (err) {
-    // Lookups refused by the lost filter's budget are logged there, a line per few seconds, not one each.
-    if (!(err instanceof LookupBudgetSpent)) log.warn(`${what} read failed`, fields, err);
-    throw unavailable(`the ${what} cannot be read right now`);
-  }
-}
+// Reads fail as 503 when Redis or D1 cannot be reached; a page is never made up.
 
-const depsOf = (env: Env, ctx: { waitUntil(work: Promise<unknown>): void }): CatalogDeps => ({
-  db: env.DB,
-  redis: redisFor(env),
-  waitUntil: (work) => ctx.waitUntil(work),
-});
+const depsOf = (c: Context<AppEnv>): CatalogDeps => ({ db: c.env.DB, redis: redisFor(c.env), waitUntil: keepAliveOf(c) });
 
 /** The storefront's reads: cached (src/sales/catalog.ts), with live remaining stock. Edges may keep them a second. */
 export const saleRoutes = new Hono<AppEnv>()
@@ -39,7 +24,7 @@ export const saleRoutes = new Hono<AppEnv>()
     const cursor = text === undefined ? undefined : await verifyCursor(text, secret);
     // Checked before any cache or database is touched: a forged cursor costs nothing but this.
     if (text !== undefined && !cursor) throw new ApiError("INVALID_CURSOR");
-    const page = await orUnavailable("catalog", {}, () => readCatalogPage(depsOf(c.env, c.executionCtx), cursor));
+    const page = await orUnavailable("the catalog cannot be read right now", {}, () => readCatalogPage(depsOf(c), cursor));
     const now = Date.now();
     c.header("Cache-Control", "public, max-age=1");
     return c.json({
@@ -50,7 +35,7 @@ export const saleRoutes = new Hono<AppEnv>()
   // GET /api/sales/:saleId: the sale page.
   .get("/:saleId", validate("param", SaleIdParam), async (c) => {
     const { saleId } = c.req.valid("param");
-    const page = await orUnavailable("sale", { saleId }, () => readSalePage(depsOf(c.env, c.executionCtx), saleId));
+    const page = await orUnavailable("the sale cannot be read right now", { saleId }, () => readSalePage(depsOf(c), saleId));
     if (!page) throw new ApiError("SALE_NOT_FOUND");
     c.header("Cache-Control", "public, max-age=1");
     return c.json(saleView(page.sale, page.remaining, Date.now()));

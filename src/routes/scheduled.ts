@@ -1,5 +1,4 @@
 import { Hono, type MiddlewareHandler } from "hono";
-import { memo } from "../checkout/isolate-memo";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError } from "../http/errors";
@@ -21,6 +20,6 @@ const localOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
  * token: npm start fires the cron here instead, behind the loopback fence and the admin token.
  */
 export const scheduledRoutes = new Hono<AppEnv>().post("/", localOnly, requireAdmin, async (c) => {
-  await runScheduledJobs(c.env, memo.returnedAll);
+  await runScheduledJobs(c.env);
   return c.body(null, 204);
 });

@@ -1,19 +1,19 @@
 import { type Context, Hono } from "hono";
 import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
-import { AdmissionUnavailable, admissionRefusal, losesQuietly } from "../admission/gate";
+import { checkAdmission, losesQuietly } from "../admission/gate";
 import { readTicket, signPass, signQuietTicket, signTicket, type TicketClaims } from "../admission/signed-claims";
-import { joinWaitingRoom, type Progress, readProgress, recordedSale, standing } from "../admission/waiting-room";
+import { joinWaitingRoom, type Progress, readProgress, standing } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { limitPerUser } from "../http/caller-limits";
-import { ApiError, refusalResponse, unavailable } from "../http/errors";
+import { ApiError, orUnavailable, refusalResponse, unavailable } from "../http/errors";
 import { limitGlobally } from "../http/global-limits";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
-import { bucketCount } from "../sales/buckets";
+import { bucketsOf, knownSale } from "../sales/known-sales";
 import { type Sale, waitingRoomOpensAt } from "../sales/sale";
 import type { QueueJoined, QueuePosition } from "../shared/api-types";
 import { log } from "../shared/log";
@@ -26,24 +26,14 @@ import { drawKey, estimatedPlace } from "../shared/waiting-room-draw";
 const WAITING_ROOM = "the waiting room is not available";
 
 /** Redis or D1 (or siteverify) unreachable: 503, nothing joined (a join again later keeps the same place). */
-async function orUnavailable<T>(saleId: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ApiError) throw err;
-    log.warn("queue: redis, D1 or siteverify unavailable", { saleId }, err);
-    throw unavailable(
-      err instanceof AdmissionUnavailable ? err.message : "the waiting room cannot be reached right now; try again shortly",
-    );
-  }
-}
+const UNREACHABLE = "the waiting room cannot be reached right now; try again shortly";
 
 const queueOff = () => new ApiError("QUEUE_OFF", "this sale has no waiting room: check out directly");
 const queueNotOpen = (sale: Sale) =>
   new ApiError("QUEUE_NOT_OPEN", `joining opens ${sale.queue.prequeueSec} s before the sale starts`);
 
 async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale> {
-  const sale = await recordedSale(db, saleId, keepAlive);
+  const sale = await knownSale(db, saleId, keepAlive);
   if (!sale) throw new ApiError("SALE_NOT_FOUND");
   if (sale.queue.mode === "off") throw queueOff();
   return sale;
@@ -83,7 +73,7 @@ async function join(env: Env, sale: Sale, userId: string): Promise<{ ticket: str
 async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Promise<"join" | "quiet" | Refusal> {
   const ip = c.req.header("CF-Connecting-IP");
   const keepAlive = keepAliveOf(c);
-  const turnedAway = await admissionRefusal(
+  const { turnedAway } = await checkAdmission(
     c.env.DB,
     {
       saleId: sale.id,
@@ -164,7 +154,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
   .post("/:saleId/queue", validate("param", SaleIdParam), requireUser, limitPerUser, limitGlobally("queue-join"), async (c) => {
     const { saleId } = c.req.valid("param");
     const userId = c.get("userId");
-    const answer = await orUnavailable(saleId, async () => {
+    const answer = await orUnavailable(UNREACHABLE, { saleId }, async () => {
       const sale = await queuedSale(c.env.DB, saleId, keepAliveOf(c));
       // Before the checks: a token is not spent on a line that is not open yet.
       if (Date.now() < waitingRoomOpensAt(sale)) throw queueNotOpen(sale);
@@ -203,9 +193,9 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const userId = c.get("userId");
       const ticket = await readTicket(signingSecret(c.env, WAITING_ROOM), c.req.valid("header")["queue-ticket"], saleId, userId);
       if (!ticket) throw new ApiError("QUEUE_TICKET_INVALID");
-      const answer = await orUnavailable(saleId, async () => {
-        // The sale's bucket count: read from D1 once per isolate while it is kept (src/sales/buckets.ts).
-        const buckets = await bucketCount(c.env.DB, saleId);
+      const answer = await orUnavailable(UNREACHABLE, { saleId }, async () => {
+        // The sale's bucket count: read from D1 once per isolate while it is kept (src/sales/known-sales.ts).
+        const buckets = bucketsOf(await knownSale(c.env.DB, saleId, keepAliveOf(c)));
         const progress = await readProgress(redisFor(c.env), saleId, buckets, keepAliveOf(c));
         if (ticket.quiet) return quietPosition(c.env, saleId, buckets, userId, ticket, progress);
         let place = ticket.p;

@@ -1,10 +1,11 @@
 import { Hono } from "hono";
 import * as z from "zod/mini";
-import type { AppEnv } from "../http/app-env";
+import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { ApiError, badRequest, retryAfter } from "../http/errors";
 import { limitWebhookPerIp } from "../http/global-limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
+import { ordersChanged } from "../orders/order-changes";
 import { findOrderRecord } from "../orders/repository";
 import type { WebhookReceived } from "../shared/api-types";
 import { PaymentEvent } from "../shared/requests";
@@ -39,5 +40,6 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPe
       retryAfter(outcome.retryAfterSeconds),
     );
   }
+  keepAliveOf(c)(ordersChanged(c.env));
   return c.json({ received: true, outcome } satisfies WebhookReceived);
 });

@@ -9,6 +9,7 @@ import { Ratelimit } from "@upstash/ratelimit";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
 import type { Redis } from "../redis/client";
 import { log } from "../shared/log";
+import { Unavailable } from "../shared/unavailable";
 
 export interface LookupBudgetLimits {
   /** D1 lookups per second one isolate may make for ids the filter cannot rule out, and its burst. */
@@ -26,10 +27,10 @@ const TOTAL_PREFIX = "fs:{catalog}:unfiltered-lookups";
 /** How often an isolate logs that lookups are refused: a crawl is refused thousands of times a second. */
 const REFUSAL_LOG_EVERY_MS = 10_000;
 
-/** Thrown by spend() over either budget; the route answers it as a 503 (and leaves the logging to spend()). */
-export class LookupBudgetSpent extends Error {
+/** Thrown by spend() over either budget: a 503, logged by spend() a line every few seconds, not once each. */
+export class LookupBudgetSpent extends Unavailable {
   constructor(readonly budget: "isolate" | "total") {
-    super(`too many lookups of unknown sale ids while the Bloom filter is refilled (${budget} budget)`);
+    super("the sale cannot be read right now", { logged: true });
     this.name = "LookupBudgetSpent";
   }
 }

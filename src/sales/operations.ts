@@ -100,7 +100,7 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const admissionMoves =
     changes.admission !== undefined &&
     (changes.admission.rate !== sale.admission.rate || changes.admission.burst !== sale.admission.burst);
-  // Isolates keep whether a sale asks for the human check for seconds (src/admission/sale-policy.ts):
+  // Isolates keep whether a sale asks for the human check for seconds (src/sales/known-sales.ts):
   // changed only before the start, only an edit in those last seconds meets a buyer early.
   const humanCheckMoves = changes.humanCheck !== undefined && changes.humanCheck !== sale.humanCheck;
   if ((windowMoves || admissionMoves || humanCheckMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };

@@ -351,11 +351,11 @@ export async function listRecentSales(
   return results.map((r) => ({ saleId: String(r.id), buckets: r.redis_buckets }));
 }
 
-/** The bucket counts (redis_buckets) of those of `saleIds` D1 holds. */
-export async function saleBucketCounts(db: D1Database, saleIds: string[]): Promise<Map<string, number>> {
+/** Those of `saleIds` D1 holds, by id: one query. */
+export async function findSales(db: D1Database, saleIds: string[]): Promise<Map<string, Sale>> {
   const { results } = await db
-    .prepare(`SELECT id, redis_buckets FROM sales WHERE id IN (${saleIds.map(() => "?").join(", ")})`)
+    .prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id IN (${saleIds.map(() => "?").join(", ")})`)
     .bind(...saleIds.map(Number))
-    .all<{ id: number; redis_buckets: number }>();
-  return new Map(results.map((row) => [String(row.id), row.redis_buckets]));
+    .all<SaleRow>();
+  return new Map(results.map((row) => [String(row.id), fromRow(row)]));
 }

@@ -1,5 +1,5 @@
 import type { Redis } from "../redis/client";
-import { bucketCounts } from "../sales/buckets";
+import { bucketsOf, knownSales } from "../sales/known-sales";
 import { allBuckets, type BucketKeys, buyerKeys, parsePendingRecord } from "../shared/keys";
 import type { OrderMessage } from "../shared/messages";
 import { decodeOrderId } from "../shared/order-id";
@@ -16,13 +16,13 @@ export async function clearOutbox(
   orders: Pick<OrderMessage, "orderId" | "saleId" | "userId">[],
 ): Promise<void> {
   if (orders.length === 0) return;
-  const buckets = await bucketCounts(
+  const sales = await knownSales(
     db,
     orders.map((o) => o.saleId),
   );
   const byOutbox = new Map<string, { pending: string; orderIds: string[] }>();
   for (const o of orders) {
-    const { outbox, pending } = buyerKeys(o.saleId, o.userId, buckets.get(o.saleId) ?? 1);
+    const { outbox, pending } = buyerKeys(o.saleId, o.userId, bucketsOf(sales.get(o.saleId)));
     const same = byOutbox.get(outbox);
     if (same) same.orderIds.push(o.orderId);
     else byOutbox.set(outbox, { pending, orderIds: [o.orderId] });

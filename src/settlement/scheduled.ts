@@ -1,5 +1,6 @@
-import { kickOrderEvents, reportEndedSales } from "../orders/event-deliveries";
-import { type EndedOrder, sweepOrders } from "../orders/lifecycle";
+import { reportEndedSales } from "../orders/event-deliveries";
+import { sweepOrders } from "../orders/lifecycle";
+import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { keepBloomFilled } from "../sales/bloom-upkeep";
 import { log } from "../shared/log";
@@ -12,10 +13,9 @@ import { redriveOutbox } from "./redrive";
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
  * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each
- * runs to the end whatever the others do; `returned` hears the orders whose units came back
- * (the entry's isolate memo forgets them); a failure fails the run, so it shows.
+ * runs to the end whatever the others do; a failure fails the run, so it shows.
  */
-export async function runScheduledJobs(env: Env, returned: (orders: EndedOrder[]) => void): Promise<void> {
+export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
   const [redrive, sweep, bloom, archive, recovery, events] = await Promise.allSettled([
     redriveOutbox(env),
@@ -23,15 +23,16 @@ export async function runScheduledJobs(env: Env, returned: (orders: EndedOrder[]
     keepBloomFilled(env.DB, redisFor(env)),
     archiveSettledSales(env),
     superviseSales(env),
-    // After the sweep, whose expiries raise events of their own.
+    // After the sweep, whose expiries raise events of their own, and whose returns the isolate hears of.
     sweeping
       .catch(() => undefined)
-      .then(() => reportEndedSales(env.DB))
-      .then(() => kickOrderEvents(env)),
+      .then(async (swept) => {
+        await reportEndedSales(env.DB);
+        await ordersChanged(env, swept?.returned);
+      }),
   ]);
   if (redrive.status === "fulfilled" && redrive.value > 0) log.info("outbox re-drive re-sent orders", { resent: redrive.value });
   if (sweep.status === "fulfilled") {
-    returned(sweep.value.returned);
     const { expired, returned: back } = sweep.value;
     if (expired > 0 || back.length > 0) log.info("sweep expired orders and returned units", { expired, returned: back.length });
   }

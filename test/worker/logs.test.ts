@@ -34,8 +34,9 @@ describe("logs", () => {
     expect(line).toHaveLength(1);
     expect(JSON.parse(line[0] as string)).toEqual({
       level: "warn",
-      message: "report failed",
+      message: "answered 503: a store or provider failed",
       saleId: sale.id,
+      answer: "redis cannot be reached right now",
       error: {
         name: "UpstashError",
         message: expect.stringMatching(/WRONGTYPE Operation against a key holding the wrong kind of value$/),
