@@ -8,9 +8,10 @@ import { attemptOfCharge, claimOrder, finishAttempt } from "./payment-attempts";
 import type { HeldClaim } from "./payment-claim";
 import type { PaymentProvider } from "./payment-provider";
 
-export type { EndedOrder } from "./repository";
+export type { EndedOrder } from "./order-transitions";
 
 import { log } from "../shared/log";
+import type { OrderRecord } from "./order-records";
 import {
   type AwaitingOrder,
   cancelAwaiting,
@@ -20,10 +21,9 @@ import {
   markPaid,
   markRefundDue,
   markReturned,
-  type OrderRecord,
   stillAwaiting,
   unreturnedOrders,
-} from "./repository";
+} from "./order-transitions";
 import { returnUnits } from "./units";
 
 /** Orders the sweep handles per run, per kind of work. */

@@ -6,7 +6,7 @@ import { limitWebhookPerIp } from "../http/global-limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
-import { findOrderRecord } from "../orders/repository";
+import { findOrderRecord } from "../orders/order-records";
 import type { WebhookReceived } from "../shared/api-types";
 import { PaymentEvent } from "../shared/requests";
 import { settingsOf } from "../shared/settings";

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { returnEnded, scheduleExpiries } from "../orders/lifecycle";
-import { type AwaitingOrder, type EndedOrder, settleOrders } from "../orders/repository";
+import type { AwaitingOrder, EndedOrder } from "../orders/order-transitions";
+import { settleOrders } from "../orders/settlement-writes";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { recordFailures } from "../orders/repository";
+import { recordFailures } from "../orders/settlement-writes";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
 import { log } from "../shared/log";

@@ -2,7 +2,7 @@
 // (by checkout, settlement or the cron), stops selling, and is rebuilt from D1 by the cron or
 // the jobs queue as soon as that is safe. docs/architecture.md, "Failures and how they heal".
 
-import { recordFailures } from "../orders/repository";
+import { recordFailures } from "../orders/settlement-writes";
 import { type Redis, redisFor } from "../redis/client";
 import { readLiveSale } from "../sales/live-state";
 import {

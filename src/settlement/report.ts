@@ -1,4 +1,4 @@
-import { type SettlementCounts, settlementCounts } from "../orders/repository";
+import { type SettlementCounts, settlementCounts } from "../orders/sale-order-counts";
 import { redisFor } from "../redis/client";
 import { findSaleArchive, type SaleArchive } from "../sales/archives";
 import { bigKeyWarning, type LargestKey, largestSaleKey } from "../sales/big-keys";

@@ -3,7 +3,7 @@
 // copy could oversell. docs/architecture.md, "Restoring a sale", says what is rebuilt and why
 // it is safe.
 import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
-import { type RestoreSnapshot, restoreSnapshot } from "../orders/repository";
+import { type RestoreSnapshot, restoreSnapshot } from "../orders/sale-order-counts";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { variantMetaFields, waitingRoomMetaFields } from "../sales/live-state";
