@@ -3,6 +3,7 @@
 // documentation is generated from them. The Node-side client reads the same shapes.
 import * as z from "zod/mini";
 import { DeliveryView } from "./order-events";
+import { ORDER_STATUSES } from "./order-status";
 import "./zod-english";
 
 /** Every error the API returns has this one shape. */
@@ -105,12 +106,8 @@ export const CheckoutAccepted = z.object({
 });
 export type CheckoutAccepted = z.infer<typeof CheckoutAccepted>;
 
-/**
- * pending (reserved, not in D1 yet) -> awaiting_payment (settled, until expiresAt) -> paid |
- * expired | cancelled; or confirmed when the sale has no payment step; failed when it could
- * never settle (its units went back on sale).
- */
-export const OrderStatus = z.enum(["pending", "awaiting_payment", "paid", "expired", "cancelled", "confirmed", "failed"]);
+/** An order's state (order-status.ts says what each means). */
+export const OrderStatus = z.enum(ORDER_STATUSES);
 export type OrderStatus = z.infer<typeof OrderStatus>;
 
 /** GET /api/orders/:orderId, and the answer of pay and cancel. */

@@ -1,6 +1,6 @@
 // The queries of the order lists: GET /admin/sales/:saleId/orders(.csv) and GET /api/orders.
 import * as z from "zod/mini";
-import { OrderStatus } from "./api-types";
+import { ORDER_STATUSES } from "./order-status";
 import "./zod-english";
 
 export const DEFAULT_ORDER_PAGE = 50;
@@ -8,7 +8,7 @@ export const MAX_ORDER_PAGE = 200;
 
 const OrderCursor = z.string().check(z.regex(/^\d{1,16}\.\d{1,20}$/, "cursor must be a nextCursor this API gave"));
 /** Orders in D1 are never pending: that state lives in Redis until settlement. */
-const ListedStatus = z.enum(OrderStatus.options.filter((s) => s !== "pending") as [string, ...string[]]);
+const ListedStatus = z.enum(ORDER_STATUSES.filter((s) => s !== "pending") as [string, ...string[]]);
 
 /** GET /api/orders?cursor= */
 export const BuyerOrdersQuery = z.object({ cursor: z.optional(OrderCursor) });
