@@ -1,5 +1,5 @@
 // Admission, global layer: limits counted in Redis with @upstash/ratelimit, so they hold across
-// every isolate and location (the isolate buckets of src/http/caller-limits.ts are the first,
+// every isolate and location (the isolate buckets of src/http/limits.ts are the first,
 // free layer; they count per isolate only). Used where a global count matters and one extra
 // round trip is affordable: failed admin authentications, the payments webhook, and per user
 // and per client address the queue join, dev login, pay and cancel, and order reads. Checkout

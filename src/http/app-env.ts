@@ -1,6 +1,8 @@
 import type { Context } from "hono";
 import type { KeepAlive } from "../isolate/shared-work";
-import type { UserVariables } from "./auth";
+
+/** What requireUser (src/http/auth.ts) sets: the verified caller. */
+type UserVariables = { userId: string };
 
 /** Hono's environment for every route of the Worker. */
 export type AppEnv = { Bindings: Env; Variables: UserVariables };

@@ -6,14 +6,13 @@ import { JwtPayloadRequiresAud, JwtTokenAudience, JwtTokenIssuer } from "hono/ut
 import { admit, withinLimit } from "../admission/global-limits";
 import { type Settings, settingsOf } from "../shared/settings";
 import { userIdProblem } from "../shared/user-id";
+import type { AppEnv } from "./app-env";
 import { clientAddress } from "./client-address";
 import { unauthorized, unavailable } from "./errors";
-import { refuseUnlessAdmitted } from "./global-limits";
 import { isCanonicalJwt, type TokenLifetime, timeClaimProblem } from "./jwt-checks";
+import { refuseUnlessAdmitted } from "./limits";
 import { logConfigurationError, usableSecret } from "./secrets";
 import { hmacKey, type JwksAlgorithm, jwksKey } from "./verification-keys";
-
-export type UserVariables = { userId: string };
 
 const BEARER = /^Bearer\s+(\S+)$/i;
 
@@ -131,7 +130,7 @@ export async function userIdFromAuthorization(header: string | undefined, env: E
   return userId;
 }
 
-export const requireUser: MiddlewareHandler<{ Bindings: Env; Variables: UserVariables }> = async (c, next) => {
+export const requireUser: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("userId", await userIdFromAuthorization(c.req.header("Authorization"), c.env));
   await next();
 };

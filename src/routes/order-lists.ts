@@ -1,9 +1,8 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
-import { limitPerUser } from "../http/caller-limits";
 import { ApiError } from "../http/errors";
-import { limitGlobally } from "../http/global-limits";
+import { limitGlobally, limitPerUser } from "../http/limits";
 import { validate } from "../http/validate";
 import { listBuyerOrders, listSaleOrders, orderDetail, saleOrdersCsv } from "../orders/order-lists";
 import { findSale } from "../sales/repository";

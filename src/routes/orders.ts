@@ -1,10 +1,9 @@
 import { type Context, Hono } from "hono";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
-import { limitPerUser } from "../http/caller-limits";
 import { ApiError, badRequest, orUnavailable, retryAfter, unavailable } from "../http/errors";
-import { limitGlobally } from "../http/global-limits";
 import { idempotencyOf } from "../http/idempotency";
+import { limitGlobally, limitPerUser } from "../http/limits";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";

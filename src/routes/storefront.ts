@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { sign } from "hono/jwt";
 import type { AppEnv } from "../http/app-env";
 import { ApiError } from "../http/errors";
-import { limitCallerGlobally } from "../http/global-limits";
+import { limitCallerGlobally } from "../http/limits";
 import { isLoopbackRequest } from "../http/loopback-only";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";

@@ -6,9 +6,8 @@ import { joinWaitingRoom, type Progress, readProgress, standing } from "../admis
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
-import { limitPerUser } from "../http/caller-limits";
 import { ApiError, orUnavailable, refusalResponse, unavailable } from "../http/errors";
-import { limitGlobally } from "../http/global-limits";
+import { limitGlobally, limitPerUser } from "../http/limits";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";

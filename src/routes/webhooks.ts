@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod/mini";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { ApiError, badRequest, retryAfter } from "../http/errors";
-import { limitWebhookPerIp } from "../http/global-limits";
+import { limitWebhookPerIp } from "../http/limits";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
