@@ -3,6 +3,8 @@
 // and the order followed to its end (paying or cancelling while it waits for payment).
 // Plain DOM code: two views and a few forms need no framework, and the page stays a handful
 // of small files with nothing to build.
+
+import { HELD_ORDER_STATES, OPEN_ORDER_STATES, orderToShow, rememberFollowed } from "./held-order.js";
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
 import { HumanCheck } from "./lib/human-check.js";
@@ -14,9 +16,6 @@ const SALE_ID = /^[1-9][0-9]{0,15}$/;
 const ORDER_ID = /^[1-9][0-9]{0,19}$/;
 /** The sale read is cached for 500 ms on the server: polling faster would show nothing new. */
 const SALE_POLL_MS = 1000;
-const FINAL_ORDER_STATES = new Set(["confirmed", "paid", "expired", "cancelled", "failed"]);
-/** States in which the buyer holds the units. */
-const HELD_ORDER_STATES = new Set(["pending", "awaiting_payment", "confirmed", "paid"]);
 
 /** What a refused checkout means to a buyer; other codes show the server's own message. */
 const REFUSALS = /** @type {Record<string, string>} */ ({
@@ -125,7 +124,7 @@ $("sign-in").addEventListener("submit", async (event) => {
     return;
   }
   $("account-status").textContent = "";
-  identity.set(answer.body.token);
+  identity.set(answer.body.token, { keep: true });
   // The form is gone: focus goes where the buyer is headed next.
   (current instanceof SalePage ? $("buy-button") : $("sign-out")).focus();
 });
@@ -136,8 +135,7 @@ $("sign-out").addEventListener("click", () => {
 });
 
 // ---------------------------------------------------------------------------------------
-// Views: the catalog (/) and a sale (/?sale=<id>), switched without reloading the page so
-// the token in memory survives.
+// Views: the catalog (/) and a sale (/?sale=<id>), switched without reloading the page.
 
 /** @typedef {{ stop(): void, identityChanged(): void }} View */
 /** @type {View | undefined} */
@@ -386,7 +384,7 @@ class SalePage {
   /** @type {HumanCheck | undefined} the Turnstile widget, where the sale asks for the human check */
   humanCheck;
 
-  /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders") */
+  /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders"); else the one they hold, if any */
   constructor(saleId, orderId) {
     this.saleId = saleId;
     showOnly("loading");
@@ -414,7 +412,9 @@ class SalePage {
     };
     this.ticker = setInterval(() => this.tick(), 250);
     void this.poll();
+    this.buyer = identity.userId;
     if (orderId) void this.follow(orderId);
+    else void this.showHeldOrder();
   }
 
   stop() {
@@ -426,7 +426,24 @@ class SalePage {
   }
 
   identityChanged() {
+    // Someone else (or nobody) now: the order shown was the last buyer's.
+    if (identity.userId !== this.buyer) {
+      this.buyer = identity.userId;
+      this.orderId = undefined;
+      this.order = undefined;
+      $("order").hidden = true;
+    }
     this.renderBuy();
+    if (!this.orderId) void this.showHeldOrder();
+  }
+
+  /** The buyer's order in this sale, shown and followed as if they had just bought it. */
+  async showHeldOrder() {
+    const token = identity.token;
+    if (!token) return;
+    const found = await orderToShow(API, this.saleId, { token, userId: identity.userId });
+    if (this.stopped || !found || this.orderId || identity.token !== token) return;
+    void this.follow(found.orderId, found.view);
   }
 
   /** @param {string} text @param {"good" | "bad" | "wait" | ""} [tone] */
@@ -532,6 +549,8 @@ class SalePage {
     }
     this.room?.render(sale.remaining);
     this.renderPrice();
+    // An order found before the sale's first read names its size once the sale is known.
+    if (first && this.order) this.renderOrder();
     this.renderBuy();
     this.tick();
     // A buyer waiting on the page hears the sale open, sell out or end.
@@ -562,7 +581,7 @@ class SalePage {
     if (this.buying) return "Working on it…";
     const status = this.order?.status;
     // One order at a time; and where a buyer may hold one unit only, a held one is the end.
-    if (status && (!FINAL_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
+    if (status && (OPEN_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
       return "You hold an order in this sale (below).";
     }
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
@@ -677,14 +696,19 @@ class SalePage {
     }
   }
 
-  /** @param {string} orderId */
-  async follow(orderId) {
+  /**
+   * Shows the order and follows it to its end (a reload finds it again: held-order.js).
+   * @param {string} orderId @param {any} [view] the order as already read, said at once
+   */
+  async follow(orderId, view) {
     this.orderId = orderId;
-    this.order = { orderId, status: "pending" };
+    rememberFollowed(this.saleId, identity.userId, orderId);
+    this.order = view ?? { orderId, status: "pending" };
     this.renderOrder();
+    if (view) this.sayOrder();
     let polls = 0;
-    let announced = "pending";
-    while (!this.stopped && this.orderId === orderId) {
+    let announced = this.order.status;
+    while (!this.stopped && this.orderId === orderId && OPEN_ORDER_STATES.has(this.order.status)) {
       await sleep(polls++ < 20 ? 1000 : 3000);
       if (this.stopped || this.orderId !== orderId) return;
       const answer = await call(API, `/api/orders/${orderId}`, { token: identity.token });
@@ -695,7 +719,6 @@ class SalePage {
           announced = this.order.status;
           this.sayOrder();
         }
-        if (FINAL_ORDER_STATES.has(this.order.status)) return;
       } else if (answer.status === 401) {
         return await this.tokenRefused("see your order");
       } else if (answer.status === 404 && answer.code === "ORDER_NOT_FOUND") {
