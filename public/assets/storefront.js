@@ -7,7 +7,7 @@
 import { HELD_ORDER_STATES, OPEN_ORDER_STATES, orderToShow, rememberFollowed } from "./held-order.js";
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
-import { HumanCheck } from "./lib/human-check.js";
+import { humanCheckFor } from "./lib/human-check.js";
 import { Identity } from "./lib/identity.js";
 import { WaitingRoom } from "./waiting-room.js";
 
@@ -381,8 +381,10 @@ class SalePage {
   ticker;
   /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
   room;
-  /** @type {HumanCheck | undefined} the Turnstile widget, where the sale asks for the human check */
+  /** @type {import("./lib/human-check.js").HumanCheck | undefined} the widget, where the sale asks for the human check */
   humanCheck;
+  /** Why the human check is not on the page, when it could not be shown. */
+  humanCheckTrouble = "";
 
   /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders"); else the one they hold, if any */
   constructor(saleId, orderId) {
@@ -421,8 +423,10 @@ class SalePage {
     this.stopped = true;
     this.room?.stop();
     clearInterval(this.ticker);
-    $("human-check").hidden = true;
-    $("human-check").replaceChildren();
+    for (const id of ["human-check", "queue-human-check"]) {
+      $(id).hidden = true;
+      $(id).replaceChildren();
+    }
   }
 
   identityChanged() {
@@ -516,12 +520,7 @@ class SalePage {
       const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
       quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
       $("quantity-field").hidden = limit === 1;
-      if (sale.humanCheck && config.turnstileSiteKey) {
-        this.humanCheck = new HumanCheck();
-        this.humanCheck
-          .show($("human-check"), config.turnstileSiteKey, sale.id, () => this.renderBuy())
-          .catch(() => this.say("The human check could not be loaded: this sale cannot be bought from this page now.", "bad"));
-      }
+      if (sale.humanCheck) this.showHumanCheck(sale);
     }
     const notice = SALE_NOTICES[sale.status];
     $("sale-notice").hidden = !notice;
@@ -547,17 +546,39 @@ class SalePage {
         }),
       });
     }
-    this.room?.render(sale.remaining);
+    this.room?.render(sale, Boolean(sale.humanCheck));
     this.renderPrice();
     // An order found before the sale's first read names its size once the sale is known.
     if (first && this.order) this.renderOrder();
     this.renderBuy();
     this.tick();
-    // A buyer waiting on the page hears the sale open, sell out or end.
-    if (previous && previous.status !== sale.status && !this.buying && !this.orderId) {
+    // A buyer waiting on the page hears the sale open, sell out or end; in a waiting room the
+    // room's own line says what the opening means for them (their turn has not come yet).
+    if (previous && previous.status !== sale.status && !this.buying && !this.orderId && !(this.room && sale.status === "live")) {
       const news = SALE_STATES[sale.status];
       if (news) this.say(news, sale.status === "live" ? "good" : "bad");
     }
+  }
+
+  /**
+   * The check beside what asks for it: Join the line in a waiting room (the pass carries it to
+   * checkout), else Buy.
+   * @param {any} sale
+   */
+  showHumanCheck(sale) {
+    this.humanCheck = humanCheckFor(config);
+    const queued = sale.queue && sale.queue.mode !== "off";
+    const container = $(queued ? "queue-human-check" : "human-check");
+    const trouble = (/** @type {string} */ why) => {
+      this.humanCheckTrouble = why;
+      this.say(why, "bad");
+      this.renderBuy();
+    };
+    if (!this.humanCheck)
+      return trouble("This sale asks for a human check that this shop has not set up: it cannot be bought here.");
+    this.humanCheck
+      .show(container, sale.id, () => this.renderBuy())
+      .catch(() => trouble("The human check could not be loaded: reload the page to try again."));
   }
 
   renderPrice() {
@@ -584,11 +605,18 @@ class SalePage {
     if (status && (OPEN_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
       return "You hold an order in this sale (below).";
     }
+    if (sale.status !== "live" && sale.status !== "upcoming")
+      return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
+    if (this.room && !this.room.admitted()) {
+      if (this.room.bought) return "You bought on your turn: each turn buys once.";
+      return this.room.passExpiresAt === undefined
+        ? "Buy opens on your turn in the waiting room."
+        : "Your turn to buy has passed.";
+    }
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
-    if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
-    if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
     // A queued sale asked for the check at the join: its pass carries it.
-    if (sale.humanCheck && !this.room && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
+    if (sale.humanCheck && !this.room && !this.humanCheck?.token())
+      return this.humanCheckTrouble || "Complete the check beside Buy first.";
     if (hasVariants(sale) && !chosenVariant()) return "Choose a size first.";
     return "";
   }
@@ -602,7 +630,7 @@ class SalePage {
 
   /** Once every 250 ms: the countdowns, by the server's clock. */
   tick() {
-    if (this.sale) this.room?.tick(this.sale);
+    if (this.sale) this.room?.render(this.sale, Boolean(this.sale.humanCheck));
     const sale = this.sale;
     if (sale) {
       const now = serverNow();
