@@ -25,14 +25,27 @@ const actionOf = (saleId) => `sale-${saleId}`;
  * @property {() => void} reset spent: the widget asks again
  */
 
+/** @typedef {{ devLogin: boolean, turnstileSiteKey: string | null }} HumanCheckConfig the deployment's settings (GET /api/config) */
+
+/** Whether the page stands in for Turnstile itself: npm start's local sign-in and test site key. @param {HumanCheckConfig} config */
+const standsIn = (config) => config.devLogin && config.turnstileSiteKey === TEST_SITE_KEY;
+
 /**
  * The human check this deployment uses.
- * @param {{ devLogin: boolean, turnstileSiteKey: string | null }} config
+ * @param {HumanCheckConfig} config
  * @returns {HumanCheck | undefined} undefined where no site key is set
  */
 export function humanCheckFor(config) {
   if (!config.turnstileSiteKey) return undefined;
-  return config.devLogin && config.turnstileSiteKey === TEST_SITE_KEY ? new LocalCheck() : new Turnstile(config.turnstileSiteKey);
+  return standsIn(config) ? new LocalCheck() : new Turnstile(config.turnstileSiteKey);
+}
+
+/** The human check this deployment uses, in words (the console's settings). @param {HumanCheckConfig} config */
+export function humanCheckIn(config) {
+  if (!config.turnstileSiteKey) return "not set up: a sale that asks for it cannot be bought";
+  return standsIn(config)
+    ? "a local stand-in for Cloudflare Turnstile (npm start): a checkbox"
+    : `Cloudflare Turnstile, site key ${config.turnstileSiteKey}`;
 }
 
 /** @typedef {{ render(el: HTMLElement, options: Record<string, unknown>): string, getResponse(id: string): string | undefined, reset(id: string): void }} TurnstileApi */
