@@ -184,7 +184,14 @@ export class WaitingRoom {
     // A drawn buyer far from the front is told an estimate until the line nears them.
     const estimate = p && p.place == null && p.aheadOfYou > 0 ? `about ${p.admittedThrough + p.aheadOfYou + 1}` : undefined;
     setText("queue-place", p?.place == null ? (estimate ?? (this.ticket ? "drawn at the start" : "–")) : String(p.place));
-    setText("queue-progress", !p ? "–" : p.admittedThrough > 0 ? `places 1–${p.admittedThrough}` : "nobody yet");
+    const letIn = !p
+      ? "–"
+      : p.admittedThrough === 0
+        ? "nobody yet"
+        : p.admittedThrough === 1
+          ? "place 1"
+          : `places 1–${p.admittedThrough}`;
+    setText("queue-progress", letIn);
     setText("queue-time-left", this.passExpiresAt === undefined || this.bought ? "–" : formatDuration(this.passExpiresAt - now));
     setText(
       "queue-note",

@@ -130,6 +130,26 @@ describe("the console's sections", () => {
   });
 });
 
+describe("the pages around the console", () => {
+  it("the unlock screen and the API reference pass axe, with nothing refused", async () => {
+    const context = await newContext(browser());
+    const refused: string[] = [];
+    context.on("response", (r) => {
+      if (r.status() >= 400) refused.push(`${r.status()} ${new URL(r.url()).pathname}`);
+    });
+    const page = await context.newPage();
+    await page.goto(`${BASE}/admin/#create`);
+    await page.getByRole("heading", { name: "Unlock the console" }).waitFor();
+    expect(await page.locator("#console").isHidden()).toBe(true);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.goto(`${BASE}/docs`);
+    await page.getByRole("heading", { level: 1 }).first().waitFor();
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(refused).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+});
+
 describe("the console's create and edit forms", () => {
   it("start empty after a create, take prices in the currency's units, make a three-size sale from rows, and refuse bad input with nothing sent", async () => {
     const page = await (await newContext(browser(), { locale: "en-US" })).newPage();

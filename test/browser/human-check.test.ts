@@ -5,7 +5,7 @@
 // own site key the page loads Cloudflare's script instead, as in production.
 import type { Page, Request } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { api, BASE, chromiumForThisFile, cspViolations, newContext, seriousA11yViolations } from "./browser.ts";
+import { api, BASE, chromiumForThisFile, cspViolations, newContext, screenshot, seriousA11yViolations } from "./browser.ts";
 
 const browser = chromiumForThisFile();
 
@@ -37,6 +37,7 @@ describe("the human check", () => {
     expect(await page.locator("#buy-note").textContent()).toBe("Complete the check beside Buy first.");
     expect(await page.locator("#buy-button").getAttribute("aria-disabled")).toBe("true");
     expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, "storefront-local-human-check", { fullPage: false });
 
     await check.check();
     await page.locator('#buy-button[aria-disabled="false"]').waitFor();

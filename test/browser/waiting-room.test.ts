@@ -7,7 +7,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
-import { api, BASE, chromiumForThisFile, cspViolations, newContext, seriousA11yViolations } from "./browser.ts";
+import { api, BASE, chromiumForThisFile, cspViolations, newContext, screenshot, seriousA11yViolations } from "./browser.ts";
 
 const browser = chromiumForThisFile();
 
@@ -115,7 +115,7 @@ describe("the waiting room, one state at a time", () => {
       "You are next in line. Keep this page open: Buy opens on your turn.",
       "Buy opens on your turn in the waiting room.",
     ]);
-    expect(await facts(page)).toEqual({ place: "2", letIn: "places 1–1", timeLeft: "–" });
+    expect(await facts(page)).toEqual({ place: "2", letIn: "place 1", timeLeft: "–" });
     expect(await cspViolations(page)).toEqual([]);
   });
 
@@ -129,8 +129,9 @@ describe("the waiting room, one state at a time", () => {
     await page.getByRole("button", { name: "Join the line" }).click();
     const yourTurn = "Your turn: buy now. If the time to buy runs out, your place goes to the next person in line.";
     expect(await linesWhen(page, yourTurn, { mayBuy: true })).toEqual([yourTurn]);
-    expect(await facts(page)).toMatchObject({ place: "1", letIn: "places 1–1", timeLeft: expect.stringMatching(/^0[45]:\d\d$/) });
+    expect(await facts(page)).toMatchObject({ place: "1", letIn: "place 1", timeLeft: expect.stringMatching(/^0[45]:\d\d$/) });
     expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, "storefront-waiting-room");
 
     await page.getByRole("button", { name: "Buy now" }).click();
     await page.locator("#status").filter({ hasText: "Confirmed: it is yours." }).waitFor();
