@@ -3,21 +3,23 @@
 // the storefront lists, or any by number, watched live from one poll of GET
 // /admin/sales/:id/stats every 2 s: outcomes per second, remaining stock, orders by state, the
 // reconciliation; pause, resume or cancel), Orders (order-lists.js), Create and edit
-// (sale-forms.js), Order events (order-events.js), Deny rules (deny-rules.js) and Settings
+// (create-form.js, edit-form.js), Order events (order-events.js), Deny rules (deny-rules.js) and Settings
 // (console-settings.js). This module unlocks it and watches the sale the others act on.
 // The admin token is kept for the tab (sessionStorage), so a reload does not lock the
 // console; never in localStorage, never in the URL; Lock forgets it.
 
 import { loadShopSettings } from "./console-settings.js";
+import { createForm } from "./create-form.js";
 import { denyRulesPanel } from "./deny-rules.js";
+import { editForm } from "./edit-form.js";
 import { call, fetchFile } from "./lib/api.js";
 import { drawChart } from "./lib/chart.js";
 import { $, row, rowButton, say } from "./lib/console-page.js";
 import { focusShownSection, followSections, goTo } from "./lib/console-sections.js";
 import { formatTime, words } from "./lib/format.js";
+import { hasVariants } from "./lib/variants.js";
 import { orderEventsPanel } from "./order-events.js";
 import { saleOrdersPanel } from "./order-lists.js";
-import { hasVariants, saleForms } from "./sale-forms.js";
 
 const STATS_POLL_MS = 2000;
 const SALE_ID = /^[1-9][0-9]{0,15}$/;
@@ -73,15 +75,12 @@ async function adminFile(path) {
 const orderEvents = orderEventsPanel(admin);
 const saleOrders = saleOrdersPanel(admin, adminFile);
 const denyRules = denyRulesPanel(admin);
-const forms = saleForms(admin, {
-  created(sale) {
-    void salesList.reload();
-    watch(sale.id);
-    goTo("watch", "live-title");
-  },
-  saved: () => void salesList.reload(),
-  watched: () => watching?.saleId,
+const creating = createForm(admin, (sale) => {
+  void salesList.reload();
+  watch(sale.id);
+  goTo("watch", "live-title");
 });
+const editing = editForm(admin, { saved: () => void salesList.reload(), watched: () => watching?.saleId });
 
 // ---------------------------------------------------------------------------------------
 // Unlocking and locking
@@ -139,7 +138,8 @@ function lock(message) {
   saleOrders.forget();
   orderEvents.forget();
   denyRules.forget();
-  forms.forget();
+  creating.forget();
+  editing.forget();
   $("unlock").hidden = false;
   say("unlock-status", message, message ? "bad" : "");
   /** @type {HTMLInputElement} */ ($("admin-token")).focus();
@@ -230,7 +230,7 @@ function watch(saleId) {
   /** @type {HTMLAnchorElement} */ ($("live-storefront")).href = `/?sale=${saleId}`;
   say("live-status", "");
   watchedSale = undefined;
-  forms.watching();
+  editing.forget();
   $("orders-none").hidden = true;
   saleOrders.show(saleId);
   void poll(run);
@@ -247,8 +247,8 @@ async function poll(run) {
       if (answer.body.sale.queue?.mode !== "off") await renderQueue(run.saleId);
       $("queue-panel").hidden = answer.body.sale.queue?.mode === "off";
       // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.
-      if (!run.loaded) forms.loadEdit(answer.body.sale);
-      else forms.sawSale(answer.body.sale);
+      if (!run.loaded) editing.load(answer.body.sale);
+      else editing.sawSale(answer.body.sale);
       run.loaded = true;
       if ($("live-status").dataset.tone === "wait") say("live-status", "");
     } else if (answer.status === 404 || answer.status === 400) {
@@ -469,7 +469,7 @@ for (const button of document.querySelectorAll("[data-operation]")) {
     if (answer.status === 200) {
       const sale = answer.body;
       renderState(sale);
-      forms.sawSale(sale);
+      editing.sawSale(sale);
       say("live-status", `Sale ${saleId} ${DONE[operation]}: it is now ${words(sale.status)}.`, "good");
       void salesList.reload();
     } else if (answer.code === "SALE_CANCELLED") {
@@ -495,7 +495,7 @@ $("edit-this-sale").addEventListener("click", () => goTo("create", "edit-title")
 
 $("copy-sale").addEventListener("click", () => {
   if (!watchedSale) return say("live-status", "The sale has not been read yet: try again in a moment.", "wait");
-  forms.copy(watchedSale);
+  creating.copy(watchedSale);
   goTo("create", "create-title");
 });
 

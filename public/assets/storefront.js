@@ -9,6 +9,7 @@ import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
 import { humanCheckFor } from "./lib/human-check.js";
 import { Identity } from "./lib/identity.js";
+import { hasVariants } from "./lib/variants.js";
 import { WaitingRoom } from "./waiting-room.js";
 
 const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
@@ -877,10 +878,6 @@ class SalePage {
     }
   }
 }
-
-/** A sale the admin made in variants (sizes, colours, tiers): the buyer picks one. */
-const hasVariants = (/** @type {any} */ sale) =>
-  Array.isArray(sale?.variants) && (sale.variants.length > 1 || sale.variants[0]?.id !== "default");
 
 /** @returns {any} the sale's variant of this id */
 const variantOf = (/** @type {any} */ sale, /** @type {string | undefined} */ id) =>
