@@ -17,6 +17,7 @@ import { drawChart } from "./lib/chart.js";
 import { $, row, rowButton, say } from "./lib/console-page.js";
 import { focusShownSection, followSections, goTo } from "./lib/console-sections.js";
 import { formatTime, words } from "./lib/format.js";
+import { tabStorage } from "./lib/tab-storage.js";
 import { hasVariants } from "./lib/variants.js";
 import { orderEventsPanel } from "./order-events.js";
 import { saleOrdersPanel } from "./order-lists.js";
@@ -95,7 +96,7 @@ async function unlock(token, kept) {
   if (probe.status !== 200) {
     $("unlock").hidden = false;
     if (probe.status === 401 || probe.status === 403) {
-      sessionStorage.removeItem(KEPT_TOKEN);
+      tabStorage.remove(KEPT_TOKEN);
       return say(
         "unlock-status",
         kept ? "The token kept for this tab was refused: enter it again." : "That is not the admin token.",
@@ -106,7 +107,7 @@ async function unlock(token, kept) {
     return say("unlock-status", `The console cannot be unlocked right now (${probe.message}).`, "bad");
   }
   adminToken = token;
-  sessionStorage.setItem(KEPT_TOKEN, token);
+  tabStorage.set(KEPT_TOKEN, token);
   /** @type {HTMLInputElement} */ ($("admin-token")).value = "";
   say("unlock-status", "");
   $("unlock").hidden = true;
@@ -127,7 +128,7 @@ $("token-form").addEventListener("submit", (event) => {
 /** @param {string} message */
 function lock(message) {
   adminToken = undefined;
-  sessionStorage.removeItem(KEPT_TOKEN);
+  tabStorage.remove(KEPT_TOKEN);
   if (watching) watching.stopped = true;
   watching = undefined;
   watchedSale = undefined;
@@ -503,7 +504,7 @@ $("copy-sale").addEventListener("click", () => {
 // Start: the section the URL names, and the tab's kept token tried at once.
 
 followSections();
-const keptToken = sessionStorage.getItem(KEPT_TOKEN);
+const keptToken = tabStorage.get(KEPT_TOKEN);
 if (keptToken) {
   $("unlock").hidden = true;
   void unlock(keptToken, true);

@@ -5,6 +5,7 @@
 // yet (a pending order reaches D1, and so GET /api/orders, within seconds of the purchase);
 // then one that holds units (paid, confirmed). Nothing when the buyer has no order there.
 import { call } from "./lib/api.js";
+import { tabStorage } from "./lib/tab-storage.js";
 
 /** States in which the order is still on its way: the page follows it to its end. */
 export const OPEN_ORDER_STATES = new Set(["pending", "awaiting_payment"]);
@@ -16,7 +17,7 @@ const followedKey = (saleId, userId) => `flash-sale:order:${saleId}:${userId}`;
 
 /** The order this tab follows on the sale's page, found again after a reload. @param {string} saleId @param {string} userId @param {string} orderId */
 export function rememberFollowed(saleId, userId, orderId) {
-  sessionStorage.setItem(followedKey(saleId, userId), orderId);
+  tabStorage.set(followedKey(saleId, userId), orderId);
 }
 
 /**
@@ -31,7 +32,7 @@ export async function orderToShow(api, saleId, buyer) {
   const mine = answer.status === 200 ? answer.body.orders.filter((/** @type {any} */ o) => o.saleId === saleId) : [];
   const open = mine.find((o) => OPEN_ORDER_STATES.has(o.status));
   if (open) return { orderId: open.orderId, view: open };
-  const followed = sessionStorage.getItem(followedKey(saleId, buyer.userId));
+  const followed = tabStorage.get(followedKey(saleId, buyer.userId));
   if (followed && !mine.some((o) => o.orderId === followed)) return { orderId: followed };
   const held = mine.find((o) => HELD_ORDER_STATES.has(o.status));
   return held && { orderId: held.orderId, view: held };

@@ -10,6 +10,7 @@
 // each change; the one ticking figure, the time left to buy, sits beside it, not in it.
 import { call, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatTime, formatWait } from "./lib/format.js";
+import { tabStorage } from "./lib/tab-storage.js";
 
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -91,7 +92,7 @@ export class WaitingRoom {
     $("queue").hidden = false;
     $("queue-join").onclick = () => void this.join();
     // A reload keeps the buyer's ticket (it is theirs: the server refuses it to anyone else).
-    this.ticket = sessionStorage.getItem(this.storageKey()) ?? undefined;
+    this.ticket = tabStorage.get(this.storageKey());
     if (this.ticket) void this.follow();
   }
 
@@ -122,7 +123,7 @@ export class WaitingRoom {
     if (check.token) check.reset();
     if (answer.status === 200) {
       this.ticket = answer.body.ticket;
-      sessionStorage.setItem(this.storageKey(), answer.body.ticket);
+      tabStorage.set(this.storageKey(), answer.body.ticket);
       this.page.say(""); // the room's line says where the buyer stands from here
       this.page.changed();
       void this.follow();
@@ -156,7 +157,7 @@ export class WaitingRoom {
           await sleep(answer.body.retryAfterSec * 1000 + jitterMs());
         } else if (answer.status === 403 || answer.status === 401) {
           // Not this buyer's ticket (another sign-in): join again.
-          sessionStorage.removeItem(this.storageKey());
+          tabStorage.remove(this.storageKey());
           this.ticket = undefined;
           this.page.changed();
           return;

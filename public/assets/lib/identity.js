@@ -14,6 +14,7 @@
 // for the tab in sessionStorage, so a reload in the middle of paying does not sign them out;
 // it is gone when the tab closes, and never put in a URL. A shop's token is not kept: the shop
 // hands it again on every load, and it replaces a kept one.
+import { tabStorage } from "./tab-storage.js";
 
 const TOKEN_URL = document.querySelector('meta[name="flash-sale:token-url"]')?.getAttribute("content") ?? "";
 const KEPT_TOKEN = "flash-sale:token";
@@ -41,10 +42,10 @@ function subjectOf(token) {
 
 /** The token this tab kept, unless its expiry has passed. */
 function keptToken() {
-  const token = sessionStorage.getItem(KEPT_TOKEN) ?? undefined;
+  const token = tabStorage.get(KEPT_TOKEN);
   const exp = token === undefined ? undefined : claimsOf(token).exp;
   if (typeof exp === "number" && exp * 1000 <= Date.now()) {
-    sessionStorage.removeItem(KEPT_TOKEN);
+    tabStorage.remove(KEPT_TOKEN);
     return undefined;
   }
   return token;
@@ -77,8 +78,8 @@ export class Identity {
   set(token, { keep = false } = {}) {
     this.token = token || undefined;
     this.userId = token ? subjectOf(token) : "";
-    if (this.token && keep) sessionStorage.setItem(KEPT_TOKEN, this.token);
-    else sessionStorage.removeItem(KEPT_TOKEN);
+    if (this.token && keep) tabStorage.set(KEPT_TOKEN, this.token);
+    else tabStorage.remove(KEPT_TOKEN);
     this.onChange(this);
   }
 
