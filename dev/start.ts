@@ -1,7 +1,11 @@
 // npm start: the whole local stack with a demo sale.
 //   redis-server (AOF, password) -> the Upstash REST gateway -> wrangler dev with local D1
 //   and Queues, plus the cron the Worker would get in production (wrangler dev fires none):
-//   POST /admin/scheduled every minute, a route only a Worker with LOOPBACK_HOSTS_ONLY=true has.
+//   POST /admin/scheduled every minute, a route only a Worker with LOOPBACK_HOSTS_ONLY=true has
+//   (wrangler's warning that scheduled Workers do not run locally is left out of its output:
+//   dev/stack/wrangler-output.ts).
+// Once running it prints what a shop owner opens and the admin and buyer tokens, each once;
+// the other secrets stay in the state directory's secrets.json.
 // Everything lives under the state directory (.state/, or STACK_STATE_DIR): Redis' AOF,
 // D1, the random secrets, and stack.json, the record of the processes it runs. A run that
 // finds a previous run's processes still running (after a kill -9, a closed terminal, an
@@ -37,6 +41,7 @@ import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
+import { withoutCronWarning } from "./stack/wrangler-output.ts";
 import { startSiteverify } from "./turnstile/siteverify.ts";
 import { TEST_SECRETS as TURNSTILE_TEST_SECRETS, TEST_SITE_KEY as TURNSTILE_TEST_SITE_KEY } from "./turnstile/test-keys.ts";
 
@@ -164,8 +169,16 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
       "warn",
       "--show-interactive-dev-session=false",
     ],
-    { cwd: ROOT, env: offlineWranglerEnv(), stdio: ["ignore", "inherit", "inherit"], detached: true },
+    {
+      cwd: ROOT,
+      // Its output comes through a pipe (withoutCronWarning): colours as on a terminal where there is one.
+      env: offlineWranglerEnv(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}),
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    },
   );
+  child.stdout?.pipe(withoutCronWarning()).pipe(process.stdout);
+  child.stderr?.pipe(withoutCronWarning()).pipe(process.stderr);
   const wrangler: RecordedProcess = { name: "wrangler dev", pid: child.pid as number, group: true, marker: "wrangler" };
   record.add(wrangler);
   const killGroup = (signal: NodeJS.Signals) => {
@@ -290,30 +303,73 @@ async function main() {
   );
   const token = await api.userToken("demo-user-1");
   const endpoint = args["webhook-url"] ? await localEndpoint(api, args["webhook-url"]) : undefined;
-  console.log(`
+  console.log(
+    startedMessage({
+      base,
+      saleId: sale.id,
+      adminToken: secrets.ADMIN_TOKEN,
+      buyer: { userId: "demo-user-1", token },
+      store: external
+        ? `the Upstash database at ${redis.url}`
+        : `redis-server behind the local Upstash REST gateway, ${redis.url}`,
+      endpoint,
+      envVars: overrides.names,
+    }),
+  );
+}
+
+/**
+ * What npm start says once the stack runs: first what a shop owner opens (the storefront, the
+ * console, the API reference) and the two tokens they need, each printed once; then what a
+ * developer looks for. The other secrets stay in the file it names.
+ */
+function startedMessage(run: {
+  base: string;
+  saleId: string;
+  adminToken: string;
+  buyer: { userId: string; token: string };
+  store: string;
+  endpoint: { url: string; id: string } | undefined;
+  envVars: string[];
+}): string {
+  const { base, saleId } = run;
+  const relative = (file: string) => path.relative(ROOT, file) || file;
+  return `
 Flash-sale checkout is running.
-  Storefront ${base}/?sale=${sale.id}  (sign in with any name: DEV_LOGIN is on)
-  Console    ${base}/admin/  (the admin token below)
-  API docs   ${base}/docs  (OpenAPI 3.1: ${base}/openapi.json)
-  Worker     ${base}
-  Redis      ${redis.url} (Upstash REST)
-  Demo sale  ${sale.id}: ${base}/api/sales/${sale.id}
-  Admin      Authorization: Bearer ${secrets.ADMIN_TOKEN}${endpoint ? `\n  Events     ${endpoint.url} (${endpoint.id}; secret in ${path.relative(ROOT, webhookSecretFile(STATE))})` : ""}${overrides.names.length > 0 ? `\n  Vars from the environment: ${overrides.names.join(", ")}` : ""}
 
-This stack's secrets (random, kept in ${path.relative(ROOT, path.join(STATE, "secrets.json"))}; local use only):
-${Object.entries(secrets)
-  .map(([name, value]) => `  ${name.padEnd(22)} ${value}`)
-  .join("\n")}
+  Storefront   ${base}/?sale=${saleId}
+               the demo sale, sneakers in sizes: sign in with any name and buy
+  Console      ${base}/admin/
+               create and watch sales: unlock it with the admin token below
+  API docs     ${base}/docs
 
-A user token for demo-user-1 (mint more: npm run token -- <userId>):
-  ${token}
+  Admin token  ${run.adminToken}
+  Buyer token  for ${run.buyer.userId}, valid for an hour (npm run token -- <name> makes more):
+               TOKEN=${run.buyer.token}
 
-Buy:
-  curl -s -X POST ${base}/api/sales/${sale.id}/checkout -H 'Authorization: Bearer ${token}' \\
-    -H 'Content-Type: application/json' -d '{"variant": "eu-42"}'
+Unpaid orders expire on time: npm start runs the Worker's every-minute jobs itself
+(wrangler dev would not), so an order not paid within its window goes back on sale.
 
-Ctrl-C stops everything; state and secrets survive under ${path.relative(ROOT, STATE) || STATE}/.
-`);
+For developers
+  Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
+  Stock store  ${run.store}
+  Secrets      this stack's others (JWT, gateway, Redis, payment webhook) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
+    run.endpoint
+      ? `
+  Events       ${run.endpoint.url} (${run.endpoint.id}; secret in ${relative(webhookSecretFile(STATE))})`
+      : ""
+  }${
+    run.envVars.length > 0
+      ? `
+  Vars from the environment: ${run.envVars.join(", ")}`
+      : ""
+  }
+  Buy from a terminal, once the TOKEN= line above has run in it:
+    curl -s -X POST ${base}/api/sales/${saleId}/checkout -H "Authorization: Bearer $TOKEN" \\
+      -H 'Content-Type: application/json' -d '{"variant": "eu-42"}'
+
+Ctrl-C stops everything; state and secrets survive under ${relative(STATE)}/.
+`;
 }
 
 /**

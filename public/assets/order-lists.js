@@ -133,7 +133,7 @@ export function saleOrdersPanel(admin, download) {
           [h.type, ""],
         ]),
       ),
-      "No state changes recorded in D1 yet.",
+      "No state changes in the order records yet.",
       2,
     );
     fillTable(

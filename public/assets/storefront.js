@@ -3,10 +3,13 @@
 // and the order followed to its end (paying or cancelling while it waits for payment).
 // Plain DOM code: two views and a few forms need no framework, and the page stays a handful
 // of small files with nothing to build.
+
+import { HELD_ORDER_STATES, OPEN_ORDER_STATES, orderToShow, rememberFollowed } from "./held-order.js";
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
-import { HumanCheck } from "./lib/human-check.js";
+import { humanCheckFor } from "./lib/human-check.js";
 import { Identity } from "./lib/identity.js";
+import { hasVariants } from "./lib/variants.js";
 import { WaitingRoom } from "./waiting-room.js";
 
 const API = document.querySelector('meta[name="flash-sale:api"]')?.getAttribute("content") ?? "";
@@ -14,9 +17,6 @@ const SALE_ID = /^[1-9][0-9]{0,15}$/;
 const ORDER_ID = /^[1-9][0-9]{0,19}$/;
 /** The sale read is cached for 500 ms on the server: polling faster would show nothing new. */
 const SALE_POLL_MS = 1000;
-const FINAL_ORDER_STATES = new Set(["confirmed", "paid", "expired", "cancelled", "failed"]);
-/** States in which the buyer holds the units. */
-const HELD_ORDER_STATES = new Set(["pending", "awaiting_payment", "confirmed", "paid"]);
 
 /** What a refused checkout means to a buyer; other codes show the server's own message. */
 const REFUSALS = /** @type {Record<string, string>} */ ({
@@ -125,7 +125,7 @@ $("sign-in").addEventListener("submit", async (event) => {
     return;
   }
   $("account-status").textContent = "";
-  identity.set(answer.body.token);
+  identity.set(answer.body.token, { keep: true });
   // The form is gone: focus goes where the buyer is headed next.
   (current instanceof SalePage ? $("buy-button") : $("sign-out")).focus();
 });
@@ -136,8 +136,7 @@ $("sign-out").addEventListener("click", () => {
 });
 
 // ---------------------------------------------------------------------------------------
-// Views: the catalog (/) and a sale (/?sale=<id>), switched without reloading the page so
-// the token in memory survives.
+// Views: the catalog (/) and a sale (/?sale=<id>), switched without reloading the page.
 
 /** @typedef {{ stop(): void, identityChanged(): void }} View */
 /** @type {View | undefined} */
@@ -383,10 +382,12 @@ class SalePage {
   ticker;
   /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
   room;
-  /** @type {HumanCheck | undefined} the Turnstile widget, where the sale asks for the human check */
+  /** @type {import("./lib/human-check.js").HumanCheck | undefined} the widget, where the sale asks for the human check */
   humanCheck;
+  /** Why the human check is not on the page, when it could not be shown. */
+  humanCheckTrouble = "";
 
-  /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders") */
+  /** @param {string} saleId @param {string} [orderId] an order of the buyer's to follow (from "Your orders"); else the one they hold, if any */
   constructor(saleId, orderId) {
     this.saleId = saleId;
     showOnly("loading");
@@ -414,19 +415,40 @@ class SalePage {
     };
     this.ticker = setInterval(() => this.tick(), 250);
     void this.poll();
+    this.buyer = identity.userId;
     if (orderId) void this.follow(orderId);
+    else void this.showHeldOrder();
   }
 
   stop() {
     this.stopped = true;
     this.room?.stop();
     clearInterval(this.ticker);
-    $("human-check").hidden = true;
-    $("human-check").replaceChildren();
+    for (const id of ["human-check", "queue-human-check"]) {
+      $(id).hidden = true;
+      $(id).replaceChildren();
+    }
   }
 
   identityChanged() {
+    // Someone else (or nobody) now: the order shown was the last buyer's.
+    if (identity.userId !== this.buyer) {
+      this.buyer = identity.userId;
+      this.orderId = undefined;
+      this.order = undefined;
+      $("order").hidden = true;
+    }
     this.renderBuy();
+    if (!this.orderId) void this.showHeldOrder();
+  }
+
+  /** The buyer's order in this sale, shown and followed as if they had just bought it. */
+  async showHeldOrder() {
+    const token = identity.token;
+    if (!token) return;
+    const found = await orderToShow(API, this.saleId, { token, userId: identity.userId });
+    if (this.stopped || !found || this.orderId || identity.token !== token) return;
+    void this.follow(found.orderId, found.view);
   }
 
   /** @param {string} text @param {"good" | "bad" | "wait" | ""} [tone] */
@@ -499,12 +521,7 @@ class SalePage {
       const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
       quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
       $("quantity-field").hidden = limit === 1;
-      if (sale.humanCheck && config.turnstileSiteKey) {
-        this.humanCheck = new HumanCheck();
-        this.humanCheck
-          .show($("human-check"), config.turnstileSiteKey, sale.id, () => this.renderBuy())
-          .catch(() => this.say("The human check could not be loaded: this sale cannot be bought from this page now.", "bad"));
-      }
+      if (sale.humanCheck) this.showHumanCheck(sale);
     }
     const notice = SALE_NOTICES[sale.status];
     $("sale-notice").hidden = !notice;
@@ -530,15 +547,39 @@ class SalePage {
         }),
       });
     }
-    this.room?.render(sale.remaining);
+    this.room?.render(sale, Boolean(sale.humanCheck));
     this.renderPrice();
+    // An order found before the sale's first read names its size once the sale is known.
+    if (first && this.order) this.renderOrder();
     this.renderBuy();
     this.tick();
-    // A buyer waiting on the page hears the sale open, sell out or end.
-    if (previous && previous.status !== sale.status && !this.buying && !this.orderId) {
+    // A buyer waiting on the page hears the sale open, sell out or end; in a waiting room the
+    // room's own line says what the opening means for them (their turn has not come yet).
+    if (previous && previous.status !== sale.status && !this.buying && !this.orderId && !(this.room && sale.status === "live")) {
       const news = SALE_STATES[sale.status];
       if (news) this.say(news, sale.status === "live" ? "good" : "bad");
     }
+  }
+
+  /**
+   * The check beside what asks for it: Join the line in a waiting room (the pass carries it to
+   * checkout), else Buy.
+   * @param {any} sale
+   */
+  showHumanCheck(sale) {
+    this.humanCheck = humanCheckFor(config);
+    const queued = sale.queue && sale.queue.mode !== "off";
+    const container = $(queued ? "queue-human-check" : "human-check");
+    const trouble = (/** @type {string} */ why) => {
+      this.humanCheckTrouble = why;
+      this.say(why, "bad");
+      this.renderBuy();
+    };
+    if (!this.humanCheck)
+      return trouble("This sale asks for a human check that this shop has not set up: it cannot be bought here.");
+    this.humanCheck
+      .show(container, sale.id, () => this.renderBuy())
+      .catch(() => trouble("The human check could not be loaded: reload the page to try again."));
   }
 
   renderPrice() {
@@ -562,14 +603,21 @@ class SalePage {
     if (this.buying) return "Working on it…";
     const status = this.order?.status;
     // One order at a time; and where a buyer may hold one unit only, a held one is the end.
-    if (status && (!FINAL_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
+    if (status && (OPEN_ORDER_STATES.has(status) || (HELD_ORDER_STATES.has(status) && !(sale.perUserLimit > 1)))) {
       return "You hold an order in this sale (below).";
     }
+    if (sale.status !== "live" && sale.status !== "upcoming")
+      return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
+    if (this.room && !this.room.admitted()) {
+      if (this.room.bought) return "You bought on your turn: each turn buys once.";
+      return this.room.passExpiresAt === undefined
+        ? "Buy opens on your turn in the waiting room."
+        : "Your turn to buy has passed.";
+    }
     if (sale.status === "upcoming") return "Opens when the countdown ends.";
-    if (sale.status !== "live") return SALE_STATES[sale.status] ?? `The sale is ${words(sale.status)}.`;
-    if (this.room && !this.room.admitted()) return "Buy opens on your turn in the waiting room.";
     // A queued sale asked for the check at the join: its pass carries it.
-    if (sale.humanCheck && !this.room && !this.humanCheck?.token()) return "Complete the check beside Buy first.";
+    if (sale.humanCheck && !this.room && !this.humanCheck?.token())
+      return this.humanCheckTrouble || "Complete the check beside Buy first.";
     if (hasVariants(sale) && !chosenVariant()) return "Choose a size first.";
     return "";
   }
@@ -583,7 +631,7 @@ class SalePage {
 
   /** Once every 250 ms: the countdowns, by the server's clock. */
   tick() {
-    if (this.sale) this.room?.tick(this.sale);
+    if (this.sale) this.room?.render(this.sale, Boolean(this.sale.humanCheck));
     const sale = this.sale;
     if (sale) {
       const now = serverNow();
@@ -677,14 +725,19 @@ class SalePage {
     }
   }
 
-  /** @param {string} orderId */
-  async follow(orderId) {
+  /**
+   * Shows the order and follows it to its end (a reload finds it again: held-order.js).
+   * @param {string} orderId @param {any} [view] the order as already read, said at once
+   */
+  async follow(orderId, view) {
     this.orderId = orderId;
-    this.order = { orderId, status: "pending" };
+    rememberFollowed(this.saleId, identity.userId, orderId);
+    this.order = view ?? { orderId, status: "pending" };
     this.renderOrder();
+    if (view) this.sayOrder();
     let polls = 0;
-    let announced = "pending";
-    while (!this.stopped && this.orderId === orderId) {
+    let announced = this.order.status;
+    while (!this.stopped && this.orderId === orderId && OPEN_ORDER_STATES.has(this.order.status)) {
       await sleep(polls++ < 20 ? 1000 : 3000);
       if (this.stopped || this.orderId !== orderId) return;
       const answer = await call(API, `/api/orders/${orderId}`, { token: identity.token });
@@ -695,7 +748,6 @@ class SalePage {
           announced = this.order.status;
           this.sayOrder();
         }
-        if (FINAL_ORDER_STATES.has(this.order.status)) return;
       } else if (answer.status === 401) {
         return await this.tokenRefused("see your order");
       } else if (answer.status === 404 && answer.code === "ORDER_NOT_FOUND") {
@@ -826,10 +878,6 @@ class SalePage {
     }
   }
 }
-
-/** A sale the admin made in variants (sizes, colours, tiers): the buyer picks one. */
-const hasVariants = (/** @type {any} */ sale) =>
-  Array.isArray(sale?.variants) && (sale.variants.length > 1 || sale.variants[0]?.id !== "default");
 
 /** @returns {any} the sale's variant of this id */
 const variantOf = (/** @type {any} */ sale, /** @type {string | undefined} */ id) =>

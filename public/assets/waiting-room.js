@@ -3,18 +3,67 @@
 // moves (polling when the server says to), and hold the pass once admitted. The pass goes with
 // the checkout as Queue-Pass; Buy stays closed until then. A sale with the human check asks
 // for it at the join (Human-Check), and the pass carries it to checkout.
+//
+// The room says one thing at a time, in one status line (#queue-note) drawn from where the
+// buyer stands (roomLine): before the line opens, waiting (with the wait in words), their
+// turn, their turn passed, sold out, over. Its words change rarely, so a screen reader hears
+// each change; the one ticking figure, the time left to buy, sits beside it, not in it.
 import { call, jitterMs, serverNow, sleep } from "./lib/api.js";
-import { formatDuration } from "./lib/format.js";
+import { formatDuration, formatTime, formatWait } from "./lib/format.js";
+import { tabStorage } from "./lib/tab-storage.js";
 
 /** @param {string} id */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-/** What a state of the line means to the buyer. */
-const STATES = /** @type {Record<string, string>} */ ({
-  waiting: "You are in line. Keep this page open: Buy opens on your turn.",
-  sold_out: "Sold out: no unit is left for a place not yet let in.",
-  closed: "Nothing more will come of this place: the sale is over, or your pass was used or ran out.",
-});
+/** Writes text only when it changed: a status line is announced on every write. */
+function setText(/** @type {string} */ id, /** @type {string} */ text) {
+  const node = $(id);
+  if (node.textContent !== text) node.textContent = text;
+}
+
+/**
+ * Where the buyer stands, as the room's one status line says it.
+ * @param {{ sale: any, now: number, ticket: boolean, position: any, waitUntil: number, passExpiresAt: number | undefined, bought: boolean, remaining: number, humanCheck: boolean }} at
+ */
+function roomLine(at) {
+  const { sale, now, position: p } = at;
+  if (at.bought) return "You bought on your turn: your order is below.";
+  if (sale.status === "ended" || sale.status === "cancelled") return "The sale is over: the line is closed.";
+  if (at.passExpiresAt !== undefined) {
+    return at.passExpiresAt > now
+      ? "Your turn: buy now. If the time to buy runs out, your place goes to the next person in line."
+      : "Your turn has passed: your place went to the next person in line.";
+  }
+  if (sale.status === "sold_out" || p?.state === "sold_out") return "Sold out: no unit is left for a place not yet let in.";
+  if (!at.ticket) return lineToJoin(at);
+  if (!p) return "Finding your place in the line…";
+  if (p.state === "closed") return "Your turn has passed: your place went to the next person in line.";
+  const wait = formatWait(at.waitUntil - now);
+  if (p.place === null) return `You are in the line. Places are drawn when the sale starts, ${wait}. Keep this page open.`;
+  if (p.aheadOfYou > at.remaining) {
+    const units = `${at.remaining} ${at.remaining === 1 ? "unit" : "units"}`;
+    return `Likely sold out before your turn: ${p.aheadOfYou} buyers are ahead of you for ${units} left.`;
+  }
+  // Next in line and still waiting: a place frees up when a pass before it is used or runs out.
+  if (p.aheadOfYou === 0 && sale.status === "live") return "You are next in line. Keep this page open: Buy opens on your turn.";
+  return `You are in line. Your turn comes ${wait}. Keep this page open: Buy opens then.`;
+}
+
+/** When the line opens: joining is refused before then. @param {any} sale */
+const opensAt = (sale) => Date.parse(sale.startsAt) - sale.queue.prequeueSec * 1000;
+
+/** What a buyer without a place is told: when the line opens, or how to join it. @param {{ sale: any, now: number, humanCheck: boolean }} at */
+function lineToJoin({ sale, now, humanCheck }) {
+  if (now < opensAt(sale))
+    return `The line opens ${formatWait(opensAt(sale) - now)} (${formatTime(opensAt(sale))}). Come back then to join it.`;
+  const first = humanCheck ? "Complete the check beside Join the line, then join" : "Join the line";
+  if (now < Date.parse(sale.startsAt)) {
+    return sale.queue.mode === "random"
+      ? `The line is open. ${first}: places are drawn when the sale starts.`
+      : `The line is open. ${first}: buyers are let in from the start, in the order they joined.`;
+  }
+  return `${first} to buy: buyers are let in a few at a time.`;
+}
 
 export class WaitingRoom {
   stopped = false;
@@ -22,9 +71,13 @@ export class WaitingRoom {
   ticket;
   /** @type {any} the last standing the poll answered */
   position;
+  /** When the buyer's turn is expected, by the server's clock (the last estimate, counted down). */
+  waitUntil = 0;
   /** @type {string | undefined} */
   pass;
-  passExpiresAt = 0;
+  /** @type {number | undefined} when the pass held (or last held) runs out */
+  passExpiresAt;
+  bought = false;
   polling = false;
 
   /**
@@ -39,7 +92,7 @@ export class WaitingRoom {
     $("queue").hidden = false;
     $("queue-join").onclick = () => void this.join();
     // A reload keeps the buyer's ticket (it is theirs: the server refuses it to anyone else).
-    this.ticket = sessionStorage.getItem(this.storageKey()) ?? undefined;
+    this.ticket = tabStorage.get(this.storageKey());
     if (this.ticket) void this.follow();
   }
 
@@ -49,17 +102,18 @@ export class WaitingRoom {
 
   stop() {
     this.stopped = true;
+    $("queue").hidden = true;
   }
 
   /** Whether Buy may be pressed: the pass is held and has time left. */
   admitted() {
-    return this.pass !== undefined && this.passExpiresAt > serverNow();
+    return this.pass !== undefined && (this.passExpiresAt ?? 0) > serverNow();
   }
 
   async join() {
     if (!this.page.token()) return this.page.say("Sign in above to join the line.", "bad");
     const check = this.page.humanCheck();
-    if (check.needed && !check.token) return this.page.say("Complete the human check on this page first.", "bad");
+    if (check.needed && !check.token) return this.page.say("Complete the check beside Join the line first.", "bad");
     const answer = await call(this.api, `/api/sales/${this.saleId}/queue`, {
       method: "POST",
       token: this.page.token(),
@@ -69,13 +123,9 @@ export class WaitingRoom {
     if (check.token) check.reset();
     if (answer.status === 200) {
       this.ticket = answer.body.ticket;
-      sessionStorage.setItem(this.storageKey(), answer.body.ticket);
-      this.page.say(
-        answer.body.place === null
-          ? "You are in the line: places are drawn when the sale starts."
-          : `You are in line at place ${answer.body.place}.`,
-        "good",
-      );
+      tabStorage.set(this.storageKey(), answer.body.ticket);
+      this.page.say(""); // the room's line says where the buyer stands from here
+      this.page.changed();
       void this.follow();
       return;
     }
@@ -97,23 +147,19 @@ export class WaitingRoom {
         if (this.stopped) return;
         if (answer.status === 200) {
           this.position = answer.body;
+          this.waitUntil = serverNow() + answer.body.estimatedWaitSec * 1000;
           if (answer.body.pass) {
             this.pass = answer.body.pass;
             this.passExpiresAt = Date.parse(answer.body.passExpiresAt);
           }
-          this.render();
           this.page.changed();
-          if (answer.body.state !== "waiting") {
-            if (answer.body.state === "admitted") this.page.say("You're in: buy now, before your pass runs out.", "good");
-            else this.page.say(STATES[answer.body.state] ?? "", "bad");
-            return;
-          }
+          if (answer.body.state !== "waiting") return;
           await sleep(answer.body.retryAfterSec * 1000 + jitterMs());
         } else if (answer.status === 403 || answer.status === 401) {
           // Not this buyer's ticket (another sign-in): join again.
-          sessionStorage.removeItem(this.storageKey());
+          tabStorage.remove(this.storageKey());
           this.ticket = undefined;
-          this.render();
+          this.page.changed();
           return;
         } else {
           await sleep((answer.retryAfterMs || 2000) + jitterMs());
@@ -124,47 +170,49 @@ export class WaitingRoom {
     }
   }
 
-  /** The line as the page shows it; `remaining` is the sale's units left. @param {number} [remaining] */
-  render(remaining) {
-    const p = this.position;
-    $("queue-join").hidden = this.ticket !== undefined;
-    // A drawn buyer far from the front is told an estimate until the line nears them.
-    const estimate = p && p.place == null && p.aheadOfYou > 0 ? `about ${p.admittedThrough + p.aheadOfYou + 1}` : undefined;
-    $("queue-place").textContent = p?.place == null ? (estimate ?? (this.ticket ? "drawn at the start" : "–")) : String(p.place);
-    $("queue-progress").textContent = p ? `places 1–${p.admittedThrough}` : "–";
-    $("queue-wait").textContent = p && p.state === "waiting" ? formatDuration(p.estimatedWaitSec * 1000) : "–";
-    const likelySoldOut = p?.state === "waiting" && remaining !== undefined && p.aheadOfYou > remaining;
-    $("queue-note").textContent = likelySoldOut
-      ? `Likely sold out before your turn: ${p.aheadOfYou} buyers are ahead of you for ${remaining} ${remaining === 1 ? "unit" : "units"} left.`
-      : p
-        ? (STATES[p.state] ?? "")
-        : "Join the line to buy: buyers are let in a few at a time.";
-  }
-
-  /** Once every 250 ms: the countdown to the line opening, and the pass's. @param {any} sale */
-  tick(sale) {
-    const opensAt = Date.parse(sale.startsAt) - sale.queue.prequeueSec * 1000;
-    if (this.ticket === undefined && serverNow() < opensAt) {
-      $("queue-note").textContent = `The line opens in ${formatDuration(opensAt - serverNow())}.`;
-    }
-    const turn = $("queue-turn");
-    if (this.pass === undefined) {
-      turn.hidden = true;
-      return;
-    }
-    const left = this.passExpiresAt - serverNow();
-    turn.hidden = false;
-    turn.textContent =
-      left > 0 ? `You're in: buy within ${formatDuration(left)}.` : "Your turn has passed: the next place was let in.";
-    if (left <= 0 && this.pass !== undefined) {
+  /**
+   * The room as the page shows it, by the server's clock: called on every poll and tick.
+   * @param {any} sale @param {boolean} humanCheck whether the join asks for the check
+   */
+  render(sale, humanCheck) {
+    const now = serverNow();
+    if (this.pass !== undefined && (this.passExpiresAt ?? 0) <= now) {
       this.pass = undefined;
       this.page.changed();
     }
+    const p = this.position;
+    $("queue-join").hidden = this.ticket !== undefined || !["upcoming", "live"].includes(sale.status) || now < opensAt(sale);
+    // A drawn buyer far from the front is told an estimate until the line nears them.
+    const estimate = p && p.place == null && p.aheadOfYou > 0 ? `about ${p.admittedThrough + p.aheadOfYou + 1}` : undefined;
+    setText("queue-place", p?.place == null ? (estimate ?? (this.ticket ? "drawn at the start" : "–")) : String(p.place));
+    const letIn = !p
+      ? "–"
+      : p.admittedThrough === 0
+        ? "nobody yet"
+        : p.admittedThrough === 1
+          ? "place 1"
+          : `places 1–${p.admittedThrough}`;
+    setText("queue-progress", letIn);
+    setText("queue-time-left", this.passExpiresAt === undefined || this.bought ? "–" : formatDuration(this.passExpiresAt - now));
+    setText(
+      "queue-note",
+      roomLine({
+        sale,
+        now,
+        ticket: this.ticket !== undefined,
+        position: p,
+        waitUntil: this.waitUntil,
+        passExpiresAt: this.passExpiresAt,
+        bought: this.bought,
+        remaining: sale.remaining,
+        humanCheck,
+      }),
+    );
   }
 
   /** The pass bought: it is spent. */
   used() {
     this.pass = undefined;
-    $("queue-turn").hidden = true;
+    this.bought = true;
   }
 }

@@ -124,12 +124,18 @@ export async function screenshot(page: Page, name: string, { fullPage = true } =
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage, animations: "disabled" });
 }
 
-/** Opens the admin console in `page` and unlocks it with the stack's admin token. */
-export async function unlockConsole(page: Page): Promise<void> {
-  await page.goto(`${BASE}/admin/`);
+/** Opens the admin console in `page` (at `section`, a fragment such as "#create") and unlocks it with the stack's admin token. */
+export async function unlockConsole(page: Page, section = ""): Promise<void> {
+  await page.goto(`${BASE}/admin/${section}`);
   await page.getByLabel("Admin token").fill(secrets.ADMIN_TOKEN);
   await page.getByRole("button", { name: "Unlock" }).click();
-  await page.getByRole("heading", { name: "Create a sale" }).waitFor();
+  await page.getByRole("navigation", { name: "Console sections" }).waitFor();
+}
+
+/** Opens one of the console's sections from its nav ("Watch", "Create and edit", ...), and waits until it shows. */
+export async function openSection(page: Page, name: string): Promise<void> {
+  await page.getByRole("navigation", { name: "Console sections" }).getByRole("link", { name, exact: true }).click();
+  await page.locator('.console-nav a[aria-current="page"]', { hasText: name }).waitFor();
 }
 
 /** Where sales' images live in these tests: an https origin the context answers itself (no network here). */

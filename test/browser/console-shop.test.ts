@@ -16,6 +16,7 @@ import {
   chromiumForThisFile,
   cspViolations,
   newContext,
+  openSection,
   screenshot,
   seriousA11yViolations,
   unlockConsole,
@@ -109,7 +110,7 @@ describe("the console's order events", () => {
     const page = await (await newContext(browser())).newPage();
     let endpointId: string | undefined;
     try {
-      await unlockConsole(page);
+      await unlockConsole(page, "#events");
       const form = page.locator("#endpoint-form");
       await form.getByLabel("Endpoint URL (https)").fill(receiver.url);
       await form.getByLabel("Description (optional)").fill("the shop's fulfilment");
@@ -250,8 +251,10 @@ describe("the console's order events", () => {
       expect(new Set(answers.slice(0, -1))).toEqual(new Set(["answered 500"]));
 
       // The order's page in the console names what was sent about it, to which endpoint.
+      await openSection(page, "Watch");
       await page.getByLabel("Sale number").fill(sale.id);
       await page.getByRole("button", { name: "Watch", exact: true }).click();
+      await openSection(page, "Orders");
       await page.getByRole("button", { name: `Details of order ${first.orderId}` }).click();
       await page.getByRole("heading", { name: `Order ${first.orderId}` }).waitFor();
       const sent = await page
@@ -306,6 +309,7 @@ describe("the console's orders of a sale", () => {
     await unlockConsole(page);
     await page.getByLabel("Sale number").fill(sale.id);
     await page.getByRole("button", { name: "Watch", exact: true }).click();
+    await openSection(page, "Orders");
     await page.getByRole("heading", { name: `Orders of sale ${sale.id}` }).waitFor();
     const rows = page.locator("#order-rows tr[data-order]");
     const shownIds = () => rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.order));

@@ -1,6 +1,7 @@
 // The admin console in Chromium against `npm start`: unlocking with the admin token, creating
 // a sale from the form, watching its figures move while a small crowd buys, and pausing,
-// resuming and cancelling it (confirmed first; a cancelled sale's pause refused).
+// resuming and cancelling it (confirmed first; a cancelled sale's pause refused). The console
+// is in sections (test/browser/console-sections.test.ts): each step opens the one it needs.
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
@@ -9,6 +10,7 @@ import {
   chromiumForThisFile,
   cspViolations,
   newContext,
+  openSection,
   screenshot,
   secrets,
   seriousA11yViolations,
@@ -17,7 +19,7 @@ import {
 
 const browser = chromiumForThisFile();
 
-/** Submits the console's create form as filled, starting a minute ago; the new sale's id. */
+/** Submits the console's create form as filled, starting a minute ago; the new sale's id (the console then watches it). */
 async function createStartedSale(page: Page): Promise<string> {
   const startedAMinuteAgo = new Date(Date.now() - 60_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
   await page.locator("#create-form").getByLabel("Starts (your time)").fill(startedAMinuteAgo);
@@ -39,9 +41,14 @@ describe("the admin console", () => {
 
     await page.getByLabel("Admin token").fill(secrets.ADMIN_TOKEN);
     await page.getByRole("button", { name: "Unlock" }).click();
-    await page.getByRole("heading", { name: "Create a sale" }).waitFor();
-    expect(await page.evaluate(() => JSON.stringify({ ...localStorage, ...sessionStorage }))).toBe("{}");
+    await page.getByRole("navigation", { name: "Console sections" }).waitFor();
+    // Kept for the tab only, never in the URL.
+    expect(await page.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage } }))).toBe(
+      JSON.stringify({ local: {}, session: { "flash-sale:admin-token": secrets.ADMIN_TOKEN } }),
+    );
+    expect(page.url()).toBe(`${BASE}/admin/`);
 
+    await openSection(page, "Create and edit");
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Console drop");
     await create.getByLabel("Stock").fill("12");
@@ -49,10 +56,12 @@ describe("the admin console", () => {
     await page.locator("#live-name").filter({ hasText: "Console drop" }).waitFor();
     expect(await page.locator("#tile-remaining").textContent()).toBe("12");
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
-    expect(await page.locator("#tile-health").textContent()).toBe("live");
+    expect(await page.locator("#tile-health").textContent()).toBe("healthy");
     // The edit form holds the sale as loaded.
+    await page.getByRole("button", { name: "Edit this sale" }).click();
     expect(await page.locator("#edit-form").getByLabel("Name").inputValue()).toBe("Console drop");
     expect(await page.locator("#edit-form").getByLabel("Stock (up only)").inputValue()).toBe("12");
+    await openSection(page, "Watch");
 
     // A small crowd: 20 buyers for 12 units, each trying again after a 429 or 503 as the API
     // asks (a busy machine may answer either), until it is told yes or sold out.
@@ -69,16 +78,18 @@ describe("the admin console", () => {
 
     await page.locator("#tile-remaining").filter({ hasText: /^0$/ }).waitFor();
     await page.locator("#outcome-rows").getByText("OK (accepted)").waitFor();
-    await page.locator("#outcome-rows").getByText("SOLD_OUT").waitFor();
+    await page.locator("#outcome-rows").getByText("sold out (SOLD_OUT)").waitFor();
     expect(Number(await page.locator("#tile-accepted").textContent())).toBeCloseTo(1.2, 5); // 12 in the last 10 s
     expect(await page.locator("#chart polyline").count()).toBe(2);
     // Settlement moves orders from pending to awaiting payment (the sale's default window);
     // the verdict holds throughout.
     await page.locator("#state-rows tr", { hasText: "awaiting payment" }).filter({ hasText: "12" }).waitFor({ timeout: 20_000 });
     expect(await page.locator("#tile-verdict").textContent()).toBe("reconciled");
-    // The sale's largest Redis key and its share of the record limit, far from a warning.
+    // The sale's largest record in Redis and its share of the record limit, far from a warning.
     expect(await page.locator("#largest-key").textContent()).toMatch(
-      new RegExp(`^Largest Redis key: fs:\\{sale:${saleId}\\}:\\w+, [\\d.]+ MiB, 0\\.\\d% of the record limit\\.$`),
+      new RegExp(
+        `^Largest record in the live stock store: [\\d.]+ MiB, 0\\.\\d% of what one record may hold \\(key fs:\\{sale:${saleId}\\}:\\w+\\)\\.$`,
+      ),
     );
     expect(await page.locator("#largest-key.warning").count()).toBe(0);
 
@@ -146,7 +157,7 @@ describe("the admin console", () => {
 
   it("creates a sale with a waiting room from the form and shows who joined, who was let in and the passes", async () => {
     const page = await (await newContext(browser())).newPage();
-    await unlockConsole(page);
+    await unlockConsole(page, "#create");
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Queued console drop");
     await create.getByLabel("Stock").fill("1");
@@ -176,10 +187,18 @@ describe("the admin console", () => {
 
   it("creates a sale in sizes from the form, shows each size's figures while it sells, and raises one size's stock", async () => {
     const page = await (await newContext(browser())).newPage();
-    await unlockConsole(page);
+    await unlockConsole(page, "#create");
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Sized console drop");
-    await create.getByLabel("Variants (optional: sizes, colours, tiers)").fill("eu-41, EU 41, 2\neu-42, EU 42, 3, 1500");
+    for (const [i, values] of [
+      ["eu-41", "EU 41", "2", ""],
+      ["eu-42", "EU 42", "3", "15.00"],
+    ].entries()) {
+      await create.getByRole("button", { name: "Add a variant" }).click();
+      for (const [j, part] of ["id", "label", "stock", "price"].entries()) {
+        await create.getByLabel(`Variant ${i + 1} ${part}`).fill(values[j] as string);
+      }
+    }
     const saleId = await createStartedSale(page);
     expect((await api.sale(saleId)).variants.map((v) => [v.id, v.stock, v.price])).toEqual([
       ["eu-41", 2, 0],
@@ -189,10 +208,13 @@ describe("the admin console", () => {
     const sizes = page.locator("#variant-rows");
     await sizes.getByRole("row", { name: "EU 41 (eu-41) 2 1 1 0" }).waitFor();
     await sizes.getByRole("row", { name: "EU 42 (eu-42) 3 3 0 0" }).waitFor();
+    await page.getByRole("button", { name: "Edit this sale" }).click();
     expect(await page.locator("#edit-form").getByLabel("Stock (up only)").isDisabled()).toBe(true);
 
-    await page.locator("#edit-form").getByLabel("Variants").fill("eu-41, EU 41, 4, 0\neu-42, EU 42, 3, 1500");
+    await page.locator("#edit-form").getByLabel("Variant 1 stock").fill("4");
     await page.getByRole("button", { name: "Save changes" }).click();
+    await page.locator("#edit-status").filter({ hasText: "Saved: variants changed" }).waitFor();
+    await openSection(page, "Watch");
     await sizes.getByRole("row", { name: "EU 41 (eu-41) 4 3 1 0" }).waitFor();
     expect((await api.sale(saleId)).stock).toBe(7);
     expect(await seriousA11yViolations(page)).toEqual([]);
@@ -206,15 +228,19 @@ describe("the admin console", () => {
     await page.getByRole("button", { name: "Unlock" }).waitFor();
     expect(await page.getByLabel("Admin token").inputValue()).toBe("");
     expect(await page.locator("#console").isHidden()).toBe(true);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.reload();
+    await page.getByRole("button", { name: "Unlock" }).waitFor();
+    expect(await page.locator("#console").isHidden()).toBe(true);
   });
 
   it("creates a sale with the human check, manages deny rules, and counts a denied buyer as DENIED", async () => {
     const page = await (await newContext(browser())).newPage();
-    await unlockConsole(page);
+    await unlockConsole(page, "#create");
 
     const create = page.locator("#create-form");
     await create.getByLabel("Name").fill("Checked drop");
-    await create.getByLabel("Buyers pass the human check (Turnstile) before checkout").check();
+    await create.getByLabel("Buyers prove they are human before buying (Cloudflare Turnstile)").check();
     await page.getByRole("button", { name: "Create sale" }).click();
     const created = await page
       .locator("#create-status")
@@ -223,6 +249,7 @@ describe("the admin console", () => {
     const checkedId = /sale (\d+)/.exec(created ?? "")?.[1] as string;
     expect((await api.sale(checkedId)).humanCheck).toBe(true);
 
+    await openSection(page, "Deny rules");
     const deny = page.locator("#deny-form");
     await deny.getByLabel("Kind").selectOption("user");
     await deny.getByLabel("Value").fill("console-denied");
@@ -235,10 +262,12 @@ describe("the admin console", () => {
     const sale = await api.createSale({ name: "Denied drop", stock: 5 });
     expect((await api.checkout(sale.id, await api.userToken("console-denied"))).code).toBe("SOLD_OUT");
     expect((await api.checkout(sale.id, await api.userToken("console-person"))).status).toBe(202);
+    await openSection(page, "Watch");
     await page.getByLabel("Sale number").fill(sale.id);
     await page.getByRole("button", { name: "Watch", exact: true }).click();
-    await page.locator("#outcome-rows").getByText("DENIED").waitFor();
+    await page.locator("#outcome-rows").getByText("denied (DENIED)").waitFor();
 
+    await openSection(page, "Deny rules");
     await page.getByRole("button", { name: "Remove the rule on user console-denied" }).click();
     await page.locator("#deny-status").filter({ hasText: "Removed the rule on user console-denied." }).waitFor();
     expect(await page.locator("#deny-rows").getByText("console-denied").count()).toBe(0);

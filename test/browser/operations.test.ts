@@ -4,7 +4,16 @@
 // and an edit based on a version someone else changed meanwhile is refused with 412.
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { api, BASE, chromiumForThisFile, cspViolations, newContext, seriousA11yViolations, unlockConsole } from "./browser.ts";
+import {
+  api,
+  BASE,
+  chromiumForThisFile,
+  cspViolations,
+  newContext,
+  openSection,
+  seriousA11yViolations,
+  unlockConsole,
+} from "./browser.ts";
 
 const browser = chromiumForThisFile();
 
@@ -29,7 +38,7 @@ async function answer503Once(page: Page, url: string): Promise<void> {
 const openSale = (input: Parameters<typeof api.createSale>[0]) =>
   api.createSale({ startsAt: new Date(Date.now() - 60_000).toISOString(), ...input });
 
-/** The console, unlocked, watching `saleId` (found in its list of sales, a page at a time). */
+/** The console, unlocked, watching `saleId` (found in its list of sales, a page at a time), its edit form loaded. */
 async function consoleWatching(saleId: string): Promise<Page> {
   const page = await (await newContext(browser())).newPage();
   await unlockConsole(page);
@@ -45,7 +54,7 @@ async function consoleWatching(saleId: string): Promise<Page> {
     await page.locator("#sales-rows tr").nth(rows).waitFor();
   }
   await watch.click();
-  await page.locator("#edit-version").filter({ hasText: /^\d+$/ }).waitFor();
+  await page.locator("#edit-version").filter({ hasText: /^\d+$/ }).waitFor({ state: "attached" });
   return page;
 }
 
@@ -104,6 +113,7 @@ describe("sale operations on both pages", () => {
     await shop.goto(`${BASE}/?sale=${sale.id}`);
     await shop.getByRole("heading", { name: "Before rename" }).waitFor();
     const admin = await consoleWatching(sale.id);
+    await openSection(admin, "Create and edit");
     const form = admin.locator("#edit-form");
     expect(await form.getByLabel("Name").inputValue()).toBe("Before rename");
 

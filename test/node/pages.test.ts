@@ -54,6 +54,11 @@ describe("the pages", () => {
     const openapi = await worker.fetch("/openapi.json");
     expect(((await openapi.json()) as { openapi: string }).openapi).toBe("3.1.0");
     expect((await worker.fetch("/assets/storefront.js")).headers.get("Content-Type")).toContain("javascript");
+    // Every page names the icon, so no browser asks for a /favicon.ico that is not there.
+    expect((await worker.fetch("/favicon.svg")).headers.get("Content-Type")).toContain("image/svg+xml");
+    for (const file of htmlFiles(path.join(ROOT, "public"))) {
+      expect(readFileSync(file, "utf8"), path.relative(ROOT, file)).toContain('<link rel="icon" href="/favicon.svg"');
+    }
   });
 
   it("leave the API to the Worker", async () => {

@@ -67,3 +67,25 @@ export function badge(state) {
   span.textContent = words(state);
   return span;
 }
+
+/** What is wrong with a form as filled in, and the field to fix: nothing is sent. */
+export class FormProblem extends Error {
+  /** @param {string} message @param {HTMLElement} field */
+  constructor(message, field) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/**
+ * Says the problem in the form's status line and takes the keyboard to the field, marked
+ * invalid until it is changed.
+ * @param {string} statusId @param {FormProblem} problem
+ */
+export function showProblem(statusId, problem) {
+  say(statusId, problem.message, "bad");
+  const field = problem.field;
+  field.setAttribute("aria-invalid", "true");
+  field.addEventListener("input", () => field.removeAttribute("aria-invalid"), { once: true });
+  field.focus();
+}

@@ -18,6 +18,26 @@ export function formatDuration(ms) {
 }
 
 /**
+ * How long until something, as a person says it: "any moment now", "in a few seconds", "in
+ * about 20 seconds", "in about 2 minutes", "in about an hour". For estimates, which a clock to
+ * the second would overstate, and for lines a screen reader announces (they change rarely).
+ * @param {number} ms
+ */
+export function formatWait(ms) {
+  const seconds = Math.round(ms / 1000);
+  if (seconds <= 0) return "any moment now";
+  if (seconds < 10) return "in a few seconds";
+  if (seconds < 55) return `in about ${Math.round(seconds / 5) * 5} seconds`;
+  if (seconds < 90) return "in about a minute";
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `in about ${minutes} minutes`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 2) return "in about an hour";
+  if (hours < 48) return `in about ${hours} hours`;
+  return `in about ${Math.round(hours / 24)} days`;
+}
+
+/**
  * Minor units (cents) in the currency's own format: 1999 USD -> "$19.99", 500 JPY -> "¥500".
  * @param {number} minor
  * @param {string} currency ISO 4217

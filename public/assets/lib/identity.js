@@ -10,23 +10,45 @@
 //      parent whose origin is in ALLOWED_ORIGINS (the page posts {type: "flash-sale:ready"}
 //      when it listens, and {type: "flash-sale:token-expired"} when the API refuses the token),
 //   4. local sign-in, where the server offers it (DEV_LOGIN).
-// The token lives in this page's memory only.
+// A token the visitor gave this page themselves (local sign-in, a link they confirmed) is kept
+// for the tab in sessionStorage, so a reload in the middle of paying does not sign them out;
+// it is gone when the tab closes, and never put in a URL. A shop's token is not kept: the shop
+// hands it again on every load, and it replaces a kept one.
+import { tabStorage } from "./tab-storage.js";
 
 const TOKEN_URL = document.querySelector('meta[name="flash-sale:token-url"]')?.getAttribute("content") ?? "";
+const KEPT_TOKEN = "flash-sale:token";
 
 /**
- * The token's subject, for display only: the server decides who the buyer is.
+ * The token's claims, for display and for forgetting an expired one: the server decides who
+ * the buyer is and whether the token still holds.
  * @param {string} token
+ * @returns {{ sub?: unknown, exp?: unknown }}
  */
-function subjectOf(token) {
+function claimsOf(token) {
   try {
     const payload = token.split(".")[1] ?? "";
-    const json = atob(payload.replaceAll("-", "+").replaceAll("_", "/"));
-    const sub = JSON.parse(json).sub;
-    return typeof sub === "string" ? sub : "";
+    return JSON.parse(atob(payload.replaceAll("-", "+").replaceAll("_", "/"))) ?? {};
   } catch {
-    return "";
+    return {};
   }
+}
+
+/** The token's subject, for display only. @param {string} token */
+function subjectOf(token) {
+  const sub = claimsOf(token).sub;
+  return typeof sub === "string" ? sub : "";
+}
+
+/** The token this tab kept, unless its expiry has passed. */
+function keptToken() {
+  const token = tabStorage.get(KEPT_TOKEN);
+  const exp = token === undefined ? undefined : claimsOf(token).exp;
+  if (typeof exp === "number" && exp * 1000 <= Date.now()) {
+    tabStorage.remove(KEPT_TOKEN);
+    return undefined;
+  }
+  return token;
 }
 
 /** A parent page to talk to, when the storefront is embedded. */
@@ -49,10 +71,15 @@ export class Identity {
     this.onChange = onChange;
   }
 
-  /** @param {string | undefined} token */
-  set(token) {
+  /**
+   * @param {string | undefined} token
+   * @param {{ keep?: boolean }} [options] keep: the visitor gave it here (kept for the tab)
+   */
+  set(token, { keep = false } = {}) {
     this.token = token || undefined;
     this.userId = token ? subjectOf(token) : "";
+    if (this.token && keep) tabStorage.set(KEPT_TOKEN, this.token);
+    else tabStorage.remove(KEPT_TOKEN);
     this.onChange(this);
   }
 
@@ -61,6 +88,8 @@ export class Identity {
    * @param {string[]} allowedOrigins shops that may hand the page a token
    */
   async start(allowedOrigins) {
+    const kept = keptToken();
+    if (kept) this.set(kept, { keep: true });
     const fragment = new URLSearchParams(location.hash.slice(1));
     const fromFragment = fragment.get("token");
     if (fromFragment) {
@@ -90,7 +119,7 @@ export class Identity {
   acceptOffer() {
     const offered = this.offered;
     this.offered = undefined;
-    if (offered) this.set(offered.token);
+    if (offered) this.set(offered.token, { keep: true });
   }
 
   /** The visitor said the link's token is not theirs: it is forgotten, unused. */
