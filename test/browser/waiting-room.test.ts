@@ -91,7 +91,7 @@ describe("the waiting room, one state at a time", () => {
 
     // In arrival order, five minutes before the start: a place, the wait in words, nobody let in yet.
     const soon = await queuedSale("Line before the start", 5 * MINUTE, { prequeueSec: 600 });
-    await api.joinQueue(soon.id, await api.userToken(`${soon.id}-first`));
+    await api.joinWaitingRoom(soon.id, await api.userToken(`${soon.id}-first`));
     await page.goto(`${BASE}/?sale=${soon.id}`);
     await page.getByRole("button", { name: "Join the line" }).click();
     expect(await linesWhen(page, /^You are in line\. Your turn comes in about/)).toEqual([
@@ -104,7 +104,7 @@ describe("the waiting room, one state at a time", () => {
     // The sale starts while the buyer waits at place 2 for its one unit, which place 1 holds:
     // the page hears it open, and still says the buyer's turn has not come.
     const starting = await queuedSale("Line at the start", 8_000, { prequeueSec: 600, passTtlSec: 600 }, 1);
-    await api.joinQueue(starting.id, await api.userToken(`${starting.id}-first`));
+    await api.joinWaitingRoom(starting.id, await api.userToken(`${starting.id}-first`));
     await page.goto(`${BASE}/?sale=${starting.id}`);
     await page.getByRole("button", { name: "Join the line" }).click();
     await page
@@ -144,7 +144,7 @@ describe("the waiting room, one state at a time", () => {
     // Sold out: the last unit bought with another buyer's pass.
     const last = await queuedSale("Line sold out", -MINUTE, {}, 1);
     const other = await api.userToken(`${last.id}-other`);
-    const joined = await api.joinQueue(last.id, other);
+    const joined = await api.joinWaitingRoom(last.id, other);
     const pass = await eventually("the other buyer's pass", async () => {
       const position = await api.pollQueue(last.id, other, joined.body?.ticket as string);
       return position.body?.pass ?? false;
