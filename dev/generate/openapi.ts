@@ -13,6 +13,7 @@ import { ERROR_DOCS, ERRORS, type ErrorCode } from "../../src/shared/error-codes
 import * as Lab from "../../src/shared/lab-types.ts";
 import {
   type Auth,
+  OUTSIDE_OPERATIONS,
   openApiPath,
   RESPONSE_HEADERS,
   type ResponseHeader,
@@ -72,19 +73,6 @@ export function chainErrors(route: RouteDoc): RouteError[] {
     ...AUTH_ERRORS[route.auth],
   ];
 }
-
-/**
- * The codes only the app's chain answers, outside any operation: an unknown path or method,
- * a fault of the server's own, a CORS preflight, a Host the local stack refuses. Documented
- * once, in the document's description, rather than on every operation.
- */
-export const OUTSIDE_OPERATIONS: readonly ErrorCode[] = [
-  "NOT_FOUND",
-  "METHOD_NOT_ALLOWED",
-  "INTERNAL",
-  "CORS_ORIGIN_DENIED",
-  "HOST_NOT_ALLOWED",
-];
 
 const CATALOG_ORDER = Object.keys(ERRORS) as ErrorCode[];
 
@@ -209,10 +197,12 @@ export function openApiDocument(): Json {
       title: "edge-flash-sale",
       version,
       description: [
-        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}; each operation lists the codes it may answer.',
-        `Besides those, any request may be answered ${OUTSIDE_OPERATIONS.map((code) => `${code} (${ERRORS[code].status}: ${ERROR_DOCS[code].when})`).join(", ")}.`,
-        "Order ids are 64-bit integers sent as decimal strings.",
-      ].join(" "),
+        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}; each operation lists the codes it may answer. Order ids are 64-bit integers sent as decimal strings.',
+        [
+          "Besides those, any request may be answered:",
+          ...OUTSIDE_OPERATIONS.map((code) => `- ${code} (${ERRORS[code].status}): ${ERROR_DOCS[code].when}`),
+        ].join("\n"),
+      ].join("\n\n"),
     },
     servers: [{ url: "/" }],
     tags: [

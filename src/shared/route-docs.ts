@@ -45,6 +45,20 @@ export interface RouteDoc {
   errors: readonly RouteError[];
 }
 
+/**
+ * The codes only the app's chain answers, outside any operation or in front of every one: an
+ * unknown path (NOT_FOUND) or method, a fault of the server's own, a CORS preflight, a Host the
+ * local stack refuses. The API document lists them once, in its description, rather than on
+ * every operation.
+ */
+export const OUTSIDE_OPERATIONS: readonly ErrorCode[] = [
+  "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
+  "INTERNAL",
+  "CORS_ORIGIN_DENIED",
+  "HOST_NOT_ALLOWED",
+];
+
 /** hono's `/sales/:saleId` is OpenAPI's `/sales/{saleId}`. */
 export const openApiPath = (honoPath: string) => honoPath.replace(/:(\w+)/g, "{$1}");
 
