@@ -6,7 +6,7 @@ import { IDEMPOTENCY_KEY, type RouteDoc } from "../shared/route-docs";
 
 /** A change D1 has that Redis could not take yet. */
 const notPropagated = (what: string) =>
-  ["UNAVAILABLE", `${what} is recorded in D1 but Redis could not be reached; send it again to finish`] as const;
+  ["UNAVAILABLE", `${what} is recorded in D1 but Redis could not be reached: send it again to finish`] as const;
 
 const stateChanges = [
   ["pause", "Pause a sale: checkout answers 409 SALE_PAUSED until it is resumed"],
@@ -113,7 +113,7 @@ export const adminDocs: readonly RouteDoc[] = [
       "ORDERS_IN_FLIGHT",
       "RESTORE_INTERRUPTED",
       "SALE_ARCHIVED",
-      ["UNAVAILABLE", "nothing was restored; send it again"],
+      ["UNAVAILABLE", "nothing was restored: send it again"],
     ],
   },
   {

@@ -37,7 +37,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "VARIANT_REQUIRED",
       "QUEUE_PASS_REQUIRED",
       "QUEUE_PASS_INVALID",
-      ["HUMAN_CHECK_REQUIRED", "here: a sale with humanCheck and no waiting room; a queued sale asks at its join"],
+      ["HUMAN_CHECK_REQUIRED", "here: a sale with humanCheck and no waiting room, since a queued sale asks at its join"],
       "HUMAN_CHECK_FAILED",
       "SALE_NOT_FOUND",
       "VARIANT_NOT_FOUND",
@@ -54,7 +54,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "IDEMPOTENCY_KEY_REUSED",
       PER_USER_BUCKET,
       ["RATE_LIMITED", "the sale's admission rate"],
-      ["UNAVAILABLE", "nothing reserved; a sale Redis lost is refused until it is rebuilt"],
+      ["UNAVAILABLE", "nothing is reserved, and a sale Redis lost is refused until it is rebuilt"],
     ],
   },
 ];

@@ -50,6 +50,6 @@ export const orderListsDocs: readonly RouteDoc[] = [
     auth: "admin",
     params: Requests.OrderIdParam,
     responses: { 200: { description: "the order", body: Bodies.AdminOrderDetail } },
-    errors: ["BAD_REQUEST", ["ORDER_NOT_FOUND", "D1 has no such order; one still pending is not recorded yet"]],
+    errors: ["BAD_REQUEST", ["ORDER_NOT_FOUND", "for the admin, D1 has no such order: one still pending is not recorded yet"]],
   },
 ];

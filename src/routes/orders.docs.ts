@@ -37,7 +37,7 @@ export const ordersDocs: readonly RouteDoc[] = [
       "IDEMPOTENCY_KEY_REUSED",
       PER_USER_BUCKET,
       ...CALLER_LIMITED,
-      ["UNAVAILABLE", "the provider did not answer in time, or storage cannot be reached; retry with the same key"],
+      ["UNAVAILABLE", "the provider did not answer in time, or storage cannot be reached: retry with the same key"],
       "PAYMENT_UNAVAILABLE",
     ],
   },

@@ -25,7 +25,7 @@ export const webhooksDocs: readonly RouteDoc[] = [
       ["ORDER_NOT_FOUND", "no settled order of that id"],
       [
         "PAYMENT_IN_PROGRESS",
-        "a payment.succeeded for an order whose pay attempt is in flight is not applied; deliver it again, and it is decided once that attempt has ended",
+        "a payment.succeeded for an order whose pay attempt is in flight is not applied: deliver it again, and it is decided once that attempt has ended",
       ],
     ],
   },

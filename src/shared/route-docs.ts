@@ -83,7 +83,7 @@ export const PER_USER_BUCKET: RouteError = ["RATE_LIMITED", "the isolate's bucke
 export const CALLER_LIMITED: readonly RouteError[] = [
   [
     "RATE_LIMITED",
-    "the global limit per user and per client address, counted across every isolate; a caller it refuses is refused in that isolate without a Redis command until its window resets",
+    "the global limit per user and per client address, counted across every isolate, which refuses a caller in that isolate without a Redis command until its window resets",
   ],
   ["UNAVAILABLE", "the global limits fail closed: a request they cannot count is refused"],
 ];
