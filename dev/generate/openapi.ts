@@ -61,7 +61,7 @@ const AUTH_ERRORS: Record<Auth, readonly RouteError[]> = {
  * What a route may answer besides its own errors: src/app.ts's chain in front of every route,
  * and the route's auth check. The one place that knows them.
  */
-export function chainErrors(route: RouteDoc): RouteError[] {
+function chainErrors(route: RouteDoc): RouteError[] {
   return [
     // Every request reads the settings: one that does not parse is refused by name.
     "UNAVAILABLE",

@@ -39,8 +39,8 @@ export interface RouteDoc {
   /** Its successes (2xx); its error responses are generated from `errors` and the catalog. */
   responses: Partial<Record<200 | 201 | 202 | 204, SuccessResponse>>;
   /**
-   * The codes the route's own middleware and handler may answer; what the app's chain and the
-   * route's auth add, the generator adds (dev/generate/openapi.ts).
+   * The codes the route's own middleware and handler may answer, but for its auth check's: those
+   * and what the app's chain adds, the generator knows (chainErrors in dev/generate/openapi.ts).
    */
   errors: readonly RouteError[];
 }
@@ -48,8 +48,8 @@ export interface RouteDoc {
 /**
  * The codes only the app's chain answers, outside any operation or in front of every one: an
  * unknown path (NOT_FOUND) or method, a fault of the server's own, a CORS preflight, a Host the
- * local stack refuses. The API document lists them once, in its description, rather than on
- * every operation.
+ * local stack refuses. The API document lists them once, in its description, for any request,
+ * rather than on every operation; the Worker tests accept them on any operation.
  */
 export const OUTSIDE_OPERATIONS: readonly ErrorCode[] = [
   "NOT_FOUND",
