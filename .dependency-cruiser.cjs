@@ -1,7 +1,8 @@
 // The layer rule, checked by `npm run lint` (depcruise). Imports run one way:
 //
 //   src/index.ts, src/app.ts            entry: the Worker's handlers, the whole API in one chain
-//   src/routes/                         one module per resource, mounted only by app.ts
+//   src/routes/                         one module per resource, mounted only by app.ts; beside each, its
+//                                       routes' docs (<name>.docs.ts), which the Worker never imports
 //   src/http/                           what routes share: auth, errors, params, validation, limits; may use src/admission/
 //   src/{sales,admission,orders,settlement,checkout,lab}/   domain, in that order: a module may use the ones before it
 //   src/{redis,isolate}/                infrastructure: the Upstash client and scripts, isolate memory
@@ -10,8 +11,8 @@
 //
 // Tooling likewise: load/bench -> load/runner -> dev/stack, dev/gateway -> dev/lib; tests use
 // load/runner and dev/ but never load/bench (it only prints what the runner measures);
-// and all of it may read src/shared/ (the API's shapes) and use src/locks/ (a stand-alone
-// library, like any package), never the Worker's insides.
+// and all of it may read src/shared/ (the API's shapes) and the routes' docs, and use
+// src/locks/ (a stand-alone library, like any package), never the Worker's insides.
 // docs/architecture.md explains the layers.
 const DOMAIN_ORDER = ["sales", "admission", "orders", "settlement", "checkout", "lab"];
 
@@ -72,8 +73,22 @@ module.exports = {
       name: "routes-not-sideways",
       comment: "app.ts mounts every route module; they never import each other",
       severity: "error",
-      from: { path: "^src/routes/" },
+      from: { path: "^src/routes/", pathNot: "\\.docs\\.ts$" },
       to: { path: "^src/routes/|^src/(app|index)\\.ts$" },
+    },
+    {
+      name: "docs-read-shapes-only",
+      comment: "a route module's docs (src/routes/*.docs.ts) use src/shared/ and other docs only",
+      severity: "error",
+      from: { path: "^src/routes/[^/]+\\.docs\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/shared/|^src/routes/[^/]+\\.docs\\.ts$" },
+    },
+    {
+      name: "worker-never-imports-docs",
+      comment: "the routes' docs are for the API document only: the Worker's bundle never carries them",
+      severity: "error",
+      from: { path: "^src/", pathNot: "\\.docs\\.ts$" },
+      to: { path: "\\.docs\\.ts$" },
     },
     {
       name: "worker-never-imports-tooling",
@@ -83,10 +98,11 @@ module.exports = {
     },
     {
       name: "tooling-reads-shapes-only",
-      comment: "dev/ and load/ use the API's shapes (src/shared/) and the lock library (src/locks/), never the Worker's insides",
+      comment:
+        "dev/ and load/ use the API's shapes (src/shared/), the routes' docs (src/routes/*.docs.ts) and the lock library (src/locks/), never the Worker's insides",
       severity: "error",
       from: { path: "^(dev|load)/" },
-      to: { path: "^src/(?!shared/|locks/)" },
+      to: { path: "^src/(?!shared/|locks/|routes/[^/]+\\.docs\\.ts$)" },
     },
     {
       name: "dev-never-imports-load",

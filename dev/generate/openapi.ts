@@ -1,4 +1,5 @@
-// The OpenAPI 3.1 document of the API, generated from the route table and the same zod
+// The OpenAPI 3.1 document of the API, assembled from the routes' docs (src/routes/*.docs.ts,
+// beside each route module), the error catalog (src/shared/error-codes.ts) and the same zod
 // schemas the Worker validates with and the tests check responses against. Built here, at
 // build and test time, and served as a file: a generator bundled into the Worker would cost
 // more than its whole size budget has left.
@@ -6,9 +7,19 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import * as z from "zod/mini";
 import type { $ZodType } from "zod/v4/core";
-import { API_ROUTES, type ApiRoute, type Auth, openApiPath, RESPONSE_HEADERS } from "../../src/shared/api-routes.ts";
+import { ROUTE_DOCS } from "../../src/routes/api.docs.ts";
 import * as Bodies from "../../src/shared/api-types.ts";
+import { ERROR_DOCS, ERRORS, type ErrorCode } from "../../src/shared/error-codes.ts";
 import * as Lab from "../../src/shared/lab-types.ts";
+import {
+  type Auth,
+  OUTSIDE_OPERATIONS,
+  openApiPath,
+  RESPONSE_HEADERS,
+  type ResponseHeader,
+  type RouteDoc,
+  type RouteError,
+} from "../../src/shared/route-docs.ts";
 import { ROOT } from "../lib/project.ts";
 
 type Json = Record<string, unknown>;
@@ -32,7 +43,96 @@ function embedded(schema: Json): Json {
 
 const SECURITY: Record<Exclude<Auth, "none">, string> = { user: "userToken", admin: "adminToken" };
 
-function operation(route: ApiRoute, registry: ReturnType<typeof componentRegistry>): Json {
+/** What a route's auth check answers (src/http/auth.ts), whichever module mounts it. */
+const AUTH_ERRORS: Record<Auth, readonly RouteError[]> = {
+  none: [],
+  user: ["UNAUTHORIZED"],
+  admin: [
+    "UNAUTHORIZED",
+    [
+      "RATE_LIMITED",
+      "too many failed admin sign-ins from this address: a global limit, counted across every isolate, that refuses even the right token until it resets",
+    ],
+    ["UNAVAILABLE", "ADMIN_TOKEN is not usable, or the failed sign-ins cannot be counted: their limit fails closed"],
+  ],
+};
+
+/**
+ * What a route may answer besides its own errors: src/app.ts's chain in front of every route,
+ * and the route's auth check. The one place that knows them.
+ */
+function chainErrors(route: RouteDoc): RouteError[] {
+  return [
+    // Every request reads the settings: one that does not parse is refused by name.
+    "UNAVAILABLE",
+    // bodyLimit and requireJsonBodies: a body over the limit, or one that is not JSON.
+    ...(route.body ? (["PAYLOAD_TOO_LARGE"] as const) : []),
+    ...(route.method !== "get" ? (["UNSUPPORTED_MEDIA_TYPE"] as const) : []),
+    ...(route.path.startsWith("/api/") ? [["RATE_LIMITED", "the isolate's bucket per client address"] as const] : []),
+    ...(route.path.startsWith("/admin/") ? (["CROSS_ORIGIN"] as const) : []),
+    ...AUTH_ERRORS[route.auth],
+  ];
+}
+
+const CATALOG_ORDER = Object.keys(ERRORS) as ErrorCode[];
+
+/** Headers an error response carries, by the codes it answers. */
+function errorHeaders(codes: readonly ErrorCode[]): ResponseHeader[] {
+  const headers = new Set<ResponseHeader>();
+  for (const code of codes) {
+    if ("retryAfterSec" in ERRORS[code] || ERROR_DOCS[code].sometimesRetryAfter) headers.add("Retry-After");
+    if (code === "RATE_LIMITED")
+      for (const h of ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"] as const) headers.add(h);
+    if (code === "UNAUTHORIZED") headers.add("WWW-Authenticate");
+    if (code === "PRECONDITION_FAILED") headers.add("ETag");
+  }
+  return (Object.keys(RESPONSE_HEADERS) as ResponseHeader[]).filter((h) => headers.has(h));
+}
+
+const headersObject = (headers: readonly ResponseHeader[]): Json =>
+  Object.fromEntries(headers.map((h) => [h, { description: RESPONSE_HEADERS[h], schema: { type: "string" } }]));
+
+/**
+ * The route's error responses, one per status: each code with when the catalog says it is
+ * sent and the route's notes, and a body whose code is one of exactly those.
+ */
+function errorResponses(route: RouteDoc): Record<number, Json> {
+  const notes = new Map<ErrorCode, string[]>();
+  for (const error of [...route.errors, ...chainErrors(route)]) {
+    const [code, note] = typeof error === "string" ? [error] : error;
+    notes.set(code, [...(notes.get(code) ?? []), ...(note ? [note] : [])]);
+  }
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of CATALOG_ORDER.filter((c) => notes.has(c))) {
+    const { status } = ERRORS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: Record<number, Json> = {};
+  for (const [status, codes] of byStatus) {
+    const lines = codes.map((code) => {
+      const noted = notes.get(code) ?? [];
+      return `${code}: ${ERROR_DOCS[code].when}${noted.length > 0 ? ` (${noted.join("; ")})` : ""}`;
+    });
+    const headers = errorHeaders(codes);
+    responses[status] = {
+      description: lines.length === 1 ? lines[0] : lines.map((line) => `- ${line}`).join("\n"),
+      ...(headers.length > 0 && { headers: headersObject(headers) }),
+      content: {
+        "application/json": {
+          schema: {
+            allOf: [
+              { $ref: "#/components/schemas/ErrorBody" },
+              { properties: { error: { properties: { code: { enum: codes } } } } },
+            ],
+          },
+        },
+      },
+    };
+  }
+  return responses;
+}
+
+function operation(route: RouteDoc, registry: ReturnType<typeof componentRegistry>): Json {
   const schemaOf = (schema: $ZodType): Json => {
     const id = registry.get(schema)?.id;
     return id ? { $ref: `#/components/schemas/${id}` } : embedded(z.toJSONSchema(schema) as Json);
@@ -54,15 +154,11 @@ function operation(route: ApiRoute, registry: ReturnType<typeof componentRegistr
   for (const [name, { required, description }] of Object.entries(route.requestHeaders ?? {})) {
     parameters.push({ name, in: "header", required, description, schema: { type: "string" } });
   }
-  const responses: Json = {};
+  const responses: Record<number, Json> = errorResponses(route);
   for (const [status, response] of Object.entries(route.responses)) {
-    responses[status] = {
+    responses[Number(status)] = {
       description: response.description,
-      ...(response.headers && {
-        headers: Object.fromEntries(
-          response.headers.map((h) => [h, { description: RESPONSE_HEADERS[h], schema: { type: "string" } }]),
-        ),
-      }),
+      ...(response.headers && { headers: headersObject(response.headers) }),
       ...(response.body && { content: { "application/json": { schema: schemaOf(response.body) } } }),
     };
   }
@@ -71,7 +167,8 @@ function operation(route: ApiRoute, registry: ReturnType<typeof componentRegistr
     tags: [route.tag],
     summary: route.summary,
     ...(route.description && { description: route.description }),
-    ...(route.auth !== "none" && { security: [{ [SECURITY[route.auth]]: [] }] }),
+    // A public operation says so: no security, rather than the document's default.
+    security: route.auth === "none" ? [] : [{ [SECURITY[route.auth]]: [] }],
     ...(parameters.length > 0 && { parameters }),
     ...(route.body && {
       requestBody: {
@@ -89,7 +186,7 @@ export function openApiDocument(): Json {
     schemas: Record<string, Json>;
   };
   const paths: Record<string, Json> = {};
-  for (const route of API_ROUTES) {
+  for (const route of ROUTE_DOCS) {
     const key = openApiPath(route.path);
     paths[key] = { ...paths[key], [route.method]: operation(route, registry) };
   }
@@ -99,8 +196,13 @@ export function openApiDocument(): Json {
     info: {
       title: "edge-flash-sale",
       version,
-      description:
-        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}. Order ids are 64-bit integers sent as decimal strings.',
+      description: [
+        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}; each operation lists the codes it may answer. Order ids are 64-bit integers sent as decimal strings.',
+        [
+          "Besides those, any request may be answered:",
+          ...OUTSIDE_OPERATIONS.map((code) => `- ${code} (${ERRORS[code].status}): ${ERROR_DOCS[code].when}`),
+        ].join("\n"),
+      ].join("\n\n"),
     },
     servers: [{ url: "/" }],
     tags: [

@@ -1,0 +1,48 @@
+// The waiting room's join and poll, documented beside src/routes/waiting-room.ts
+// (src/shared/route-docs.ts: the Worker never imports them).
+import * as Bodies from "../shared/api-types";
+import * as Requests from "../shared/requests";
+import { CALLER_LIMITED, PER_USER_BUCKET, type RouteDoc } from "../shared/route-docs";
+
+export const waitingRoomDocs: readonly RouteDoc[] = [
+  {
+    method: "post",
+    path: "/api/sales/:saleId/queue",
+    tag: "storefront",
+    summary: "Join a sale's waiting room: the ticket to poll with",
+    description:
+      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order. Callers a deny rule matches, whose Human-Check token does not pass, or who bring a user id beyond ACCOUNTS_PER_ADDRESS from one client address to the sale are not told so: they get a ticket like any other whose place never comes up (its polls cost no Redis command), and are counted in the sale's stats.",
+    auth: "user",
+    params: Requests.SaleIdParam,
+    requestHeaders: {
+      "Human-Check": {
+        required: false,
+        description:
+          "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck (the site key is in GET /api/config); each token passes once",
+      },
+    },
+    responses: { 200: { description: "in line", body: Bodies.QueueJoined } },
+    errors: [
+      "BAD_REQUEST",
+      ["HUMAN_CHECK_REQUIRED", "nothing joined"],
+      "SALE_NOT_FOUND",
+      "QUEUE_NOT_OPEN",
+      "QUEUE_OFF",
+      PER_USER_BUCKET,
+      ...CALLER_LIMITED,
+    ],
+  },
+  {
+    method: "get",
+    path: "/api/sales/:saleId/queue",
+    tag: "storefront",
+    summary: "Where the buyer stands in the waiting room, and the pass once admitted",
+    description:
+      "Costs no Redis command of its own: the place travels in the ticket and the line's progress is read at most once a second per isolate. retryAfterSec says when to ask again. A pre-queue ticket polled after the start is placed once and answered with its replacement in the Queue-Ticket header.",
+    auth: "user",
+    params: Requests.SaleIdParam,
+    requestHeaders: { "Queue-Ticket": { required: true, description: "the ticket POST .../queue gave" } },
+    responses: { 200: { description: "the buyer's standing", body: Bodies.QueuePosition, headers: ["Queue-Ticket"] } },
+    errors: ["BAD_REQUEST", "QUEUE_TICKET_INVALID", "SALE_NOT_FOUND", PER_USER_BUCKET, "UNAVAILABLE"],
+  },
+];
