@@ -385,7 +385,9 @@ interface Sent {
  * may move), while the cron's sweep runs every 200 ms as well.
  */
 async function payPaced(rows: D1Order[], aimAt: (row: D1Order, i: number) => number): Promise<(Sent & { aim: number })[]> {
-  const sweeping = setInterval(() => void stack.worker.scheduled(), 200);
+  // A run that fails (a busy machine cut its request) is a cron run that failed: the next
+  // one, 200 ms later, does its work; the assertions below judge the outcome.
+  const sweeping = setInterval(() => void stack.worker.scheduled().catch(() => undefined), 200);
   try {
     return await Promise.all(
       rows.map(async (row, i) => {
@@ -495,6 +497,8 @@ describe("payments landing at the deadline", () => {
             decideMs = quantile(recent, AIM_QUANTILE);
           }
         })
+        // A read the busy machine cut leaves the aim as it was until the next one.
+        .catch(() => undefined)
         .finally(() => {
           reading = false;
         });
