@@ -2,20 +2,12 @@
 // The console's settings: what this deployment tells the storefront (GET /api/config), in
 // the shop's words: local sign-in, the shops that may embed the storefront, the human check.
 import { call } from "./lib/api.js";
-import { $, say } from "./lib/console-page.js";
+import { $, factItems, say } from "./lib/console-page.js";
 import { humanCheckIn } from "./lib/human-check.js";
 
 /** @param {[string, string][]} facts */
 function renderFacts(facts) {
-  $("shop-settings").replaceChildren(
-    ...facts.flatMap(([name, value]) => {
-      const dt = document.createElement("dt");
-      dt.textContent = name;
-      const dd = document.createElement("dd");
-      dd.textContent = value;
-      return [dt, dd];
-    }),
-  );
+  $("shop-settings").replaceChildren(...factItems(facts));
 }
 
 /** Reads the deployment's settings into the section. */

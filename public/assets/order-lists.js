@@ -4,7 +4,7 @@
 // payment attempts and the events sent about it (GET /admin/orders/:orderId); and the same
 // list as a CSV file (orders.csv). Kept apart from the sale's figures in admin.js, which
 // hands in its authenticated callers.
-import { $, badge, cellOf, row, rowButton, say } from "./lib/console-page.js";
+import { $, badge, cellOf, factItems, row, rowButton, say } from "./lib/console-page.js";
 import { formatMoment, formatMoney, formatTime, words } from "./lib/format.js";
 import { attemptsCell } from "./order-events.js";
 
@@ -116,15 +116,7 @@ export function saleOrdersPanel(admin, download) {
       ["Refund due", order.refundDue ? "yes" : "no"],
     ];
     if (order.failureReason) facts.push(["Why it failed", words(order.failureReason)]);
-    $("detail-facts").replaceChildren(
-      ...facts.flatMap(([name, value]) => {
-        const dt = document.createElement("dt");
-        dt.textContent = name;
-        const dd = document.createElement("dd");
-        dd.textContent = value;
-        return [dt, dd];
-      }),
-    );
+    $("detail-facts").replaceChildren(...factItems(facts));
     fillTable(
       "history-rows",
       order.history.map((/** @type {any} */ h) =>

@@ -89,3 +89,16 @@ export function showProblem(statusId, problem) {
   field.addEventListener("input", () => field.removeAttribute("aria-invalid"), { once: true });
   field.focus();
 }
+
+/**
+ * A definition list's items, name and value, as dt and dd elements (text only).
+ * @param {[string, string][]} facts
+ */
+export const factItems = (facts) =>
+  facts.flatMap(([name, value]) => {
+    const dt = document.createElement("dt");
+    dt.textContent = name;
+    const dd = document.createElement("dd");
+    dd.textContent = value;
+    return [dt, dd];
+  });
