@@ -99,6 +99,8 @@ export default defineConfig({
                 // pay far more than a person; test/worker/global-limits.test.ts sets its own.
                 QUEUE_JOINS_PER_USER_PER_MIN: "0",
                 QUEUE_JOINS_PER_IP_PER_MIN: "0",
+                DRAW_ENTRIES_PER_USER_PER_MIN: "0",
+                DRAW_ENTRIES_PER_IP_PER_MIN: "0",
                 DEV_LOGINS_PER_USER_PER_MIN: "0",
                 DEV_LOGINS_PER_IP_PER_MIN: "0",
                 ORDER_CHANGES_PER_USER_PER_MIN: "0",

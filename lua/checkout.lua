@@ -15,6 +15,11 @@ admitted, unused and unexpired (waiting-room-progress.lua admits them), and mark
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
 nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
 
+A sale sold by draw (qmode draw) sells only its draw's offers: the Worker's own calls for the
+entries the draw selected (src/checkout/draw-offers.ts), each naming the claim "draw" and
+an Idempotency-Key of the entry's, so an offer made twice reserves once. Everyone else is
+refused DRAW_ONLY, and offers take no admission token (the draw paced them).
+
 A sale with variants (sizes, colours, tiers: the meta hash has `variants`, lua/sale-sync.lua)
 sells each from its own counter `v:<id>` as well as from the total `remaining`; the buyer's
 limit counts units across every variant. A sale without has one implicit variant, "default",
@@ -39,9 +44,9 @@ one table: docs/architecture.md, "The sale's Redis layout")
 ARGV
   1  the bucket count the Worker split the buyers by: when the sale's own (meta `buckets`,
      1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
-  then quintuples of user id, quantity, Idempotency-Key ("" for none), the place its
-  Queue-Pass names ("" for none) and which of the call's buckets is the buyer's (1 for the
-  first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples. The quantity may name a
+  then quintuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
+  place its Queue-Pass names, "draw" for a draw's offer, "" for none) and which of the call's
+  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples. The quantity may name a
   variant: "<quantity>@<variant id>" (recorded so in pending and keys for a sale with variants only)
 Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
   1  "checkout/4"     the layout; the Worker refuses any other
@@ -58,7 +63,8 @@ Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.t
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
                QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED |
-               VARIANT_REQUIRED (a sale with variants, none named) | VARIANT_NOT_FOUND
+               VARIANT_REQUIRED (a sale with variants, none named) | VARIANT_NOT_FOUND |
+               DRAW_ONLY (a sale sold by draw, and no draw's offer)
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
                reserved: a retry never buys twice); KEY_REUSED: it did, for other units;
                RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
@@ -133,10 +139,19 @@ end
 local remaining, starts, ends, slot = tonumber(sale[1]), tonumber(sale[2]), tonumber(sale[3]), tonumber(sale[4])
 local rate, burst, limit = tonumber(sale[5]), tonumber(sale[6]), tonumber(sale[8]) or 1
 local queued = sale[10] == 'fifo' or sale[10] == 'random'
+local drawn = sale[10] == 'draw'
 local hasVariants = sale[12] ~= false
 
+-- A sale sold by draw refuses a call of buyers alone as a whole, whatever its window says.
+local offers = false
+for i = 5, #ARGV, 5 do
+  offers = offers or ARGV[i] == 'draw'
+end
+
 local saleWide
-if sale[9] == 'cancelled' then
+if drawn and not offers then
+  saleWide = 'DRAW_ONLY'
+elseif sale[9] == 'cancelled' then
   saleWide = 'SALE_CANCELLED'
 elseif sale[9] == 'paused' then
   saleWide = 'SALE_PAUSED'
@@ -267,7 +282,9 @@ local outcomes = {}
 local keysHere = {}
 local reservedAny = false
 for i = 2, #ARGV, 5 do
-  local user, key, place, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local user, key, claim, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  local offer = claim == 'draw'
+  local place = offer and '' or claim
   local field, quantity, variantRefusal = variantOf(ARGV[i + 1])
   -- What pending and keys record: the variant only where the sale has variants.
   local units = hasVariants and ARGV[i + 1] or tostring(quantity)
@@ -281,7 +298,9 @@ for i = 2, #ARGV, 5 do
   local before = keyField and (keysHere[keyField] or redis.call('HGET', bucket.idempotency, keyField))
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
   local passRefusal = not before and queued and passProblem(user, place, bucket)
-  if before then
+  if drawn ~= offer then
+    outcome = 'DRAW_ONLY' -- a draw's offer reserves only from a sale sold by draw
+  elseif before then
     local o, u = string.match(before, '^(%d+):(.+)$')
     orderId = o
     if u == units then
@@ -301,10 +320,13 @@ for i = 2, #ARGV, 5 do
     outcome = 'SOLD_OUT'
   elseif left[field] < quantity then
     outcome = 'QUANTITY_UNAVAILABLE'
-  elseif tokens < 1 or idClockFull() then
+  elseif (tokens < 1 and not offer) or idClockFull() then
     outcome = 'RATE_LIMITED'
   else
-    tokens, remaining, seq = tokens - 1, remaining - quantity, seq + 1
+    if not offer then
+      tokens = tokens - 1
+    end
+    remaining, seq = remaining - quantity, seq + 1
     left[field] = left[field] - quantity
     left.remaining = remaining
     orderId = nextOrderId()

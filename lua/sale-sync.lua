@@ -19,10 +19,11 @@ ARGV
   1  version   2  stock   3  starts (epoch ms)   4  ends (epoch ms)   5  id slot (0..4095)
   6  admission refill rate (tokens/s)   7  admission burst   8  sale name
   9  units one buyer may hold   10  state: active | paused | cancelled
-  11 waiting room: off | fifo | random   12 joining opens (epoch ms)   13 places admitted per second
-  14 how long a pass is valid (s)   15 buckets: how many buckets the sale's per-buyer records are
-  split into (D1 changes it only before anyone can join or buy: src/sales/repository.ts)
-  16.. variant id, stock pairs (none for a sale without variants)
+  11 waiting room: off | fifo | random, or draw (a sale sold by draw)   12 joining opens, or a
+  draw's entries open (epoch ms)   13 places admitted per second   14 how long a pass is valid (s)
+  15 buckets: how many buckets the sale's per-buyer records are split into (D1 changes it only
+  before anyone can join or buy: src/sales/repository.ts)   16 a draw's entries close (epoch ms; 0: not a draw)
+  17.. variant id, stock pairs (none for a sale without variants)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -51,7 +52,7 @@ for id, n in string.gmatch(current[3] or '', '([^,=]+)=(%d+)') do
   before[id] = tonumber(n)
 end
 local listed, added = {}, { 'remaining', stock - (tonumber(current[2]) or 0) }
-for i = 16, #ARGV, 2 do
+for i = 17, #ARGV, 2 do
   local id, n = ARGV[i], tonumber(ARGV[i + 1])
   if n < (before[id] or 0) then
     return redis.error_reply('sale-sync.lua: a variant\'s stock never shrinks')
@@ -68,7 +69,7 @@ if not current[2] then
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
   'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10],
-  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15])
+  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15], 'dcloses', ARGV[16])
 if #listed > 0 then
   redis.call('HSET', meta, 'variants', table.concat(listed, ','))
 end

@@ -13,6 +13,7 @@ import { onOrdersEnded } from "./orders/order-changes";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
+import { drawAdminRoutes, drawRoutes } from "./routes/draws";
 import { eventEndpointRoutes } from "./routes/event-endpoints";
 import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
@@ -54,7 +55,8 @@ export const app = root
   .route("/api", storefrontRoutes) //        GET  /api/config, POST /api/dev/login (DEV_LOGIN=true)
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
-  .route("/api/sales", waitingRoomRoutes) //       POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .route("/api/sales", waitingRoomRoutes) // POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .route("/api/sales", drawRoutes) //       POST /api/sales/:saleId/entries, GET|DELETE .../entries/mine, GET .../draw(/entries)
   .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
   .use("/admin/*", sameOriginOnly)
@@ -62,6 +64,7 @@ export const app = root
   .route("/admin", adminOrderRoutes) //      GET  /admin/sales/:saleId/orders(.csv), /admin/orders/:orderId
   .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
+  .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

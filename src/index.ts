@@ -1,4 +1,5 @@
 import { app } from "./app";
+import { offerDraw } from "./checkout/draw-offers";
 import { runJobs } from "./orders/jobs";
 import { ordersChanged } from "./orders/order-changes";
 import { settleBatch } from "./settlement/consumer";
@@ -25,6 +26,7 @@ export default {
             const outcome = await healSale(env, saleId);
             return outcome.kind === "wait" ? outcome.retryAfterMs : undefined;
           },
+          offerDraw: (sale) => offerDraw(env, sale),
         });
         // Only expiries change orders here; the other jobs leave them (and send events themselves).
         if (expired.length > 0) await ordersChanged(env, expired);

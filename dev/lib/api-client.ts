@@ -10,7 +10,11 @@ import type {
   BuyerOrderPage,
   CatalogPage,
   CheckoutAccepted,
+  DrawEntriesPage,
+  DrawView,
+  EntryAnswer,
   ErrorBody,
+  MyEntry,
   OrderView,
   QueueJoined,
   QueuePlaces,
@@ -80,6 +84,8 @@ export interface SaleInput {
   description?: string;
   imageUrl?: string;
   queue?: QueueInput;
+  /** Sold by draw: entries between opensAt and closesAt, a beacon's round mixed into the shuffle. */
+  draw?: { opensAt: string; closesAt: string; beacon?: { url: string; round: number } } | null;
 }
 
 /** A sale's waiting room as create and edit take it (fields left out keep their value or default). */
@@ -92,7 +98,10 @@ export interface QueueInput {
 
 /** PATCH /admin/sales/:saleId: what an edit may change. */
 export type SaleEdit = Partial<
-  Pick<SaleInput, "name" | "stock" | "variants" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck">
+  Pick<
+    SaleInput,
+    "name" | "stock" | "variants" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck" | "draw"
+  >
 > & {
   imageUrl?: string | null;
 };
@@ -235,6 +244,45 @@ export class ApiClient {
   /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
   queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
     return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
+  }
+
+  /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */
+  enterDraw(
+    saleId: string,
+    token: string,
+    entry: { variant?: string; quantity?: number } = {},
+    headers: Record<string, string> = {},
+  ): Promise<ApiResult<EntryAnswer>> {
+    return this.result(`/api/sales/${saleId}/entries`, {
+      method: "POST",
+      body: JSON.stringify(entry),
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...headers },
+    });
+  }
+
+  /** GET /api/sales/:saleId/entries/mine. */
+  myEntry(saleId: string, token: string): Promise<ApiResult<MyEntry>> {
+    return this.result(`/api/sales/${saleId}/entries/mine`, { headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** DELETE /api/sales/:saleId/entries/mine. */
+  withdrawEntry(saleId: string, token: string): Promise<ApiResult<never>> {
+    return this.result(`/api/sales/${saleId}/entries/mine`, { method: "DELETE", headers: { Authorization: `Bearer ${token}` } });
+  }
+
+  /** GET /api/sales/:saleId/draw: the draw as anyone may check it. */
+  draw(saleId: string): Promise<ApiResult<DrawView>> {
+    return this.result(`/api/sales/${saleId}/draw`, {});
+  }
+
+  /** GET /api/sales/:saleId/draw/entries?cursor=: a page of the committed leaves. */
+  drawEntries(saleId: string, cursor?: string): Promise<ApiResult<DrawEntriesPage>> {
+    return this.result(`/api/sales/${saleId}/draw/entries${cursor === undefined ? "" : `?cursor=${cursor}`}`, {});
+  }
+
+  /** POST /admin/sales/:saleId/draw: run the draw now. */
+  runDraw(saleId: string): Promise<ApiResult<DrawView>> {
+    return this.adminResult(`/admin/sales/${saleId}/draw`, { method: "POST" });
   }
 
   /** A checkout with a Queue-Pass (none when undefined), as it answered. */

@@ -69,6 +69,7 @@ interface Stoppable {
 /** The global per-address limits turned off ("0"): a crowd played from one machine is one address. */
 const NO_GLOBAL_IP_LIMITS = {
   QUEUE_JOINS_PER_IP_PER_MIN: "0",
+  DRAW_ENTRIES_PER_IP_PER_MIN: "0",
   DEV_LOGINS_PER_IP_PER_MIN: "0",
   ORDER_CHANGES_PER_IP_PER_MIN: "0",
   ORDER_READS_PER_IP_PER_MIN: "0",

@@ -17,7 +17,7 @@ export interface AdmissionRequest {
   /** The request's waitUntil: D1 reads shared inside the isolate are kept alive by it. */
   keepAlive: KeepAlive;
   /** Where the checks run: joining the sale's queue, or checking out. */
-  stage: "queue-join" | "checkout";
+  stage: "queue-join" | "draw-entry" | "checkout";
 }
 
 /** Turned away: what the caller is answered, and what the console counts. */

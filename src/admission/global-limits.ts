@@ -23,6 +23,8 @@ const LIMITS = {
   // Per user and per client address, each route's pair (see CallerLimitedRoute); "0" turns one off.
   "queue-join:user": "QUEUE_JOINS_PER_USER_PER_MIN",
   "queue-join:ip": "QUEUE_JOINS_PER_IP_PER_MIN",
+  "draw-entry:user": "DRAW_ENTRIES_PER_USER_PER_MIN",
+  "draw-entry:ip": "DRAW_ENTRIES_PER_IP_PER_MIN",
   "dev-login:user": "DEV_LOGINS_PER_USER_PER_MIN",
   "dev-login:ip": "DEV_LOGINS_PER_IP_PER_MIN",
   "order-changes:user": "ORDER_CHANGES_PER_USER_PER_MIN",
@@ -33,8 +35,8 @@ const LIMITS = {
 
 export type GlobalLimit = keyof typeof LIMITS;
 
-/** Routes limited per user and per client address: joining a queue, dev login, pay and cancel, order reads. */
-export type CallerLimitedRoute = "queue-join" | "dev-login" | "order-changes" | "order-reads";
+/** Routes limited per user and per client address: joining a queue, entering a draw, dev login, pay and cancel, order reads. */
+export type CallerLimitedRoute = "queue-join" | "draw-entry" | "dev-login" | "order-changes" | "order-reads";
 
 /**
  * The allowance per minute of `limit`, undefined when its setting turns it off ("0": only the

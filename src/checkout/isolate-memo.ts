@@ -44,7 +44,7 @@ function forgetSoldOut(saleId: string): void {
 }
 /** Buyers at their limit, with their latest order. */
 const atLimit = new IsolateCache<string>({ ttlMs: SHORT_TTL_MS, maxEntries: 100_000, maxBytes: 8 << 20 });
-const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED">({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
+const saleState = new IsolateCache<"SALE_PAUSED" | "SALE_CANCELLED" | "DRAW_ONLY">({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
 const throttled = new IsolateCache<{ until: number; admission: Admission }>({ ttlMs: 1_000, maxEntries: 1_000 });
 /**
  * A local copy of each sale's admission bucket. This isolate's own attempts alone drain it
@@ -200,6 +200,7 @@ export const memo = {
         return;
       case "SALE_PAUSED":
       case "SALE_CANCELLED":
+      case "DRAW_ONLY":
         saleState.set(saleId, r.code);
         return;
       case "SALE_NOT_FOUND":

@@ -104,6 +104,7 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
       case "QUEUE_PASS_INVALID":
       case "QUEUE_PASS_USED":
       case "QUEUE_PASS_EXPIRED":
+      case "DRAW_ONLY":
         reservations.push({ code });
         break;
       case "RATE_LIMITED":

@@ -22,6 +22,8 @@ export interface CheckoutItem {
   variant?: string;
   idempotencyKey?: string;
   passPlace?: number;
+  /** A draw's offer to one of its selected entries (src/checkout/draw-offers.ts), never a buyer's own checkout. */
+  drawOffer?: true;
 }
 
 /**
@@ -65,7 +67,11 @@ interface ReserveOptions {
 }
 
 /** One unit, no Idempotency-Key, no Queue-Pass: the memo may answer it while it waits (refusalWhileWaiting). */
-const isPlain = (item: CheckoutItem) => item.quantity === 1 && item.idempotencyKey === undefined && item.passPlace === undefined;
+const isPlain = (item: CheckoutItem) =>
+  item.quantity === 1 && item.idempotencyKey === undefined && item.passPlace === undefined && !item.drawOffer;
+
+/** The item's claim as lua/checkout.lua takes it: a pass's place, "draw" for a draw's offer, "" for none. */
+const claimOf = (item: CheckoutItem) => (item.drawOffer ? "draw" : item.passPlace === undefined ? "" : String(item.passPlace));
 
 /**
  * The whole atomic reservation (lua/checkout.lua). Checkouts this isolate holds for the
@@ -111,7 +117,7 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
       item.userId,
       item.variant === undefined ? String(item.quantity) : `${item.quantity}@${item.variant}`,
       item.idempotencyKey ?? "",
-      item.passPlace === undefined ? "" : String(item.passPlace),
+      claimOf(item),
       String(bucketSlots[i]),
     ]);
     const reply = parseCheckoutReply(

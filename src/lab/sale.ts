@@ -34,6 +34,7 @@ export async function createLabSale(
       idSlot: 0,
       admission: MAX_ADMISSION, // the lab never throttles
       queue: { ...DEFAULT_QUEUE, seed: null, seedCommitment: null }, // nor queues
+      draw: null,
       variants: [],
       price: 0,
       currency: DEFAULT_CURRENCY,

@@ -1,16 +1,29 @@
 import * as z from "zod/mini";
+import { runDraw } from "../admission/draw-run";
 import { redisFor } from "../redis/client";
 import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
+import type { Sale } from "../sales/sale";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
 import { deliverDue } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
-/** Jobs run by later layers, handed in by the entry (settlement's heal: orders come before it). */
+/** Jobs run by later layers, handed in by the entry (settlement's heal, checkout's offers: orders come before them). */
 export interface JobHandlers {
   /** Rebuilds the sale when safe; returns in how many ms to try again, if it must. */
   healSale(saleId: string): Promise<number | undefined>;
+  /** Offers a drawn sale's units (src/checkout/draw-offers.ts); `more`: run it again. */
+  offerDraw(sale: Sale): Promise<{ more: boolean }>;
+}
+
+/** The longest delay a queue message may carry (12 hours); the cron sends what is due later. */
+const MAX_DELAY_SECONDS = 43_200;
+
+/** Sends `job` to run in `ms` (at once for 0), unless that is further than a message may wait. */
+async function sendJob(env: Env, job: JobMessage, ms = 0): Promise<void> {
+  const delaySeconds = Math.ceil(Math.max(0, ms) / 1000);
+  if (delaySeconds <= MAX_DELAY_SECONDS) await env.JOBS.send(job, { delaySeconds, contentType: "json" });
 }
 /** A retry due sooner than the cron's next run is waited for by the sending job itself. */
 const CRON_PERIOD_MS = 60_000;
@@ -69,6 +82,21 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       const { nextDueAt } = await deliverDue(env.DB);
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
       return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
+    }
+    // A draw's steps and offers go on in a message of their own each time (a retry would count
+    // toward the queue's retries, and a million entries take hundreds of steps).
+    case "draw-step": {
+      const sale = await findSale(env.DB, job.saleId);
+      if (!sale?.draw) return undefined;
+      const laterMs = await runDraw({ db: env.DB, redis: redisFor(env), fetch }, sale);
+      if (laterMs !== undefined) await sendJob(env, job, laterMs);
+      else await sendJob(env, { kind: "draw-offer", saleId: sale.id }, sale.startsAt - Date.now());
+      return undefined;
+    }
+    case "draw-offer": {
+      const sale = await findSale(env.DB, job.saleId);
+      if (sale && (await handlers.offerDraw(sale)).more) await sendJob(env, job);
+      return undefined;
     }
   }
 }

@@ -4,6 +4,8 @@ import cacheEvictSource from "../../lua/cache-evict.lua";
 import cachePutSource from "../../lua/cache-put.lua";
 import cacheReadSource from "../../lua/cache-read.lua";
 import checkoutSource from "../../lua/checkout.lua";
+import drawEnterSource from "../../lua/draw-enter.lua";
+import drawSealSource from "../../lua/draw-seal.lua";
 import labCasSource from "../../lua/lab-cas.lua";
 import purgeChunkSource from "../../lua/purge-chunk.lua";
 import restoreSource from "../../lua/restore.lua";
@@ -42,6 +44,8 @@ export const LUA = {
   cachePut: cachePutSource,
   cacheRead: cacheReadSource,
   checkout: checkoutSource,
+  drawEnter: drawEnterSource,
+  drawSeal: drawSealSource,
   labCas: labCasSource,
   purgeChunk: purgeChunkSource,
   waitingRoomJoin: waitingRoomJoinSource,

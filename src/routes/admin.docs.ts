@@ -67,6 +67,7 @@ export const adminDocs: readonly RouteDoc[] = [
       "SALE_NOT_FOUND",
       "SALE_STARTED",
       "QUEUE_OPEN",
+      "DRAW_OPEN",
       "STOCK_DECREASE",
       "SALE_CLOSED",
       "NO_ID_SLOT",

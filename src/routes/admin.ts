@@ -14,7 +14,16 @@ import { readLiveSale } from "../sales/live-state";
 import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
-import { adminSaleView, queueView, type Remaining, type Sale, type SaleState, totalOnly, untouched } from "../sales/sale";
+import {
+  adminSaleView,
+  queueView,
+  type Remaining,
+  type Sale,
+  type SaleState,
+  saleDrawOf,
+  totalOnly,
+  untouched,
+} from "../sales/sale";
 import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
@@ -99,6 +108,8 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
       return new ApiError("SALE_STARTED");
     case "QUEUE_OPEN":
       return new ApiError("QUEUE_OPEN");
+    case "DRAW_OPEN":
+      return new ApiError("DRAW_OPEN");
     case "SALE_CLOSED":
       return new ApiError("SALE_CLOSED");
     case "STOCK_DECREASE": {
@@ -117,10 +128,11 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
 }
 
 /** The body's fields as the sale's, times as epoch ms; fields absent stay absent. */
-const changesOf = ({ startsAt, endsAt, ...rest }: UpdateSaleBody): SaleEdit => ({
+const changesOf = ({ startsAt, endsAt, draw, ...rest }: UpdateSaleBody): SaleEdit => ({
   ...rest,
   ...(startsAt !== undefined && { startsAt: Date.parse(startsAt) }),
   ...(endsAt !== undefined && { endsAt: Date.parse(endsAt) }),
+  ...(draw !== undefined && { draw: saleDrawOf(draw) }),
 });
 
 /**
@@ -207,6 +219,7 @@ async function createdSale(
       queue,
       buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
       variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
+      draw: saleDrawOf(body.draw),
     },
     idempotency,
   );

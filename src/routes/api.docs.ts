@@ -5,6 +5,7 @@ import type { RouteDoc } from "../shared/route-docs";
 import { adminDocs } from "./admin.docs";
 import { checkoutDocs } from "./checkout.docs";
 import { denyRulesDocs } from "./deny-rules.docs";
+import { drawsDocs } from "./draws.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
 import { healthDocs } from "./health.docs";
 import { labDocs } from "./lab.docs";
@@ -22,12 +23,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...salesDocs,
   ...checkoutDocs,
   ...waitingRoomDocs,
+  ...drawsDocs.filter((d) => d.tag !== "admin"),
   // The buyer's list is mounted here, the admin's lists beside the other admin routes.
   ...orderListsDocs,
   ...ordersDocs,
   ...eventEndpointsDocs,
   ...denyRulesDocs,
   ...scheduledDocs,
+  ...drawsDocs.filter((d) => d.tag === "admin"),
   ...adminDocs,
   ...webhooksDocs,
   ...labDocs,

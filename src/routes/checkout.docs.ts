@@ -51,6 +51,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "SALE_CANCELLED",
       "QUEUE_PASS_USED",
       "QUEUE_PASS_EXPIRED",
+      "DRAW_ONLY",
       "IDEMPOTENCY_KEY_REUSED",
       PER_USER_BUCKET,
       ["RATE_LIMITED", "the sale's admission rate"],

@@ -28,6 +28,7 @@ export const waitingRoomDocs: readonly RouteDoc[] = [
       "SALE_NOT_FOUND",
       "QUEUE_NOT_OPEN",
       "QUEUE_OFF",
+      "DRAW_ONLY",
       PER_USER_BUCKET,
       ...CALLER_LIMITED,
     ],

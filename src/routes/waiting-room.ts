@@ -34,6 +34,7 @@ const queueNotOpen = (sale: Sale) =>
 async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale> {
   const sale = await knownSale(db, saleId, keepAlive);
   if (!sale) throw new ApiError("SALE_NOT_FOUND");
+  if (sale.draw) throw new ApiError("DRAW_ONLY");
   if (sale.queue.mode === "off") throw queueOff();
   return sale;
 }

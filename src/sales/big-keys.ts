@@ -20,8 +20,8 @@ export interface LargestKey {
 
 /** Every key of a sale that can grow: the sale-wide ones, the waiting room's and each bucket's. */
 export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets">): string[] {
-  const { meta, admission, queue } = saleKeys(sale.id);
-  return [meta, admission, ...Object.values(queue), ...allBuckets(sale.id, sale.buckets).flatMap((b) => Object.values(b))];
+  const { meta, admission, queue, draw } = saleKeys(sale.id);
+  return [meta, admission, ...Object.values(queue), draw, ...allBuckets(sale.id, sale.buckets).flatMap((b) => Object.values(b))];
 }
 
 /**

@@ -3,12 +3,17 @@ import { LUA, runScript } from "../redis/scripts";
 import { saleKeys } from "../shared/keys";
 import { type Remaining, remainingFromMeta, type Sale, VARIANT_FIELD_PREFIX, waitingRoomOpensAt } from "./sale";
 
-/** The waiting room's settings as the sale's meta hash holds them (see lua/waiting-room-progress.lua). */
-export const waitingRoomMetaFields = (sale: Sale) => ({
-  qmode: sale.queue.mode,
-  qopens: waitingRoomOpensAt(sale),
+/**
+ * How buyers are let in, as the sale's meta hash holds it: the waiting room's settings (see
+ * lua/waiting-room-progress.lua), or for a sale sold by draw qmode "draw", qopens its entries'
+ * opening and dcloses their close (lua/draw-enter.lua; lua/checkout.lua then sells to winners only).
+ */
+export const admissionMetaFields = (sale: Sale) => ({
+  qmode: sale.draw ? "draw" : sale.queue.mode,
+  qopens: sale.draw ? sale.draw.opensAt : waitingRoomOpensAt(sale),
   qrate: sale.queue.admitPerSec,
   qttl: sale.queue.passTtlSec,
+  dcloses: sale.draw?.closesAt ?? 0,
 });
 
 /**
@@ -30,6 +35,7 @@ export function variantMetaFields(sale: Sale, held: Record<string, number>): Rec
  * only a restore may rebuild.
  */
 export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
+  const { qmode, qopens, qrate, qttl, dcloses } = admissionMetaFields(sale);
   const applied = await runScript<number>(
     redis,
     LUA.saleSync,
@@ -45,8 +51,12 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       sale.name,
       sale.perUserLimit,
       sale.state,
-      ...Object.values(waitingRoomMetaFields(sale)),
+      qmode,
+      qopens,
+      qrate,
+      qttl,
       sale.buckets,
+      dcloses,
       ...sale.variants.flatMap((v) => [v.id, v.stock]),
     ].map(String),
   );
@@ -58,7 +68,7 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
  * instead of thousands of simultaneous NOSCRIPT misses each re-sending the source with EVAL.
  */
 export async function preloadSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
-  const queued = sale.queue.mode !== "off" ? [LUA.waitingRoomJoin, LUA.waitingRoomProgress] : [];
+  const queued = sale.draw ? [LUA.drawEnter] : sale.queue.mode !== "off" ? [LUA.waitingRoomJoin, LUA.waitingRoomProgress] : [];
   const [synced] = await Promise.all([syncSale(redis, sale), ...[LUA.checkout, ...queued].map((s) => redis.scriptLoad(s))]);
   return synced;
 }

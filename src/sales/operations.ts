@@ -9,7 +9,7 @@ import { EVICT_AGAIN_AFTER_SECONDS, MAX_STOCK, VARIANT_COUNT } from "../shared/l
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import type { QueueSettings, VariantInput } from "../shared/requests";
-import { windowProblem } from "../shared/requests";
+import { drawProblem as drawSettingsProblem, windowProblem } from "../shared/requests";
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
@@ -47,6 +47,7 @@ export type EditRefusal =
   | { code: "VERSION_MISMATCH"; version: number }
   | { code: "SALE_STARTED" }
   | { code: "QUEUE_OPEN" }
+  | { code: "DRAW_OPEN" }
   | { code: "SALE_CLOSED" }
   | { code: "STOCK_DECREASE"; stock: number; variant?: string }
   | { code: "INVALID_VARIANTS"; message: string }
@@ -113,10 +114,15 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };
   }
+  // What the draw draws from (its times, beacon, stock, who may enter) is fixed once entries open.
+  const drawMoves = JSON.stringify(next.draw) !== JSON.stringify(sale.draw) || next.stock !== sale.stock || humanCheckMoves;
+  if (sale.draw && drawMoves && now >= sale.draw.opensAt) return { code: "DRAW_OPEN" };
   if (windowMoves) {
     const problem = windowProblem(next.startsAt, next.endsAt, now);
     if (problem) return { code: "INVALID_WINDOW", ...problem };
   }
+  const drawProblem = drawSettingsProblem(next.draw, next.startsAt, next.queue.mode);
+  if (drawProblem) return { code: "INVALID_WINDOW", ...drawProblem };
   return undefined;
 }
 

@@ -49,6 +49,7 @@ const bigKeys = (sale: Pick<Sale, "id" | "buckets">) =>
     b.live,
     b.preQueue,
     b.line,
+    b.entries,
   ]);
 
 /**
@@ -104,6 +105,7 @@ export async function purgeSaleKeys(
     redis.unlink(
       keys.admission,
       keys.queue.counters,
+      keys.draw,
       ...candidates,
       ...liveStatsKeys(saleId, Date.now()),
       // The cached card and its eviction floor (they would expire by themselves).

@@ -1,6 +1,6 @@
 import { ID_SLOTS } from "../shared/order-id";
 import type { QueueMode } from "../shared/requests";
-import type { Sale, SaleState, SaleVariant, WaitingRoomSettings } from "./sale";
+import type { Sale, SaleDraw, SaleState, SaleVariant, WaitingRoomSettings } from "./sale";
 
 interface SaleRow {
   id: number;
@@ -28,6 +28,10 @@ interface SaleRow {
   queue_seed: string | null;
   queue_seed_commitment: string | null;
   redis_buckets: number;
+  draw_opens_at: number | null;
+  draw_closes_at: number | null;
+  draw_beacon_url: string | null;
+  draw_beacon_round: number | null;
   /** JSON array of the sale's variants in the admin's order (see VARIANTS_COLUMN). */
   variants: string;
 }
@@ -59,6 +63,17 @@ const fromRow = (row: SaleRow): Sale => ({
     seed: row.queue_seed,
     seedCommitment: row.queue_seed_commitment,
   },
+  draw:
+    row.draw_opens_at === null || row.draw_closes_at === null
+      ? null
+      : {
+          opensAt: row.draw_opens_at,
+          closesAt: row.draw_closes_at,
+          beacon:
+            row.draw_beacon_url === null || row.draw_beacon_round === null
+              ? null
+              : { url: row.draw_beacon_url, round: row.draw_beacon_round },
+        },
   variants: JSON.parse(row.variants) as SaleVariant[],
 });
 
@@ -69,7 +84,8 @@ const VARIANTS_COLUMN = `(SELECT json_group_array(json_object('id', variant_id, 
 const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
-  `queue_seed, queue_seed_commitment, human_check, redis_buckets, ${VARIANTS_COLUMN}`;
+  "queue_seed, queue_seed_commitment, human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, " +
+  VARIANTS_COLUMN;
 
 /**
  * Records the variants of the sale `saleId`, at their positions, when the statement before it
@@ -98,6 +114,10 @@ const FREE_SLOT = (start: string, end: string, self: string) => `(
   SELECT n FROM slot
   WHERE n NOT IN (SELECT id_slot FROM sales WHERE id != ${self} AND starts_at < ${end} + 1000 AND ends_at > ${start} - 1000)
   ORDER BY n LIMIT 1)`;
+
+/** A draw's four columns: opens, closes, beacon URL, beacon round (all NULL: not a draw). */
+const drawColumns = (draw: SaleDraw | null) =>
+  [draw?.opensAt ?? null, draw?.closesAt ?? null, draw?.beacon?.url ?? null, draw?.beacon?.round ?? null] as const;
 
 /** A random id in [1, 2^48): unique without coordination, short enough for a URL. */
 function randomSaleId(): number {
@@ -129,8 +149,9 @@ export async function insertSale(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
                           queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment,
-                          human_check, redis_buckets)
-       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24
+                          human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round)
+       SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+              ?25, ?26, ?27, ?28
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING`,
     )
@@ -159,6 +180,7 @@ export async function insertSale(
       sale.queue.seedCommitment,
       sale.humanCheck ? 1 : 0,
       sale.buckets,
+      ...drawColumns(sale.draw),
     );
   // One transaction: the sale, its variants, and the sale as recorded (none when the insert changed nothing).
   const [inserted, , recorded] = await db.batch<SaleRow>([insert, upsertVariants(db, id, sale.variants), selectSale(db, id)]);
@@ -177,6 +199,7 @@ export interface SaleChanges {
   stock?: number;
   queue?: WaitingRoomSettings;
   humanCheck?: boolean;
+  draw?: SaleDraw | null;
   /** Every variant the sale will have, the ones it had first (editSale merges an edit's over them). */
   variants?: SaleVariant[];
 }
@@ -205,7 +228,7 @@ export async function updateSale(
               admit_rate = ?8, admit_burst = ?9, stock = ?10, version = version + 1,
               queue_mode = ?11, queue_prequeue_sec = ?12, queue_admit_per_sec = ?13, queue_pass_ttl_sec = ?14,
               queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
-              human_check = ?17,
+              human_check = ?17, draw_opens_at = ?19, draw_closes_at = ?20, draw_beacon_url = ?21, draw_beacon_round = ?22,
               redis_buckets = CASE WHEN (CASE queue_mode WHEN 'off' THEN starts_at ELSE starts_at - queue_prequeue_sec * 1000 END)
                                         > CAST(unixepoch('subsec') * 1000 AS INTEGER)
                                    THEN MAX(redis_buckets, ?18) ELSE redis_buckets END,
@@ -213,6 +236,9 @@ export async function updateSale(
        WHERE id = ?1 AND version = ?2
          AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check)
               OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+         AND ((?19 IS draw_opens_at AND ?20 IS draw_closes_at AND ?21 IS draw_beacon_url AND ?22 IS draw_beacon_round
+               AND ?10 = stock AND ?17 = human_check)
+              OR draw_opens_at IS NULL OR draw_opens_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
          AND ((?11 = queue_mode AND ?12 = queue_prequeue_sec AND ?13 = queue_admit_per_sec AND ?14 = queue_pass_ttl_sec)
               OR starts_at - queue_prequeue_sec * 1000 > CAST(unixepoch('subsec') * 1000 AS INTEGER))`,
     )
@@ -235,6 +261,7 @@ export async function updateSale(
       next.queue.seedCommitment,
       next.humanCheck ? 1 : 0,
       buckets,
+      ...drawColumns(next.draw),
     );
   const id = Number(sale.id);
   const written = await db

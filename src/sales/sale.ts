@@ -1,7 +1,7 @@
 import type { AdminSaleView, QueueView, SaleStatus, SaleView, VariantView } from "../shared/api-types";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import type { Admission } from "../shared/refusal";
-import type { QueueMode } from "../shared/requests";
+import type { DrawSettings, QueueMode } from "../shared/requests";
 
 /** A sale's waiting room as D1 records it (src/admission/ runs it). */
 export interface WaitingRoomSettings {
@@ -14,6 +14,19 @@ export interface WaitingRoomSettings {
   /** SHA-256 of the seed (hex), public from the start. */
   seedCommitment: string | null;
 }
+
+/** A sale sold by draw, as D1 records it (docs/draws.md). */
+export interface SaleDraw {
+  /** Entries are taken from opensAt until closesAt (epoch ms), which is at most the sale's start. */
+  opensAt: number;
+  closesAt: number;
+  /** A public beacon's future round mixed into the shuffle; null: the seed alone. */
+  beacon: { url: string; round: number } | null;
+}
+
+/** A draw as create and edit send it (ISO times) as the sale records it. */
+export const saleDrawOf = (draw: DrawSettings | null): SaleDraw | null =>
+  draw && { opensAt: Date.parse(draw.opensAt), closesAt: Date.parse(draw.closesAt), beacon: draw.beacon ?? null };
 
 /** A sale's variant as D1 records it (sale_variants). */
 export interface SaleVariant {
@@ -51,6 +64,8 @@ export interface Sale {
   /** How many buckets its per-buyer Redis records are split into (src/shared/keys.ts, bucketsFor). */
   buckets: number;
   queue: WaitingRoomSettings;
+  /** Sold by draw (its seed is the waiting room's: queue.seed and queue.seedCommitment); null: not. */
+  draw: SaleDraw | null;
   /** In the admin's order; empty for a sale created without variants (see saleVariants). */
   variants: SaleVariant[];
 }
@@ -151,6 +166,11 @@ export function saleView(sale: Sale, live: Remaining, now: number): SaleView {
     description: sale.description,
     imageUrl: sale.imageUrl,
     queue: queueView(sale, now),
+    draw: sale.draw && {
+      opensAt: new Date(sale.draw.opensAt).toISOString(),
+      closesAt: new Date(sale.draw.closesAt).toISOString(),
+      ...(sale.draw.beacon && { beacon: sale.draw.beacon }),
+    },
     variants: variantViews(sale, live),
   };
 }

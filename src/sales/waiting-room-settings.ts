@@ -1,6 +1,7 @@
+import { toHex } from "../shared/hex";
 import { DEFAULT_QUEUE } from "../shared/limits";
 import type { QueueSettings } from "../shared/requests";
-import { seedCommitment, toHex } from "../shared/waiting-room-draw";
+import { seedCommitment } from "../shared/waiting-room-draw";
 import type { WaitingRoomSettings } from "./sale";
 
 /**

@@ -6,7 +6,7 @@ import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { type RestoreSnapshot, restoreSnapshot } from "../orders/sale-order-counts";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { variantMetaFields, waitingRoomMetaFields } from "../sales/live-state";
+import { admissionMetaFields, variantMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
 import { allBuckets, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
@@ -156,7 +156,7 @@ export async function restoreSale(
           name: sale.name,
           limit: sale.perUserLimit,
           state: sale.state,
-          ...waitingRoomMetaFields(sale),
+          ...admissionMetaFields(sale),
           buckets: sale.buckets,
           ...variantMetaFields(sale, snapshot.heldByVariant),
         };

@@ -1,3 +1,4 @@
+import { superviseDraws } from "../admission/draw-run";
 import { reportEndedSales } from "../orders/event-deliveries";
 import { sweepOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
@@ -12,17 +13,19 @@ import { redriveOutbox } from "./redrive";
  * The cron's run, every minute: re-send unsettled orders, expire what is due, give back units
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
- * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each
+ * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, and send
+ * draws on (closed ones drawn, drawn ones' units offered). Each
  * runs to the end whatever the others do; a failure fails the run, so it shows.
  */
 export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
-  const [redrive, sweep, bloom, archive, recovery, events] = await Promise.allSettled([
+  const [redrive, sweep, bloom, archive, recovery, draws, events] = await Promise.allSettled([
     redriveOutbox(env),
     sweeping,
     keepBloomFilled(env.DB, redisFor(env)),
     archiveSettledSales(env),
     superviseSales(env),
+    superviseDraws(env.DB, env.JOBS),
     // After the sweep, whose expiries raise events of their own, and whose returns the isolate hears of.
     sweeping
       .catch(() => undefined)
@@ -56,6 +59,10 @@ export async function runScheduledJobs(env: Env): Promise<void> {
         waiting: waiting.join(","),
       });
   }
-  const failures = [redrive, sweep, bloom, archive, recovery, events].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+  if (draws.status === "fulfilled" && draws.value.stepped.length > 0)
+    log.info("draws sent on", { stepped: draws.value.stepped.join(",") });
+  const failures = [redrive, sweep, bloom, archive, recovery, draws, events].flatMap((r) =>
+    r.status === "rejected" ? [r.reason] : [],
+  );
   if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
 }

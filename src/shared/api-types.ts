@@ -62,6 +62,14 @@ export const SaleView = z.object({
   /** https only; null when the sale has no image. */
   imageUrl: z.nullable(z.string()),
   queue: QueueView,
+  /** A sale sold by draw (docs/draws.md): when entries open and close, and the beacon mixed into the shuffle. */
+  draw: z.nullable(
+    z.object({
+      opensAt: z.string(),
+      closesAt: z.string(),
+      beacon: z.optional(z.object({ url: z.string(), round: z.int() })),
+    }),
+  ),
   /** In the admin's order; a sale created without variants has one, "default", with the sale's stock. */
   variants: z.array(VariantView),
 });
@@ -374,3 +382,79 @@ export type QueuePlaces = z.infer<typeof QueuePlaces>;
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });
 export type Health = z.infer<typeof Health>;
+
+/** An entry's standing in a draw (docs/draws.md). */
+export const EntryStatus = z.enum(["entered", "withdrawn", "selected", "waitlisted", "not_selected"]);
+export type EntryStatus = z.infer<typeof EntryStatus>;
+
+/** POST /api/sales/:saleId/entries: the entry, and the receipt only the entrant holds. */
+export const EntryAnswer = z.object({
+  entry: z.object({ status: EntryStatus, variant: z.string(), quantity: z.int(), enteredAt: z.string() }),
+  /** 32 hex characters: with the entrant's user id it makes the leaf's entrant hash. */
+  receipt: z.string(),
+});
+export type EntryAnswer = z.infer<typeof EntryAnswer>;
+
+/** An entry's inclusion in the committed tree (RFC 6962's audit path), checked against the draw's entriesRoot. */
+export const InclusionProof = z.object({
+  leafHash: z.string(),
+  leafIndex: z.int(),
+  treeSize: z.int(),
+  /** Sibling hashes from the leaf up, hex. */
+  path: z.array(z.string()),
+});
+export type InclusionProof = z.infer<typeof InclusionProof>;
+
+/** GET /api/sales/:saleId/entries/mine. */
+export const MyEntry = z.object({
+  status: EntryStatus,
+  variant: z.string(),
+  quantity: z.int(),
+  receipt: z.string(),
+  /** Once the entries are committed; an entry taken quietly has none. */
+  proof: z.optional(InclusionProof),
+  /** The order the draw offered this entry. */
+  orderId: z.optional(z.string()),
+});
+export type MyEntry = z.infer<typeof MyEntry>;
+
+export const DrawState = z.enum(["upcoming", "open", "closed", "drawing", "drawn"]);
+export type DrawState = z.infer<typeof DrawState>;
+
+/** GET /api/sales/:saleId/draw: what anyone may check the draw against. */
+export const DrawView = z.object({
+  saleId: z.string(),
+  state: DrawState,
+  opensAt: z.string(),
+  closesAt: z.string(),
+  /** Entries standing (withdrawn ones not counted), committed ones once the entries are. */
+  entries: z.int(),
+  /** The Merkle root of the committed entries (hex), once committed. */
+  entriesRoot: z.nullable(z.string()),
+  committedAt: z.nullable(z.string()),
+  /** SHA-256 of the seed, published at the sale's creation. */
+  seedCommitment: z.nullable(z.string()),
+  /** The seed, once drawn. */
+  seed: z.nullable(z.string()),
+  /** The beacon named before the close, and its round's randomness once the draw read it. */
+  beacon: z.nullable(z.object({ url: z.string(), round: z.int(), randomness: z.nullable(z.string()) })),
+  drawnAt: z.nullable(z.string()),
+  variants: z.array(z.object({ id: z.string(), stock: z.int(), selected: z.int(), waitlisted: z.int() })),
+});
+export type DrawView = z.infer<typeof DrawView>;
+
+/** One committed entry as the public list shows it, in tree order. */
+export const DrawLeaf = z.object({
+  index: z.int(),
+  leafHash: z.string(),
+  entrant: z.string(),
+  variant: z.string(),
+  quantity: z.int(),
+  /** Once drawn. */
+  result: z.optional(z.enum(["selected", "waitlisted", "not_selected"])),
+});
+export type DrawLeaf = z.infer<typeof DrawLeaf>;
+
+/** GET /api/sales/:saleId/draw/entries: a page of the committed leaves. */
+export const DrawEntriesPage = z.object({ leaves: z.array(DrawLeaf), next: z.nullable(z.string()) });
+export type DrawEntriesPage = z.infer<typeof DrawEntriesPage>;

@@ -17,6 +17,12 @@ export interface SaleKeys {
   admission: string;
   /** The waiting room's sale-wide keys (lua/waiting-room-join.lua, lua/waiting-room-progress.lua): see WaitingRoomKeys. */
   queue: WaitingRoomKeys;
+  /**
+   * Hash of a sale sold by draw (lua/draw-enter.lua): standing (entries counted), e:<variant>
+   * (entries) and u:<variant> (units asked) while entries are open; sealed (ms) once the draw's
+   * run sealed them (lua/draw-seal.lua).
+   */
+  draw: string;
 }
 
 /** A sale's waiting room in Redis, sale-wide; the sale's meta hash holds its settings (qmode, qopens, qrate, qttl). */
@@ -57,6 +63,11 @@ export interface BucketKeys {
    */
   preQueue: string;
   /**
+   * Hash of a draw's entries: user id -> "<variant>|<quantity>|<entered at ms>|<receipt hex>|<state>"
+   * (lua/draw-enter.lua: e entered, q entered quietly, w withdrawn).
+   */
+  entries: string;
+  /**
    * Sorted set: user id -> rank in the line after the pre-queue (a fifo sale's every joiner, a
    * random sale's joiners after the start), for the joiners of this bucket: the ranks of all
    * buckets together are 1..lined, one each, in arrival order (lua/waiting-room-join.lua).
@@ -71,7 +82,7 @@ function waitingRoomKeys(saleId: string): WaitingRoomKeys {
 
 export function saleKeys(saleId: string): SaleKeys {
   const prefix = `fs:{sale:${saleId}}`;
-  return { meta: `${prefix}:meta`, admission: `${prefix}:admission`, queue: waitingRoomKeys(saleId) };
+  return { meta: `${prefix}:meta`, admission: `${prefix}:admission`, queue: waitingRoomKeys(saleId), draw: `${prefix}:draw` };
 }
 
 /**
@@ -92,6 +103,7 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
     live: `${prefix}:queue:live${suffix}`,
     preQueue: `${prefix}:queue:pre${suffix}`,
     line: `${prefix}:queue:arrivals${suffix}`,
+    entries: `${prefix}:draw:entries${suffix}`,
   };
 }
 

@@ -40,7 +40,8 @@ export type DeadLetter = OrderMessage & { reason?: string };
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
  * payment window closes then; evicting a changed sale's cached copies a second time;
- * rebuilding a sale Redis lost or holds behind D1, once that is safe; sending order events.
+ * rebuilding a sale Redis lost or holds behind D1, once that is safe; sending order events;
+ * running a draw and offering its units.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -56,5 +57,9 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("heal-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
   /** Send the order events that are due to the shop's endpoints. */
   z.object({ kind: z.literal("deliver-order-events") }),
+  /** Run a sale's draw a few steps further (docs/draws.md). */
+  z.object({ kind: z.literal("draw-step"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
+  /** Offer a drawn sale's units to its winners, or units that came back to its waitlist. */
+  z.object({ kind: z.literal("draw-offer"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;

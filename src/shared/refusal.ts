@@ -44,7 +44,9 @@ export type Refusal =
   /** A queued sale: the pass bought once already. */
   | { code: "QUEUE_PASS_USED" }
   /** A queued sale: the pass's time to check out ran out (the next place was let in). */
-  | { code: "QUEUE_PASS_EXPIRED" };
+  | { code: "QUEUE_PASS_EXPIRED" }
+  /** A sale sold by draw: only its draw's offers reserve (docs/draws.md). */
+  | { code: "DRAW_ONLY" };
 
 export type RefusalCode = Refusal["code"];
 

@@ -22,6 +22,7 @@ import {
   VARIANT_COUNT,
   VARIANT_ID_PATTERN,
 } from "./limits";
+import { isLoopbackHost } from "./loopback";
 import { isOrderId } from "./order-id";
 import { LONE_SURROGATE } from "./user-id";
 import "./zod-english";
@@ -60,6 +61,46 @@ const QueueSettings = z.strictObject({
   passTtlSec: z.optional(bounded(QUEUE_LIMITS.passTtlSec)),
 });
 export type QueueSettings = z.infer<typeof QueueSettings>;
+
+/**
+ * A public randomness beacon's future round (drand's HTTP API: GET <url>/public/<round>
+ * answers {round, randomness}): https, or http to this machine for the local stand-in.
+ */
+const Beacon = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "beacon.url must be an http or https URL" }).check(
+    z.maxLength(500),
+    z.refine(
+      (url) => url.startsWith("https:") || isLoopbackHost(new URL(url).host),
+      "beacon.url must be https (http only to this machine)",
+    ),
+  ),
+  round: z.int().check(z.minimum(1), z.maximum(Number.MAX_SAFE_INTEGER)),
+});
+
+/** A sale sold by draw: entries between opensAt and closesAt (at most startsAt), winners drawn then, paying from startsAt. */
+export const DrawSettings = z.strictObject({
+  opensAt: z.iso.datetime({ offset: true }),
+  closesAt: z.iso.datetime({ offset: true }),
+  beacon: z.optional(Beacon),
+});
+export type DrawSettings = z.infer<typeof DrawSettings>;
+
+/**
+ * What is wrong with a sale's draw, if anything: entries open before they close, close no
+ * later than the sale starts, and a draw sale has no waiting room (the draw replaces the race).
+ */
+export function drawProblem(
+  draw: { opensAt: number; closesAt: number } | null | undefined,
+  startsAt: number,
+  queueMode: QueueMode | undefined,
+): { message: string; field: string } | undefined {
+  if (!draw) return undefined;
+  if (!(draw.closesAt > draw.opensAt)) return { message: "closesAt must be after opensAt", field: "draw.closesAt" };
+  if (draw.closesAt > startsAt) return { message: "closesAt must be at or before startsAt", field: "draw.closesAt" };
+  if (queueMode !== undefined && queueMode !== "off")
+    return { message: "a sale sold by draw has no waiting room", field: "queue.mode" };
+  return undefined;
+}
 
 // POST /admin/sales
 /** Names and descriptions reach Redis and D1 alike, so they must read the same in both. */
@@ -131,10 +172,18 @@ export const CreateSaleBody = z
     queue: z.optional(QueueSettings),
     /** Checkout (and the queue join) ask for a Turnstile token in the Human-Check header. */
     humanCheck: z._default(z.boolean(), false),
+    /** Sold by draw; absent or null: first come, first served (or by the waiting room). */
+    draw: z._default(z.nullable(DrawSettings), null),
   })
   .check(
     z.superRefine((s, ctx) => {
-      const problem = windowProblem(Date.parse(s.startsAt), Date.parse(s.endsAt));
+      const problem =
+        windowProblem(Date.parse(s.startsAt), Date.parse(s.endsAt)) ??
+        drawProblem(
+          s.draw && { opensAt: Date.parse(s.draw.opensAt), closesAt: Date.parse(s.draw.closesAt) },
+          Date.parse(s.startsAt),
+          s.queue?.mode,
+        );
       if (problem) ctx.issues.push({ code: "custom", message: problem.message, path: [problem.field], input: s });
       const stockProblem = createStockProblem(s);
       if (stockProblem) ctx.issues.push({ code: "custom", message: stockProblem.message, path: [stockProblem.field], input: s });
@@ -178,6 +227,8 @@ export const UpdateSaleBody = z
     /** Changes only before joining opens (startsAt - prequeueSec). */
     queue: z.optional(QueueSettings),
     humanCheck: z.optional(z.boolean()),
+    /** Changes only before entries open (draw.opensAt); null: no longer a draw. */
+    draw: z.optional(z.nullable(DrawSettings)),
   })
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
@@ -211,6 +262,15 @@ export const CheckoutBody = z.strictObject({
   quantity: z._default(z.int().check(z.minimum(1), z.maximum(MAX_PER_USER_LIMIT)), 1),
 });
 export type CheckoutBody = z.infer<typeof CheckoutBody>;
+
+/** POST /api/sales/:saleId/entries: the variant (required for a sale with variants) and the units an entry asks for. */
+export const EntryBody = CheckoutBody;
+export type EntryBody = CheckoutBody;
+
+/** GET /api/sales/:saleId/draw/entries?cursor=: the page (a chunk of the tree) to read, from the last page's next. */
+export const DrawEntriesQuery = z.object({
+  cursor: z.optional(z.string().check(z.regex(/^\d{1,7}$/, "cursor must be a next this API gave"))),
+});
 
 /** GET /api/sales/:saleId/queue: the ticket POST .../queue gave. */
 export const QueueTicketHeader = z.object({

@@ -1,16 +1,7 @@
 // The draw of a random sale's pre-queue, as anyone can recompute it once the seed is out:
 // the Worker places buyers with it, `npm run verify-queue` checks a sale's order with it.
 // WebCrypto only, so it runs the same in the Worker and in Node.
-
-/** A hex string's bytes. */
-function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
-}
-
-export const toHex = (bytes: ArrayBuffer | Uint8Array) =>
-  Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+import { hexBytes, toHex } from "./hex";
 
 /** SHA-256 of the seed's bytes, hex: the commitment a random sale publishes before joining opens. */
 export async function seedCommitment(seedHex: string): Promise<string> {

@@ -1,0 +1,113 @@
+// What a draw shows: the public view anyone checks it against, the committed list a page
+// (a chunk of the tree) at a time, and an entrant's own entry with its proof of inclusion.
+import type { Redis } from "../redis/client";
+import type { Sale } from "../sales/sale";
+import type { DrawLeaf, DrawState, DrawView, EntryStatus, MyEntry } from "../shared/api-types";
+import { CHUNK_LEAVES, type DrawRun, findDrawRun, findEntry, leavesFrom, resultCounts, treeChunks } from "./draw-records";
+import { inclusionProof } from "./draw-run";
+import { entryCounts, heldEntry } from "./draws";
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function drawState(sale: Sale & { draw: NonNullable<Sale["draw"]> }, run: DrawRun | undefined, now: number): DrawState {
+  if (run?.phase === "drawn") return "drawn";
+  if (run) return "drawing";
+  if (now < sale.draw.opensAt) return "upcoming";
+  return now < sale.draw.closesAt ? "open" : "closed";
+}
+
+/** The draw as anyone may check it: counts, commitments, the seed once drawn, the winners per variant. */
+export async function drawView(
+  db: D1Database,
+  redis: Redis,
+  sale: Sale & { draw: NonNullable<Sale["draw"]> },
+  now = Date.now(),
+): Promise<DrawView> {
+  const run = await findDrawRun(db, sale.id);
+  const committed = run?.entriesRoot !== null && run?.entriesRoot !== undefined;
+  const drawn = run?.phase === "drawn";
+  const [standing, counts] = await Promise.all([
+    committed ? undefined : entryCounts(redis, sale.id),
+    drawn ? resultCounts(db, sale.id) : [],
+  ]);
+  const variants = sale.variants.length > 0 ? sale.variants : [{ id: "default", stock: sale.stock }];
+  const countOf = (variant: string, result: string) =>
+    counts.find((c) => c.variant === variant && c.result === result)?.entries ?? 0;
+  return {
+    saleId: sale.id,
+    state: drawState(sale, run, now),
+    opensAt: new Date(sale.draw.opensAt).toISOString(),
+    closesAt: new Date(sale.draw.closesAt).toISOString(),
+    entries: committed ? (run?.entries ?? 0) : (standing?.standing ?? 0),
+    entriesRoot: run?.entriesRoot ?? null,
+    committedAt: iso(run?.committedAt ?? null),
+    seedCommitment: sale.queue.seedCommitment,
+    seed: drawn ? sale.queue.seed : null,
+    beacon: sale.draw.beacon && { ...sale.draw.beacon, randomness: run?.beaconRandomness ?? null },
+    drawnAt: iso(run?.drawnAt ?? null),
+    variants: variants.map((v) => ({
+      id: v.id,
+      stock: v.stock,
+      selected: countOf(v.id, "selected"),
+      waitlisted: countOf(v.id, "waitlisted"),
+    })),
+  };
+}
+
+/** A page of the committed list: the chunk `cursor` names (the first without one), and the next chunk's cursor. */
+export async function drawLeaves(
+  db: D1Database,
+  saleId: string,
+  cursor: number,
+): Promise<{ leaves: DrawLeaf[]; next: string | null } | undefined> {
+  const run = await findDrawRun(db, saleId);
+  if (!run?.entriesRoot) return undefined;
+  const chunks = await treeChunks(db, saleId);
+  const chunk = chunks[cursor];
+  if (!chunk) return { leaves: [], next: null };
+  const drawn = run.phase === "drawn";
+  const leaves = (await leavesFrom(db, saleId, chunk.firstLeaf, chunk.leaves)).map((l, i) => ({
+    index: cursor * CHUNK_LEAVES + i,
+    leafHash: l.leafHash,
+    entrant: l.entrant,
+    variant: l.variant,
+    quantity: l.quantity,
+    ...(drawn && { result: l.result ?? ("not_selected" as const) }),
+  }));
+  return { leaves, next: cursor + 1 < chunks.length ? String(cursor + 1) : null };
+}
+
+/** The caller's entry: from D1 once committed (with its proof and result), else as Redis holds it; undefined: none. */
+export async function myEntry(
+  db: D1Database,
+  redis: Redis,
+  sale: Sale,
+  userId: string,
+  now = Date.now(),
+): Promise<MyEntry | undefined> {
+  const [run, held] = await Promise.all([findDrawRun(db, sale.id), heldEntry(redis, sale, userId)]);
+  const committed = run?.entriesRoot ? await findEntry(db, sale.id, userId) : undefined;
+  if (committed) {
+    const drawn = run?.phase === "drawn";
+    const status: EntryStatus = !drawn
+      ? "entered"
+      : committed.result === "selected" || committed.orderId !== null
+        ? "selected"
+        : committed.result === "waitlisted" && now < sale.endsAt
+          ? "waitlisted"
+          : "not_selected";
+    const proof = await inclusionProof(db, sale.id, committed.leafHash);
+    return {
+      status,
+      variant: committed.variant,
+      quantity: committed.quantity,
+      receipt: committed.receipt,
+      ...(proof && { proof: { leafHash: committed.leafHash, leafIndex: proof.index, treeSize: proof.size, path: proof.path } }),
+      ...(committed.orderId !== null && { orderId: committed.orderId }),
+    };
+  }
+  if (!held) return undefined;
+  // Not in the committed list: withdrawn, taken quietly, or the draw has not committed yet.
+  const status: EntryStatus = held.state === "w" ? "withdrawn" : run?.phase === "drawn" ? "not_selected" : "entered";
+  return { status, variant: held.variant, quantity: held.quantity, receipt: held.receipt };
+}
