@@ -112,6 +112,7 @@ export default defineConfig({
                 TEST_SCRATCH_REDIS_URL: inject("scratchGatewayUrl"),
                 JWT_JWKS_URL: inject("jwksUrl"),
                 TEST_SIGNING_KEYS: inject("signingKeys"),
+                TEST_BEACON_URL: inject("beaconUrl"),
                 // Turnstile: the local stand-in (started in test/setup/global-setup.ts) with
                 // Cloudflare's always-passing test secret; tests switch to the others per request.
                 TURNSTILE_VERIFY_URL: inject("siteverifyUrl"),

@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { startBeacon } from "../../dev/beacon/stand-in.ts";
 import { spawnGateway } from "../../dev/gateway/process.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
 import { startSiteverify } from "../../dev/turnstile/siteverify.ts";
@@ -10,7 +11,8 @@ import { type SigningJwk, startIdentityProvider } from "./identity-provider.ts";
  * A second gateway serves another database of the same server: a scratch Redis for a test
  * that loses what every file shares (the catalog's Bloom filter), while the other files run.
  * The Worker cannot reach Cloudflare: its TURNSTILE_VERIFY_URL is the local siteverify
- * stand-in started here (dev/turnstile/siteverify.ts).
+ * stand-in started here (dev/turnstile/siteverify.ts); nor drand: draws name the local
+ * beacon started here (dev/beacon/stand-in.ts).
  */
 export default async function setup(project: TestProject) {
   const redis = await startRedisServer();
@@ -19,13 +21,16 @@ export default async function setup(project: TestProject) {
   const scratchGateway = await spawnGateway({ redisUrl: `${redis.url}/1`, token });
   const identityProvider = await startIdentityProvider();
   const siteverify = await startSiteverify();
+  const beacon = await startBeacon();
   project.provide("gatewayUrl", gateway.url);
   project.provide("gatewayToken", token);
   project.provide("scratchGatewayUrl", scratchGateway.url);
   project.provide("jwksUrl", identityProvider.jwksUrl);
   project.provide("signingKeys", identityProvider.signingKeys);
   project.provide("siteverifyUrl", siteverify.url);
+  project.provide("beaconUrl", beacon.url);
   return async () => {
+    await beacon.stop();
     await siteverify.stop();
     await identityProvider.stop();
     await scratchGateway.stop();
@@ -42,5 +47,6 @@ declare module "vitest" {
     jwksUrl: string;
     signingKeys: SigningJwk[];
     siteverifyUrl: string;
+    beaconUrl: string;
   }
 }

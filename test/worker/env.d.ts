@@ -8,6 +8,8 @@ declare global {
       TEST_SCRATCH_REDIS_URL: string;
       /** The test identity provider's private keys (test/setup/identity-provider.ts), each with its kid and alg. */
       TEST_SIGNING_KEYS: (JsonWebKey & { kid: string; alg: "RS256" | "ES256" })[];
+      /** The local beacon stand-in (dev/beacon/stand-in.ts) draws name. */
+      TEST_BEACON_URL: string;
     }
   }
 }
