@@ -6,7 +6,9 @@
 // What Cloudflare cannot say for a test secret is the widget's action: the stand-in reads it
 // from the token's tail, `<token>:<action>` (tests and tooling mint such tokens with
 // `standInToken`). Cloudflare's dummy token (what its test site keys give a page) carries no
-// action, so it passes with an empty one, which a sale's action check refuses.
+// action, so it passes with an empty one, which a sale's action check refuses. Cloudflare
+// answers the host name the widget was solved on, which a stand-in cannot know: it answers
+// STAND_IN_HOSTNAME, the local stack's, which a Worker serving loopback hosts only accepts.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { TEST_SECRETS } from "./test-keys.ts";
@@ -35,6 +37,9 @@ async function fieldsOf(req: IncomingMessage): Promise<Record<string, unknown>> 
 
 const failure = (...codes: string[]) => ({ success: false, "error-codes": codes });
 
+/** The host name every passing answer reports: where `npm start` serves the storefront. */
+export const STAND_IN_HOSTNAME = "localhost";
+
 /** Cloudflare's answer to `fields`, for the test secrets. */
 export function answerFor(fields: Record<string, unknown>, now = new Date()): Record<string, unknown> {
   const { secret, response } = fields;
@@ -48,7 +53,7 @@ export function answerFor(fields: Record<string, unknown>, now = new Date()): Re
         success: true,
         "error-codes": [],
         challenge_ts: now.toISOString(),
-        hostname: "example.com",
+        hostname: STAND_IN_HOSTNAME,
         action: tail < 0 ? "" : response.slice(tail + 1),
         cdata: "",
         metadata: { result_with_testing_key: true },

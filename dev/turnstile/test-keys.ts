@@ -1,12 +1,7 @@
 // Cloudflare's published Turnstile test keys, and tokens the local siteverify stand-in
-// (siteverify.ts) reads an action from. No Node APIs: the Worker tests import it too.
-
-/** Cloudflare's published test secrets. */
-export const TEST_SECRETS = {
-  passes: "1x0000000000000000000000000000000AA",
-  fails: "2x0000000000000000000000000000000AA",
-  spent: "3x0000000000000000000000000000000AA",
-} as const;
+// (siteverify.ts) reads an action from. No Node APIs: the Worker tests import it too. The
+// secrets are the Worker's own list (it refuses them outside the local stack).
+export { TURNSTILE_TEST_SECRETS as TEST_SECRETS } from "../../src/shared/turnstile-test-keys.ts";
 
 /** Cloudflare's published test site key that always passes (its widget hands the page DUMMY_TOKEN). */
 export const TEST_SITE_KEY = "1x00000000000000000000AA";

@@ -6,7 +6,7 @@ import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
 import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
+import { type BucketSplit, bucketKeyOf, saleKeys } from "../../src/shared/keys";
 import { checkedFetch } from "./contract";
 
 export const BASE = "https://flash.test";
@@ -87,6 +87,15 @@ export async function d1FailedOrders(saleId: string): Promise<{ order_id: string
     .bind(Number(saleId))
     .all<{ order_id: string; user_id: string; reason: string }>();
   return results;
+}
+
+/** How D1 says the sale's buyers are split: its bucket count and key. */
+export async function splitOf(saleId: string): Promise<BucketSplit> {
+  const row = await env.DB.prepare("SELECT redis_buckets, bucket_key FROM sales WHERE id = ?")
+    .bind(Number(saleId))
+    .first<{ redis_buckets: number; bucket_key: string | null }>();
+  if (!row) throw new Error(`no sale ${saleId} in D1`);
+  return { count: row.redis_buckets, key: row.bucket_key === null ? null : bucketKeyOf(row.bucket_key) };
 }
 
 /** Units left in Redis for a sale. */
