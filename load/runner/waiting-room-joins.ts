@@ -62,11 +62,10 @@ export async function measureJoinCost(
   const server = await startRedisServer();
   const redis = new Redis(server.url, { lazyConnect: false });
   try {
-    const [joinSha, progressSha, syncSha] = await Promise.all(
-      ["waiting-room-join", "waiting-room-progress", "sale-sync"].map(async (name) =>
-        String(await redis.script("LOAD", lua(name))),
-      ),
-    );
+    const load = async (name: string) => String(await redis.script("LOAD", lua(name)));
+    const joinSha = await load("waiting-room-join");
+    const progressSha = await load("waiting-room-progress");
+    const syncSha = await load("sale-sync");
     let saleSeq = 0;
     const newSale = async (mode: "fifo" | "random", split: BucketSplit, startsIn: number) => {
       const id = `join-cost-${++saleSeq}`;
