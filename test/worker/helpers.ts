@@ -43,6 +43,22 @@ export async function handleWithVars(vars: Partial<Env>, req: Request): Promise<
 export const fetchWithVars = (vars: Partial<Env>, path: string, init?: RequestInit, base = BASE): Promise<Response> =>
   checkedFetch((req) => handleWithVars(vars, req), `${base}${path}`, init);
 
+/**
+ * A client address of its own, in a /64 of its own (the per-address controls count an IPv6
+ * caller by its prefix), so counts in the suite's shared Redis never meet.
+ */
+export const freshAddress = (): string => {
+  const group = () => crypto.randomUUID().slice(0, 4);
+  return `2001:db8:${group()}:${group()}::${group()}`;
+};
+
+/** The local stack's switch: loopback hosts only, where Cloudflare's published Turnstile test secrets are accepted. */
+export const LOCAL_STACK: Partial<Env> = { LOOPBACK_HOSTS_ONLY: "true" };
+
+/** A request to `path` as the local stack serves it (a loopback Host, LOOPBACK_HOSTS_ONLY on), `vars` over that. */
+export const fetchAsLocalStack = (vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> =>
+  fetchWithVars({ ...LOCAL_STACK, ...vars }, path, init, LOOPBACK_BASE);
+
 /** A client for inspecting Redis through the same gateway the Worker uses. */
 export const redis = new Redis({
   url: env.UPSTASH_REDIS_REST_URL,
