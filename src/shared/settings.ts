@@ -72,21 +72,26 @@ function oneOf<const T extends string>(values: readonly T[], fallback: NoInfer<T
   };
 }
 
+/** A comma-separated list, each item tidied by `tidy` and then checked against `Item`; empty: none. */
+function commaList(Item: z.ZodMiniType<string>, accepts: string, tidy: (item: string) => string): Setting<string[]> {
+  return {
+    kind: "var",
+    fallback: "",
+    accepts,
+    read: (value) => {
+      const list = value
+        .split(",")
+        .map((item) => tidy(item.trim()))
+        .filter((item) => item !== "");
+      return list.every((item) => z.safeParse(Item, item).success) ? list : undefined;
+    },
+    unset: [],
+  };
+}
+
 /** Origins such as https://shop.example, comma-separated; a trailing slash is dropped. */
 const Origin = z.string().check(z.regex(/^https?:\/\/[^/\s,*]+$/));
-const origins: Setting<string[]> = {
-  kind: "var",
-  fallback: "",
-  accepts: "origins such as https://shop.example, comma-separated",
-  read: (value) => {
-    const list = value
-      .split(",")
-      .map((o) => o.trim().replace(/\/+$/, ""))
-      .filter((o) => o !== "");
-    return list.every((o) => z.safeParse(Origin, o).success) ? list : undefined;
-  },
-  unset: [],
-};
+const origins = commaList(Origin, "origins such as https://shop.example, comma-separated", (o) => o.replace(/\/+$/, ""));
 
 const secret = () => text("secret");
 
@@ -105,19 +110,7 @@ const sharedSecret = (): Setting<string | undefined> => ({
 /** A host name as siteverify reports it: letters, digits, dots and hyphens. */
 const Hostname = z.string().check(z.regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/));
 /** Host names such as shop.example, comma-separated, compared without case. */
-const hostnames: Setting<string[]> = {
-  kind: "var",
-  fallback: "",
-  accepts: "host names such as shop.example, comma-separated",
-  read: (value) => {
-    const list = value
-      .split(",")
-      .map((h) => h.trim().toLowerCase())
-      .filter((h) => h !== "");
-    return list.every((h) => z.safeParse(Hostname, h).success) ? list : undefined;
-  },
-  unset: [],
-};
+const hostnames = commaList(Hostname, "host names such as shop.example, comma-separated", (h) => h.toLowerCase());
 
 /** The independent databases of quorum locks, as Upstash URL/token pairs. */
 const QuorumNodes = z.array(z.object({ url: HttpUrl, token: z.string().check(z.minLength(1)) })).check(z.minLength(1));

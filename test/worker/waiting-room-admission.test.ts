@@ -248,18 +248,24 @@ function expectAlike(
   }
 }
 
+/** A sale of one unit starting in five seconds, its line letting in fast, a pass lasting the test out. */
+async function startingSoon(mode: "fifo" | "random") {
+  const startsAt = Date.now() + 5_000;
+  const sale = await createSale({
+    stock: 1,
+    startsAt: new Date(startsAt).toISOString(),
+    endsAt: new Date(startsAt + HOUR_MS).toISOString(),
+    queue: { mode, admitPerSec: 1000, passTtlSec: 3_600 },
+  });
+  return { sale, startsAt };
+}
+
 describe("a quiet joiner and a person, as their holders see them", () => {
   const X = "192.0.2.71";
   const vars = { ACCOUNTS_PER_ADDRESS: "1" };
 
   it("fifo: places of their own, kept on joining again, the same answers before and after the start", async () => {
-    const startsAt = Date.now() + 5_000;
-    const sale = await createSale({
-      stock: 1,
-      startsAt: new Date(startsAt).toISOString(),
-      endsAt: new Date(startsAt + HOUR_MS).toISOString(),
-      queue: { mode: "fifo", admitPerSec: 1000, passTtlSec: 3_600 },
-    });
+    const { sale, startsAt } = await startingSoon("fifo");
     const alice = await join(sale.id, "alike-alice", { "CF-Connecting-IP": X }, vars);
     const bob = await join(sale.id, "alike-bob", { "CF-Connecting-IP": X }, vars); // one account too many: quiet
     const carol = await join(sale.id, "alike-carol", { "CF-Connecting-IP": freshAddress() }, vars);
@@ -287,13 +293,7 @@ describe("a quiet joiner and a person, as their holders see them", () => {
   });
 
   it("random: unplaced with a draw key, placed at the start with a Queue-Ticket header alike", async () => {
-    const startsAt = Date.now() + 5_000;
-    const sale = await createSale({
-      stock: 1,
-      startsAt: new Date(startsAt).toISOString(),
-      endsAt: new Date(startsAt + HOUR_MS).toISOString(),
-      queue: { mode: "random", admitPerSec: 1000, passTtlSec: 3_600 },
-    });
+    const { sale, startsAt } = await startingSoon("random");
     await join(sale.id, "draw-alice", { "CF-Connecting-IP": X }, vars);
     const bob = await join(sale.id, "draw-bob", { "CF-Connecting-IP": X }, vars);
     const carol = await join(sale.id, "draw-carol", { "CF-Connecting-IP": freshAddress() }, vars);
