@@ -115,6 +115,9 @@ export default defineConfig({
                 TEST_BEACON_URL: inject("beaconUrl"),
                 // Turnstile: the local stand-in (started in test/setup/global-setup.ts) with
                 // Cloudflare's always-passing test secret; tests switch to the others per request.
+                // The Worker accepts a published test secret only where it serves loopback hosts
+                // alone (LOOPBACK_HOSTS_ONLY, off here as in a deployment): the tests that pass
+                // tokens run as the local stack does (test/worker/helpers.ts, fetchAsLocalStack).
                 TURNSTILE_VERIFY_URL: inject("siteverifyUrl"),
                 TURNSTILE_SECRET_KEY: TURNSTILE_TEST_SECRETS.passes,
                 TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY,

@@ -12,15 +12,28 @@ growing and a pre-queue joiner's place is its rank in it (the sizes of the bucke
 own, plus its rank in its own); those who join after the start go
 behind, in arrival order. Nothing is rewritten at the start: no draw step, no burst of writes.
 
+A quiet joiner (ARGV 6: a caller that loses quietly, src/admission/gate.ts) takes a place as
+anyone does, so nobody else ever holds it and it stays the same when they join again, but the
+place never comes up: its line member is "\1<user id>" and its pre-queue member
+"<draw key>:q:<user id>", which waiting-room-progress.lua lets in as nobody's (a pass that
+lapsed at once). Its places entry is the place (or "pre") after a "q".
+
+The join costs the same whatever the bucket count: it names the joiner's bucket and the one
+range of the pre-queue its draw key falls in, and reads running totals kept with the writes
+(counters `drawn`; the Fenwick tree of the pre-queue's bucket sizes, KEYS[6]), never every
+bucket. A sale whose totals are missing (none joined its pre-queue yet, or it was stored before
+they were kept) is answered TOTALS_MISSING, with nothing written: waiting-room-progress.lua,
+which names every bucket, sets them.
+
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets
-  2  counters hash    lined: ranks given in the line so far (waiting-room-progress.lua's counters)
+  2  counters hash    lined: ranks given in the line so far; drawn: the pre-queue's joiners
   3  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
-                      pre-queue joiner is unplaced
+                      pre-queue joiner is unplaced ("q" before either for a quiet joiner)
   4  line zset        the joiner's bucket's: user id -> rank in the line after the pre-queue
-  then one key per bucket, bucket 0 first:
-  +1 pre-queue zset   "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only), of
-                      the draw keys in the bucket's range
+  5  pre-queue zset   the draw key's bucket's range of the pre-queue (bucket 0's without one):
+                      "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only)
+  6  draw sizes       string: Fenwick tree of the pre-queue's size per bucket, u32 #1..#buckets
   (a pre-queue member carries the user's bucket beside the id, a line member is in the user's
   bucket's line, so waiting-room-progress.lua writes an admitted user's pass into the user's bucket)
 The line is split by the joiner's bucket, not by range of place: a script names every key it
@@ -32,77 +45,116 @@ bucket anyway, admits by rank across them. A bucket's line holds one member per 
 bucket, as its places hash does, so the bucket count that sizes the one sizes the other.
 ARGV
   1  user id   2  draw key: 64 hex characters for a random sale, else ""
-  3  the bucket count KEYS[3] and KEYS[4] were chosen by: when it is not the sale's (meta
-     `buckets`, 1 when absent), nothing is done and the reply is BUCKETS_CHANGED
+  3  the bucket count the KEYS were chosen by: when it is not the sale's (meta `buckets`, 1
+     when absent), nothing is done and the reply is BUCKETS_CHANGED
   4  the user's bucket (0-based), which KEYS[3] and KEYS[4] belong to
-  5  the pre-queue bucket (0-based) of the draw key (0 without one)
+  5  the pre-queue bucket (0-based) of the draw key (0 without one), which KEYS[5] is
+  6  "1": a quiet joiner (when the user id joins for the first time); "0": a person
 Reply
-  { "waiting-room-join/1", nowMs, outcome, place, startsMs, endsMs }
+  { "waiting-room-join/2", nowMs, outcome, place, startsMs, endsMs, quiet }
   outcome  JOINED (now or before) | NOT_OPEN (before qopens) | OFF (no waiting room) |
-           CLOSED (ended or cancelled, and the buyer never joined) | NOT_FOUND | BUCKETS_CHANGED
+           CLOSED (ended or cancelled, and the buyer never joined) | NOT_FOUND | BUCKETS_CHANGED |
+           TOTALS_MISSING
   place    1-based; 0 while unplaced (a random sale's pre-queue) or when not JOINED
+  quiet    1 when the place is a quiet one (whatever ARGV 6 said on a later join), else 0
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, counters, places, line = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SALE_KEYS = 4
+local meta, counters, places, line, preQueue, drawSizes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, drawKey, splitBy, bucket, preBucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local preBuckets = #KEYS - SALE_KEYS
-if not preBucket or preBucket < 0 or preBucket >= preBuckets then
-  return redis.error_reply('waiting-room-join.lua: the pre-queue bucket must name one of the KEYS after the fourth')
-end
--- Pre-queue joiners in buckets before `b` (0-based), and in all when b is preBuckets.
-local function drawnBefore(b)
-  local n = 0
-  for q = 0, b - 1 do
-    n = n + redis.call('ZCARD', KEYS[SALE_KEYS + 1 + q])
-  end
-  return n
-end
+local quietJoin = ARGV[6] == '1'
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'starts', 'ends', 'state', 'buckets')
 local starts, ends = tonumber(sale[3]) or 0, tonumber(sale[4]) or 0
-local function reply(outcome, place)
-  return { 'waiting-room-join/1', nowMs, outcome, place, starts, ends }
+local function reply(outcome, place, quiet)
+  return { 'waiting-room-join/2', nowMs, outcome, place, starts, ends, quiet and 1 or 0 }
 end
 if not sale[3] then
-  return reply('NOT_FOUND', 0)
+  return reply('NOT_FOUND', 0, false)
 end
-if (tonumber(sale[6]) or 1) ~= splitBy or preBuckets ~= splitBy then
-  return reply('BUCKETS_CHANGED', 0)
+if (tonumber(sale[6]) or 1) ~= splitBy or not preBucket or preBucket < 0 or preBucket >= splitBy then
+  return reply('BUCKETS_CHANGED', 0, false)
 end
 local mode = sale[1] or 'off'
 if mode == 'off' then
-  return reply('OFF', 0)
+  return reply('OFF', 0, false)
 end
 local random = mode == 'random'
-local member = drawKey .. ':' .. bucket .. ':' .. user
+-- A fifo sale's pre-queue is empty: its mode is fixed before joining opens.
+local drawn = tonumber(redis.call('HGET', counters, 'drawn'))
+if random and not drawn then
+  return reply('TOTALS_MISSING', 0, false)
+end
+drawn = drawn or 0
+
+-- The Fenwick tree's fields a bucket's size touches: i (1-based) and the next by its lowest set
+-- bit (Lua 5.1 here has no bit operators Upstash is sure to offer: the bit is found by halving).
+local function lowestBit(i)
+  local bit = 1
+  while i % (bit * 2) == 0 do
+    bit = bit * 2
+  end
+  return bit
+end
+-- Pre-queue joiners in buckets before `b` (0-based): one BITFIELD of at most log2(buckets) reads.
+local function drawnBefore(b)
+  local ops, i = {}, b
+  while i > 0 do
+    ops[#ops + 1], ops[#ops + 2], ops[#ops + 3] = 'GET', 'u32', '#' .. i
+    i = i - lowestBit(i)
+  end
+  if #ops == 0 then
+    return 0
+  end
+  local sum = 0
+  for _, size in ipairs(redis.call('BITFIELD', drawSizes, unpack(ops))) do
+    sum = sum + size
+  end
+  return sum
+end
+local function countDrawn(b)
+  local ops, i = {}, b + 1
+  while i <= splitBy do
+    ops[#ops + 1], ops[#ops + 2], ops[#ops + 3], ops[#ops + 4] = 'INCRBY', 'u32', '#' .. i, 1
+    i = i + lowestBit(i)
+  end
+  redis.call('BITFIELD', drawSizes, unpack(ops))
+  redis.call('HINCRBY', counters, 'drawn', 1)
+end
+local function preMember(quiet)
+  return drawKey .. ':' .. (quiet and 'q' or bucket) .. ':' .. user
+end
 
 local known = redis.call('HGET', places, user)
-if known == 'pre' then
-  if nowMs < starts then
-    return reply('JOINED', 0)
+if known then
+  local quiet = string.sub(known, 1, 1) == 'q'
+  local held = quiet and string.sub(known, 2) or known
+  if held ~= 'pre' then
+    return reply('JOINED', tonumber(held), quiet)
   end
-  return reply('JOINED', drawnBefore(preBucket) + redis.call('ZRANK', KEYS[SALE_KEYS + 1 + preBucket], member) + 1)
-elseif known then
-  return reply('JOINED', tonumber(known))
+  if nowMs < starts then
+    return reply('JOINED', 0, quiet)
+  end
+  return reply('JOINED', drawnBefore(preBucket) + redis.call('ZRANK', preQueue, preMember(quiet)) + 1, quiet)
 end
 
 if sale[5] == 'cancelled' or nowMs >= ends then
-  return reply('CLOSED', 0)
+  return reply('CLOSED', 0, false)
 end
 if nowMs < tonumber(sale[2]) then
-  return reply('NOT_OPEN', 0)
+  return reply('NOT_OPEN', 0, false)
 end
+local tag = quietJoin and 'q' or ''
 if random and nowMs < starts then
-  redis.call('ZADD', KEYS[SALE_KEYS + 1 + preBucket], 0, member)
-  redis.call('HSET', places, user, 'pre')
-  return reply('JOINED', 0)
+  redis.call('ZADD', preQueue, 0, preMember(quietJoin))
+  countDrawn(preBucket)
+  redis.call('HSET', places, user, tag .. 'pre')
+  return reply('JOINED', 0, quietJoin)
 end
 local rank = redis.call('HINCRBY', counters, 'lined', 1)
-redis.call('ZADD', line, rank, user)
-local place = rank + drawnBefore(preBuckets)
-redis.call('HSET', places, user, place)
-return reply('JOINED', place)
+redis.call('ZADD', line, rank, (quietJoin and '\1' or '') .. user)
+local place = rank + drawn
+redis.call('HSET', places, user, tag .. place)
+return reply('JOINED', place, quietJoin)

@@ -13,11 +13,19 @@ The third bound ties the line to the stock: passes alive (admitted, neither used
 never outnumber the units left, so nobody is admitted to a sale already sold out. A pass that
 expires, or an order cancelled or expired (its units come back to `remaining`), lets the next
 place in; a pass used takes its unit with it. An admitted place gets a pass record valid qttl
-seconds. A call admits at most ARGV[1] places; the next call goes on.
+seconds. A call admits at most ARGV[1] places; the next call goes on. A quiet joiner's place
+(waiting-room-join.lua: a line member "\1<user id>", a pre-queue member "<draw key>:q:<user id>")
+is let in as nobody's: no pass, and counted expired at once, so it holds no unit back.
+
+It also keeps waiting-room-join.lua's running totals true (counters `drawn` and the Fenwick tree
+of the pre-queue's bucket sizes): it reads every bucket's size anyway, and when `drawn` is
+missing (a sale stored before the totals were kept, or none joined its pre-queue yet) or is
+not their sum (a join by a Worker that did not keep them), it writes them afresh.
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
-  2  counters hash    admitted, used, expired; lined (waiting-room-join.lua)
+  2  counters hash    admitted, used, expired; lined, drawn (waiting-room-join.lua)
+  3  draw sizes       string: the Fenwick tree of the pre-queue's bucket sizes (waiting-room-join.lua)
   then four keys for each of the sale's buckets, bucket 0 first (the pre-queue carries each
   user's bucket beside the id: waiting-room-join.lua):
   +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
@@ -40,9 +48,9 @@ Reply
 Time comes from the Redis server (TIME).
 ]]
 
-local meta, counters = KEYS[1], KEYS[2]
+local meta, counters, drawSizes = KEYS[1], KEYS[2], KEYS[3]
 local maxAdmit, splitBy = tonumber(ARGV[1]), tonumber(ARGV[2])
-local SALE_KEYS, PER_BUCKET = 2, 4
+local SALE_KEYS, PER_BUCKET = 3, 4
 local buckets = (#KEYS - SALE_KEYS) / PER_BUCKET
 -- Bucket b's (0-based) passes hash, live zset, pre-queue range and line.
 local function passesOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 1] end
@@ -61,7 +69,7 @@ if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
-local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired', 'lined')
+local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired', 'lined', 'drawn')
 local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
 local lined = tonumber(count[4]) or 0
 local preSizes, drawn = {}, 0
@@ -70,6 +78,29 @@ for b = 0, buckets - 1 do
   drawn = drawn + preSizes[b]
 end
 local joined = drawn + lined
+
+-- The join's running totals, written afresh when they are missing or wrong: the Fenwick tree's
+-- field i holds the sizes of buckets i - lowest bit of i + 1 .. i (1-based), big-endian u32.
+if tonumber(count[5]) ~= drawn then
+  local tree = {}
+  for i = 1, buckets do
+    tree[i] = (tree[i] or 0) + preSizes[i - 1]
+    local bit = 1
+    while i % (bit * 2) == 0 do
+      bit = bit * 2
+    end
+    if i + bit <= buckets then
+      tree[i + bit] = (tree[i + bit] or 0) + tree[i]
+    end
+  end
+  local bytes = { string.char(0, 0, 0, 0) } -- field #0, unused
+  for i = 1, buckets do
+    local v = tree[i]
+    bytes[i + 1] = string.char(math.floor(v / 16777216) % 256, math.floor(v / 65536) % 256, math.floor(v / 256) % 256, v % 256)
+  end
+  redis.call('SET', drawSizes, table.concat(bytes))
+  redis.call('HSET', counters, 'drawn', drawn)
+end
 
 -- Passes whose time ran out free their claim on a unit.
 local lapsed = 0
@@ -98,9 +129,11 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
       for b = 0, buckets - 1 do
         local from, to = math.max(admitted, offset), math.min(last, offset + preSizes[b] - 1)
         if from <= to then
-          for _, member in ipairs(redis.call('ZRANGE', preOf(b), from - offset, to - offset)) do
+          for rank, member in ipairs(redis.call('ZRANGE', preOf(b), from - offset, to - offset)) do
             local bucket, user = string.match(member, '^%x+:(%d+):(.*)$')
-            entries[#entries + 1] = { #entries + admitted + 1, tonumber(bucket), user }
+            if bucket then -- not a quiet member ("<draw key>:q:<user id>")
+              entries[#entries + 1] = { from + rank, tonumber(bucket), user }
+            end
           end
         end
         offset = offset + preSizes[b]
@@ -112,7 +145,9 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
       for b = 0, buckets - 1 do
         local found = redis.call('ZRANGEBYSCORE', lineOf(b), '(' .. after, target - drawn, 'WITHSCORES')
         for i = 1, #found, 2 do
-          entries[#entries + 1] = { drawn + tonumber(found[i + 1]), b, found[i] }
+          if string.byte(found[i]) ~= 1 then -- not a quiet member ("\1<user id>")
+            entries[#entries + 1] = { drawn + tonumber(found[i + 1]), b, found[i] }
+          end
         end
       end
     end
@@ -122,8 +157,10 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
       redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
       redis.call('ZADD', liveOf(b), expires, user)
     end
+    -- The quiet places among them: nobody's pass, lapsed at once.
+    expired = expired + (target - admitted) - #entries
     admitted = target
-    redis.call('HSET', counters, 'admitted', admitted)
+    redis.call('HSET', counters, 'admitted', admitted, 'expired', expired)
   end
 end
 

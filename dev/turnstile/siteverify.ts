@@ -1,15 +1,17 @@
 // A local stand-in for Cloudflare Turnstile's siteverify, for the local stack (`npm start`)
 // and the Worker tests, which cannot reach Cloudflare. It answers as Cloudflare documents for
 // its published test secrets: one always passes, one always fails, one answers that the token
-// was already spent; any other secret is refused as invalid.
+// was already spent; STAND_IN_SECRET passes like the first; any other secret is refused as invalid.
 //
 // What Cloudflare cannot say for a test secret is the widget's action: the stand-in reads it
 // from the token's tail, `<token>:<action>` (tests and tooling mint such tokens with
 // `standInToken`). Cloudflare's dummy token (what its test site keys give a page) carries no
-// action, so it passes with an empty one, which a sale's action check refuses.
+// action, so it passes with an empty one, which a sale's action check refuses. Cloudflare
+// answers the host name the widget was solved on, which a stand-in cannot know: it answers
+// STAND_IN_HOSTNAME, the local stack's, which a Worker serving loopback hosts only accepts.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { TEST_SECRETS } from "./test-keys.ts";
+import { STAND_IN_HOSTNAME, STAND_IN_SECRET, TEST_SECRETS } from "./test-keys.ts";
 
 export interface SiteverifyStandIn {
   /** Where the Worker's TURNSTILE_VERIFY_URL points. */
@@ -42,13 +44,14 @@ export function answerFor(fields: Record<string, unknown>, now = new Date()): Re
   if (typeof response !== "string" || response === "") return failure("missing-input-response");
   if (response.length > 2_048) return failure("invalid-input-response");
   switch (secret) {
-    case TEST_SECRETS.passes: {
+    case TEST_SECRETS.passes:
+    case STAND_IN_SECRET: {
       const tail = response.lastIndexOf(":");
       return {
         success: true,
         "error-codes": [],
         challenge_ts: now.toISOString(),
-        hostname: "example.com",
+        hostname: STAND_IN_HOSTNAME,
         action: tail < 0 ? "" : response.slice(tail + 1),
         cdata: "",
         metadata: { result_with_testing_key: true },

@@ -8,14 +8,14 @@ import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { ROOT } from "../../dev/lib/project.ts";
 import type { Stack } from "../../dev/stack/local-stack.ts";
-import { checkoutScriptKeys } from "../../src/shared/keys.ts";
+import { checkoutScriptKeys, ONE_BUCKET } from "../../src/shared/keys.ts";
 import { drive, planCrowd, type Shot } from "../runner/crowd.ts";
 
 const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf8");
 
 /** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them (the bench's sales are one bucket). */
 function checkoutCall(saleId: string, user: string): [string[], string[]] {
-  const { keys, bucketSlots } = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000), 1, [user]);
+  const { keys, bucketSlots } = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000), ONE_BUCKET, [user]);
   return [keys, ["1", user, "1", "", "", String(bucketSlots[0])]];
 }
 

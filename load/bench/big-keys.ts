@@ -25,10 +25,12 @@ import { startRedisServer } from "../../dev/lib/redis-server.ts";
 import {
   allBuckets,
   type BucketKeys,
+  bucketKeyOf,
   bucketKeys,
   bucketOf,
   bucketsFor,
   checkoutScriptKeys,
+  newBucketKey,
   saleKeys,
 } from "../../src/shared/keys.ts";
 import { type LatencyFigures, latencyFigures } from "../runner/stats.ts";
@@ -162,10 +164,14 @@ function pingAllAlong(url: string) {
   };
 }
 
+/** The bench's sales are split as a new sale is: under a random key of their own. */
+const splitOf = (buckets: number) => ({ count: buckets, key: bucketKeyOf(newBucketKey()) });
+
 /** Buyers 0..n-1 by the bucket (of `buckets`) the Worker puts each in. */
 function buyersByBucket(n: number, buckets: number): number[][] {
   const groups: number[][] = Array.from({ length: buckets }, () => []);
-  for (let i = 0; i < n; i++) groups[bucketOf(userId(i), buckets)]?.push(i);
+  const split = splitOf(buckets);
+  for (let i = 0; i < n; i++) groups[bucketOf(userId(i), split)]?.push(i);
   return groups;
 }
 
@@ -254,6 +260,7 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number, recordLi
 
 async function measureCheckout(redis: IORedis, saleId: string, buyers: number, buckets: number): Promise<CheckoutFigures> {
   const minute = Math.floor(Date.now() / 60_000);
+  const split = splitOf(buckets);
   const sha = String(await redis.script("LOAD", lua("checkout")));
   const run = async (calls: number, perCall: number, tag: string) => {
     await slowlogEverything(redis);
@@ -261,7 +268,7 @@ async function measureCheckout(redis: IORedis, saleId: string, buyers: number, b
     for (let call = 0; call < calls; call++) {
       const users = Array.from({ length: perCall }, (_, b) => `${tag}-${call}-${b}`);
       // As src/checkout/reserve.ts sends it: the call names only its buyers' buckets.
-      const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, buckets, users);
+      const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, split, users);
       const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b])]);
       const sent = performance.now();
       const reply = (await redis.evalsha(sha, keys.length, ...keys, String(buckets), ...args)) as unknown[];

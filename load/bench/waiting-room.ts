@@ -3,12 +3,15 @@
 // 2. checkout throughput of a queued sale, every buyer holding their pass, against the same
 //    sale unqueued, alternating rounds (the pass is checked and used inside checkout.lua, so
 //    the goal is >= 0.95);
-// 3. how long after a pass expires the next place is let in, seen by that buyer polling.
+// 3. how long after a pass expires the next place is let in, seen by that buyer polling;
+// 4. Redis commands per queue join on a sale split for 1,000 joiners and for 1,000,000
+//    (load/runner/waiting-room-joins.ts): the join reads running totals, never every bucket.
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
 import { alternatingRounds, type ContenderFigures, contenderTable } from "../runner/rounds.ts";
 import { fixed } from "../runner/table.ts";
+import { type JoinCost, measureJoinCost, SMALL_RECORD_LIMIT_BYTES } from "../runner/waiting-room-joins.ts";
 import { measurePollCost, type PollCost } from "../runner/waiting-room-polls.ts";
 
 const QUEUE_GOAL = 0.95;
@@ -23,6 +26,8 @@ export interface QueueFigures {
   ratio: number;
   /** From the first place's pass expiring to the second place's poll answering admitted (ms). */
   expiryToNextAdmittedMs: number;
+  /** Redis commands per join, on a sale split for 1,000 joiners and one for 1,000,000. */
+  joins: JoinCost[];
 }
 
 /** Every shot's buyer joins and waits for its pass: a queued sale's checkouts that will all be accepted. */
@@ -103,6 +108,7 @@ export async function benchQueue(
     throughput,
     ratio: withQueue.reqPerSec / without.reqPerSec,
     expiryToNextAdmittedMs: await expiryToNextAdmitted(stack, tag),
+    joins: await measureJoinCost([1_000, 1_000_000]),
   };
 }
 
@@ -116,4 +122,9 @@ export function printQueue(f: QueueFigures, log: (text: string) => void): void {
     `with a waiting room, checkout runs at ${fixed(f.ratio, 2)}x the throughput without (goal >= ${QUEUE_GOAL}: ${f.ratio >= QUEUE_GOAL ? "met" : "NOT met"})`,
   );
   log(`a pass expiring to the next place let in (seen by its poll): ${fixed(f.expiryToNextAdmittedMs, 0)} ms`);
+  for (const j of f.joins) {
+    log(
+      `Redis commands per queue join, a sale for ${j.joiners.toLocaleString("en")} joiners (${j.buckets} buckets at a ${SMALL_RECORD_LIMIT_BYTES / 1024} KiB record limit): fifo ${fixed(j.fifo, 1)}, random pre-queue ${fixed(j.preQueue, 1)}, placed after the start ${fixed(j.placedAfterStart, 1)}`,
+    );
+  }
 }

@@ -59,10 +59,13 @@ export interface QuietPollCost {
 }
 
 /**
- * `bots` join a live queued sale with the human check: half with tokens siteverify refuses,
- * half with a user agent a deny rule names. Each gets a quiet ticket; then `polls` polls of
- * those tickets go out `width` at a time, and each bot tries to check out without a pass.
- * The stack's Worker has no TURNSTILE_SECRET_KEY, so every token is refused.
+ * `bots` join a queued sale with the human check, in its line before the start: half with
+ * tokens siteverify refuses, half with a user agent a deny rule names. Each gets a quiet
+ * ticket; then `polls` polls of those tickets go out `width` at a time, and each bot tries to
+ * check out without a pass. The stack's Worker has no TURNSTILE_SECRET_KEY, so every token is
+ * refused. A quiet place the line has not reached costs a poll no Redis command, as a person's
+ * does; one it has reached costs the read of a pass record, as a person's does (the same
+ * commands, so the same timing).
  */
 export async function measureQuietPolls(stack: Stack, { bots = 20, polls = 500, width = 50 } = {}): Promise<QuietPollCost> {
   const { api } = stack;
@@ -74,7 +77,15 @@ export async function measureQuietPolls(stack: Stack, { bots = 20, polls = 500, 
   });
   if (rule.status !== 201) throw new Error(`deny rule: ${rule.status}`);
   const stock = 10;
-  const sale = await api.createSale({ name: "quiet polls", stock, humanCheck: true, queue: { mode: "fifo", admitPerSec: 1000 } });
+  const startsAt = Date.now() + 600_000;
+  const sale = await api.createSale({
+    name: "quiet polls",
+    stock,
+    humanCheck: true,
+    startsAt: new Date(startsAt).toISOString(),
+    endsAt: new Date(startsAt + 3_600_000).toISOString(),
+    queue: { mode: "fifo", admitPerSec: 1000 },
+  });
   const joined = await Promise.all(
     Array.from({ length: bots }, async (_, i) => {
       const token = await api.userToken(`quiet-bot-${sale.id}-${i}`);

@@ -1,8 +1,10 @@
-// Deny rules: callers an operator has picked out (a client address, a user id, a user agent)
-// are refused quietly, with the answer a person would get, and counted. D1 is the record;
-// each isolate keeps the live rules in memory a few seconds, so matching costs nothing.
+// Deny rules: callers an operator has picked out (a client address or range, a user id, a user
+// agent) are refused quietly, with the answer a person would get, and counted. D1 is the
+// record; each isolate keeps the live rules in memory a few seconds, so matching costs nothing:
+// a few map lookups, however many rules (src/shared/addresses.ts).
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
+import { type AddressRange, AddressRanges, addressRangeOf, type ClientAddress } from "../shared/addresses";
 import { log } from "../shared/log";
 
 export type DenyKind = "ip" | "user" | "user-agent";
@@ -10,7 +12,10 @@ export type DenyKind = "ip" | "user" | "user-agent";
 export interface DenyRule {
   id: number;
   kind: DenyKind;
-  /** ip and user: the exact address or user id; user-agent: a case-insensitive part of it. */
+  /**
+   * ip: an address or CIDR range (an IPv6 one covers at least the caller's ADDRESS_PREFIX_V6
+   * prefix); user: the exact user id; user-agent: a case-insensitive part of it.
+   */
   value: string;
   note: string;
   /** Epoch ms; null: until deleted. */
@@ -79,27 +84,40 @@ export async function deleteDenyRule(db: D1Database, id: number): Promise<boolea
 
 /** Who is asking, as the Worker sees it. */
 export interface Caller {
-  ip: string | undefined;
+  /** CF-Connecting-IP, parsed and grouped (src/http/client-address.ts). */
+  address: ClientAddress | undefined;
   userId: string;
   userAgent: string | undefined;
 }
 
-/** The rules as an isolate matches them: exact sets by kind, user-agent parts lower-cased, each with its expiry. */
+/** The later of two expiries; null: never. */
+const later = (a: number | null, b: number | null) => (a === null || b === null ? null : Math.max(a, b));
+
+/** The rules as an isolate matches them: addresses by range, user ids exactly, user-agent parts lower-cased, each with its expiry. */
 class DenyMatcher {
-  private readonly exact = new Map<string, number | null>();
+  private readonly users = new Map<string, number | null>();
+  private readonly addresses: AddressRanges<number | null>;
   private readonly agentParts: { part: string; expiresAt: number | null }[] = [];
 
   constructor(rules: DenyRule[]) {
+    const ranges: { range: AddressRange; value: number | null }[] = [];
     for (const rule of rules) {
       if (rule.kind === "user-agent") this.agentParts.push({ part: rule.value.toLowerCase(), expiresAt: rule.expiresAt });
-      else this.exact.set(`${rule.kind}\n${rule.value}`, rule.expiresAt);
+      else if (rule.kind === "user")
+        this.users.set(rule.value, later(this.users.get(rule.value) ?? rule.expiresAt, rule.expiresAt));
+      else {
+        // Rules kept before values were checked may hold anything: one that is no address matches nobody.
+        const range = addressRangeOf(rule.value);
+        if (range) ranges.push({ range, value: rule.expiresAt });
+      }
     }
+    this.addresses = new AddressRanges(ranges, later);
   }
 
   matches(caller: Caller, now: number): boolean {
     const live = (expiresAt: number | null | undefined) => expiresAt === null || (expiresAt !== undefined && expiresAt > now);
-    if (caller.ip && live(this.exact.get(`ip\n${caller.ip}`))) return true;
-    if (live(this.exact.get(`user\n${caller.userId}`))) return true;
+    if (caller.address && live(this.addresses.match(caller.address))) return true;
+    if (live(this.users.get(caller.userId))) return true;
     const agent = caller.userAgent?.toLowerCase();
     return agent !== undefined && this.agentParts.some((r) => live(r.expiresAt) && agent.includes(r.part));
   }

@@ -3,6 +3,7 @@
 // read from Redis while entries are open and from D1 once the draw committed them.
 import { hashEntries, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { bucketSplitOf } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
 import { toHex } from "../shared/hex";
 import { addressUsersKey, buyerKeys, saleKeys } from "../shared/keys";
@@ -78,7 +79,12 @@ async function callDrawEnter(redis: Redis, sale: Sale, op: "enter" | "withdraw",
   const reply = await runScript<unknown>(
     redis,
     LUA.drawEnter,
-    [keys.meta, keys.draw, buyerKeys(sale.id, request.userId, sale.buckets).entries, addressUsersKey(sale.id, request.ip ?? "")],
+    [
+      keys.meta,
+      keys.draw,
+      buyerKeys(sale.id, request.userId, bucketSplitOf(sale)).entries,
+      addressUsersKey(sale.id, request.ip ?? ""),
+    ],
     [
       op,
       request.userId,
@@ -110,7 +116,7 @@ export const withdrawEntry = (redis: Redis, sale: Sale, userId: string) =>
 
 /** The caller's entry as Redis holds it, or undefined. */
 export async function heldEntry(redis: Redis, sale: Sale, userId: string): Promise<HeldEntry | undefined> {
-  const record = await redis.hget<string>(buyerKeys(sale.id, userId, sale.buckets).entries, userId);
+  const record = await redis.hget<string>(buyerKeys(sale.id, userId, bucketSplitOf(sale)).entries, userId);
   return record === null ? undefined : parseEntry(String(record));
 }
 

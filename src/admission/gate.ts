@@ -2,8 +2,9 @@
 // where the sale asks for it. A queued sale runs them at the queue join (its pass then carries
 // them to checkout); an unqueued sale at checkout. None of them costs a Redis command.
 import type { KeepAlive } from "../isolate/shared-work";
-import { bucketsOf, heldSale, knownSale } from "../sales/known-sales";
+import { bucketSplitOf, heldSale, knownSale } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
+import type { BucketSplit } from "../shared/keys";
 import type { CountedOutcome, Refusal } from "../shared/refusal";
 import { Unavailable } from "../shared/unavailable";
 import { type Caller, deniedByHeldRules, isDenied } from "./deny-rules";
@@ -51,14 +52,16 @@ export async function checkAdmission(
       isDenied(db, request.caller, request.keepAlive),
     ]);
     const asksHuman = asksHumanAt(sale, request.stage);
+    // A denied caller's token is judged like anyone's, so its answer takes no less time.
+    const refusal = asksHuman
+      ? await checkHuman(request.humanCheckToken, request.saleId, request.caller.address?.ip, settings)
+      : undefined;
     if (denied) {
       return {
         sale,
         turnedAway: { refusal: asksHuman ? { code: "HUMAN_CHECK_FAILED" } : { code: "SOLD_OUT" }, counted: "DENIED" },
       };
     }
-    if (!asksHuman) return { sale };
-    const refusal = await checkHuman(request.humanCheckToken, request.saleId, request.caller.ip, settings);
     return { sale, turnedAway: refusal && { refusal, counted: refusal.code } };
   } catch (err) {
     const what = err instanceof HumanCheckUnavailable ? "the human check" : "the sale";
@@ -73,10 +76,10 @@ export async function checkAdmission(
  * does not hold: Redis answers SALE_NOT_FOUND whatever the count). Undefined for anything
  * else: checkAdmission decides (reading D1 or siteverify where it must).
  */
-export function admittedAtCheckout(saleId: string, caller: Caller, now = Date.now()): { buckets: number } | undefined {
+export function admittedAtCheckout(saleId: string, caller: Caller, now = Date.now()): { buckets: BucketSplit } | undefined {
   const sale = heldSale(saleId);
   if (sale === undefined || asksHumanAt(sale ?? undefined, "checkout")) return undefined;
-  return deniedByHeldRules(caller, now) === false ? { buckets: bucketsOf(sale) } : undefined;
+  return deniedByHeldRules(caller, now) === false ? { buckets: bucketSplitOf(sale) } : undefined;
 }
 
 /**

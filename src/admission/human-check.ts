@@ -1,10 +1,13 @@
 // Turnstile, Cloudflare's human check, verified on the server: the token a widget gave the
 // buyer goes to siteverify with the secret, and passes only if Cloudflare says it succeeded
-// for this sale's action and this check is its first. Refusals are values the routes map to
-// HTTP (src/http/errors.ts), like checkout's own.
+// for this sale's action, on one of the shop's host names, and this check is its first.
+// Cloudflare's published test secrets (any token passes) are refused unless the Worker serves
+// loopback hosts only. Refusals are values the routes map to HTTP (src/http/errors.ts), like
+// checkout's own.
 import { IsolateCache } from "../isolate/isolate-cache";
 import { log } from "../shared/log";
 import type { Settings } from "../shared/settings";
+import { isTurnstileTestSecret } from "../shared/turnstile-test-keys";
 /** Turnstile's own bound on a token. */
 export const MAX_TOKEN_LENGTH = 2_048;
 /** A token is valid this long after the widget issued it: spent tokens are remembered as long. */
@@ -18,8 +21,14 @@ export type HumanCheckRefusal =
   /** Cloudflare did not vouch for the token, for this sale's action, this once. */
   | { code: "HUMAN_CHECK_FAILED" };
 
-/** What a check needs: the secret (unset refuses every token: a deploy that forgot it fails closed) and where siteverify is. */
-export type HumanCheckSettings = Pick<Settings, "TURNSTILE_SECRET_KEY" | "TURNSTILE_VERIFY_URL">;
+/**
+ * What a check needs: the secret (unset refuses every token: a deploy that forgot it fails
+ * closed), where siteverify is, the shop's host names, and whether this is the local stack.
+ */
+export type HumanCheckSettings = Pick<
+  Settings,
+  "TURNSTILE_SECRET_KEY" | "TURNSTILE_VERIFY_URL" | "TURNSTILE_HOSTNAMES" | "LOOPBACK_HOSTS_ONLY"
+>;
 
 /** The widget's action for a sale: Turnstile allows 32 characters of [A-Za-z0-9_-]; a sale id has at most 15 digits. */
 export const humanCheckAction = (saleId: string) => `sale-${saleId}`;
@@ -41,7 +50,28 @@ const spentTokens = new IsolateCache<true>({ ttlMs: TOKEN_LIFETIME_MS, maxEntrie
 interface SiteverifyAnswer {
   success?: unknown;
   action?: unknown;
+  hostname?: unknown;
   "error-codes"?: unknown;
+}
+
+/**
+ * Why these settings can vouch for no token, or undefined when they can: no secret; a
+ * published test secret outside the local stack; no host names outside it (a token solved on
+ * any site would pass).
+ */
+function unusable(settings: HumanCheckSettings): string | undefined {
+  if (!settings.TURNSTILE_SECRET_KEY || !settings.TURNSTILE_VERIFY_URL) return "TURNSTILE_SECRET_KEY is not set";
+  if (settings.LOOPBACK_HOSTS_ONLY) return undefined;
+  if (isTurnstileTestSecret(settings.TURNSTILE_SECRET_KEY))
+    return "TURNSTILE_SECRET_KEY is one of Cloudflare's published test secrets, which vouch for anyone";
+  if (settings.TURNSTILE_HOSTNAMES.length === 0) return "TURNSTILE_HOSTNAMES is not set";
+  return undefined;
+}
+
+/** Whether the token was solved on one of the shop's host names (any, on the local stack with none set). */
+function onShopHost(hostname: unknown, { TURNSTILE_HOSTNAMES: hostnames }: HumanCheckSettings): boolean {
+  if (hostnames.length === 0) return true; // loopback hosts only: unusable() refuses the rest
+  return typeof hostname === "string" && hostnames.includes(hostname.toLowerCase());
 }
 
 async function tokenDigest(token: string): Promise<string> {
@@ -82,12 +112,14 @@ export async function checkHuman(
   token: string | undefined,
   saleId: string,
   remoteIp: string | undefined,
-  { TURNSTILE_SECRET_KEY: secret, TURNSTILE_VERIFY_URL: verifyUrl }: HumanCheckSettings,
+  settings: HumanCheckSettings,
 ): Promise<HumanCheckRefusal | undefined> {
   if (token === undefined || token.trim() === "") return { code: "HUMAN_CHECK_REQUIRED" };
   if (token.length > MAX_TOKEN_LENGTH) return { code: "HUMAN_CHECK_FAILED" };
-  if (!secret || !verifyUrl) {
-    log.error("human check: TURNSTILE_SECRET_KEY is not set; every token is refused", { saleId });
+  const problem = unusable(settings);
+  const { TURNSTILE_SECRET_KEY: secret, TURNSTILE_VERIFY_URL: verifyUrl } = settings;
+  if (problem || !secret || !verifyUrl) {
+    log.error(`human check: ${problem}; every token is refused`, { saleId });
     return { code: "HUMAN_CHECK_FAILED" };
   }
   const digest = await tokenDigest(token);
@@ -101,6 +133,7 @@ export async function checkHuman(
     spentTokens.delete(digest);
     throw err;
   }
-  if (answer.success === true && answer.action === humanCheckAction(saleId)) return undefined;
+  if (answer.success === true && answer.action === humanCheckAction(saleId) && onShopHost(answer.hostname, settings))
+    return undefined;
   return { code: "HUMAN_CHECK_FAILED" };
 }

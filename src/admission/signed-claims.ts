@@ -6,9 +6,9 @@
 // holds that secret can sign in as any buyer already, so a second secret would protect nothing
 // more, and there is none to provision. Kinds: "qt1" (ticket), "qp1" (pass).
 //
-// A quiet ticket (a caller that loses quietly: src/admission/gate.ts) looks exactly like a
-// ticket, claims and all; only its mac is made with a key of its own, so the Worker knows it
-// and its holder cannot. Its place never comes up.
+// A quiet ticket (a caller that loses quietly: src/admission/gate.ts) is a ticket like any
+// other: its place is one Redis gave it and nobody else, which never comes up
+// (lua/waiting-room-join.lua), so nothing in the ticket needs to, or does, tell it apart.
 
 /**
  * A ticket: the buyer's place in a sale's line (null while a random sale's pre-queue is
@@ -32,32 +32,27 @@ export interface PassClaims {
 
 type Kind = "qt1" | "qp1";
 
-/** What a key signs: tickets and passes, or quiet tickets. */
-type Purpose = "claims" | "quiet";
-const KEY_INFO: Record<Purpose, string> = {
-  claims: "flash-sale queue tickets and passes",
-  quiet: "flash-sale quiet queue tickets",
-};
+/** What the key signs: tickets and passes. */
+const KEY_INFO = "flash-sale queue tickets and passes";
 
 const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 
-function signingKey(secret: string, purpose: Purpose): Promise<CryptoKey> {
-  const cacheKey = `${purpose}\n${secret}`;
-  let key = keys.get(cacheKey);
+function signingKey(secret: string): Promise<CryptoKey> {
+  let key = keys.get(secret);
   if (!key) {
     key = crypto.subtle
       .importKey("raw", encoder.encode(secret), "HKDF", false, ["deriveKey"])
       .then((material) =>
         crypto.subtle.deriveKey(
-          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(KEY_INFO[purpose]) },
+          { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode(KEY_INFO) },
           material,
           { name: "HMAC", hash: "SHA-256", length: 256 },
           false,
           ["sign", "verify"],
         ),
       );
-    keys.set(cacheKey, key);
+    keys.set(secret, key);
   }
   return key;
 }
@@ -74,55 +69,35 @@ function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
   return Uint8Array.from(binary, (c) => c.charCodeAt(0));
 }
 
-async function sign(secret: string, kind: Kind, claims: TicketClaims | PassClaims, purpose: Purpose = "claims"): Promise<string> {
+async function sign(secret: string, kind: Kind, claims: TicketClaims | PassClaims): Promise<string> {
   const body = `${kind}.${base64url(encoder.encode(JSON.stringify(claims)))}`;
-  const mac = await crypto.subtle.sign("HMAC", await signingKey(secret, purpose), encoder.encode(body));
+  const mac = await crypto.subtle.sign("HMAC", await signingKey(secret), encoder.encode(body));
   return `${body}.${base64url(new Uint8Array(mac))}`;
 }
 
 /** The claims of a token of `kind` whose mac verifies (in constant time), or undefined. */
-async function verified(
-  secret: string,
-  kind: Kind,
-  token: string,
-  purpose: Purpose = "claims",
-): Promise<Record<string, unknown> | undefined> {
+async function verified(secret: string, kind: Kind, token: string): Promise<Record<string, unknown> | undefined> {
   const [k, claims, mac, extra] = token.split(".");
   if (k !== kind || claims === undefined || mac === undefined || extra !== undefined) return undefined;
   const macBytes = fromBase64url(mac);
   if (!macBytes) return undefined;
-  const ok = await crypto.subtle.verify("HMAC", await signingKey(secret, purpose), macBytes, encoder.encode(`${k}.${claims}`));
+  const ok = await crypto.subtle.verify("HMAC", await signingKey(secret), macBytes, encoder.encode(`${k}.${claims}`));
   if (!ok) return undefined;
   const json = fromBase64url(claims);
   return json ? (JSON.parse(new TextDecoder().decode(json)) as Record<string, unknown>) : undefined;
 }
 
 export const signTicket = (secret: string, claims: TicketClaims) => sign(secret, "qt1", claims);
-/** A ticket whose place never comes up, for a caller that loses quietly. */
-export const signQuietTicket = (secret: string, claims: TicketClaims) => sign(secret, "qt1", claims, "quiet");
 export const signPass = (secret: string, claims: PassClaims) => sign(secret, "qp1", claims);
 
-/** The ticket's claims when it is genuine and names this sale and buyer; `quiet` for a quiet ticket. */
+/** The ticket's claims when it is genuine and names this sale and buyer. */
 export async function readTicket(
   secret: string,
   token: string,
   saleId: string,
   userId: string,
-): Promise<(TicketClaims & { quiet: boolean }) | undefined> {
-  const ticket = await ticketClaims(secret, token, saleId, userId, "claims");
-  if (ticket) return { ...ticket, quiet: false };
-  const quiet = await ticketClaims(secret, token, saleId, userId, "quiet");
-  return quiet && { ...quiet, quiet: true };
-}
-
-async function ticketClaims(
-  secret: string,
-  token: string,
-  saleId: string,
-  userId: string,
-  purpose: Purpose,
 ): Promise<TicketClaims | undefined> {
-  const c = await verified(secret, "qt1", token, purpose);
+  const c = await verified(secret, "qt1", token);
   if (c?.s !== saleId || c.u !== userId || !(c.p === null || Number.isSafeInteger(c.p))) return undefined;
   if (c.d !== undefined && !(typeof c.d === "string" && /^[0-9a-f]{64}$/.test(c.d))) return undefined;
   return c as unknown as TicketClaims;

@@ -5,10 +5,19 @@ import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { bucketSplitOf } from "../sales/known-sales";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
-import { allBuckets, bucketOf, buyerKeys, prePartitionOf, waitingRoomJoinKeys, waitingRoomProgressKeys } from "../shared/keys";
+import {
+  allBuckets,
+  type BucketSplit,
+  buyerKeys,
+  type JoinKind,
+  QUIET_LINE_MARK,
+  waitingRoomJoinCall,
+  waitingRoomProgressKeys,
+} from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import { drawKey } from "../shared/waiting-room-draw";
 
@@ -95,36 +104,54 @@ export async function readFreshProgress(redis: Redis, saleId: string, buckets: n
 }
 
 export type JoinOutcome =
-  /** place: null while a random sale's pre-queue is not drawn yet (until the start); drawKey: the buyer's, for a random sale. */
-  | { code: "JOINED"; place: number | null; drawKey?: string }
+  /**
+   * place: null while a random sale's pre-queue is not drawn yet (until the start); drawKey:
+   * the buyer's, for a random sale; quiet: the place is a quiet one, which never comes up.
+   */
+  | { code: "JOINED"; place: number | null; drawKey?: string; quiet: boolean }
   | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
 
-/** Puts the buyer in the sale's line, once; again, the same place (lua/waiting-room-join.lua). */
-export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string): Promise<JoinOutcome> {
-  const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
-  const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, waitingRoomJoinKeys(sale.id, userId, sale.buckets), [
-    userId,
-    key,
-    String(sale.buckets),
-    String(bucketOf(userId, sale.buckets)),
-    String(key ? prePartitionOf(key, sale.buckets) : 0),
-  ]);
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/1")
+async function runJoin(redis: Redis, sale: Sale, userId: string, drawKey: string, kind: JoinKind): Promise<unknown[]> {
+  const { keys, args } = waitingRoomJoinCall(sale.id, userId, bucketSplitOf(sale), drawKey, kind);
+  const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, keys, args);
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/2")
     throw new Error("lua/waiting-room-join.lua replied in an unknown layout");
   if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
+  return reply;
+}
+
+/**
+ * Puts the buyer in the sale's line, once, as a person or quietly (`kind`); again, the same
+ * place, of the kind it was given (lua/waiting-room-join.lua). A sale whose running totals the
+ * script does not find yet has them written by a read of the line's progress, then is joined.
+ */
+export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string, kind: JoinKind): Promise<JoinOutcome> {
+  const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
+  let reply = await runJoin(redis, sale, userId, key, kind);
+  if (reply[2] === "TOTALS_MISSING") {
+    await readFreshProgress(redis, sale.id, sale.buckets);
+    reply = await runJoin(redis, sale, userId, key, kind);
+  }
   const place = Number(reply[3]);
   switch (String(reply[2])) {
     case "JOINED":
-      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }) };
+      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet: reply[6] === 1 };
     case "NOT_OPEN":
       return { code: "QUEUE_NOT_OPEN" };
     case "OFF":
       return { code: "QUEUE_OFF" };
     case "CLOSED":
       return { code: "QUEUE_CLOSED" };
+    case "TOTALS_MISSING":
+      throw new Error("lua/waiting-room-join.lua found no running totals after waiting-room-progress.lua wrote them");
     default:
       return { code: "SALE_NOT_FOUND" };
   }
+}
+
+/** Whether the buyer holds a place in the sale's line already (a person's or a quiet one): one HGET. */
+export async function holdsPlace(redis: Redis, sale: Sale, userId: string): Promise<boolean> {
+  return (await redis.hget(buyerKeys(sale.id, userId, bucketSplitOf(sale)).places, userId)) !== null;
 }
 
 /** A buyer's standing in the line, as the poll answers it (the pass is signed by the caller). */
@@ -147,7 +174,7 @@ const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(mi
 export async function standing(
   redis: Redis,
   saleId: string,
-  buckets: number,
+  split: BucketSplit,
   userId: string,
   place: number | null,
   progress: Progress,
@@ -157,7 +184,7 @@ export async function standing(
   const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
-    const record = await redis.hget<string>(buyerKeys(saleId, userId, buckets).passes, userId);
+    const record = await redis.hget<string>(buyerKeys(saleId, userId, split).passes, userId);
     const [admittedPlace, expiry] = String(record ?? "").split(":");
     const expiresAt = Number(expiry);
     if (Number(admittedPlace) === place && expiresAt > now) {
@@ -217,10 +244,14 @@ export async function linePage(
     Array.from({ length: reply.length / 2 }, (_, i) => ({ userId: String(reply[2 * i]), rank: Number(reply[2 * i + 1]) })),
   );
   lined.sort((a, b) => a.rank - b.rank);
-  // A pre-queue member is "<64 hex draw key>:<bucket>:<user id>".
+  // A pre-queue member is "<64 hex draw key>:<bucket, or q when quiet>:<user id>".
   const userOf = (member: string) => {
     const entry = member.slice(65);
     return entry.slice(entry.indexOf(":") + 1);
   };
-  return { drawn, userIds: [...drawnPart.map((member) => userOf(String(member))), ...lined.map((entry) => entry.userId)] };
+  const lineUser = (member: string) => (member.startsWith(QUIET_LINE_MARK) ? member.slice(QUIET_LINE_MARK.length) : member);
+  return {
+    drawn,
+    userIds: [...drawnPart.map((member) => userOf(String(member))), ...lined.map((entry) => lineUser(entry.userId))],
+  };
 }

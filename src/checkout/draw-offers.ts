@@ -7,6 +7,7 @@
 import { findDrawRun, type OfferCandidate, recordOffers, unoffered } from "../admission/draw-records";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
+import { bucketSplitOf } from "../sales/known-sales";
 import { readLiveSale } from "../sales/live-state";
 import { remainingOf, type Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
@@ -66,7 +67,7 @@ export async function offerDraw(env: Env, sale: Sale): Promise<{ more: boolean }
           idempotencyKey: offerKey(entry.leafHash),
           drawOffer: true,
         },
-        { keepAlive, buckets: sale.buckets, onReserved: (orders) => keepAlive(enqueueOrders(env.ORDERS, orders)) },
+        { keepAlive, buckets: bucketSplitOf(sale), onReserved: (orders) => keepAlive(enqueueOrders(env.ORDERS, orders)) },
       ),
     ),
   );

@@ -1,7 +1,7 @@
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { checkoutScriptKeys } from "../shared/keys";
+import { type BucketSplit, checkoutScriptKeys } from "../shared/keys";
 import { DEFAULT_VARIANT, QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { memo, refusalWhileWaiting } from "./isolate-memo";
@@ -51,11 +51,11 @@ const calls = new MergedCalls<CheckoutItem, Reservation>(CHECKOUT_MERGING);
 
 interface ReserveOptions {
   /**
-   * The sale's bucket count as this isolate knows it (src/sales/known-sales.ts). Should
-   * the sale's own differ (an edit just before the start), the script does nothing and names
-   * it, and the call is sent again split by that.
+   * How the sale's buyers are split as this isolate knows it (src/sales/known-sales.ts).
+   * Should the sale's own bucket count differ (an edit just before the start), the script does
+   * nothing and names it, and the call is sent again split by that.
    */
-  buckets: number;
+  buckets: BucketSplit;
   /** The request's waitUntil: keeps it alive while others may wait on its call. */
   keepAlive: KeepAlive;
   /**
@@ -102,7 +102,7 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
   return calls.submit(saleId, item, call, options.keepAlive, answerHere);
 }
 
-async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], buckets: number): Promise<Reservation[]> {
+async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], buckets: BucketSplit): Promise<Reservation[]> {
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
   const minute = Math.floor(Date.now() / 60_000);
   let splitBy = buckets;
@@ -121,12 +121,12 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
       String(bucketSlots[i]),
     ]);
     const reply = parseCheckoutReply(
-      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy), ...args]),
+      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), ...args]),
       items.length,
       items.map((item) => item.variant),
     );
     if (reply.reservations) return reply.reservations;
-    splitBy = reply.buckets;
+    splitBy = { ...splitBy, count: reply.buckets };
   }
-  throw new ReplyLayoutError(`lua/checkout.lua asked twice for another bucket count (last ${splitBy})`);
+  throw new ReplyLayoutError(`lua/checkout.lua asked twice for another bucket count (last ${splitBy.count})`);
 }

@@ -47,6 +47,7 @@ export async function createLabSale(
       version: 1,
       archivedAt: null,
       buckets: LAB_SALE_BUCKETS,
+      bucketKey: null,
     }),
     ...HAND_ROLLED.map((strategy) => redis.hset(labKeys(strategy, id).meta, { stock, remaining: stock, seq: 0 })),
     redis.scriptLoad(LUA.labCas),

@@ -1,6 +1,6 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { bucketsOf, knownSales } from "../sales/known-sales";
+import { bucketSplitOf, knownSales } from "../sales/known-sales";
 import { buyerKeys, saleKeys } from "../shared/keys";
 
 /** An order whose units go back on sale: dead-lettered, expired or cancelled. */
@@ -35,13 +35,13 @@ export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1D
   );
   const results = await Promise.all(
     orders.map((o) => {
-      const count = bucketsOf(sales.get(o.saleId));
-      const bucket = buyerKeys(o.saleId, o.userId, count);
+      const split = bucketSplitOf(sales.get(o.saleId));
+      const bucket = buyerKeys(o.saleId, o.userId, split);
       return runScript<number>(
         redis,
         LUA.return,
         [saleKeys(o.saleId).meta, bucket.buyers, bucket.outbox, bucket.pending, bucket.returned],
-        [o.orderId, o.userId, String(o.quantity), String(count), o.variant],
+        [o.orderId, o.userId, String(o.quantity), String(split.count), o.variant],
       );
     }),
   );

@@ -9,6 +9,7 @@ import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
+import { callerAddress } from "../http/client-address";
 import { badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
@@ -17,12 +18,12 @@ import { signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { type Redis, redisFor } from "../redis/client";
-import { bucketsOf, knownSale } from "../sales/known-sales";
+import { bucketSplitOf, knownSale } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
 import { reportBehind } from "../settlement/recovery";
 import type { CheckoutAccepted } from "../shared/api-types";
-import { SALE_STATS_TTL_SECONDS } from "../shared/keys";
+import { type BucketSplit, SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
@@ -139,21 +140,24 @@ async function passPlace(checkout: Checkout): Promise<number | undefined | Refus
  * the isolate knows of the sale: no Redis command, so the script call stays checkout's one
  * round trip. D1 or siteverify unreachable is a 503: nothing reserved.
  */
-async function admitted(c: Context<AppEnv>, checkout: Checkout): Promise<{ turnedAway?: AdmissionRefusal; buckets: number }> {
+async function admitted(
+  c: Context<AppEnv>,
+  checkout: Checkout,
+): Promise<{ turnedAway?: AdmissionRefusal; buckets: BucketSplit }> {
   const { saleId, userId, env, redis, keepAlive } = checkout;
   const request: AdmissionRequest = {
     saleId,
-    caller: { ip: c.req.header("CF-Connecting-IP"), userId, userAgent: c.req.header("User-Agent") },
+    caller: { address: callerAddress(c), userId, userAgent: c.req.header("User-Agent") },
     humanCheckToken: c.req.header("Human-Check"),
     keepAlive,
     stage: "checkout",
   };
   // A crowd's checkouts find both in the isolate: decided in step, without a promise.
-  const admission: { turnedAway?: AdmissionRefusal; buckets: number } =
+  const admission: { turnedAway?: AdmissionRefusal; buckets: BucketSplit } =
     admittedAtCheckout(saleId, request.caller) ??
     (await orUnavailable(UNREACHABLE, { saleId }, async () => {
       const { sale, turnedAway } = await checkAdmission(env.DB, request, settingsOf(env));
-      return { turnedAway, buckets: bucketsOf(sale) };
+      return { turnedAway, buckets: bucketSplitOf(sale) };
     }));
   if (admission.turnedAway) countLocalRefusal(redis, saleId, admission.turnedAway.counted, keepAlive);
   return admission;
@@ -180,7 +184,7 @@ function reportLoss({ env, saleId, keepAlive }: Checkout, fence: boolean) {
  * the buyer's retry gets ALREADY_PURCHASED with the order while the outbox makes sure it
  * settles.
  */
-async function reserved(checkout: Checkout, buckets: number, passPlace: number | undefined): Promise<Reservation> {
+async function reserved(checkout: Checkout, buckets: BucketSplit, passPlace: number | undefined): Promise<Reservation> {
   const { saleId, userId, quantity, variant, idempotencyKey, env, redis, keepAlive } = checkout;
   try {
     return await reserve(

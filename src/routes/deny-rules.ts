@@ -11,6 +11,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest } from "../http/errors";
 import { validate } from "../http/validate";
+import { addressRangeOf, rangeText } from "../shared/addresses";
 import type { DenyRuleList, DenyRuleView } from "../shared/api-types";
 import { DenyRuleBody, DenyRuleIdParam } from "../shared/requests";
 
@@ -37,7 +38,11 @@ export const denyRuleRoutes = new Hono<AppEnv>()
     const body = c.req.valid("json");
     const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
     if (expiresAt !== null && expiresAt <= Date.now()) throw badRequest("expiresAt: must be in the future");
-    const rule = await putDenyRule(c.env.DB, { kind: body.kind, value: body.value, note: body.note, expiresAt });
+    // An address or range is kept written one way, so the same range sent again is the same rule.
+    const range = body.kind === "ip" ? addressRangeOf(body.value) : undefined;
+    if (body.kind === "ip" && !range) throw badRequest("value: must be an IP address or a CIDR range");
+    const value = range ? rangeText(range) : body.value;
+    const rule = await putDenyRule(c.env.DB, { kind: body.kind, value, note: body.note, expiresAt });
     if (!rule) throw new ApiError("DENY_RULES_FULL", `at most ${MAX_DENY_RULES} deny rules are kept; delete some first`);
     forgetDenyRules();
     return c.json(view(rule), 201);

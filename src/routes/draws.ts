@@ -6,7 +6,7 @@ import { type EnterOutcome, enterDraw, withdrawEntry } from "../admission/draws"
 import { checkAdmission, losesQuietly } from "../admission/gate";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
-import { clientAddress } from "../http/client-address";
+import { callerAddress, clientAddress } from "../http/client-address";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
 import { hasBody } from "../http/json-bodies";
 import { limitGlobally, limitPerUser } from "../http/limits";
@@ -85,14 +85,14 @@ export const drawRoutes = new Hono<AppEnv>()
     const sale = await drawSale(c, saleId);
     if (sale.variants.length > 0 && variant === undefined) throw new ApiError("VARIANT_REQUIRED");
     if (quantity > sale.perUserLimit) throw badRequest(`quantity must be at most ${sale.perUserLimit} in this sale`);
-    const ip = c.req.header("CF-Connecting-IP");
+    const address = callerAddress(c);
     const settings = settingsOf(c.env);
     const outcome = await orUnavailable(UNREACHABLE, { saleId }, async () => {
       const { turnedAway } = await checkAdmission(
         c.env.DB,
         {
           saleId,
-          caller: { ip, userId, userAgent: c.req.header("User-Agent") },
+          caller: { address, userId, userAgent: c.req.header("User-Agent") },
           humanCheckToken: c.req.header("Human-Check"),
           keepAlive: keepAliveOf(c),
           stage: "draw-entry",
@@ -104,7 +104,7 @@ export const drawRoutes = new Hono<AppEnv>()
         userId,
         variant: variant ?? DEFAULT_VARIANT,
         quantity,
-        ip: ip ? clientAddress(c) : undefined,
+        ip: address ? clientAddress(c) : undefined,
         seats: { limit: settings.ACCOUNTS_PER_ADDRESS, ttlSeconds: Math.max(60, Math.ceil((sale.endsAt - Date.now()) / 1000)) },
         quietly: turnedAway !== undefined,
       });

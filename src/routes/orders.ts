@@ -12,6 +12,7 @@ import { findOrderRecord, type OrderRecord } from "../orders/order-records";
 import { failureKind } from "../orders/order-views";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
 import { type Redis, redisFor } from "../redis/client";
+import { bucketSplitOf } from "../sales/known-sales";
 import { findSaleBySlotAt } from "../sales/repository";
 import type { OrderView } from "../shared/api-types";
 import { buyerKeys, parsePendingRecord } from "../shared/keys";
@@ -56,7 +57,7 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
   // An archived sale settled every order it minted into D1, and its keys are gone.
   if (!sale || sale.archivedAt !== null) throw orderNotFound();
   // The caller's own order lives in the caller's bucket; another buyer's is not found there.
-  const pending = await redis.hget<string>(buyerKeys(sale.id, userId, sale.buckets).pending, orderId);
+  const pending = await redis.hget<string>(buyerKeys(sale.id, userId, bucketSplitOf(sale)).pending, orderId);
   const parsed = pending === null ? undefined : parsePendingRecord(String(pending));
   if (!parsed) {
     // Settled between the two reads: D1 has it now.

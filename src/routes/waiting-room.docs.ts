@@ -11,7 +11,7 @@ export const waitingRoomDocs: readonly RouteDoc[] = [
     tag: "storefront",
     summary: "Join a sale's waiting room: the ticket to poll with",
     description:
-      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order. Callers a deny rule matches, whose Human-Check token does not pass, or who bring a user id beyond ACCOUNTS_PER_ADDRESS from one client address to the sale are not told so: they get a ticket like any other whose place never comes up (its polls cost no Redis command), and are counted in the sale's stats.",
+      "Once per buyer and sale: joining again answers the same ticket and place. A fifo sale places buyers in arrival order; a random sale places everyone who joined during the pre-queue at the start, by the draw its seed commitment fixes (place is null until then), and later joiners behind them in arrival order. Callers a deny rule matches, whose Human-Check token does not pass, or who bring a user id beyond ACCOUNTS_PER_ADDRESS from one client address to the sale are not told so: they get a ticket like any other, for a place of their own that never comes up (a place the line passes answers closed), and are counted in the sale's stats. A buyer who holds a place already is answered it before any Human-Check token is judged or spent.",
     auth: "user",
     params: Requests.SaleIdParam,
     requestHeaders: {

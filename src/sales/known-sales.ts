@@ -11,6 +11,7 @@
 // sale Redis lost was cancelled) asks for a shorter age.
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
+import { type BucketSplit, ONE_BUCKET } from "../shared/keys";
 import { findSale, findSales } from "./repository";
 import type { Sale } from "./sale";
 
@@ -72,8 +73,9 @@ export async function knownSales(db: D1Database, saleIds: Iterable<string>): Pro
   return found;
 }
 
-/** Which bucket count a sale's buyers' records are split by (one for a sale D1 does not hold: nothing of it to find). */
-export const bucketsOf = (sale: Pick<Sale, "buckets"> | null | undefined): number => sale?.buckets ?? 1;
+/** How a sale's buyers' records are split (one bucket for a sale D1 does not hold: nothing of it to find). */
+export const bucketSplitOf = (sale: Pick<Sale, "buckets" | "bucketKey"> | null | undefined): BucketSplit =>
+  sale ? { count: sale.buckets, key: sale.bucketKey } : ONE_BUCKET;
 
 /**
  * The sale changed (an edit, a change of state, a restore): this isolate reads it again, and

@@ -1,3 +1,4 @@
+import { type BucketSplit, bucketKeyOf, newBucketKey } from "../shared/keys";
 import { ID_SLOTS } from "../shared/order-id";
 import type { QueueMode } from "../shared/requests";
 import type { Sale, SaleDraw, SaleState, SaleVariant, WaitingRoomSettings } from "./sale";
@@ -32,6 +33,7 @@ interface SaleRow {
   draw_closes_at: number | null;
   draw_beacon_url: string | null;
   draw_beacon_round: number | null;
+  bucket_key: string | null;
   /** JSON array of the sale's variants in the admin's order (see VARIANTS_COLUMN). */
   variants: string;
 }
@@ -55,6 +57,7 @@ const fromRow = (row: SaleRow): Sale => ({
   version: row.version,
   archivedAt: row.archived_at,
   buckets: row.redis_buckets,
+  bucketKey: row.bucket_key === null ? null : bucketKeyOf(row.bucket_key),
   queue: {
     mode: row.queue_mode,
     prequeueSec: row.queue_prequeue_sec,
@@ -85,7 +88,7 @@ const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
   "queue_seed, queue_seed_commitment, human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, " +
-  VARIANTS_COLUMN;
+  `bucket_key, ${VARIANTS_COLUMN}`;
 
 /**
  * Records the variants of the sale `saleId`, at their positions, when the statement before it
@@ -125,7 +128,7 @@ function randomSaleId(): number {
   return (hi & 0xffff) * 2 ** 32 + lo || 1;
 }
 
-export type NewSale = Omit<Sale, "id" | "idSlot" | "state" | "version" | "archivedAt">;
+export type NewSale = Omit<Sale, "id" | "idSlot" | "state" | "version" | "archivedAt" | "bucketKey">;
 
 /** A create's Idempotency-Key and the fingerprint of its request. */
 export interface IdempotencyRecord {
@@ -149,9 +152,9 @@ export async function insertSale(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
                           queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment,
-                          human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round)
+                          human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, bucket_key)
        SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-              ?25, ?26, ?27, ?28
+              ?25, ?26, ?27, ?28, ?29
        FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING`,
     )
@@ -181,6 +184,7 @@ export async function insertSale(
       sale.humanCheck ? 1 : 0,
       sale.buckets,
       ...drawColumns(sale.draw),
+      newBucketKey(),
     );
   // One transaction: the sale, its variants, and the sale as recorded (none when the insert changed nothing).
   const [inserted, , recorded] = await db.batch<SaleRow>([insert, upsertVariants(db, id, sale.variants), selectSale(db, id)]);
@@ -363,19 +367,22 @@ export async function findSaleBySlotAt(db: D1Database, slot: number, atMs: numbe
 }
 
 /**
- * Sales whose outboxes may still hold orders, with their bucket counts: every sale that ended
- * less than `withinMs` ago, except archived ones (settled, their keys gone).
+ * Sales whose outboxes may still hold orders, with how their buyers are split: every sale that
+ * ended less than `withinMs` ago, except archived ones (settled, their keys gone).
  */
 export async function listRecentSales(
   db: D1Database,
   now: number,
   withinMs: number,
-): Promise<{ saleId: string; buckets: number }[]> {
+): Promise<{ saleId: string; split: BucketSplit }[]> {
   const { results } = await db
-    .prepare("SELECT id, redis_buckets FROM sales WHERE ends_at > ? AND archived_at IS NULL ORDER BY id")
+    .prepare("SELECT id, redis_buckets, bucket_key FROM sales WHERE ends_at > ? AND archived_at IS NULL ORDER BY id")
     .bind(now - withinMs)
-    .all<{ id: number; redis_buckets: number }>();
-  return results.map((r) => ({ saleId: String(r.id), buckets: r.redis_buckets }));
+    .all<{ id: number; redis_buckets: number; bucket_key: string | null }>();
+  return results.map((r) => ({
+    saleId: String(r.id),
+    split: { count: r.redis_buckets, key: r.bucket_key === null ? null : bucketKeyOf(r.bucket_key) },
+  }));
 }
 
 /** Those of `saleIds` D1 holds, by id: one query. */

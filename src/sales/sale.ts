@@ -1,4 +1,5 @@
 import type { AdminSaleView, QueueView, SaleStatus, SaleView, VariantView } from "../shared/api-types";
+import type { BucketKey } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import type { Admission } from "../shared/refusal";
 import type { DrawSettings, QueueMode } from "../shared/requests";
@@ -63,6 +64,8 @@ export interface Sale {
   archivedAt: number | null;
   /** How many buckets its per-buyer Redis records are split into (src/shared/keys.ts, bucketsFor). */
   buckets: number;
+  /** The key that picks a buyer's bucket (src/shared/keys.ts, BucketSplit); null for sales stored before sales had one. */
+  bucketKey: BucketKey | null;
   queue: WaitingRoomSettings;
   /** Sold by draw (its seed is the waiting room's: queue.seed and queue.seedCommitment); null: not. */
   draw: SaleDraw | null;

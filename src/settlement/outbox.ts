@@ -1,6 +1,6 @@
 import type { Redis } from "../redis/client";
-import { bucketsOf, knownSales } from "../sales/known-sales";
-import { allBuckets, type BucketKeys, buyerKeys, parsePendingRecord } from "../shared/keys";
+import { bucketSplitOf, knownSales } from "../sales/known-sales";
+import { allBuckets, type BucketKeys, type BucketSplit, buyerKeys, parsePendingRecord } from "../shared/keys";
 import type { OrderMessage } from "../shared/messages";
 import { decodeOrderId } from "../shared/order-id";
 
@@ -22,7 +22,7 @@ export async function clearOutbox(
   );
   const byOutbox = new Map<string, { pending: string; orderIds: string[] }>();
   for (const o of orders) {
-    const { outbox, pending } = buyerKeys(o.saleId, o.userId, bucketsOf(sales.get(o.saleId)));
+    const { outbox, pending } = buyerKeys(o.saleId, o.userId, bucketSplitOf(sales.get(o.saleId)));
     const same = byOutbox.get(outbox);
     if (same) same.orderIds.push(o.orderId);
     else byOutbox.set(outbox, { pending, orderIds: [o.orderId] });
@@ -93,13 +93,13 @@ export async function hasStaleOutboxOrders(redis: Redis, saleId: string, buckets
 export async function touchOutbox(
   redis: Redis,
   saleId: string,
-  buckets: number,
+  split: BucketSplit,
   orders: OrderMessage[],
   nowMs: number,
 ): Promise<void> {
   const byBucket = new Map<string, { score: number; member: string }[]>();
   for (const o of orders) {
-    const outbox = buyerKeys(saleId, o.userId, buckets).outbox;
+    const outbox = buyerKeys(saleId, o.userId, split).outbox;
     const members = byBucket.get(outbox);
     if (members) members.push({ score: nowMs, member: o.orderId });
     else byBucket.set(outbox, [{ score: nowMs, member: o.orderId }]);

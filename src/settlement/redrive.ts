@@ -1,6 +1,7 @@
 import { Lock, type LockOptions, LockTimeoutError } from "../locks";
 import { type Redis, redisFor } from "../redis/client";
 import { listRecentSales } from "../sales/repository";
+import type { BucketSplit } from "../shared/keys";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { log } from "../shared/log";
 import type { OrderMessage } from "../shared/messages";
@@ -33,13 +34,13 @@ export async function redriveOutbox(env: Env, now = Date.now()): Promise<number>
   const redis = redisFor(env);
   let resent = 0;
   let failures = 0;
-  for (const { saleId, buckets } of await listRecentSales(env.DB, now, SCAN_SALES_ENDED_WITHIN_MS)) {
+  for (const { saleId, split } of await listRecentSales(env.DB, now, SCAN_SALES_ENDED_WITHIN_MS)) {
     try {
       // A look without the lock first: most sales have nothing to re-drive, and a sale whose
       // keys the clean-up is removing never gets its lock's keys written back.
-      if (!(await hasStaleOutboxOrders(redis, saleId, buckets, now - threshold))) continue;
+      if (!(await hasStaleOutboxOrders(redis, saleId, split.count, now - threshold))) continue;
       resent += await new Lock(redis, redriveLockName(saleId)).using(
-        () => redriveSale(env, redis, saleId, buckets, now - threshold, now),
+        () => redriveSale(env, redis, saleId, split, now - threshold, now),
         REDRIVE_LOCK,
       );
     } catch (err) {
@@ -59,15 +60,15 @@ async function redriveSale(
   env: Env,
   redis: Redis,
   saleId: string,
-  buckets: number,
+  split: BucketSplit,
   olderThanMs: number,
   now: number,
 ): Promise<number> {
-  const stale = await staleOutboxOrders(redis, saleId, buckets, olderThanMs, MAX_PER_SALE_PER_RUN);
+  const stale = await staleOutboxOrders(redis, saleId, split.count, olderThanMs, MAX_PER_SALE_PER_RUN);
   for (let i = 0; i < stale.length; i += QUEUE_MESSAGE_MAX_ORDERS) {
     const chunk: OrderMessage[] = stale.slice(i, i + QUEUE_MESSAGE_MAX_ORDERS);
     await sendOrderMessage(env.ORDERS, chunk);
-    await touchOutbox(redis, saleId, buckets, chunk, now);
+    await touchOutbox(redis, saleId, split, chunk, now);
   }
   return stale.length;
 }

@@ -6,10 +6,11 @@ import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { type RestoreSnapshot, restoreSnapshot } from "../orders/sale-order-counts";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { bucketSplitOf } from "../sales/known-sales";
 import { admissionMetaFields, variantMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
-import { allBuckets, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
+import { allBuckets, type BucketSplit, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
 
 /** The restore's lock: its keys share the sale's hash tag, so restore.lua can check the fence beside the sale's keys. */
 export const restoreLockName = (saleId: string) => `sale:${saleId}`;
@@ -25,11 +26,11 @@ const CHUNK = 1_000;
 /** Buckets a `clear` call drops the keys of (five keys each). */
 const CLEAR_BUCKETS_PER_CALL = 200;
 
-/** `items` grouped by the bucket (of `buckets`) of each one's user id. */
-function byBucket<T extends { userId: string }>(items: T[], buckets: number): Map<number, T[]> {
+/** `items` grouped by the bucket (of `split`) of each one's user id. */
+function byBucket<T extends { userId: string }>(items: T[], split: BucketSplit): Map<number, T[]> {
   const groups = new Map<number, T[]>();
   for (const item of items) {
-    const bucket = bucketOf(item.userId, buckets);
+    const bucket = bucketOf(item.userId, split);
     const group = groups.get(bucket);
     if (group) group.push(item);
     else groups.set(bucket, [item]);
@@ -134,7 +135,7 @@ export async function restoreSale(
           items: T[],
           args: (item: T) => string[],
         ) => {
-          for (const [bucket, group] of byBucket(items, sale.buckets)) {
+          for (const [bucket, group] of byBucket(items, bucketSplitOf(sale))) {
             const key = bucketKeys(saleId, bucket, sale.buckets)[name];
             for (let i = 0; i < group.length; i += CHUNK) await part(name, [key], group.slice(i, i + CHUNK).flatMap(args));
           }

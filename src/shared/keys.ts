@@ -1,3 +1,4 @@
+import SipHash from "siphash";
 import { DEFAULT_VARIANT } from "./limits";
 
 // Every key of a sale carries the same hash tag, so one script can touch them all on a
@@ -29,9 +30,16 @@ export interface SaleKeys {
 export interface WaitingRoomKeys {
   /**
    * Hash: admitted (every place up to it is admitted), used and expired (passes), lined (ranks
-   * given in the line after the pre-queue: BucketKeys.line), at (ms of the last progress).
+   * given in the line after the pre-queue: BucketKeys.line), drawn (a random sale's pre-queue
+   * joiners, kept with each one's write), at (ms of the last progress).
    */
   counters: string;
+  /**
+   * String: the pre-queue's size per bucket as a Fenwick tree of u32 fields (BITFIELD), kept
+   * with each pre-queue joiner's write, so a joiner's place after the start (the sizes of the
+   * buckets before its own) costs one command whatever the bucket count.
+   */
+  drawSizes: string;
 }
 
 /**
@@ -50,7 +58,10 @@ export interface BucketKeys {
   returned: string;
   /** Hash: "<user id>\n<Idempotency-Key>" -> "<order id>:<quantity>[@<variant id>]", for checkouts that sent a key. */
   checkoutKeys: string;
-  /** Hash: user id -> place in the waiting room, or "pre" for a random sale's pre-queue joiner (placed by the draw). */
+  /**
+   * Hash: user id -> place in the waiting room, or "pre" for a random sale's pre-queue joiner
+   * (placed by the draw); "q" before either for a quiet joiner's place, which never comes up.
+   */
   places: string;
   /** Hash: user id -> "<place>:<pass expiry ms>", or "<place>:used" once the pass bought. */
   passes: string;
@@ -59,7 +70,8 @@ export interface BucketKeys {
   /**
    * Sorted set, all scores 0: "<draw key hex>:<bucket>:<user id>" of a random sale's pre-queue
    * joiners whose draw key falls in this bucket's range (prePartitionOf, not the user's
-   * bucket): the lexical order inside a bucket, bucket after bucket, is the draw.
+   * bucket): the lexical order inside a bucket, bucket after bucket, is the draw. A quiet
+   * joiner's member has "q" for the bucket.
    */
   preQueue: string;
   /**
@@ -70,14 +82,15 @@ export interface BucketKeys {
   /**
    * Sorted set: user id -> rank in the line after the pre-queue (a fifo sale's every joiner, a
    * random sale's joiners after the start), for the joiners of this bucket: the ranks of all
-   * buckets together are 1..lined, one each, in arrival order (lua/waiting-room-join.lua).
+   * buckets together are 1..lined, one each, in arrival order (lua/waiting-room-join.lua). A
+   * quiet joiner's member is its user id after QUIET_LINE_MARK.
    */
   line: string;
 }
 
 function waitingRoomKeys(saleId: string): WaitingRoomKeys {
   const prefix = `fs:{sale:${saleId}}:queue`;
-  return { counters: prefix };
+  return { counters: prefix, drawSizes: `${prefix}:draw-sizes` };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -111,19 +124,49 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
 export const allBuckets = (saleId: string, buckets: number): BucketKeys[] =>
   Array.from({ length: buckets }, (_, b) => bucketKeys(saleId, b, buckets));
 
+/** A sale's SipHash-2-4 key: four 32-bit words, random per sale. */
+export type BucketKey = readonly [number, number, number, number];
+
+/**
+ * How a sale's per-buyer records are split: into `count` buckets, a user's picked by
+ * SipHash-2-4 of the id under the sale's own random `key`, so whoever chooses user ids cannot
+ * aim them at one bucket (an unkeyed hash lets anyone compute ids that share a bucket and grow
+ * one key past the record limit). `key` null: a sale stored before sales had keys, whose
+ * buyers stay where the unkeyed FNV-1a put them.
+ */
+export interface BucketSplit {
+  readonly count: number;
+  readonly key: BucketKey | null;
+}
+
+/** One bucket and no key: a sale of one bucket, or one D1 does not hold (nothing of it to find). */
+export const ONE_BUCKET: BucketSplit = { count: 1, key: null };
+
+/** A new sale's bucket key, as D1 keeps it: 32 hex digits. */
+export const newBucketKey = (): string =>
+  Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The words of a bucket key kept as 32 hex digits. */
+export function bucketKeyOf(hex: string): BucketKey {
+  const word = (i: number) => Number.parseInt(hex.slice(8 * i, 8 * i + 8), 16);
+  return [word(0), word(1), word(2), word(3)];
+}
+
 const utf8 = new TextEncoder();
 
 /**
- * The bucket holding `userId`'s records and orders: FNV-1a of the id's UTF-8 bytes, mod
- * `buckets`. Runs for every buyer of every merged call and settlement batch: one encoder for
- * the isolate, and an indexed loop rather than an iterator.
+ * The bucket holding `userId`'s records and orders. Runs for every buyer of every merged call
+ * and settlement batch: SipHash (a library, the keyed hash made for hash tables fed by
+ * strangers) for a keyed sale; for an unkeyed one the FNV-1a it was split by, with one encoder
+ * for the isolate and an indexed loop rather than an iterator.
  */
-export function bucketOf(userId: string, buckets: number): number {
-  if (buckets === 1) return 0;
+export function bucketOf(userId: string, split: BucketSplit): number {
+  if (split.count === 1) return 0;
+  if (split.key) return SipHash.hash_uint(split.key, userId) % split.count;
   const bytes = utf8.encode(userId);
   let hash = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] as number), 0x01000193);
-  return (hash >>> 0) % buckets;
+  return (hash >>> 0) % split.count;
 }
 
 /**
@@ -135,8 +178,8 @@ export const prePartitionOf = (drawKey: string, buckets: number): number =>
   Math.floor((Number.parseInt(drawKey.slice(0, 8), 16) * buckets) / 2 ** 32);
 
 /** The keys of `userId`'s bucket. */
-export const buyerKeys = (saleId: string, userId: string, buckets: number): BucketKeys =>
-  bucketKeys(saleId, bucketOf(userId, buckets), buckets);
+export const buyerKeys = (saleId: string, userId: string, split: BucketSplit): BucketKeys =>
+  bucketKeys(saleId, bucketOf(userId, split), split.count);
 
 /**
  * The most one buyer or one order adds to any one per-buyer key, in bytes of MEMORY USAGE:
@@ -214,19 +257,19 @@ export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${sale
 export function checkoutScriptKeys(
   saleId: string,
   minute: number,
-  buckets: number,
+  split: BucketSplit,
   userIds: string[],
 ): { keys: string[]; bucketSlots: number[] } {
   const sale = saleKeys(saleId);
   const keys = [sale.meta, sale.admission, saleStatsKey(saleId, minute), sale.queue.counters];
   const slotOfBucket = new Map<number, number>();
   const bucketSlots = userIds.map((userId) => {
-    const bucket = bucketOf(userId, buckets);
+    const bucket = bucketOf(userId, split);
     let slot = slotOfBucket.get(bucket);
     if (slot === undefined) {
       slot = slotOfBucket.size + 1;
       slotOfBucket.set(bucket, slot);
-      const k = bucketKeys(saleId, bucket, buckets);
+      const k = bucketKeys(saleId, bucket, split.count);
       keys.push(k.buyers, k.outbox, k.pending, k.checkoutKeys, k.passes, k.live);
     }
     return slot;
@@ -235,19 +278,46 @@ export function checkoutScriptKeys(
 }
 
 /**
- * lua/waiting-room-join.lua's KEYS, in its header's order, for `userId`'s join: the sale-wide keys and
- * `userId`'s bucket's, then every bucket's range of the pre-queue.
+ * What starts a quiet joiner's member of a bucket's line (a control character, which no user
+ * id holds: src/shared/user-id.ts): lua/waiting-room-progress.lua lets its place in as nobody's.
  */
-export function waitingRoomJoinKeys(saleId: string, userId: string, buckets: number): string[] {
+export const QUIET_LINE_MARK = "\u0001";
+
+/** How a join is told apart: a person's place, or a quiet one (src/admission/gate.ts) that never comes up. */
+export type JoinKind = "person" | "quiet";
+
+/**
+ * lua/waiting-room-join.lua's KEYS and ARGV, in its header's order, for `userId`'s join of a
+ * sale split by `split`: the sale-wide keys, `userId`'s bucket's, the pre-queue range of its
+ * draw key (a random sale's; bucket 0's without one). A fixed number of keys whatever the
+ * bucket count: a join costs the same at one bucket and at thousands.
+ */
+export function waitingRoomJoinCall(
+  saleId: string,
+  userId: string,
+  split: BucketSplit,
+  drawKey: string,
+  kind: JoinKind,
+): { keys: string[]; args: string[] } {
   const { meta, queue } = saleKeys(saleId);
-  const own = buyerKeys(saleId, userId, buckets);
-  return [meta, queue.counters, own.places, own.line, ...allBuckets(saleId, buckets).map((b) => b.preQueue)];
+  const bucket = bucketOf(userId, split);
+  const own = bucketKeys(saleId, bucket, split.count);
+  const preBucket = drawKey ? prePartitionOf(drawKey, split.count) : 0;
+  return {
+    keys: [meta, queue.counters, own.places, own.line, bucketKeys(saleId, preBucket, split.count).preQueue, queue.drawSizes],
+    args: [userId, drawKey, String(split.count), String(bucket), String(preBucket), kind === "quiet" ? "1" : "0"],
+  };
 }
 
 /** lua/waiting-room-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set, range of the pre-queue and line. */
 export function waitingRoomProgressKeys(saleId: string, buckets: number): string[] {
   const { meta, queue } = saleKeys(saleId);
-  return [meta, queue.counters, ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line])];
+  return [
+    meta,
+    queue.counters,
+    queue.drawSizes,
+    ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line]),
+  ];
 }
 
 /**

@@ -233,15 +233,28 @@ export const UpdateSaleBody = z
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
 
-/** POST /admin/deny-rules: a caller to refuse quietly. */
-export const DenyRuleBody = z.strictObject({
-  /** ip: a client address (CF-Connecting-IP), exactly; user: a user id, exactly; user-agent: a part of it, any case. */
-  kind: z.enum(["ip", "user", "user-agent"]),
-  value: z.string().check(z.trim(), z.minLength(1), z.maxLength(256)),
+const denyRuleFields = {
   note: z._default(z.string().check(z.maxLength(500)), ""),
   /** The rule stops matching then; absent: until deleted. */
   expiresAt: z.optional(z.iso.datetime({ offset: true })),
-});
+};
+
+/** POST /admin/deny-rules: a caller to refuse quietly. */
+export const DenyRuleBody = z.discriminatedUnion("kind", [
+  z.strictObject({
+    /** A client address (CF-Connecting-IP) or a range of them; an IPv6 one covers at least the caller's ADDRESS_PREFIX_V6 prefix. */
+    kind: z.literal("ip"),
+    /** An IPv4 or IPv6 address, or a CIDR range such as 203.0.113.0/24 or 2001:db8::/48. */
+    value: z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]),
+    ...denyRuleFields,
+  }),
+  z.strictObject({
+    /** user: a user id, exactly; user-agent: a part of it, any case. */
+    kind: z.enum(["user", "user-agent"]),
+    value: z.string().check(z.trim(), z.minLength(1), z.maxLength(256)),
+    ...denyRuleFields,
+  }),
+]);
 export type DenyRuleBody = z.infer<typeof DenyRuleBody>;
 
 /** DELETE /admin/deny-rules/:ruleId. */

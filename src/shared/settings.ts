@@ -72,21 +72,26 @@ function oneOf<const T extends string>(values: readonly T[], fallback: NoInfer<T
   };
 }
 
+/** A comma-separated list, each item tidied by `tidy` and then checked against `Item`; empty: none. */
+function commaList(Item: z.ZodMiniType<string>, accepts: string, tidy: (item: string) => string): Setting<string[]> {
+  return {
+    kind: "var",
+    fallback: "",
+    accepts,
+    read: (value) => {
+      const list = value
+        .split(",")
+        .map((item) => tidy(item.trim()))
+        .filter((item) => item !== "");
+      return list.every((item) => z.safeParse(Item, item).success) ? list : undefined;
+    },
+    unset: [],
+  };
+}
+
 /** Origins such as https://shop.example, comma-separated; a trailing slash is dropped. */
 const Origin = z.string().check(z.regex(/^https?:\/\/[^/\s,*]+$/));
-const origins: Setting<string[]> = {
-  kind: "var",
-  fallback: "",
-  accepts: "origins such as https://shop.example, comma-separated",
-  read: (value) => {
-    const list = value
-      .split(",")
-      .map((o) => o.trim().replace(/\/+$/, ""))
-      .filter((o) => o !== "");
-    return list.every((o) => z.safeParse(Origin, o).success) ? list : undefined;
-  },
-  unset: [],
-};
+const origins = commaList(Origin, "origins such as https://shop.example, comma-separated", (o) => o.replace(/\/+$/, ""));
 
 const secret = () => text("secret");
 
@@ -101,6 +106,11 @@ const sharedSecret = (): Setting<string | undefined> => ({
   ...secret(),
   accepts: `at least ${MIN_SECRET_LENGTH} characters (shorter: what needs it answers 503)`,
 });
+
+/** A host name as siteverify reports it: letters, digits, dots and hyphens. */
+const Hostname = z.string().check(z.regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/));
+/** Host names such as shop.example, comma-separated, compared without case. */
+const hostnames = commaList(Hostname, "host names such as shop.example, comma-separated", (h) => h.toLowerCase());
 
 /** The independent databases of quorum locks, as Upstash URL/token pairs. */
 const QuorumNodes = z.array(z.object({ url: HttpUrl, token: z.string().check(z.minLength(1)) })).check(z.minLength(1));
@@ -169,9 +179,11 @@ export const SETTINGS = {
   ORDER_READS_PER_USER_PER_MIN: perMinuteOrOff(300),
   ORDER_READS_PER_IP_PER_MIN: perMinuteOrOff(1_200),
   ACCOUNTS_PER_ADDRESS: wholeNumber(0, 1_000, 0, "; 0: off"),
+  ADDRESS_PREFIX_V6: wholeNumber(1, 128, 64, " (bits)"),
   TURNSTILE_SECRET_KEY: secret(),
   TURNSTILE_SITE_KEY: text(),
   TURNSTILE_VERIFY_URL: url(SITEVERIFY_URL),
+  TURNSTILE_HOSTNAMES: hostnames,
   LOCK_QUORUM_NODES: quorumNodes,
 } as const satisfies Record<string, Setting<unknown>>;
 
@@ -197,7 +209,7 @@ export const SETTING_DOCS: Record<SettingName, string> = {
     "a rebuild of a sale Redis lost waits until every order id reported minted before the loss has reached D1; when nobody reported one, until no order of the sale has reached D1 for this long",
   OUTBOX_REDRIVE_AFTER_MS: "outbox records older than this are re-sent to the queue by the scheduled handler",
   IP_RATE_LIMIT:
-    "requests per isolate per client address (CF-Connecting-IP) on the public API, burst 2x; requests without CF-Connecting-IP, which only a Worker run off Cloudflare sees, share one bucket",
+    "requests per isolate per client address (CF-Connecting-IP; an IPv6 one by its ADDRESS_PREFIX_V6 prefix) on the public API, burst 2x; requests without CF-Connecting-IP, which only a Worker run off Cloudflare sees, share one bucket",
   USER_RATE_LIMIT: "requests per isolate per signed-in user on the public API, burst 2x",
   LAB_ENABLED: "the oversell lab's routes (/lab/*); keep off in production",
   ALLOWED_ORIGINS:
@@ -233,11 +245,15 @@ export const SETTING_DOCS: Record<SettingName, string> = {
   ORDER_READS_PER_USER_PER_MIN: "GET /api/orders and GET /api/orders/:orderId (together) per user, across isolates",
   ORDER_READS_PER_IP_PER_MIN: "GET /api/orders and GET /api/orders/:orderId (together) per client address, across isolates",
   ACCOUNTS_PER_ADDRESS:
-    "one account, one seat: user ids one client address may bring to one sale's waiting room; the ones beyond get quiet tickets",
+    "one account, one seat: user ids one client address may bring to one sale's waiting room; the ones beyond get quiet tickets, except on a sale with humanCheck, where the check decides instead",
+  ADDRESS_PREFIX_V6:
+    "every per-address control (the limits, ACCOUNTS_PER_ADDRESS, ip deny rules, the admin sign-in limit) counts an IPv6 caller by its prefix of this many bits, since its host holds the whole prefix; IPv4 callers by their address",
   TURNSTILE_SECRET_KEY:
-    "verifies Human-Check tokens of sales with humanCheck; unset refuses every token (npm start and the tests: Cloudflare's always-passing test secret)",
+    "verifies Human-Check tokens of sales with humanCheck; unset refuses every token; Cloudflare's published test secrets are refused unless LOOPBACK_HOSTS_ONLY (npm start: the always-passing one)",
   TURNSTILE_SITE_KEY: "the Turnstile widget's site key the storefront renders (public); empty: GET /api/config says null",
   TURNSTILE_VERIFY_URL: "Turnstile's siteverify; npm start and the tests point it at the local stand-in",
+  TURNSTILE_HOSTNAMES:
+    "the shop's host names a Turnstile token must have been solved on (siteverify's hostname); empty: any host name under LOOPBACK_HOSTS_ONLY, every token refused otherwise",
   LOCK_QUORUM_NODES:
     "the lab's redlock strategy: one Upstash REST URL/token pair per independent database (3 or more); without it redlock answers 503",
 };

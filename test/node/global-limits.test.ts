@@ -37,7 +37,7 @@ it("a limited route costs one round trip for both limits; a blocked caller costs
   expect(blocked.roundTrips).toBeLessThan(blocked.requests / 4);
 });
 
-it("bots turned away at the join (failed human check, deny rule) never get a unit, and their polls cost no Redis command", async () => {
+it("bots turned away at the join (failed human check, deny rule) never get a unit, and their polls in the line cost no Redis command", async () => {
   const cost = await measureQuietPolls(stack);
   console.log(
     `quiet polls: ${cost.polls} polls by ${cost.bots} bots, ${cost.roundTrips} round trips, ${Math.round(cost.elapsedMs)} ms`,

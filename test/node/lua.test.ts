@@ -11,6 +11,7 @@ import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../sr
 import {
   allBuckets,
   type BucketKeys,
+  bucketKeyOf,
   bucketKeys,
   bucketOf,
   buyerKeys,
@@ -462,6 +463,8 @@ describe("return.lua and sale-sync.lua", () => {
 
 describe("a sale split into buckets", () => {
   const BUCKETS = 4;
+  /** Split as a new sale is: under a key of its own. */
+  const SPLIT = { count: BUCKETS, key: bucketKeyOf("0123456789abcdef0123456789abcdef") };
   /** A sale of BUCKETS buckets, as sale-sync loads one D1 split. */
   async function splitSale(stock: number) {
     const id = `split-${++seq}`;
@@ -475,7 +478,7 @@ describe("a sale split into buckets", () => {
     const { keys, bucketSlots } = checkoutScriptKeys(
       id,
       0,
-      splitBy,
+      { ...SPLIT, count: splitBy },
       buyers.map(([user]) => user),
     );
     const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i])]);
@@ -490,18 +493,18 @@ describe("a sale split into buckets", () => {
 
   it("keeps each buyer's records and orders in the buyer's bucket, and a call names only the buckets it touches", async () => {
     const id = await splitSale(100);
-    expect(new Set(users.map((u) => bucketOf(u, BUCKETS))).size).toBe(BUCKETS);
-    const few = users.filter((u) => bucketOf(u, BUCKETS) !== 3).slice(0, 3);
+    expect(new Set(users.map((u) => bucketOf(u, SPLIT))).size).toBe(BUCKETS);
+    const few = users.filter((u) => bucketOf(u, SPLIT) !== 3).slice(0, 3);
     const { keys, reply } = await splitCheckout(
       id,
       few.map((u) => [u, `key-${u}`]),
     );
-    const touched = new Set(few.map((u) => bucketOf(u, BUCKETS)));
+    const touched = new Set(few.map((u) => bucketOf(u, SPLIT)));
     expect(keys).toHaveLength(4 + 6 * touched.size);
     expect(keys.some((k) => k.endsWith(":b3"))).toBe(false);
     const orders = (reply.reservations ?? []).map((r) => (r.code === "OK" ? r.orderId : r.code));
     for (const [i, user] of few.entries()) {
-      const own = buyerKeys(id, user, BUCKETS);
+      const own = buyerKeys(id, user, SPLIT);
       expect(await redis.hget(own.buyers, user)).toBe(`1:${orders[i]}`);
       expect(await redis.hget(own.pending, String(orders[i]))).toBe(`1:${user}`);
       expect(await redis.zscore(own.outbox, String(orders[i]))).not.toBeNull();
@@ -554,7 +557,7 @@ describe("a sale split into buckets", () => {
 
   it("refuses a buyer who names a bucket the call's KEYS do not hold", async () => {
     const id = await splitSale(10);
-    const { keys } = checkoutScriptKeys(id, 0, BUCKETS, ["a"]);
+    const { keys } = checkoutScriptKeys(id, 0, SPLIT, ["a"]);
     await expect(
       redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "a", "1", "", "", "2"]),
     ).rejects.toThrow(/names bucket 2/);
@@ -566,7 +569,7 @@ describe("a sale split into buckets", () => {
     const user = users[5] as string;
     const { reply } = await splitCheckout(id, [[user, ""]]);
     const orderId = String(reply.reservations?.[0] && orderOf(reply.reservations[0]));
-    const own = buyerKeys(id, user, BUCKETS);
+    const own = buyerKeys(id, user, SPLIT);
     const returnWith = (splitBy: number) =>
       redis.eval(
         lua("return"),

@@ -10,12 +10,13 @@ import { eventually } from "../../dev/lib/wait.ts";
 import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
 import {
   allBuckets,
+  bucketKeyOf,
   bucketOf,
   buyerKeys,
   checkoutScriptKeys,
-  prePartitionOf,
+  type JoinKind,
   saleKeys,
-  waitingRoomJoinKeys,
+  waitingRoomJoinCall,
   waitingRoomProgressKeys,
 } from "../../src/shared/keys.ts";
 import { drawKey, drawOrder } from "../../src/shared/waiting-room-draw.ts";
@@ -25,6 +26,8 @@ const TOKEN = "queue-lua-test-token";
 const SEED = "5eed".repeat(16);
 /** Every sale here is split into three buckets: passes land in their users' buckets, wherever the line keeps them. */
 const BUCKETS = 3;
+/** Split as a new sale is, under a key of its own. */
+const SPLIT = { count: BUCKETS, key: bucketKeyOf("fedcba9876543210fedcba9876543210") };
 
 let server: RedisServer;
 let gateway: Gateway;
@@ -65,19 +68,28 @@ async function newSale(opts: QueuedSale = {}): Promise<string> {
 /** Starts a sale that is still in its pre-queue, as an edit of its window would. */
 const startNow = (saleId: string) => redis.hset(saleKeys(saleId).meta, { starts: String(Date.now() - 1) });
 
-async function join(saleId: string, user: string, random = false): Promise<{ outcome: string; place: number }> {
+/** The script's own answer to one join (TOTALS_MISSING included). */
+async function joinOnce(saleId: string, user: string, key: string, kind: JoinKind): Promise<unknown[]> {
+  const { keys, args } = waitingRoomJoinCall(saleId, user, SPLIT, key, kind);
+  const reply = (await redis.createScript(lua("waiting-room-join")).exec(keys, args)) as unknown[];
+  expect(reply[0]).toBe("waiting-room-join/2");
+  return reply;
+}
+
+/** A join as src/admission/waiting-room.ts makes it: missing running totals are written by a progress call first. */
+async function join(
+  saleId: string,
+  user: string,
+  random = false,
+  kind: JoinKind = "person",
+): Promise<{ outcome: string; place: number; quiet?: true }> {
   const key = random ? await drawKey(SEED, user) : "";
-  const reply = (await redis
-    .createScript(lua("waiting-room-join"))
-    .exec(waitingRoomJoinKeys(saleId, user, BUCKETS), [
-      user,
-      key,
-      String(BUCKETS),
-      String(bucketOf(user, BUCKETS)),
-      String(key ? prePartitionOf(key, BUCKETS) : 0),
-    ])) as unknown[];
-  expect(reply[0]).toBe("waiting-room-join/1");
-  return { outcome: String(reply[2]), place: Number(reply[3]) };
+  let reply = await joinOnce(saleId, user, key, kind);
+  if (reply[2] === "TOTALS_MISSING") {
+    await progress(saleId);
+    reply = await joinOnce(saleId, user, key, kind);
+  }
+  return { outcome: String(reply[2]), place: Number(reply[3]), ...(reply[6] === 1 && { quiet: true }) };
 }
 
 async function progress(saleId: string, maxAdmit = 5000) {
@@ -86,7 +98,7 @@ async function progress(saleId: string, maxAdmit = 5000) {
     .exec(waitingRoomProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
   expect(reply[0]).toBe("waiting-room-progress/1");
   const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
-  return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]) };
+  return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]), drawn: Number(reply[11]) };
 }
 
 /** One merged checkout call: each buyer with the place its pass names ("" for no pass). */
@@ -94,7 +106,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
   const { keys, bucketSlots } = checkoutScriptKeys(
     saleId,
     0,
-    BUCKETS,
+    SPLIT,
     buyers.map(([user]) => user),
   );
   const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i])]);
@@ -110,7 +122,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
 const checkout = async (saleId: string, user: string, place: number | "" = "") =>
   (await checkoutAll(saleId, [[user, place]]))[0] as Reservation;
 
-const passOf = async (saleId: string, user: string) => redis.hget<string>(buyerKeys(saleId, user, BUCKETS).passes, user);
+const passOf = async (saleId: string, user: string) => redis.hget<string>(buyerKeys(saleId, user, SPLIT).passes, user);
 
 describe("waiting-room-join.lua", () => {
   it("opens at qopens, places fifo joiners in arrival order, and answers a second join with the same place", async () => {
@@ -149,6 +161,65 @@ describe("waiting-room-join.lua", () => {
   });
 });
 
+describe("quiet joiners", () => {
+  it("take a place nobody else holds, keep it, and are let in as nobody's: no pass, no unit held back", async () => {
+    const sale = await newSale({ stock: 2, rate: 1000 });
+    expect(await join(sale, "person-a")).toEqual({ outcome: "JOINED", place: 1 });
+    expect(await join(sale, "bot", false, "quiet")).toEqual({ outcome: "JOINED", place: 2, quiet: true });
+    expect(await join(sale, "person-b")).toEqual({ outcome: "JOINED", place: 3 });
+    // Joining again, as anyone: the same place, still quiet.
+    expect(await join(sale, "bot")).toEqual({ outcome: "JOINED", place: 2, quiet: true });
+    expect(await join(sale, "person-a", false, "quiet")).toEqual({ outcome: "JOINED", place: 1 });
+    // Two units: the quiet place between the people lapses as it is let in, which frees the
+    // unit it would have held for the next call: both people are let in.
+    expect(await progress(sale)).toMatchObject({ admitted: 2, joined: 3, expired: 1 });
+    expect(await progress(sale)).toMatchObject({ admitted: 3, joined: 3, expired: 1 });
+    expect(await passOf(sale, "bot")).toBeNull();
+    expect(String(await passOf(sale, "person-b"))).toMatch(/^3:\d+$/);
+    expect((await checkout(sale, "bot", 2)).code).toBe("QUEUE_PASS_INVALID");
+    expect((await checkout(sale, "person-b", 3)).code).toBe("OK");
+  });
+
+  it("of a random sale's pre-queue are drawn like anyone, and their place never comes up", async () => {
+    const sale = await newSale({ mode: "random", startsIn: 60_000, stock: 40 });
+    const people = Array.from({ length: 10 }, (_, i) => `drawn-${i}`);
+    for (const user of people) await join(sale, user, true);
+    expect(await join(sale, "drawn-bot", true, "quiet")).toEqual({ outcome: "JOINED", place: 0, quiet: true });
+    await startNow(sale);
+    const order = await drawOrder(SEED, [...people, "drawn-bot"]);
+    for (const [i, user] of order.entries()) {
+      expect(await join(sale, user, true)).toEqual({
+        outcome: "JOINED",
+        place: i + 1,
+        ...(user === "drawn-bot" && { quiet: true }),
+      });
+    }
+    await progress(sale); // a call whose places include the quiet one lets the rest in on the next
+    expect(await progress(sale)).toMatchObject({ admitted: 11, joined: 11, expired: 1 });
+    expect(await passOf(sale, "drawn-bot")).toBeNull();
+    for (const user of people) expect(await passOf(sale, user)).not.toBeNull();
+  });
+});
+
+describe("the join's running totals", () => {
+  it("are written by the progress script for a sale stored without them, and the places stay right", async () => {
+    const sale = await newSale({ mode: "random", startsIn: 60_000, stock: 40 });
+    const early = Array.from({ length: 12 }, (_, i) => `kept-${i}`);
+    for (const user of early) await join(sale, user, true);
+    // As a sale stored before the totals were kept: its pre-queue without them.
+    await redis.hdel(saleKeys(sale).queue.counters, "drawn");
+    await redis.del(saleKeys(sale).queue.drawSizes);
+    await startNow(sale);
+    const key = await drawKey(SEED, "kept-0");
+    const { keys, args } = waitingRoomJoinCall(sale, "kept-0", SPLIT, key, "person");
+    const missing = (await redis.createScript(lua("waiting-room-join")).exec(keys, args)) as unknown[];
+    expect(missing[2]).toBe("TOTALS_MISSING");
+    expect(await progress(sale, 0)).toMatchObject({ drawn: 12 });
+    for (const [i, user] of (await drawOrder(SEED, early)).entries()) expect((await join(sale, user, true)).place).toBe(i + 1);
+    expect((await join(sale, "after-0", true)).place).toBe(13);
+  });
+});
+
 describe("the line split over the buckets", () => {
   it("gives places one run 1..n in arrival order across every bucket's line, and admits them in place order", async () => {
     const sale = await newSale({ stock: 100, rate: 1000 });
@@ -173,7 +244,7 @@ describe("the line split over the buckets", () => {
       expect(members.length).toBeLessThan(2 * 33);
       for (let i = 0; i < members.length; i += 2) {
         const user = members[i] as string;
-        expect(bucketOf(user, BUCKETS)).toBe(b);
+        expect(bucketOf(user, SPLIT)).toBe(b);
         expect(Number(members[i + 1])).toBe(placeOf.get(user));
       }
     }
@@ -238,7 +309,7 @@ describe("checkout.lua with a waiting room", () => {
     expect((await checkout(sale, "a", 1)).code).toBe("OK");
     expect(await passOf(sale, "a")).toBe("1:used");
     expect(await checkout(sale, "a", 1)).toEqual({ code: "QUEUE_PASS_USED" });
-    expect(await redis.zscore(buyerKeys(sale, "a", BUCKETS).live, "a")).toBeNull();
+    expect(await redis.zscore(buyerKeys(sale, "a", SPLIT).live, "a")).toBeNull();
     expect(await progress(sale)).toMatchObject({ admitted: 3, used: 1, remaining: 4 });
   });
 
@@ -272,7 +343,7 @@ describe("checkout.lua with a waiting room", () => {
     expect((await progress(sale)).admitted).toBe(3); // sold out: d waits
 
     // a's order is cancelled: its unit goes back, and d, the next place, is let in.
-    const keys = buyerKeys(sale, "a", BUCKETS);
+    const keys = buyerKeys(sale, "a", SPLIT);
     await redis.eval(
       lua("return"),
       [saleKeys(sale).meta, keys.buyers, keys.outbox, keys.pending, keys.returned],

@@ -125,3 +125,55 @@ describe("deny rules: denied callers lose quietly", () => {
     await deleteRule(rule.id);
   });
 });
+
+describe("ip deny rules: addresses as people hold them", () => {
+  it("take an address or a CIDR range, kept written one way; anything else is 400 BAD_REQUEST", async () => {
+    const v4 = await addRule({ kind: "ip", value: "203.0.113.77/24" });
+    const v6 = await addRule({ kind: "ip", value: "2001:DB8:0:0:0:0:0:0/48" });
+    const one = await addRule({ kind: "ip", value: "2001:db8:0000::0001" });
+    expect([v4.value, v6.value, one.value]).toEqual(["203.0.113.0/24", "2001:db8::/48", "2001:db8::1"]);
+    // The same range written another way is the same rule.
+    expect((await addRule({ kind: "ip", value: "2001:db8::/48", note: "again" })).id).toBe(v6.id);
+    for (const value of ["not-an-address", "203.0.113.0/33", "2001:db8::/129", "203.0.113", "198.51.100.1, 198.51.100.2"]) {
+      const res = await SELF.fetch(`${BASE}/admin/deny-rules`, {
+        method: "POST",
+        headers: admin,
+        body: JSON.stringify({ kind: "ip", value }),
+      });
+      expect([res.status, await errorCode(res)], value).toEqual([400, "BAD_REQUEST"]);
+    }
+    for (const rule of [v4, v6, one]) await deleteRule(rule.id);
+  });
+
+  it("match every address of a range, and an IPv6 rule's whole /64 (ADDRESS_PREFIX_V6) however narrow", async () => {
+    const sale = await createSale({ stock: 20 });
+    const rules = [
+      await addRule({ kind: "ip", value: "198.51.100.0/24" }),
+      await addRule({ kind: "ip", value: "2001:db8:aaaa::/48" }),
+      await addRule({ kind: "ip", value: "2001:db8:bbbb:1::7" }),
+    ];
+    try {
+      const from = async (userId: string, address: string) =>
+        checkout(sale.id, await userToken(userId), { headers: { "CF-Connecting-IP": address } });
+      const denied = [
+        ["cidr-v4", "198.51.100.254"],
+        ["cidr-v6", "2001:db8:aaaa:ffff::1"],
+        ["same-64", "2001:db8:bbbb:1:abcd::99"],
+        ["mapped", "::ffff:198.51.100.9"],
+      ];
+      for (const [userId, address] of denied) {
+        const res = await from(`deny-${userId}`, address as string);
+        expect([res.status, await errorCode(res)], userId).toEqual([409, "SOLD_OUT"]);
+      }
+      const allowed = [
+        ["next-v4", "198.51.101.1"],
+        ["next-48", "2001:db8:aaab::1"],
+        ["next-64", "2001:db8:bbbb:2::7"],
+      ];
+      for (const [userId, address] of allowed) expect((await from(`deny-${userId}`, address as string)).status, userId).toBe(202);
+      expect(await buyers(sale.id)).toEqual(["deny-next-48", "deny-next-64", "deny-next-v4"]);
+    } finally {
+      for (const rule of rules) await deleteRule(rule.id);
+    }
+  });
+});

@@ -3,11 +3,10 @@
 // them off ("0"); each test here sets its own through the Worker's vars. What a blocked
 // caller costs at the gateway: test/node/global-limits.test.ts.
 import { describe, expect, it } from "vitest";
-import { bearer, createSale, fetchWithVars, LOOPBACK_BASE, userToken } from "./helpers";
+import { bearer, createSale, fetchWithVars, freshAddress, LOOPBACK_BASE, userToken } from "./helpers";
 
 /** Names of their own for each test, so counts in the suite's shared Redis never meet. */
 const fresh = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`;
-const freshAddress = () => `2001:db8:22::${crypto.randomUUID().slice(0, 4)}`;
 
 /** The isolate's per-user bucket off: these tests count the global layer alone. */
 const GLOBAL_ONLY = { USER_RATE_LIMIT: "0" };
@@ -59,6 +58,17 @@ describe("global limits per user and per client address", () => {
     const limited = await readOrders(vars, fresh("crowd"), address);
     expect([limited.status, await errorCode(limited)]).toEqual([429, "RATE_LIMITED"]);
     expect((await readOrders(vars, fresh("crowd"))).status).toBe(200);
+  });
+
+  it("count an IPv6 caller by its ADDRESS_PREFIX_V6 prefix: addresses inside one /64 are one address", async () => {
+    const prefix = freshAddress().split("::")[0] as string;
+    const vars = { ORDER_READS_PER_IP_PER_MIN: "4" };
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await readOrders(vars, fresh("rotating"), `${prefix}::${i + 1}`)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    // Grouped by the whole address instead (ADDRESS_PREFIX_V6=128), each is its own.
+    const exact = { ...vars, ADDRESS_PREFIX_V6: "128" };
+    expect((await readOrders(exact, fresh("rotating"), `${prefix}::99`)).status).toBe(200);
   });
 
   it("cover joining a queue, dev login, pay, cancel and both order reads", async () => {

@@ -5,14 +5,22 @@ import { webhookSignature } from "../../dev/lib/webhook-signing";
 import { encodeCursor } from "../../src/sales/catalog";
 import { CURSOR_TTL_MS, signCursor } from "../../src/sales/cursors";
 import { catalogKeys } from "../../src/shared/keys";
-import { api, BASE, bearer, createSale, fetchWithVars, LOOPBACK_BASE, redis, userToken, waitForConfirmed } from "./helpers";
+import {
+  api,
+  BASE,
+  bearer,
+  createSale,
+  fetchWithVars,
+  freshAddress,
+  LOOPBACK_BASE,
+  redis,
+  userToken,
+  waitForConfirmed,
+} from "./helpers";
 
 // The doors of the third hardening round that the corpus files do not cover: admin guessing
 // limited across isolates, webhook secrets rotated, global limits that fail closed, and the
 // dev payment provider fenced to loopback.
-
-/** An address of its own for each test, so counts in the suite's shared Redis never meet. */
-const freshAddress = () => `2001:db8::${crypto.randomUUID().slice(0, 4)}`;
 
 describe("failed admin authentications", () => {
   it("are limited per address across isolates; the right token from elsewhere is not slowed", async () => {
@@ -49,6 +57,9 @@ describe("failed admin authentications", () => {
     expect((await fetchWithVars(limited, path, { headers: asGuesser(env.ADMIN_TOKEN) })).status).toBe(429);
     const elsewhere = { ...bearer(env.ADMIN_TOKEN), "CF-Connecting-IP": freshAddress() };
     expect((await fetchWithVars(limited, path, { headers: elsewhere })).status).toBe(200);
+    // Another address of the guesser's /64 is the guesser: moving inside it is no way around the block.
+    const moved = { ...bearer(env.ADMIN_TOKEN), "CF-Connecting-IP": guesser.replace(/::[0-9a-f]+$/, "::beef:1") };
+    expect((await fetchWithVars(limited, path, { headers: moved })).status).toBe(429);
   });
 
   it("fail closed when Redis cannot count them", async () => {

@@ -6,7 +6,7 @@ import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
 import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
-import { saleKeys } from "../../src/shared/keys";
+import { type BucketSplit, bucketKeyOf, saleKeys } from "../../src/shared/keys";
 import { checkedFetch } from "./contract";
 
 export const BASE = "https://flash.test";
@@ -42,6 +42,22 @@ export async function handleWithVars(vars: Partial<Env>, req: Request): Promise<
 /** A request to `path` with some vars changed (ALLOWED_ORIGINS, DEV_LOGIN, ...), its answer checked against openapi.json. */
 export const fetchWithVars = (vars: Partial<Env>, path: string, init?: RequestInit, base = BASE): Promise<Response> =>
   checkedFetch((req) => handleWithVars(vars, req), `${base}${path}`, init);
+
+/**
+ * A client address of its own, in a /64 of its own (the per-address controls count an IPv6
+ * caller by its prefix), so counts in the suite's shared Redis never meet.
+ */
+export const freshAddress = (): string => {
+  const group = () => crypto.randomUUID().slice(0, 4);
+  return `2001:db8:${group()}:${group()}::${group()}`;
+};
+
+/** The local stack's switch: loopback hosts only, where Cloudflare's published Turnstile test secrets are accepted. */
+export const LOCAL_STACK: Partial<Env> = { LOOPBACK_HOSTS_ONLY: "true" };
+
+/** A request to `path` as the local stack serves it (a loopback Host, LOOPBACK_HOSTS_ONLY on), `vars` over that. */
+export const fetchAsLocalStack = (vars: Partial<Env>, path: string, init?: RequestInit): Promise<Response> =>
+  fetchWithVars({ ...LOCAL_STACK, ...vars }, path, init, LOOPBACK_BASE);
 
 /** A client for inspecting Redis through the same gateway the Worker uses. */
 export const redis = new Redis({
@@ -87,6 +103,15 @@ export async function d1FailedOrders(saleId: string): Promise<{ order_id: string
     .bind(Number(saleId))
     .all<{ order_id: string; user_id: string; reason: string }>();
   return results;
+}
+
+/** How D1 says the sale's buyers are split: its bucket count and key. */
+export async function splitOf(saleId: string): Promise<BucketSplit> {
+  const row = await env.DB.prepare("SELECT redis_buckets, bucket_key FROM sales WHERE id = ?")
+    .bind(Number(saleId))
+    .first<{ redis_buckets: number; bucket_key: string | null }>();
+  if (!row) throw new Error(`no sale ${saleId} in D1`);
+  return { count: row.redis_buckets, key: row.bucket_key === null ? null : bucketKeyOf(row.bucket_key) };
 }
 
 /** Units left in Redis for a sale. */

@@ -1,20 +1,29 @@
 // Turnstile through the local siteverify stand-in (dev/turnstile/siteverify.ts, started by
-// test/setup/global-setup.ts), with each of Cloudflare's published test secrets.
+// test/setup/global-setup.ts), with each of Cloudflare's published test secrets, which the
+// Worker accepts only as the local stack runs it (loopback hosts only); and a deployment's
+// configuration, which refuses them and checks the host name siteverify reports.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { DUMMY_TOKEN, standInToken, TEST_SECRETS } from "../../dev/turnstile/test-keys";
+import { DUMMY_TOKEN, STAND_IN_HOSTNAME, STAND_IN_SECRET, standInToken, TEST_SECRETS } from "../../dev/turnstile/test-keys";
 import { humanCheckAction } from "../../src/admission/human-check";
 import { bucketKeys } from "../../src/shared/keys";
-import { api, bearer, checkout, createSale, fetchWithVars, redis, userToken } from "./helpers";
+import { api, bearer, checkout, createSale, fetchAsLocalStack, fetchWithVars, redis, userToken } from "./helpers";
 
 const tokenFor = (saleId: string) => standInToken(humanCheckAction(saleId));
 
-/** A checkout with `token` in Human-Check (none when undefined), under `vars` over the suite's env. */
+const checkoutInit = async (userId: string, token: string | undefined): Promise<RequestInit> => ({
+  method: "POST",
+  headers: { ...bearer(await userToken(userId)), ...(token !== undefined && { "Human-Check": token }) },
+});
+
+/** A checkout with `token` in Human-Check (none when undefined), as the local stack serves it, `vars` over that. */
 async function checkoutWith(saleId: string, userId: string, token: string | undefined, vars: Partial<Env> = {}) {
-  return fetchWithVars(vars, `/api/sales/${saleId}/checkout`, {
-    method: "POST",
-    headers: { ...bearer(await userToken(userId)), ...(token !== undefined && { "Human-Check": token }) },
-  });
+  return fetchAsLocalStack(vars, `/api/sales/${saleId}/checkout`, await checkoutInit(userId, token));
+}
+
+/** The same checkout on a deployment's configuration: a public host name, LOOPBACK_HOSTS_ONLY off. */
+async function deployedCheckoutWith(saleId: string, userId: string, vars: Partial<Env>) {
+  return fetchWithVars(vars, `/api/sales/${saleId}/checkout`, await checkoutInit(userId, tokenFor(saleId)));
 }
 
 async function expectRefused(res: Response, code: string): Promise<void> {
@@ -89,6 +98,34 @@ describe("the human check (Turnstile) on checkout of a sale with humanCheck", ()
     expect(down.headers.get("Retry-After")).toBe("1");
     expect(await buyers(sale.id)).toEqual([]);
     expect((await checkoutWith(sale.id, "hc-down", token)).status).toBe(202);
+  });
+
+  it("as deployed: refuses Cloudflare's test secrets, and a token solved on another host than the shop's", async () => {
+    const sale = await createSale({ stock: 3, humanCheck: true });
+    const shop = { TURNSTILE_HOSTNAMES: "shop.example, www.shop.example" };
+    // The always-passing test secret vouches for anyone: refused unless the Worker serves loopback hosts only.
+    await expectRefused(
+      await deployedCheckoutWith(sale.id, "hc-deployed-test", { ...shop, TURNSTILE_SECRET_KEY: TEST_SECRETS.passes }),
+      "HUMAN_CHECK_FAILED",
+    );
+    // A secret siteverify vouches with, but the token was solved on the stand-in's host, not the shop's.
+    await expectRefused(
+      await deployedCheckoutWith(sale.id, "hc-deployed-foreign", { ...shop, TURNSTILE_SECRET_KEY: STAND_IN_SECRET }),
+      "HUMAN_CHECK_FAILED",
+    );
+    // No host names set: nothing to check a token against, so none passes.
+    await expectRefused(
+      await deployedCheckoutWith(sale.id, "hc-deployed-nohosts", { TURNSTILE_SECRET_KEY: STAND_IN_SECRET }),
+      "HUMAN_CHECK_FAILED",
+    );
+    expect(await buyers(sale.id)).toEqual([]);
+    // Solved on one of the shop's host names (any case): it passes.
+    const ours = {
+      TURNSTILE_HOSTNAMES: `shop.example,${STAND_IN_HOSTNAME.toUpperCase()}`,
+      TURNSTILE_SECRET_KEY: STAND_IN_SECRET,
+    };
+    expect((await deployedCheckoutWith(sale.id, "hc-deployed-ours", ours)).status).toBe(202);
+    expect(await buyers(sale.id)).toEqual(["hc-deployed-ours"]);
   });
 
   it("changes only before the sale starts", async () => {

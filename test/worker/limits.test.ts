@@ -51,6 +51,18 @@ describe("admission and abuse limits", () => {
     expect(other.status).toBe(404);
   });
 
+  it("counts an IPv6 caller by its /64: a host moving inside it is limited as one address", async () => {
+    const group = `2001:db8:${crypto.randomUUID().slice(0, 4)}:1`;
+    const statuses = await Promise.all(
+      Array.from({ length: 120 }, (_, i) =>
+        getWithIpLimit("/api/sales/123458", { "CF-Connecting-IP": `${group}:${i.toString(16)}::1` }).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    // The next /64 is another address.
+    expect((await getWithIpLimit("/api/sales/123458", { "CF-Connecting-IP": `${group.slice(0, -1)}2::1` })).status).toBe(404);
+  });
+
   it("limits requests without CF-Connecting-IP as one shared address instead of not at all", async () => {
     const statuses = await Promise.all(
       Array.from({ length: 120 }, () => getWithIpLimit("/api/sales/123457").then((r) => r.status)),

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { allBuckets, buyerKeys, saleKeys } from "../../src/shared/keys";
 import { checkedFetch } from "./contract";
-import { eventually, handleWithVars, redis, waitForConfirmed } from "./helpers";
+import { eventually, handleWithVars, redis, splitOf, waitForConfirmed } from "./helpers";
 
 /** 10 KiB: a sale of 40 units needs 4 buckets (bucketsFor). */
 const TIGHT = { REDIS_MAX_RECORD_BYTES: "10240", RESTORE_QUIET_MS: "0" };
@@ -41,8 +41,10 @@ describe("a sale split into buckets", () => {
     expect(await buy(sale.id, "split-4")).toMatchObject({ status: 409, code: "ALREADY_PURCHASED" });
     await waitForConfirmed([...orders.values()]);
 
+    const split = await splitOf(sale.id);
+    expect(split).toMatchObject({ count: 4, key: expect.any(Array) });
     for (const user of users) {
-      const own = buyerKeys(sale.id, user, 4);
+      const own = buyerKeys(sale.id, user, split);
       expect(await redis.hget(own.buyers, user)).toBe(`1:${orders.get(user)}`);
       expect(await redis.hget(own.checkoutKeys, `${user}\nkey-${user}`)).toBe(`${orders.get(user)}:1`);
     }
@@ -64,7 +66,7 @@ describe("a sale split into buckets", () => {
       return r.redis.returned === 1 && r;
     });
     expect(back.redis).toMatchObject({ buyers: 29, remaining: 11 });
-    const leaverBucket = buyerKeys(sale.id, leaver, 4);
+    const leaverBucket = buyerKeys(sale.id, leaver, split);
     expect(await redis.sismember(leaverBucket.returned, orders.get(leaver) as string)).toBe(1);
 
     // Redis loses the sale: the restore puts every holder back in their bucket.
@@ -84,7 +86,7 @@ describe("a sale split into buckets", () => {
     expect([200, 409]).toContain(restored);
     expect(await bucketsOf(sale.id)).toBe(4);
     for (const user of users.filter((u) => u !== leaver)) {
-      expect(await redis.hget(buyerKeys(sale.id, user, 4).buyers, user)).toBe(`1:${orders.get(user)}`);
+      expect(await redis.hget(buyerKeys(sale.id, user, split).buyers, user)).toBe(`1:${orders.get(user)}`);
     }
     expect(await redis.sismember(leaverBucket.returned, orders.get(leaver) as string)).toBe(1);
     expect((await tight.report(sale.id)).redis).toMatchObject({ loaded: true, buyers: 29, remaining: 11, returned: 1 });
@@ -108,7 +110,7 @@ describe("a sale split into buckets", () => {
     expect((await tight.editSale(live.id, { stock: 80 })).status).toBe(200);
     // Its records already live in 4 buckets: the count stays, and the buyer is still found.
     expect(await bucketsOf(live.id)).toBe(4);
-    expect(await redis.hget(buyerKeys(live.id, "early-bird", 4).buyers, "early-bird")).not.toBeNull();
+    expect(await redis.hget(buyerKeys(live.id, "early-bird", await splitOf(live.id)).buyers, "early-bird")).not.toBeNull();
     expect(await buy(live.id, "early-bird")).toMatchObject({ status: 409, code: "ALREADY_PURCHASED" });
   });
 });

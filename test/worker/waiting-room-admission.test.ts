@@ -1,34 +1,44 @@
 // Admission at the queue join: the human check, deny rules and one account one seat, and the
-// quiet tickets of the callers they turn away (a place that never comes up). The join's global
-// limits: test/worker/global-limits.test.ts; what quiet polls cost at the gateway:
-// test/node/global-limits.test.ts.
+// quiet tickets of the callers they turn away (a place of their own that never comes up),
+// which look like a person's in everything their holder sees. The join's global limits:
+// test/worker/global-limits.test.ts; what quiet polls cost at the gateway:
+// test/node/global-limits.test.ts. Joins run as the local stack serves them (loopback hosts
+// only), where the suite's Turnstile test secret is accepted.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { standInToken, TEST_SECRETS } from "../../dev/turnstile/test-keys";
 import { humanCheckAction } from "../../src/admission/human-check";
 import type { DenyRuleView, QueueJoined, QueuePosition, SaleStats } from "../../src/shared/api-types";
 import { allBuckets, saleKeys } from "../../src/shared/keys";
-import { api, BASE, bearer, createSale, eventually, fetchWithVars, redis, userToken } from "./helpers";
+import { api, BASE, bearer, createSale, eventually, fetchAsLocalStack, freshAddress, redis, userToken } from "./helpers";
 
 const admin = { ...bearer(env.ADMIN_TOKEN), "Content-Type": "application/json" };
+const HOUR_MS = 3_600_000;
 const tokenFor = (saleId: string) => standInToken(humanCheckAction(saleId));
-const freshAddress = () => `2001:db8:23::${crypto.randomUUID().slice(0, 4)}`;
 
 interface Joiner {
   userId: string;
   status: number;
   code?: string;
   joined?: QueueJoined;
+  /** The answer's header names. */
+  headers?: string[];
 }
 
-/** POST .../queue as `userId`, with `headers` (Human-Check, CF-Connecting-IP) and `vars` over the suite's env. */
+/** POST .../queue as `userId`, with `headers` (Human-Check, CF-Connecting-IP) and `vars` over the local stack's env. */
 async function join(saleId: string, userId: string, headers: Record<string, string> = {}, vars: Partial<Env> = {}) {
-  const res = await fetchWithVars(vars, `/api/sales/${saleId}/queue`, {
+  const res = await fetchAsLocalStack(vars, `/api/sales/${saleId}/queue`, {
     method: "POST",
     headers: { ...bearer(await userToken(userId)), ...headers },
   });
   const body = (await res.json()) as QueueJoined & { error?: { code: string } };
-  return { userId, status: res.status, code: body.error?.code, joined: res.ok ? body : undefined } satisfies Joiner;
+  return {
+    userId,
+    status: res.status,
+    code: body.error?.code,
+    joined: res.ok ? body : undefined,
+    headers: [...res.headers.keys()].sort(),
+  } satisfies Joiner;
 }
 
 async function poll(saleId: string, joiner: Joiner): Promise<QueuePosition> {
@@ -71,12 +81,16 @@ async function buyers(saleId: string): Promise<string[]> {
 const queuedSale = (extra: { humanCheck?: boolean; stock?: number } = {}) =>
   createSale({ stock: extra.stock ?? 5, humanCheck: extra.humanCheck, queue: { mode: "fifo", admitPerSec: 1000 } });
 
-/** The quiet ticket's holder waits while the person behind it is admitted, and cannot buy. */
+/**
+ * The quiet ticket's holder is never let in while the person behind it is, and cannot buy:
+ * its place, passed by the line, answers as a place whose pass was not taken in time.
+ */
 async function expectNeverComesUp(saleId: string, quiet: Joiner[], person: Joiner): Promise<void> {
   await passOf(saleId, person);
   for (const q of quiet) {
     const standing = await poll(saleId, q);
-    expect(standing.state, q.userId).toBe("waiting");
+    expect(standing.place as number, q.userId).toBeLessThan(person.joined?.place as number);
+    expect(standing.state, q.userId).toBe("closed");
     expect(standing.pass, q.userId).toBeNull();
     // Without a pass: refused, as a person without one is (a denied caller: as sold out).
     const res = await api.checkoutWithPass(saleId, await userToken(q.userId), undefined);
@@ -112,12 +126,16 @@ describe("the human check at the queue join", () => {
     ];
     for (const q of quiet) {
       expect(q.status, q.userId).toBe(200);
-      expect(q.joined, q.userId).toMatchObject({ place: expect.any(Number), state: expect.stringMatching(/waiting|admitted/) });
+      // A live sale with room to spare reaches a place at once: a quiet one then answers as a
+      // place whose pass was not taken in time (docs/bots-and-limits.md, "Quiet tickets").
+      expect(q.joined, q.userId).toMatchObject({ place: expect.any(Number), state: expect.stringMatching(/waiting|closed/) });
       expect(Object.keys(claimsOf(q.joined?.ticket as string))).toEqual(Object.keys(claimsOf(first.joined?.ticket as string)));
     }
-    // Only the person is in the line; a person joining after them is admitted, they never are.
+    // Each holds a place of its own (counted as joined), the person after them is admitted, they never are.
     const later = await join(sale.id, "qa-later", { "Human-Check": tokenFor(sale.id) });
-    expect((await api.queueStats(sale.id)).joined).toBe(2);
+    expect((await api.queueStats(sale.id)).joined).toBe(6);
+    const places = [first, ...quiet, later].map((j) => j.joined?.place);
+    expect(new Set(places).size).toBe(6);
     await expectNeverComesUp(sale.id, quiet, later);
     expect(await buyers(sale.id)).toEqual([]);
     await eventually("four failed checks counted", async () => (await counted(sale.id, "HUMAN_CHECK_FAILED")) === 4, 30_000);
@@ -141,7 +159,7 @@ describe("the human check at the queue join", () => {
     expect(real).toMatchObject({ p: null, d: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(quiet).toMatchObject({ p: null, d: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(bot.joined).toMatchObject({ place: null, state: "waiting" });
-    expect((await api.queueStats(sale.id)).joined).toBe(1);
+    expect((await api.queueStats(sale.id)).joined).toBe(2);
   });
 });
 
@@ -160,7 +178,7 @@ describe("deny rules at the queue join", () => {
         const denied = await join(sale.id, "qa-denied", { "Human-Check": tokenFor(sale.id) });
         expect(denied.status).toBe(200);
         const person = await join(sale.id, `qa-beside-${humanCheck}`, { "Human-Check": tokenFor(sale.id) });
-        expect((await api.queueStats(sale.id)).joined).toBe(1);
+        expect((await api.queueStats(sale.id)).joined).toBe(2);
         await expectNeverComesUp(sale.id, [denied], person);
         // The join, and the checkout it tried without a pass.
         await eventually("two DENIED counted", async () => (await counted(sale.id, "DENIED")) === 2, 30_000);
@@ -178,14 +196,204 @@ describe("one account, one seat", () => {
     const vars = { ACCOUNTS_PER_ADDRESS: "2" };
     const from = (userId: string, ip = address) => join(sale.id, userId, { "CF-Connecting-IP": ip }, vars);
     const [a, b, c] = [await from("seat-a"), await from("seat-b"), await from("seat-c")];
-    expect([a.joined?.place, b.joined?.place]).toEqual([1, 2]);
+    expect([a.joined?.place, b.joined?.place, c.joined?.place]).toEqual([1, 2, 3]);
     expect(c.status).toBe(200);
-    expect((await api.queueStats(sale.id)).joined).toBe(2);
-    // The first again keeps its place; another address is counted apart; off by default.
+    // The first again keeps its place; so does the quiet one; another address is counted apart; off by default.
     expect((await from("seat-a")).joined?.ticket).toBe(a.joined?.ticket);
-    expect((await from("seat-d", freshAddress())).joined?.place).toBe(3);
-    expect((await join(sale.id, "seat-e", { "CF-Connecting-IP": address })).joined?.place).toBe(4);
-    await expectNeverComesUp(sale.id, [c], a);
+    expect((await from("seat-c")).joined?.ticket).toBe(c.joined?.ticket);
+    const d = await from("seat-d", freshAddress());
+    expect(d.joined?.place).toBe(4);
+    expect((await join(sale.id, "seat-e", { "CF-Connecting-IP": address })).joined?.place).toBe(5);
+    await expectNeverComesUp(sale.id, [c], d);
     await eventually("one DENIED counted", async () => (await counted(sale.id, "DENIED")) === 1, 30_000);
+  });
+});
+
+/** What a holder sees of an answer, values aside: its fields, the claims its ticket carries, its header names. */
+const shapeOf = (body: object, headers: string[]) => ({
+  fields: Object.keys(body).sort(),
+  claims: "ticket" in body ? Object.keys(claimsOf(String(body.ticket))).sort() : [],
+  headers,
+});
+
+/** A poll as the page makes it: the placed ticket of its Queue-Ticket header kept for the next. */
+async function pollSeen(saleId: string, joiner: Joiner) {
+  const res = await api.pollQueue(saleId, await userToken(joiner.userId), joiner.joined?.ticket as string);
+  if (!res.body) throw new Error(`poll: ${res.status} ${res.code}`);
+  const placed = res.headers.get("Queue-Ticket");
+  if (placed && joiner.joined) joiner.joined.ticket = placed;
+  return { status: res.status, body: res.body, headers: [...res.headers.keys()].sort(), placed };
+}
+
+/** The two answers look alike to their holders: the same status, fields, claims, headers and state, places each their own and never reached. */
+function expectAlike(
+  quiet: { status: number; body: QueuePosition | QueueJoined; headers: string[] },
+  person: { status: number; body: QueuePosition | QueueJoined; headers: string[] },
+) {
+  expect(quiet.status).toBe(person.status);
+  expect(shapeOf(quiet.body, quiet.headers)).toEqual(shapeOf(person.body, person.headers));
+  expect(quiet.body.state).toBe(person.body.state);
+  expect(quiet.body.state).toBe("waiting");
+  expect(typeof quiet.body.place).toBe(typeof person.body.place);
+  expect(Math.abs(quiet.body.retryAfterSec - person.body.retryAfterSec)).toBeLessThanOrEqual(1);
+  if ("admittedThrough" in quiet.body && "admittedThrough" in person.body) {
+    for (const { body } of [quiet, person] as { body: QueuePosition }[]) {
+      expect(body.pass).toBeNull();
+      expect(body.passExpiresAt).toBeNull();
+      if (body.place !== null) {
+        expect(body.place).toBeGreaterThan(body.admittedThrough);
+        expect(body.aheadOfYou).toBe(body.place - body.admittedThrough - 1);
+      }
+    }
+  }
+}
+
+/** A sale of one unit starting in five seconds, its line letting in fast, a pass lasting the test out. */
+async function startingSoon(mode: "fifo" | "random") {
+  const startsAt = Date.now() + 5_000;
+  const sale = await createSale({
+    stock: 1,
+    startsAt: new Date(startsAt).toISOString(),
+    endsAt: new Date(startsAt + HOUR_MS).toISOString(),
+    queue: { mode, admitPerSec: 1000, passTtlSec: 3_600 },
+  });
+  return { sale, startsAt };
+}
+
+describe("a quiet joiner and a person, as their holders see them", () => {
+  const X = "192.0.2.71";
+  const vars = { ACCOUNTS_PER_ADDRESS: "1" };
+
+  it("fifo: places of their own, kept on joining again, the same answers before and after the start", async () => {
+    const { sale, startsAt } = await startingSoon("fifo");
+    const alice = await join(sale.id, "alike-alice", { "CF-Connecting-IP": X }, vars);
+    const bob = await join(sale.id, "alike-bob", { "CF-Connecting-IP": X }, vars); // one account too many: quiet
+    const carol = await join(sale.id, "alike-carol", { "CF-Connecting-IP": freshAddress() }, vars);
+    expect([alice, bob, carol].map((j) => j.joined?.place)).toEqual([1, 2, 3]);
+    expectAlike(
+      { status: bob.status, body: bob.joined as QueueJoined, headers: bob.headers ?? [] },
+      { status: carol.status, body: carol.joined as QueueJoined, headers: carol.headers ?? [] },
+    );
+    // Joining again: each keeps its ticket and place.
+    for (const [joiner, address] of [
+      [bob, X],
+      [carol, freshAddress()],
+    ] as const) {
+      const again = await join(sale.id, joiner.userId, { "CF-Connecting-IP": address }, vars);
+      expect(again.joined?.ticket).toBe(joiner.joined?.ticket);
+      expect(again.headers).toEqual(joiner.headers);
+    }
+    expectAlike(await pollSeen(sale.id, bob), await pollSeen(sale.id, carol));
+
+    // After the start: the one unit's pass goes to alice; bob and carol wait alike behind it.
+    await new Promise((r) => setTimeout(r, Math.max(0, startsAt - Date.now())));
+    await passOf(sale.id, alice);
+    expectAlike(await pollSeen(sale.id, bob), await pollSeen(sale.id, carol));
+    expect((await pollSeen(sale.id, bob)).body.admittedThrough).toBe(1);
+  });
+
+  it("random: unplaced with a draw key, placed at the start with a Queue-Ticket header alike", async () => {
+    const { sale, startsAt } = await startingSoon("random");
+    await join(sale.id, "draw-alice", { "CF-Connecting-IP": X }, vars);
+    const bob = await join(sale.id, "draw-bob", { "CF-Connecting-IP": X }, vars);
+    const carol = await join(sale.id, "draw-carol", { "CF-Connecting-IP": freshAddress() }, vars);
+    expect([bob.joined?.place, carol.joined?.place]).toEqual([null, null]);
+    expectAlike(
+      { status: bob.status, body: bob.joined as QueueJoined, headers: bob.headers ?? [] },
+      { status: carol.status, body: carol.joined as QueueJoined, headers: carol.headers ?? [] },
+    );
+    expect(Object.keys(claimsOf(bob.joined?.ticket as string)).sort()).toEqual(["d", "p", "s", "u"]);
+    expectAlike(await pollSeen(sale.id, bob), await pollSeen(sale.id, carol));
+    // Paused over the start: nobody is let in, whoever the draw puts first, and both are placed.
+    expect((await api.setSaleState(sale.id, "pause")).status).toBe(200);
+    await new Promise((r) => setTimeout(r, Math.max(0, startsAt - Date.now())));
+    const [quietPlaced, personPlaced] = await eventually(
+      "both tickets placed",
+      async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        const [q, p] = [await pollSeen(sale.id, bob), await pollSeen(sale.id, carol)];
+        expect(Boolean(q.placed)).toBe(Boolean(p.placed)); // placed at the same moment, or neither
+        return q.placed && p.placed ? ([q, p] as const) : false;
+      },
+      30_000,
+    );
+    expectAlike(quietPlaced, personPlaced);
+    expect(Object.keys(claimsOf(bob.joined?.ticket as string)).sort()).toEqual(["p", "s", "u"]);
+    const places = [quietPlaced.body.place, personPlaced.body.place];
+    expect(places.every((p) => typeof p === "number" && p >= 1 && p <= 3)).toBe(true);
+    expect(new Set(places).size).toBe(2);
+    expectAlike(await pollSeen(sale.id, bob), await pollSeen(sale.id, carol));
+  });
+});
+
+describe("one account, one seat, by the address people hold", () => {
+  it("counts an IPv6 caller by its /64 (ADDRESS_PREFIX_V6): a host moving inside it is one address", async () => {
+    const sale = await queuedSale();
+    const vars = { ACCOUNTS_PER_ADDRESS: "1" };
+    const a = await join(sale.id, "v6-a", { "CF-Connecting-IP": "2001:db8:77:1::1" }, vars);
+    const b = await join(sale.id, "v6-b", { "CF-Connecting-IP": "2001:db8:77:1:ffff::2" }, vars);
+    const other = await join(sale.id, "v6-other", { "CF-Connecting-IP": "2001:db8:77:2::1" }, vars);
+    expect([a.joined?.place, b.joined?.place, other.joined?.place]).toEqual([1, 2, 3]);
+    await expectNeverComesUp(sale.id, [b], other);
+    // A wider prefix groups more: the /64s of one /48 together.
+    const wide = await queuedSale();
+    const wider = { ...vars, ADDRESS_PREFIX_V6: "48" };
+    await join(wide.id, "v6-wide-a", { "CF-Connecting-IP": "2001:db8:78:1::1" }, wider);
+    const beyond = await join(wide.id, "v6-wide-b", { "CF-Connecting-IP": "2001:db8:78:2::1" }, wider);
+    const later = await join(wide.id, "v6-wide-later", { "CF-Connecting-IP": freshAddress() }, wider);
+    await expectNeverComesUp(wide.id, [beyond], later);
+  });
+
+  it("on a sale with the human check, lets a crowd behind one shared IPv4 address join: the check decides", async () => {
+    const sale = await queuedSale({ humanCheck: true, stock: 10 });
+    const nat = "198.51.100.200";
+    const crowd = [];
+    for (let i = 0; i < 4; i++) {
+      crowd.push(
+        await join(
+          sale.id,
+          `nat-${i}`,
+          { "CF-Connecting-IP": nat, "Human-Check": tokenFor(sale.id) },
+          { ACCOUNTS_PER_ADDRESS: "1" },
+        ),
+      );
+    }
+    expect(crowd.map((j) => j.joined?.place)).toEqual([1, 2, 3, 4]);
+    for (const person of crowd) expect(await passOf(sale.id, person)).toMatch(/^qp1\./);
+    // A token that does not pass still loses quietly, shared address or not.
+    const bot = await join(
+      sale.id,
+      "nat-bot",
+      { "CF-Connecting-IP": nat, "Human-Check": tokenFor(sale.id) },
+      { ACCOUNTS_PER_ADDRESS: "1", TURNSTILE_SECRET_KEY: TEST_SECRETS.fails },
+    );
+    const after = await join(sale.id, "nat-after", { "CF-Connecting-IP": nat, "Human-Check": tokenFor(sale.id) });
+    await expectNeverComesUp(sale.id, [bot], after);
+  });
+});
+
+describe("a buyer who holds a place already", () => {
+  it("is answered that place before any token is judged: a spent, failing or missing token changes nothing", async () => {
+    const sale = await queuedSale({ humanCheck: true });
+    const token = tokenFor(sale.id);
+    const first = await join(sale.id, "held-first", { "Human-Check": token });
+    expect(first.joined?.place).toBe(1);
+    for (const retry of [
+      await join(sale.id, "held-first", { "Human-Check": token }), // the same token again: spent
+      await join(sale.id, "held-first", { "Human-Check": tokenFor(sale.id) }, { TURNSTILE_SECRET_KEY: TEST_SECRETS.fails }),
+      await join(sale.id, "held-first"), // none at all
+    ]) {
+      expect(retry.status).toBe(200);
+      expect(retry.joined?.ticket).toBe(first.joined?.ticket);
+    }
+    // Nothing was judged: the one failed check counted is a newcomer's, and the buyer is let in.
+    await join(sale.id, "held-newcomer", { "Human-Check": tokenFor(sale.id) }, { TURNSTILE_SECRET_KEY: TEST_SECRETS.fails });
+    await eventually(
+      "the newcomer's failed check counted",
+      async () => (await counted(sale.id, "HUMAN_CHECK_FAILED")) >= 1,
+      30_000,
+    );
+    expect(await counted(sale.id, "HUMAN_CHECK_FAILED")).toBe(1);
+    await passOf(sale.id, first);
   });
 });

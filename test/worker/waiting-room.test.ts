@@ -5,7 +5,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { QueuePosition } from "../../src/shared/api-types";
 import { bucketOf, buyerKeys, saleKeys } from "../../src/shared/keys";
-import { api, createSale, eventually, redis, userToken } from "./helpers";
+import { api, createSale, eventually, redis, splitOf, userToken } from "./helpers";
 
 const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
 const HOUR = 3_600_000;
@@ -119,8 +119,8 @@ describe("the console's places page", () => {
     const sale = await createSale({ startsAt: inMs(HOUR), endsAt: inMs(2 * HOUR), queue: { mode: "fifo", prequeueSec: 7200 } });
     const userIds = Array.from({ length: 8 }, (_, i) => `page-${i}`);
     await joinAll(sale.id, userIds);
-    const buckets = Number(await redis.hget(saleKeys(sale.id).meta, "buckets"));
-    expect(new Set(userIds.map((userId) => bucketOf(userId, buckets))).size).toBeGreaterThan(1);
+    const split = await splitOf(sale.id);
+    expect(new Set(userIds.map((userId) => bucketOf(userId, split))).size).toBeGreaterThan(1);
 
     const page = await api.queuePlaces(sale.id);
     expect(page).toMatchObject({ drawn: 0, admittedThrough: 0, next: null });
@@ -184,7 +184,7 @@ describe("the pass checkout.lua enforces", () => {
     expect((await poll(sale.id, next))?.state).toBe("waiting"); // one unit: nobody else while the pass lives
     // The pass's 30 s (the shortest a sale allows) end now: its expiry is moved to the past where
     // the scripts read it (the passes hash and the live set), as if the buyer had let it lapse.
-    const keys = buyerKeys(sale.id, late.userId, Number(await redis.hget(saleKeys(sale.id).meta, "buckets")) || 1);
+    const keys = buyerKeys(sale.id, late.userId, await splitOf(sale.id));
     const lapsed = Date.now() - 1;
     await redis.hset(keys.passes, { [late.userId]: `${turn.place}:${lapsed}` });
     await redis.zadd(keys.live, { score: lapsed, member: late.userId });

@@ -13,7 +13,7 @@ import type { Strategy } from "../strategy";
 export const atomicCheckout: Strategy = async ({ redis, keepAlive }, labSaleId, userId) => {
   const saleId = atomicSaleId(labSaleId);
   const reservation = await decideWithMemo(saleId, userId, () =>
-    reserve(redis, saleId, { userId, quantity: 1 }, { keepAlive, buckets: LAB_SALE_BUCKETS }),
+    reserve(redis, saleId, { userId, quantity: 1 }, { keepAlive, buckets: { count: LAB_SALE_BUCKETS, key: null } }),
   );
   switch (reservation.code) {
     case "OK":
