@@ -14,7 +14,7 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Register an endpoint for order events",
     description:
-      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here. The url must be https (http to a loopback host only when the Worker runs locally); private, loopback and link-local addresses are refused.",
+      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here. The url must be https (http to a loopback host only when the Worker runs locally); addresses of special purpose (private, shared, loopback, link-local, NAT64, benchmarking, reserved, in any notation, IPv4 inside IPv6 included) and names that only mean a private network (localhost, .local, .internal, home.arpa, a single label) are refused, a trailing dot ignored. Names are not resolved.",
     auth: "admin",
     body: { schema: OrderEvents.CreateEndpointBody, required: true },
     responses: { 201: { description: "the endpoint, with its secret", body: OrderEvents.EndpointView } },
@@ -35,7 +35,7 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Change an endpoint's url or event types, or enable or disable it",
     description:
-      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it; its deliveries still pending waited, and those due are sent at once when it is enabled.",
+      "A new url is checked as at registration. Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it; its deliveries still pending waited, and those due are sent at once when it is enabled.",
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     body: { schema: OrderEvents.UpdateEndpointBody, required: true },

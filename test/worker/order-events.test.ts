@@ -44,6 +44,17 @@ async function addEndpoint(url: string, events: readonly string[] = ORDER_EVENT_
   return (await res.json()) as EndpointView;
 }
 
+/** An endpoint no refused change may touch, made once for the file. */
+const FIXED_URL = "https://fixed.shop.example/events";
+let fixed: Promise<EndpointView> | undefined;
+const fixedEndpoint = async (): Promise<EndpointView> => {
+  fixed ??= addEndpoint(FIXED_URL, ["sale.ended"]);
+  const { id } = await fixed;
+  const res = await call("/admin/webhooks", { headers: adminHeaders });
+  const { endpoints } = (await res.json()) as { endpoints: EndpointView[] };
+  return endpoints.find((e) => e.id === id) as EndpointView;
+};
+
 interface Received {
   url: string;
   id: string;
@@ -409,26 +420,108 @@ describe("the endpoints' admin API", () => {
     expect(res.status).toBe(401);
   });
 
+  // Each refused URL, with what it is (IANA's special-purpose registries, special-use names).
   it.each([
-    "http://shop.example/events",
-    "https://10.1.2.3/events",
-    "https://192.168.0.10/events",
-    "https://172.20.0.1/events",
-    "https://169.254.169.254/latest",
-    "https://127.0.0.1/events",
-    "https://localhost/events",
-    "https://[::1]/events",
-    "https://[fe80::1]/events",
-    "https://[fd00::1]/events",
-    "https://user:pass@shop.example/events",
-    "not a url",
-  ])("refuses the endpoint url %s and records nothing", async (url) => {
+    ["http://shop.example/events", "plain http to a public host"],
+    ["https://user:pass@shop.example/events", "credentials"],
+    ["not a url", "not a URL"],
+    ["https://.../events", "no host left once its dots go"],
+    // The trailing dot is dropped before every check.
+    ["https://metadata.google.internal./computeMetadata/v1/", "a cloud's metadata service, trailing dot"],
+    ["https://localhost./events", "loopback name, trailing dot"],
+    ["https://127.0.0.1../events", "loopback, two trailing dots"],
+    ["https://0x7f.1../events", "loopback in hex, trailing dots"],
+    // IPv4, in any notation a URL accepts.
+    ["https://0.0.0.0/events", "this network, 0.0.0.0/8"],
+    ["https://10.1.2.3/events", "private, 10.0.0.0/8"],
+    ["https://100.64.0.1/events", "shared address space (carrier NAT), 100.64.0.0/10"],
+    ["https://100.127.255.254/events", "shared address space, its last block"],
+    ["https://127.0.0.1/events", "loopback, 127.0.0.0/8"],
+    ["https://2130706433/events", "loopback as one decimal number"],
+    ["https://169.254.169.254/latest", "link-local (metadata), 169.254.0.0/16"],
+    ["https://172.20.0.1/events", "private, 172.16.0.0/12"],
+    ["https://192.0.0.170/events", "IETF protocol assignments, 192.0.0.0/24"],
+    ["https://192.0.2.1/events", "documentation, 192.0.2.0/24"],
+    ["https://192.31.196.1/events", "AS112, 192.31.196.0/24"],
+    ["https://192.52.193.1/events", "AMT, 192.52.193.0/24"],
+    ["https://192.88.99.1/events", "6to4 relay anycast, 192.88.99.0/24"],
+    ["https://192.168.0.10/events", "private, 192.168.0.0/16"],
+    ["https://192.175.48.1/events", "AS112 direct delegation, 192.175.48.0/24"],
+    ["https://198.18.0.1/events", "benchmarking, 198.18.0.0/15"],
+    ["https://198.19.255.255/events", "benchmarking, its last address"],
+    ["https://198.51.100.7/events", "documentation, 198.51.100.0/24"],
+    ["https://203.0.113.9/events", "documentation, 203.0.113.0/24"],
+    ["https://224.0.0.1/events", "multicast, 224.0.0.0/4"],
+    ["https://240.0.0.1/events", "reserved, 240.0.0.0/4"],
+    ["https://255.255.255.255/events", "limited broadcast"],
+    // IPv6, and IPv4 inside IPv6.
+    ["https://[::]/events", "unspecified"],
+    ["https://[::1]/events", "loopback"],
+    ["https://[::7f00:1]/events", "IPv4-compatible loopback, ::/96"],
+    ["https://[::127.0.0.1]/events", "IPv4-compatible loopback, dotted"],
+    ["https://[::a00:1]/events", "IPv4-compatible private"],
+    ["https://[::ffff:127.0.0.1]/events", "IPv4-mapped loopback, ::ffff:0:0/96"],
+    ["https://[::ffff:a9fe:a9fe]/events", "IPv4-mapped link-local (metadata)"],
+    ["https://[::ffff:0:a00:1]/events", "IPv4-translated, ::ffff:0:0:0/96"],
+    ["https://[64:ff9b::7f00:1]/events", "NAT64, 64:ff9b::/96"],
+    ["https://[64:ff9b::8.8.8.8]/events", "NAT64 of a public address"],
+    ["https://[64:ff9b:1::a00:1]/events", "local-use NAT64, 64:ff9b:1::/48"],
+    ["https://[100::1]/events", "discard-only, 100::/64"],
+    ["https://[2001::1]/events", "Teredo, 2001::/32"],
+    ["https://[2001:2::1]/events", "benchmarking, 2001:2::/48"],
+    ["https://[2001:20::1]/events", "ORCHIDv2, 2001:20::/28"],
+    ["https://[2001:db8::1]/events", "documentation, 2001:db8::/32"],
+    ["https://[2002:7f00:1::1]/events", "6to4 of a loopback address, 2002::/16"],
+    ["https://[2620:4f:8000::1]/events", "AS112, 2620:4f:8000::/48"],
+    ["https://[3fff::1]/events", "documentation, 3fff::/20"],
+    ["https://[5f00::1]/events", "segment routing, 5f00::/16"],
+    ["https://[4000::1]/events", "outside global unicast, 2000::/3"],
+    ["https://[fc00::1]/events", "unique local, fc00::/7"],
+    ["https://[fd00::1]/events", "unique local"],
+    ["https://[fe80::1]/events", "link-local, fe80::/10"],
+    ["https://[fec0::1]/events", "deprecated site-local, fec0::/10"],
+    ["https://[ff02::1]/events", "multicast, ff00::/8"],
+    // Names that only mean a private network.
+    ["https://localhost/events", "localhost"],
+    ["https://api.localhost/events", "a subdomain of localhost"],
+    ["https://printer.local/events", "mDNS, .local"],
+    ["https://router.home.arpa/events", "home networks, home.arpa"],
+    ["https://db.internal/events", "private use, .internal"],
+    ["https://metadata/events", "a single label, completed by a local resolver"],
+  ])("refuses the endpoint url %s (%s) and records nothing", async (url) => {
+    const { id } = await fixedEndpoint();
     const before = await env.DB.prepare("SELECT COUNT(*) AS n FROM event_endpoints").first<{ n: number }>();
     const res = await adminPost("/admin/webhooks", { url, events: ["order.paid"] });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { code: "BAD_REQUEST", message: expect.stringContaining("url") } });
+    // Nor as a change of an endpoint's url.
+    const patched = await call(`/admin/webhooks/${id}`, {
+      method: "PATCH",
+      headers: adminHeaders,
+      body: JSON.stringify({ url }),
+    });
+    expect(patched.status).toBe(400);
     const after = await env.DB.prepare("SELECT COUNT(*) AS n FROM event_endpoints").first<{ n: number }>();
     expect(after?.n).toBe(before?.n);
+    expect((await fixedEndpoint()).url).toBe(FIXED_URL);
+  });
+
+  it.each([
+    ["https://shop.example/events", "a public name"],
+    ["https://shop.example./events", "a public name with its trailing dot"],
+    ["https://93.184.215.14/events", "a public IPv4 address"],
+    ["https://[2606:4700:4700::1111]/events", "a public IPv6 address"],
+    ["https://xn--bcher-kva.example/events", "an internationalised name"],
+  ])("accepts the endpoint url %s (%s)", async (url) => {
+    const endpoint = await addEndpoint(url, ["sale.ended"]);
+    expect(endpoint.url).toBe(url);
+    // Out of the way of the other tests' deliveries.
+    const disabled = await call(`/admin/webhooks/${endpoint.id}`, {
+      method: "PATCH",
+      headers: adminHeaders,
+      body: JSON.stringify({ enabled: false }),
+    });
+    expect(disabled.status).toBe(200);
   });
 
   it("refuses unknown event types, and rotates a secret that the next delivery is signed with", async () => {
