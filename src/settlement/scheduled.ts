@@ -1,9 +1,11 @@
+import { keepEndpointSecrets } from "../orders/endpoint-secrets";
 import { reportEndedSales } from "../orders/event-deliveries";
 import { sweepOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { keepBloomFilled } from "../sales/bloom-upkeep";
 import { log } from "../shared/log";
+import { settingsOf } from "../shared/settings";
 import { archiveSettledSales } from "./archive";
 import { superviseSales } from "./recovery";
 import { redriveOutbox } from "./redrive";
@@ -12,12 +14,13 @@ import { redriveOutbox } from "./redrive";
  * The cron's run, every minute: re-send unsettled orders, expire what is due, give back units
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
- * ago, removing their Redis keys, and find and heal sales Redis lost or holds behind D1. Each
+ * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, and seal
+ * endpoint secrets still in plain text and forget replaced ones whose grace is over. Each
  * runs to the end whatever the others do; a failure fails the run, so it shows.
  */
 export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
-  const [redrive, sweep, bloom, archive, recovery, events] = await Promise.allSettled([
+  const [redrive, sweep, bloom, archive, recovery, events, secrets] = await Promise.allSettled([
     redriveOutbox(env),
     sweeping,
     keepBloomFilled(env.DB, redisFor(env)),
@@ -30,6 +33,7 @@ export async function runScheduledJobs(env: Env): Promise<void> {
         await reportEndedSales(env.DB);
         await ordersChanged(env, swept?.returned);
       }),
+    keepEndpointSecrets(env.DB, settingsOf(env).ORDER_EVENT_SECRETS_KEY),
   ]);
   if (redrive.status === "fulfilled" && redrive.value > 0) log.info("outbox re-drive re-sent orders", { resent: redrive.value });
   if (sweep.status === "fulfilled") {
@@ -56,6 +60,9 @@ export async function runScheduledJobs(env: Env): Promise<void> {
         waiting: waiting.join(","),
       });
   }
-  const failures = [redrive, sweep, bloom, archive, recovery, events].flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+  if (secrets.status === "fulfilled" && secrets.value > 0) log.info("endpoint secrets sealed", { sealed: secrets.value });
+  const failures = [redrive, sweep, bloom, archive, recovery, events, secrets].flatMap((r) =>
+    r.status === "rejected" ? [r.reason] : [],
+  );
   if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");
 }

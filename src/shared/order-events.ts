@@ -104,6 +104,11 @@ export const EndpointView = z.object({
   /** Why it was disabled by the system (it answered 410), or null. */
   disabledReason: z.nullable(z.string()),
   createdAt: z.iso.datetime(),
+  /**
+   * Until when deliveries also carry the signature of the secret the last rotation replaced
+   * (each delivery is signed with both meanwhile); null when no replaced secret signs.
+   */
+  previousSecretExpiresAt: z.nullable(z.iso.datetime()),
   secret: z.optional(z.string()),
 });
 export type EndpointView = z.infer<typeof EndpointView>;
