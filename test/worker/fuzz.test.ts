@@ -518,6 +518,12 @@ interface Reader {
 }
 
 const buyer = () => ({ Authorization: `Bearer ${fixture.buyer.token}` });
+/** A POST by the fixture's buyer, with `headers` beside their token. */
+const buyerPost = (path: string, headers: Record<string, string>) =>
+  new Request(at(path), { method: "POST", headers: { ...buyer(), ...headers } });
+/** The admin renaming a sale, with `headers` in place of the usual ones. */
+const renameSale = (saleId: string, headers: Record<string, string>) =>
+  new Request(at(`/admin/sales/${saleId}`), { method: "PATCH", headers, body: JSON.stringify({ name: "edited by the fuzzer" }) });
 const at = (path: string) => `${ORIGIN}${path}`;
 const withQuery = (path: string, name: string, value: string) => at(`${path}?${name}=${encodeURIComponent(value)}`);
 
@@ -552,11 +558,7 @@ const READERS: Reader[] = [
     what: "Queue-Pass",
     route: "POST /api/sales/:saleId/checkout",
     values: claimArb("qp1"),
-    request: (pass) =>
-      new Request(at(`/api/sales/${fixture.queuedSaleId}/checkout`), {
-        method: "POST",
-        headers: { ...buyer(), "Queue-Pass": pass },
-      }),
+    request: (pass) => buyerPost(`/api/sales/${fixture.queuedSaleId}/checkout`, { "Queue-Pass": pass }),
     answer: { status: 403, code: "QUEUE_PASS_INVALID" },
     runs: CLAIM_RUNS,
   },
@@ -573,31 +575,19 @@ const READERS: Reader[] = [
     what: "Human-Check",
     route: "POST /api/sales/:saleId/queue",
     values: humanCheckArb,
-    request: (token) =>
-      new Request(at(`/api/sales/${fixture.queuedSaleId}/queue`), {
-        method: "POST",
-        headers: { ...buyer(), "Human-Check": token },
-      }),
+    request: (token) => buyerPost(`/api/sales/${fixture.queuedSaleId}/queue`, { "Human-Check": token }),
   },
   {
     what: "Human-Check",
     route: "POST /api/sales/:saleId/checkout",
     values: humanCheckArb,
-    request: (token) =>
-      new Request(at(`/api/sales/${fixture.humanSaleId}/checkout`), {
-        method: "POST",
-        headers: { ...buyer(), "Human-Check": token },
-      }),
+    request: (token) => buyerPost(`/api/sales/${fixture.humanSaleId}/checkout`, { "Human-Check": token }),
   },
   {
     what: "CF-Connecting-IP",
     route: "POST /api/sales/:saleId/queue",
     values: addressArb,
-    request: (address) =>
-      new Request(at(`/api/sales/${fixture.queuedSaleId}/queue`), {
-        method: "POST",
-        headers: { ...buyer(), "CF-Connecting-IP": address },
-      }),
+    request: (address) => buyerPost(`/api/sales/${fixture.queuedSaleId}/queue`, { "CF-Connecting-IP": address }),
   },
   {
     what: "Idempotency-Key",
@@ -613,12 +603,7 @@ const READERS: Reader[] = [
     what: "If-Match",
     route: "PATCH /admin/sales/:saleId",
     values: ifMatchArb,
-    request: (etag) =>
-      new Request(at(`/admin/sales/${fixture.humanSaleId}`), {
-        method: "PATCH",
-        headers: { ...admin, "If-Match": etag },
-        body: JSON.stringify({ name: "edited by the fuzzer" }),
-      }),
+    request: (etag) => renameSale(fixture.humanSaleId, { ...admin, "If-Match": etag }),
   },
   {
     what: "Content-Type",
@@ -627,12 +612,7 @@ const READERS: Reader[] = [
       fc.constantFrom("application/json", "application/json; charset=utf-8", "application/JSON", "application/json;", "json", ""),
       printable(80),
     ),
-    request: (type) =>
-      new Request(at(`/admin/sales/${fixture.humanSaleId}`), {
-        method: "PATCH",
-        headers: { Authorization: admin.Authorization, "Content-Type": type },
-        body: JSON.stringify({ name: "edited by the fuzzer" }),
-      }),
+    request: (type) => renameSale(fixture.humanSaleId, { Authorization: admin.Authorization, "Content-Type": type }),
   },
   {
     what: "Authorization",
