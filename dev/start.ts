@@ -246,6 +246,7 @@ async function main() {
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
       `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,
+      `ORDER_EVENT_SECRETS_KEY=${secrets.ORDER_EVENT_SECRETS_KEY}`,
       `TURNSTILE_SECRET_KEY=${process.env.TURNSTILE_SECRET_KEY ?? TURNSTILE_TEST_SECRETS.passes}`,
       // The lab's redlock strategy, when its databases are given (single quotes: the value is JSON).
       ...(process.env.LOCK_QUORUM_NODES ? [`LOCK_QUORUM_NODES='${process.env.LOCK_QUORUM_NODES}'`] : []),
@@ -353,7 +354,7 @@ Unpaid orders expire on time: npm start runs the Worker's every-minute jobs itse
 For developers
   Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
   Stock store  ${run.store}
-  Secrets      this stack's others (JWT, gateway, Redis, payment webhook) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
+  Secrets      this stack's others (JWT, gateway, Redis, payment webhook, order events' key) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
     run.endpoint
       ? `
   Events       ${run.endpoint.url} (${run.endpoint.id}; secret in ${relative(webhookSecretFile(STATE))})`

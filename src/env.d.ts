@@ -8,6 +8,7 @@ declare namespace Cloudflare {
     UPSTASH_REDIS_REST_TOKEN: string;
     PAYMENT_WEBHOOK_SECRET?: string;
     PAYMENT_WEBHOOK_SECRET_PREVIOUS?: string;
+    ORDER_EVENT_SECRETS_KEY?: string;
     TURNSTILE_SECRET_KEY?: string;
     LOCK_QUORUM_NODES?: string;
   }

@@ -1,9 +1,12 @@
 // The local stack's secrets: random per state directory, made on first use and kept across
-// restarts (so tokens minted yesterday still verify), never fixed strings anyone could know.
-// ADMIN_TOKEN and JWT_SECRET in the environment win over the stored ones.
+// restarts (so tokens minted yesterday still verify, and endpoint secrets sealed yesterday
+// still open), never fixed strings anyone could know. A secret the stored file lacks (made by
+// an older npm start) is made and written to it. ADMIN_TOKEN and JWT_SECRET in the environment
+// win over the stored ones.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { SECRETS_KEY_BYTES } from "../../src/shared/settings.ts";
 
 export interface LocalSecrets {
   ADMIN_TOKEN: string;
@@ -14,6 +17,8 @@ export interface LocalSecrets {
   REDIS_PASSWORD: string;
   /** Signs POST /webhooks/payments (PAYMENT_WEBHOOK_SECRET for the Worker). */
   PAYMENT_WEBHOOK_SECRET: string;
+  /** Seals the order events' endpoint secrets in D1: 32 bytes in base64, as the setting wants. */
+  ORDER_EVENT_SECRETS_KEY: string;
 }
 
 const random = () => randomBytes(24).toString("base64url");
@@ -26,17 +31,16 @@ export function randomSecrets(): LocalSecrets {
     GATEWAY_TOKEN: random(),
     REDIS_PASSWORD: random(),
     PAYMENT_WEBHOOK_SECRET: random(),
+    ORDER_EVENT_SECRETS_KEY: randomBytes(SECRETS_KEY_BYTES).toString("base64"),
   };
 }
 
 /** The secrets kept in `stateDir`/secrets.json, created there the first time. */
 export function localSecrets(stateDir: string): LocalSecrets {
   const file = path.join(stateDir, "secrets.json");
-  let stored: LocalSecrets;
-  if (existsSync(file)) {
-    stored = { ...randomSecrets(), ...(JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) };
-  } else {
-    stored = randomSecrets();
+  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) : {};
+  const stored: LocalSecrets = { ...randomSecrets(), ...kept };
+  if (Object.keys(stored).some((name) => !(name in kept))) {
     mkdirSync(stateDir, { recursive: true });
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
   }

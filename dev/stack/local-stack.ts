@@ -108,6 +108,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           ADMIN_TOKEN: secrets.ADMIN_TOKEN,
           JWT_SECRET: secrets.JWT_SECRET,
           PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
+          ORDER_EVENT_SECRETS_KEY: secrets.ORDER_EVENT_SECRETS_KEY,
           UPSTASH_REDIS_REST_URL: gateway.url,
           UPSTASH_REDIS_REST_TOKEN: gateway.token,
           ...(quorum.length > 0 && { LOCK_QUORUM_NODES: JSON.stringify(quorumConfig) }),

@@ -16,6 +16,7 @@ export interface WorkerSecrets {
   ADMIN_TOKEN: string;
   JWT_SECRET: string;
   PAYMENT_WEBHOOK_SECRET?: string;
+  ORDER_EVENT_SECRETS_KEY?: string;
   UPSTASH_REDIS_REST_URL: string;
   UPSTASH_REDIS_REST_TOKEN: string;
   /** The quorum lock's databases (JSON URL/token pairs), when the stack runs them. */

@@ -320,13 +320,16 @@ export function orderEventsPanel(admin) {
     if (!open) return;
     const { endpoint } = open;
     if (
-      !confirm(`Rotate the secret of ${endpoint.url}? Deliveries are signed with the new one at once: the shop must take it now.`)
+      !confirm(
+        `Rotate the secret of ${endpoint.url}? Deliveries are signed with the new one at once, and with the old one too for a day: the shop has that long to take the new one.`,
+      )
     )
       return;
     const answer = await admin(`/admin/webhooks/${endpoint.id}/rotate-secret`, { method: "POST" });
     if (answer.status === 200) {
       showSecret(answer.body);
-      say("endpoint-status", "Rotated: the old secret no longer signs anything.", "good");
+      const until = new Date(answer.body.previousSecretExpiresAt).toLocaleString();
+      say("endpoint-status", `Rotated: deliveries carry both signatures until ${until}, then the new one's only.`, "good");
     } else if (answer.status !== 401) {
       say("endpoint-status", `Not rotated: ${answer.message}`, "bad");
     }

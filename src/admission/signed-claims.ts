@@ -63,10 +63,28 @@ const base64url = (bytes: Uint8Array) =>
     .replaceAll("/", "_")
     .replace(/=+$/, "");
 
+/** An HMAC-SHA256 in unpadded base64url: 32 bytes, 43 characters. */
+const MAC_LENGTH = 43;
+
+/**
+ * The bytes of `text` when it is base64url as this module writes it (unpadded, no other
+ * spelling), else undefined; never throws. A length of 4n+1 is no base64 (atob would throw),
+ * and atob ignores the last character's unused bits: re-encoding refuses the other spellings.
+ */
 function fromBase64url(text: string): Uint8Array<ArrayBuffer> | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
-  const binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
-  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return undefined;
+  const bytes = Uint8Array.from(atob(text.replaceAll("-", "+").replaceAll("_", "/")), (c) => c.charCodeAt(0));
+  return base64url(bytes) === text ? bytes : undefined;
+}
+
+/** The claims object `bytes` holds as JSON, or undefined (not JSON, or not an object); never throws. */
+function claimsOf(bytes: Uint8Array<ArrayBuffer>): Record<string, unknown> | undefined {
+  try {
+    const claims: unknown = JSON.parse(new TextDecoder().decode(bytes));
+    return typeof claims === "object" && claims !== null ? (claims as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function sign(secret: string, kind: Kind, claims: TicketClaims | PassClaims): Promise<string> {
@@ -75,16 +93,19 @@ async function sign(secret: string, kind: Kind, claims: TicketClaims | PassClaim
   return `${body}.${base64url(new Uint8Array(mac))}`;
 }
 
-/** The claims of a token of `kind` whose mac verifies (in constant time), or undefined. */
+/**
+ * The claims of a token of `kind` whose mac verifies (in constant time), or undefined: a
+ * malformed token (any shape, any length) is simply not a valid one, never an error.
+ */
 async function verified(secret: string, kind: Kind, token: string): Promise<Record<string, unknown> | undefined> {
   const [k, claims, mac, extra] = token.split(".");
-  if (k !== kind || claims === undefined || mac === undefined || extra !== undefined) return undefined;
+  if (k !== kind || claims === undefined || mac?.length !== MAC_LENGTH || extra !== undefined) return undefined;
   const macBytes = fromBase64url(mac);
   if (!macBytes) return undefined;
   const ok = await crypto.subtle.verify("HMAC", await signingKey(secret), macBytes, encoder.encode(`${k}.${claims}`));
   if (!ok) return undefined;
   const json = fromBase64url(claims);
-  return json ? (JSON.parse(new TextDecoder().decode(json)) as Record<string, unknown>) : undefined;
+  return json && claimsOf(json);
 }
 
 export const signTicket = (secret: string, claims: TicketClaims) => sign(secret, "qt1", claims);

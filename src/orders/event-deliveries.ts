@@ -5,10 +5,11 @@
 // sale) go in the order they happened: a delivery waits while an earlier one of its subject
 // is still pending.
 
-import { Webhook } from "standardwebhooks";
+import { decodeBase64, encodeBase64 } from "hono/utils/encode";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
+import { openSecret, type SecretsKey, SecretUnreadable } from "./endpoint-secrets";
 import { orderView } from "./order-views";
 
 /**
@@ -27,6 +28,8 @@ const DELIVERY_PAGE_SIZE = 50;
 const MAX_ERROR_LENGTH = 300;
 
 export interface DeliveryOptions {
+  /** ORDER_EVENT_SECRETS_KEY, which opens the endpoints' sealed secrets. */
+  secretsKey: SecretsKey | undefined;
   /** How requests reach the endpoints. @default globalThis.fetch */
   fetch?: typeof fetch;
 }
@@ -37,6 +40,8 @@ interface DueRow {
   attempts: number;
   url: string;
   secret: string;
+  /** The secret the last rotation replaced, while it still signs. */
+  previous_secret: string | null;
   event_id: string;
   type: OrderEventType;
   snapshot: string;
@@ -64,11 +69,13 @@ async function takeDue(db: D1Database, now: number): Promise<DueRow[]> {
       .bind(now, leaseUntil),
     db
       .prepare(
-        `SELECT d.id, d.endpoint_id, d.attempts, e.url, e.secret, v.id AS event_id, v.type, v.snapshot, v.created_at
+        `SELECT d.id, d.endpoint_id, d.attempts, e.url, e.secret,
+           CASE WHEN e.previous_secret_until > ?2 THEN e.previous_secret END AS previous_secret,
+           v.id AS event_id, v.type, v.snapshot, v.created_at
          FROM event_deliveries d JOIN event_endpoints e ON e.id = d.endpoint_id JOIN order_events v ON v.seq = d.event_seq
          WHERE d.status = 'pending' AND d.lease_until = ?1`,
       )
-      .bind(leaseUntil),
+      .bind(leaseUntil, now),
   ]);
   return taken?.results ?? [];
 }
@@ -100,22 +107,76 @@ export function eventBody(event: { id: string; type: OrderEventType; snapshot: s
   return JSON.stringify({ id: event.id, type: event.type, createdAt: new Date(event.createdAt).toISOString(), data });
 }
 
+/**
+ * The Standard Webhooks signature of a delivery: `v1,` and the base64 HMAC-SHA256 of
+ * `<webhook-id>.<webhook-timestamp>.<body>`, keyed by the secret's bytes (the base64 after
+ * `whsec_`), as the specification's libraries sign (the tests verify with standardwebhooks).
+ */
+async function signature(secret: string, id: string, timestampSec: number, body: string): Promise<string> {
+  const base64 = secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret;
+  const key = await crypto.subtle.importKey("raw", decodeBase64(base64), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestampSec}.${body}`));
+  return `v1,${encodeBase64(mac)}`;
+}
+
+/**
+ * The endpoint's secrets that sign a delivery, opened once per sender run however many of its
+ * deliveries go: its own (one that cannot be opened fails the attempt), and during a
+ * rotation's grace the one it replaced, left out when it cannot be opened (a rotation after
+ * ORDER_EVENT_SECRETS_KEY changed keeps a secret sealed with the old key: the new one signs).
+ */
+function signingSecrets(key: SecretsKey | undefined) {
+  const opened = new Map<string, Promise<string[]>>();
+  const unreadable = (endpointId: string, which: string) => (err: unknown) => {
+    log.error(`order events: an endpoint's ${which} signing secret cannot be read`, { endpointId }, err);
+    throw err;
+  };
+  return (row: DueRow): Promise<string[]> => {
+    const cacheKey = `${row.endpoint_id}\n${row.secret}\n${row.previous_secret}`;
+    let secrets = opened.get(cacheKey);
+    if (!secrets) {
+      const current = openSecret(key, row.endpoint_id, row.secret).catch(unreadable(row.endpoint_id, "current"));
+      const previous =
+        row.previous_secret === null
+          ? undefined
+          : openSecret(key, row.endpoint_id, row.previous_secret)
+              .catch(unreadable(row.endpoint_id, "replaced"))
+              .catch(() => undefined);
+      secrets = Promise.all([current, previous]).then((both) => both.filter((s) => s !== undefined));
+      opened.set(cacheKey, secrets);
+    }
+    return secrets;
+  };
+}
+
 interface Outcome {
   status: number | null;
   error: string | null;
 }
 
-async function send(row: DueRow, fetcher: typeof fetch): Promise<Outcome> {
+/**
+ * One attempt, signed with every secret that signs (Standard Webhooks: space-separated `v1,`
+ * values, any of which verifies). A secret that cannot be opened sends nothing: the attempt
+ * is recorded with why, and retried on the schedule.
+ */
+async function send(row: DueRow, secrets: Promise<string[]>, fetcher: typeof fetch): Promise<Outcome> {
   const body = eventBody({ id: row.event_id, type: row.type, snapshot: row.snapshot, createdAt: row.created_at });
-  const sentAt = new Date();
+  const sentAtSec = Math.floor(Date.now() / 1000);
+  let signatures: string[];
+  try {
+    signatures = await Promise.all((await secrets).map((secret) => signature(secret, row.event_id, sentAtSec, body)));
+  } catch (err) {
+    const why = err instanceof SecretUnreadable ? err.message : String(err);
+    return { status: null, error: `not sent: the endpoint's signing secret cannot be read (${why})`.slice(0, MAX_ERROR_LENGTH) };
+  }
   try {
     const res = await fetcher(row.url, {
       method: "POST",
       headers: {
         "Content-Type": "application/json",
         "webhook-id": row.event_id,
-        "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)),
-        "webhook-signature": new Webhook(row.secret).sign(row.event_id, sentAt, body),
+        "webhook-timestamp": String(sentAtSec),
+        "webhook-signature": signatures.join(" "),
       },
       body,
       redirect: "manual",
@@ -159,12 +220,13 @@ function recordAttempt(db: D1Database, row: DueRow, outcome: Outcome, now: numbe
  * Sends every due delivery, round after round, until none is due. Returns how many attempts
  * it made and when the next sendable delivery falls due (epoch ms), if any does.
  */
-export async function deliverDue(db: D1Database, { fetch: fetcher = fetch }: DeliveryOptions = {}) {
+export async function deliverDue(db: D1Database, { secretsKey, fetch: fetcher = fetch }: DeliveryOptions) {
   let attempted = 0;
+  const secretsOf = signingSecrets(secretsKey);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const due = await takeDue(db, Date.now());
     if (due.length === 0) break;
-    const outcomes = await Promise.all(due.map((row) => send(row, fetcher)));
+    const outcomes = await Promise.all(due.map((row) => send(row, secretsOf(row), fetcher)));
     const now = Date.now();
     await db.batch(due.flatMap((row, i) => recordAttempt(db, row, outcomes[i] as Outcome, now)));
     attempted += due.length;

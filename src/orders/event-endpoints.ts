@@ -1,7 +1,16 @@
 // The shop's endpoints for order events (D1's event_endpoints): registering, changing,
-// rotating secrets. Deliveries to them live in ./event-deliveries.ts.
+// rotating secrets, which are stored sealed (./endpoint-secrets.ts) and answered only when
+// made. Deliveries to them live in ./event-deliveries.ts.
 
 import type { EndpointView, OrderEventType, UpdateEndpointBody } from "../shared/order-events";
+import { keepEndpointSecrets, type SecretsKey, sealSecret } from "./endpoint-secrets";
+
+/**
+ * How long the secret a rotation replaces still signs: each delivery carries both signatures
+ * meanwhile, so the shop's receiver keeps verifying until it has the new one. A day, as long
+ * as a delivery's retries last.
+ */
+export const SECRET_ROTATION_GRACE_MS = 24 * 3_600_000;
 
 interface EndpointRow {
   id: string;
@@ -11,11 +20,13 @@ interface EndpointRow {
   enabled: number;
   disabled_reason: string | null;
   created_at: number;
+  previous_secret_until: number | null;
 }
 
-const COLUMNS = "id, url, events, description, enabled, disabled_reason, created_at";
+/** Everything an admin may see: never a secret, sealed or not. */
+const COLUMNS = "id, url, events, description, enabled, disabled_reason, created_at, previous_secret_until";
 
-const fromRow = (r: EndpointRow): EndpointView => ({
+const fromRow = (r: EndpointRow, now = Date.now()): EndpointView => ({
   id: r.id,
   url: r.url,
   events: JSON.parse(r.events) as OrderEventType[],
@@ -23,6 +34,8 @@ const fromRow = (r: EndpointRow): EndpointView => ({
   enabled: r.enabled === 1,
   disabledReason: r.disabled_reason,
   createdAt: new Date(r.created_at).toISOString(),
+  previousSecretExpiresAt:
+    r.previous_secret_until !== null && r.previous_secret_until > now ? new Date(r.previous_secret_until).toISOString() : null,
 });
 
 const randomHex = (bytes: number) =>
@@ -33,8 +46,10 @@ const newSecret = () => `whsec_${btoa(String.fromCharCode(...crypto.getRandomVal
 
 export async function createEndpoint(
   db: D1Database,
+  key: SecretsKey,
   input: { url: string; events: OrderEventType[]; description?: string },
 ): Promise<EndpointView> {
+  const id = `ep_${randomHex(12)}`;
   const secret = newSecret();
   const row = await db
     .prepare(
@@ -42,9 +57,9 @@ export async function createEndpoint(
        VALUES (?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
     )
     .bind(
-      `ep_${randomHex(12)}`,
+      id,
       input.url,
-      secret,
+      await sealSecret(key, id, secret),
       JSON.stringify([...new Set(input.events)]),
       input.description ?? "",
       Date.now(),
@@ -79,14 +94,27 @@ export async function updateEndpoint(db: D1Database, id: string, changes: Update
   return row ? fromRow(row) : undefined;
 }
 
-/** A new secret, at once: deliveries sent from now on are signed with it. */
-export async function rotateSecret(db: D1Database, id: string): Promise<EndpointView | undefined> {
+/**
+ * A new secret, signing from now on; the one it replaces (sealed first, if it was from before
+ * sealing) keeps signing beside it for SECRET_ROTATION_GRACE_MS. A rotation within the grace
+ * replaces the previous one kept: rotating twice drops a leaked secret at once.
+ */
+export async function rotateSecret(
+  db: D1Database,
+  key: SecretsKey,
+  id: string,
+  now = Date.now(),
+): Promise<EndpointView | undefined> {
+  await keepEndpointSecrets(db, key, { endpointId: id });
   const secret = newSecret();
   const row = await db
-    .prepare(`UPDATE event_endpoints SET secret = ? WHERE id = ? RETURNING ${COLUMNS}`)
-    .bind(secret, id)
+    .prepare(
+      `UPDATE event_endpoints SET previous_secret = secret, previous_secret_until = ?1, secret = ?2
+       WHERE id = ?3 RETURNING ${COLUMNS}`,
+    )
+    .bind(now + SECRET_ROTATION_GRACE_MS, await sealSecret(key, id, secret), id)
     .first<EndpointRow>();
-  return row ? { ...fromRow(row), secret } : undefined;
+  return row ? { ...fromRow(row, now), secret } : undefined;
 }
 
 export async function endpointExists(db: D1Database, id: string): Promise<boolean> {

@@ -6,6 +6,7 @@ import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
+import { settingsOf } from "../shared/settings";
 import { deliverDue } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
 
@@ -79,7 +80,7 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       return laterMs === undefined ? undefined : Math.max(1, Math.ceil(laterMs / 1000));
     }
     case "deliver-order-events": {
-      const { nextDueAt } = await deliverDue(env.DB);
+      const { nextDueAt } = await deliverDue(env.DB, { secretsKey: settingsOf(env).ORDER_EVENT_SECRETS_KEY });
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
       return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }

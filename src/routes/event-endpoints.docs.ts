@@ -14,11 +14,11 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Register an endpoint for order events",
     description:
-      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here. The url must be https (http to a loopback host only when the Worker runs locally); private, loopback and link-local addresses are refused.",
+      "The endpoint receives the event types it names, each POSTed as {id, type, createdAt, data: {order} or {sale}} and signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature) with the secret answered here, and only here (it is stored encrypted with ORDER_EVENT_SECRETS_KEY: without that key, 503). The url must be https (http to a loopback host only when the Worker runs locally); addresses of special purpose (private, shared, loopback, link-local, NAT64, benchmarking, reserved, in any notation, IPv4 inside IPv6 included) and names that only mean a private network (localhost, .local, .internal, home.arpa, a single label) are refused, a trailing dot ignored. Names are not resolved.",
     auth: "admin",
     body: { schema: OrderEvents.CreateEndpointBody, required: true },
     responses: { 201: { description: "the endpoint, with its secret", body: OrderEvents.EndpointView } },
-    errors: ["BAD_REQUEST"],
+    errors: ["BAD_REQUEST", "UNAVAILABLE"],
   },
   {
     method: "get",
@@ -35,7 +35,7 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Change an endpoint's url or event types, or enable or disable it",
     description:
-      "Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it; its deliveries still pending waited, and those due are sent at once when it is enabled.",
+      "A new url is checked as at registration. Enabling an endpoint the system disabled (it answered 410) clears the reason. Events raised while it was disabled are not sent to it; its deliveries still pending waited, and those due are sent at once when it is enabled.",
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     body: { schema: OrderEvents.UpdateEndpointBody, required: true },
@@ -46,11 +46,13 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     method: "post",
     path: "/admin/webhooks/:id/rotate-secret",
     tag: "admin",
-    summary: "A new signing secret, at once (answered here only)",
+    summary: "A new signing secret (answered here only); the old one still signs for a day",
+    description:
+      "Deliveries are signed with the new secret from now on, and for 24 hours (previousSecretExpiresAt) with the one it replaced as well: webhook-signature carries both v1 values, either of which verifies, so the shop's receiver keeps working until it takes the new secret. A rotation within those 24 hours replaces the secret kept: rotating twice drops a leaked one at once. Secrets are stored encrypted with ORDER_EVENT_SECRETS_KEY; without it, 503.",
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     responses: { 200: { description: "the endpoint, with its new secret", body: OrderEvents.EndpointView } },
-    errors: ["BAD_REQUEST", "ENDPOINT_NOT_FOUND"],
+    errors: ["BAD_REQUEST", "ENDPOINT_NOT_FOUND", "UNAVAILABLE"],
   },
   {
     method: "get",

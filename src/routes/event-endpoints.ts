@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
-import { ApiError, badRequest } from "../http/errors";
+import { ApiError, badRequest, unavailable } from "../http/errors";
+import { logConfigurationError } from "../http/secrets";
 import { validate } from "../http/validate";
+import type { SecretsKey } from "../orders/endpoint-secrets";
 import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
 import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
 import {
@@ -23,13 +25,21 @@ function checkUrl(env: Env, url: string): void {
   if (refusal) throw badRequest(`url: ${refusal}`);
 }
 
+/** ORDER_EVENT_SECRETS_KEY, which seals a new secret: 503 when unset (never a secret stored in plain text). */
+function secretsKey(env: Env): SecretsKey {
+  const key = settingsOf(env).ORDER_EVENT_SECRETS_KEY;
+  if (key) return key;
+  logConfigurationError("ORDER_EVENT_SECRETS_KEY", "unset: endpoint secrets cannot be sealed");
+  throw unavailable("endpoint secrets cannot be stored: this server's ORDER_EVENT_SECRETS_KEY is not set", 60);
+}
+
 /** /admin/webhooks: the shop's endpoints for order events, and what was delivered to them. */
 export const eventEndpointRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   .post("/", validate("json", CreateEndpointBody), async (c) => {
     const body = c.req.valid("json");
     checkUrl(c.env, body.url);
-    const endpoint = await createEndpoint(c.env.DB, body);
+    const endpoint = await createEndpoint(c.env.DB, secretsKey(c.env), body);
     endpointsChanged();
     return c.json(endpoint, 201);
   })
@@ -45,7 +55,7 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
     return c.json(endpoint);
   })
   .post("/:id/rotate-secret", validate("param", EndpointIdParam), async (c) => {
-    const endpoint = await rotateSecret(c.env.DB, c.req.valid("param").id);
+    const endpoint = await rotateSecret(c.env.DB, secretsKey(c.env), c.req.valid("param").id);
     if (!endpoint) throw endpointNotFound();
     return c.json(endpoint);
   })

@@ -1,10 +1,12 @@
 import { superviseDraws } from "../admission/draw-run";
+import { keepEndpointSecrets } from "../orders/endpoint-secrets";
 import { reportEndedSales } from "../orders/event-deliveries";
 import { sweepOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { keepBloomFilled } from "../sales/bloom-upkeep";
 import { log } from "../shared/log";
+import { settingsOf } from "../shared/settings";
 import { archiveSettledSales } from "./archive";
 import { superviseSales } from "./recovery";
 import { redriveOutbox } from "./redrive";
@@ -13,13 +15,14 @@ import { redriveOutbox } from "./redrive";
  * The cron's run, every minute: re-send unsettled orders, expire what is due, give back units
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
- * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, and send
- * draws on (closed ones drawn, drawn ones' units offered). Each
+ * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, send
+ * draws on (closed ones drawn, drawn ones' units offered), and seal endpoint secrets still in
+ * plain text and forget replaced ones whose grace is over. Each
  * runs to the end whatever the others do; a failure fails the run, so it shows.
  */
 export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
-  const [redrive, sweep, bloom, archive, recovery, draws, events] = await Promise.allSettled([
+  const [redrive, sweep, bloom, archive, recovery, draws, events, secrets] = await Promise.allSettled([
     redriveOutbox(env),
     sweeping,
     keepBloomFilled(env.DB, redisFor(env)),
@@ -33,6 +36,7 @@ export async function runScheduledJobs(env: Env): Promise<void> {
         await reportEndedSales(env.DB);
         await ordersChanged(env, swept?.returned);
       }),
+    keepEndpointSecrets(env.DB, settingsOf(env).ORDER_EVENT_SECRETS_KEY),
   ]);
   if (redrive.status === "fulfilled" && redrive.value > 0) log.info("outbox re-drive re-sent orders", { resent: redrive.value });
   if (sweep.status === "fulfilled") {
@@ -61,7 +65,8 @@ export async function runScheduledJobs(env: Env): Promise<void> {
   }
   if (draws.status === "fulfilled" && draws.value.stepped.length > 0)
     log.info("draws sent on", { stepped: draws.value.stepped.join(",") });
-  const failures = [redrive, sweep, bloom, archive, recovery, draws, events].flatMap((r) =>
+  if (secrets.status === "fulfilled" && secrets.value > 0) log.info("endpoint secrets sealed", { sealed: secrets.value });
+  const failures = [redrive, sweep, bloom, archive, recovery, draws, events, secrets].flatMap((r) =>
     r.status === "rejected" ? [r.reason] : [],
   );
   if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");

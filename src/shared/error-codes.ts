@@ -130,8 +130,12 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
     when: "Cloudflare did not vouch for the Human-Check token, for this sale's action, this once (or a deny rule matched a caller of such a sale)",
   },
   QUEUE_PASS_REQUIRED: { when: "a sale with a waiting room, checked out without a Queue-Pass" },
-  QUEUE_PASS_INVALID: { when: "a Queue-Pass that is forged, another buyer's or another sale's, or not admitted" },
-  QUEUE_TICKET_INVALID: { when: "a Queue-Ticket that is forged, another buyer's or another sale's" },
+  QUEUE_PASS_INVALID: {
+    when: "a Queue-Pass that is malformed (any shape, any length), forged, another buyer's or another sale's, or not admitted",
+  },
+  QUEUE_TICKET_INVALID: {
+    when: "a Queue-Ticket that is malformed (any shape, any length), forged, another buyer's or another sale's",
+  },
   NOT_FOUND: { when: "no such route, or a route that is off here (the lab, dev login, payments, the local cron)" },
   SALE_NOT_FOUND: { when: "no such sale" },
   VARIANT_NOT_FOUND: { when: "the sale has no variant of that id" },

@@ -3,6 +3,7 @@
 
 import * as z from "zod/mini";
 import { isLoopbackHost } from "./loopback";
+import { isPublicHost } from "./public-hosts";
 import "./zod-english";
 
 /** Every event an endpoint can subscribe to. */
@@ -23,25 +24,27 @@ export type OrderEventType = z.infer<typeof OrderEventType>;
 const MAX_URL_LENGTH = 2048;
 const MAX_ENDPOINT_DESCRIPTION = 200;
 
-/** IPv4 literals of private, shared, link-local, loopback and "this network" ranges. */
-const PRIVATE_V4 = [
-  /^10\./,
-  /^127\./,
-  /^0\./,
-  /^169\.254\./,
-  /^192\.168\./,
-  /^172\.(1[6-9]|2\d|3[01])\./,
-  /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./,
-];
-/** IPv6 literals (bracketed, as URL.hostname gives them): loopback, unspecified, unique-local, link-local, v4-mapped. */
-const PRIVATE_V6 = /^\[(::1?|f[cd][0-9a-f]*:.*|fe[89ab][0-9a-f]*:.*|::ffff:.*)\]$/;
+/**
+ * The URL's host as every check reads it: its trailing dots dropped (`metadata.google.internal.`
+ * is `metadata.google.internal`), then read again as a URL reads a host (`0x7f.1..` is
+ * 127.0.0.1). Undefined when nothing is left.
+ */
+function canonicalHost(url: URL): string | undefined {
+  const host = url.hostname.replace(/\.+$/, "");
+  try {
+    return new URL(`https://${host}`).hostname || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Why an endpoint URL is refused, or undefined when it is allowed: https to a public host;
  * plain http only to a loopback host, and only when `allowLoopback` (npm start). Addresses of
- * private and link-local networks are refused as literals and as names that can only mean
- * this machine (a Worker cannot reach a private network; the rule stops an endpoint from
- * pointing a local run at services beside it).
+ * special purpose (private, shared, loopback, link-local, NAT64, benchmarking, reserved...) are
+ * refused as literals in every notation, and names that can only mean a private network
+ * (src/shared/public-hosts.ts). Names are not resolved: docs/security.md says why that is safe
+ * on Workers and what the check is for.
  */
 export function endpointUrlRefusal(raw: string, { allowLoopback }: { allowLoopback: boolean }): string | undefined {
   let url: URL;
@@ -51,18 +54,13 @@ export function endpointUrlRefusal(raw: string, { allowLoopback }: { allowLoopba
     return "url must be an absolute URL";
   }
   if (url.username || url.password) return "url must not carry credentials";
-  const loopback = isLoopbackHost(url.hostname);
+  const host = canonicalHost(url);
+  if (host === undefined) return "url must name a host";
+  const loopback = isLoopbackHost(host);
   if (loopback && allowLoopback && (url.protocol === "http:" || url.protocol === "https:")) return undefined;
   if (url.protocol !== "https:") return "url must be https";
-  const host = url.hostname.toLowerCase();
-  if (
-    loopback ||
-    PRIVATE_V4.some((range) => range.test(host)) ||
-    PRIVATE_V6.test(host) ||
-    host.endsWith(".internal") ||
-    host.endsWith(".local")
-  )
-    return "url must not point at a private, loopback or link-local address";
+  if (loopback || !isPublicHost(host))
+    return "url must not point at a private, loopback, link-local or other special-purpose address or name";
   return undefined;
 }
 
@@ -106,6 +104,11 @@ export const EndpointView = z.object({
   /** Why it was disabled by the system (it answered 410), or null. */
   disabledReason: z.nullable(z.string()),
   createdAt: z.iso.datetime(),
+  /**
+   * Until when deliveries also carry the signature of the secret the last rotation replaced
+   * (each delivery is signed with both meanwhile); null when no replaced secret signs.
+   */
+  previousSecretExpiresAt: z.nullable(z.iso.datetime()),
   secret: z.optional(z.string()),
 });
 export type EndpointView = z.infer<typeof EndpointView>;

@@ -285,10 +285,12 @@ export const DrawEntriesQuery = z.object({
   cursor: z.optional(z.string().check(z.regex(/^\d{1,7}$/, "cursor must be a next this API gave"))),
 });
 
-/** GET /api/sales/:saleId/queue: the ticket POST .../queue gave. */
-export const QueueTicketHeader = z.object({
-  "queue-ticket": z.string().check(z.minLength(1), z.maxLength(1_000)),
-});
+/**
+ * GET /api/sales/:saleId/queue: the ticket POST .../queue gave. Required; whatever it holds
+ * is read as a ticket, so a malformed one (empty, too long, not base64url...) is refused as
+ * any ticket this sale did not give: 403 QUEUE_TICKET_INVALID.
+ */
+export const QueueTicketHeader = z.object({ "queue-ticket": z.string() });
 
 /** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
 export const QueuePlacesQuery = z.object({

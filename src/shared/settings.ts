@@ -112,6 +112,25 @@ const Hostname = z.string().check(z.regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z
 /** Host names such as shop.example, comma-separated, compared without case. */
 const hostnames = commaList(Hostname, "host names such as shop.example, comma-separated", (h) => h.toLowerCase());
 
+/** An AES-256 key's bytes: the setting's text, 32 bytes in base64. */
+export const SECRETS_KEY_BYTES = 32;
+/** A key for AES-256-GCM, written as `openssl rand -base64 32` writes one. */
+const aesKey: Setting<Uint8Array | undefined> = {
+  kind: "secret",
+  fallback: "",
+  accepts: `${SECRETS_KEY_BYTES} random bytes in base64 (openssl rand -base64 ${SECRETS_KEY_BYTES})`,
+  read: (value) => {
+    let bytes: Uint8Array;
+    try {
+      bytes = Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
+    } catch {
+      return undefined;
+    }
+    return bytes.length === SECRETS_KEY_BYTES ? bytes : undefined;
+  },
+  unset: undefined,
+};
+
 /** The independent databases of quorum locks, as Upstash URL/token pairs. */
 const QuorumNodes = z.array(z.object({ url: HttpUrl, token: z.string().check(z.minLength(1)) })).check(z.minLength(1));
 export type QuorumNode = z.infer<typeof QuorumNodes>[number];
@@ -161,6 +180,7 @@ export const SETTINGS = {
   PAYMENT_TIMEOUT_MS: ms(1, 120_000, 10_000),
   PAYMENT_WEBHOOK_SECRET: secret(),
   PAYMENT_WEBHOOK_SECRET_PREVIOUS: secret(),
+  ORDER_EVENT_SECRETS_KEY: aesKey,
   JWT_CLOCK_SKEW_SEC: wholeNumber(0, 3_600, 30, " (s)"),
   JWT_MAX_TTL_SEC: wholeNumber(1, 31_536_000, 86_400, " (s)"),
   JWT_ISSUER: text(),
@@ -225,6 +245,8 @@ export const SETTING_DOCS: Record<SettingName, string> = {
   PAYMENT_WEBHOOK_SECRET: "verifies POST /webhooks/payments (HMAC-SHA256); unset turns the route off (404)",
   PAYMENT_WEBHOOK_SECRET_PREVIOUS:
     "during a rotation of the provider's signing secret, the one it replaces: a signature by either passes",
+  ORDER_EVENT_SECRETS_KEY:
+    "encrypts the order events' endpoint signing secrets in D1 (AES-256-GCM), so a copy of the database holds none; unset: endpoints cannot be registered nor their secrets rotated (503), and deliveries signed with an encrypted secret fail until it is set again; a new key makes the secrets sealed with the old one unreadable: rotate each endpoint's secret then (npm start: random, kept in .state/)",
   JWT_CLOCK_SKEW_SEC: "clock difference allowed on a user token's exp, nbf and iat",
   JWT_MAX_TTL_SEC: "the longest a user token may still be valid (exp - now)",
   JWT_ISSUER: "when set, a user token's iss must equal it; required (with JWT_AUDIENCE) before any JWKS token is accepted",

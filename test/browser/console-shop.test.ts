@@ -224,7 +224,7 @@ describe("the console's order events", () => {
         void dialog.accept();
       });
       await page.getByRole("button", { name: "Rotate the secret" }).click();
-      await page.locator("#endpoint-status").filter({ hasText: "Rotated: the old secret no longer signs anything." }).waitFor();
+      await page.locator("#endpoint-status").filter({ hasText: "Rotated: deliveries carry both signatures until" }).waitFor();
       expect(asked).toContain(`Rotate the secret of ${movedUrl}?`);
       const rotated = await secretShown(page);
       expect(rotated).toMatch(/^whsec_/);

@@ -3,4 +3,6 @@ export const TEST_SECRETS = {
   ADMIN_TOKEN: "test-admin-token-long-enough-for-the-32-char-rule",
   JWT_SECRET: "test-jwt-secret-long-enough-for-the-32-char-rule",
   PAYMENT_WEBHOOK_SECRET: "test-webhook-secret",
+  /** 32 bytes in base64: "test-order-event-secrets-key-32b". */
+  ORDER_EVENT_SECRETS_KEY: "dGVzdC1vcmRlci1ldmVudC1zZWNyZXRzLWtleS0zMmI=",
 } as const;
