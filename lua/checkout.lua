@@ -20,6 +20,14 @@ entries the draw selected (src/checkout/draw-offers.ts), each naming the claim "
 an Idempotency-Key of the entry's, so an offer made twice reserves once. Everyone else is
 refused DRAW_ONLY, and offers take no admission token (the draw paced them).
 
+A sale with presale lanes (meta `lanes`, docs/lanes.md) opens at its first lane's start and
+sells before its own start (meta `starts`) only to a buyer whose access code the call names:
+known, not revoked or expired, of the lane now open or an earlier one, bound to no other
+buyer, with a use left. The code is bound to the buyer and one use taken in the same step as
+the units, and a lane with an allotment (`la:<lane>`, `la:<lane>:<variant>`) sells no more
+than its allotment and what the lanes before it left unsold (`ls:<lane>...` count what each
+sold). From the sale's own start codes are neither checked nor spent.
+
 A sale with variants (sizes, colours, tiers: the meta hash has `variants`, lua/sale-sync.lua)
 sells each from its own counter `v:<id>` as well as from the total `remaining`; the buyer's
 limit counts units across every variant. A sale without has one implicit variant, "default",
@@ -27,13 +35,19 @@ sold from `remaining` alone.
 
 KEYS (all share the sale's hash tag, so the script is cluster-safe; the layout of every key is
 one table: docs/architecture.md, "The sale's Redis layout")
-  1  sale meta hash  remaining, starts, ends (epoch ms), slot, seq, rate, burst, limit, state,
+  1  sale meta hash  remaining, starts (the public start), ends (epoch ms), slot, seq, rate, burst, limit, state,
                      buckets, qmode (off | fifo | random), qopens, qrate, qttl (waiting-room-progress.lua),
                      idms, idn (the sale's id clock: the last order id's ms and index, see idClockFull),
-                     variants ("<id>=<stock>,...", a sale with variants only) and v:<id> (each one's remaining)
+                     variants ("<id>=<stock>,...", a sale with variants only) and v:<id> (each one's remaining),
+                     lanes ("<lane>=<start ms>,...", a sale with lanes only), la:<lane>[:<variant>]
+                     (allotments) and ls:<lane>[:<variant>] (units each lane sold)
   2  admission hash  token bucket: tokens, at (ms); expires when idle
   3  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
   4  queue counters  admitted, used, expired (waiting-room-progress.lua)
+  then, when a buyer names an access code (ARGV 2 > 0), the code keys:
+  +1 code batches    "<batch id>:revoked" -> 1, "<batch id>:bound" and ":spent" -> counts
+  +2.. code shards   one hash per shard the call's codes live in: code hash ->
+                     "<batch id>|<lane>|<uses left>|<expiry ms, 0: none>|<bound user id, or empty>"
   then six keys for each bucket the call's buyers live in (the call names only those):
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)
@@ -44,27 +58,35 @@ one table: docs/architecture.md, "The sale's Redis layout")
 ARGV
   1  the bucket count the Worker split the buyers by: when the sale's own (meta `buckets`,
      1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
-  then quintuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
-  place its Queue-Pass names, "draw" for a draw's offer, "" for none) and which of the call's
-  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...): 1 to 100 quintuples. The quantity may name a
-  variant: "<quantity>@<variant id>" (recorded so in pending and keys for a sale with variants only)
-Reply: one flat array in one layout, whatever the outcomes (src/checkout/reply.ts reads it)
-  1  "checkout/4"     the layout; the Worker refuses any other
+  2  how many code keys follow the sale's four (0, or 1 + the code shards named)
+  then sextuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
+  place its Queue-Pass names, "draw" for a draw's offer, "" for none), which of the call's
+  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...) and the
+  access code ("<n>:<code hash>", n the code shard among the code keys, 1 for the first; ""
+  for none): 1 to 100 sextuples. The quantity may name a variant: "<quantity>@<variant id>"
+  (recorded so in pending and keys for a sale with variants only)
+Reply: one flat array in one layout, whatever the outcomes (src/shared/checkout-reply.ts reads it)
+  1  "checkout/5"     the layout; the Worker refuses any other
   2  nowMs            Redis time of the call
-  3  startsMs  4  endsMs         the sale window (0 when the sale is not found)
+  3  startsMs  4  endsMs         the sale window, from its first lane's start (0 when the sale is not found)
   5  rate      6  burst          the admission bucket (0 when the sale is not found)
   7  retryAfterMs     how long until the bucket holds a token again (0 when it holds one)
   8  limit            units one buyer may hold (0 when the sale is not found)
   9  seq              the sale's order sequence after the call: ids it minted ever (the ids
                       this call minted are the last ones; 0 when the sale is not found)
   10 buckets          the sale's bucket count (0 when the sale is not found)
+  11 publicStartsMs   the sale's own start, when codes stop being asked for (0 when the sale is not found)
+  12 lane             the presale lane open at nowMs, whose allotment this call's code holders bought from ("": none)
   then four fields per buyer, in ARGV order:
      outcome   OK | REPEATED | KEY_REUSED | ALREADY_PURCHASED | PER_USER_LIMIT_EXCEEDED |
                SOLD_OUT | QUANTITY_UNAVAILABLE | RATE_LIMITED | SALE_NOT_STARTED | SALE_ENDED |
                SALE_PAUSED | SALE_CANCELLED | SALE_NOT_FOUND | QUEUE_PASS_REQUIRED |
                QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED |
                VARIANT_REQUIRED (a sale with variants, none named) | VARIANT_NOT_FOUND |
-               DRAW_ONLY (a sale sold by draw, and no draw's offer)
+               DRAW_ONLY (a sale sold by draw, and no draw's offer) | ACCESS_CODE_REQUIRED |
+               ACCESS_CODE_INVALID | ACCESS_CODE_USED | LANE_SOLD_OUT | LANE_QUANTITY_UNAVAILABLE
+               LANE_*: the lane open now has no (or too few) units left of its allotment
+               (remaining: the lane's units left), while the sale may have more for a later lane
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
                reserved: a retry never buys twice); KEY_REUSED: it did, for other units;
                RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
@@ -79,15 +101,18 @@ Time comes from the Redis server (TIME), never from the caller.
 ]]
 
 local meta, admission, stats, queueCounters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SALE_KEYS, KEYS_PER_BUCKET = 4, 6
-local splitBy = tonumber(ARGV[1])
-local buyerCount = (#ARGV - 1) / 5
-if #ARGV < 6 or #ARGV > 501 or (#ARGV - 1) % 5 ~= 0 or (#KEYS - SALE_KEYS) % KEYS_PER_BUCKET ~= 0 then
-  return redis.error_reply('checkout.lua takes a bucket count, then 1 to 100 quintuples of user id, quantity, idempotency key, pass place and bucket')
+local SALE_KEYS, KEYS_PER_BUCKET, PER_BUYER = 4, 6, 6
+local splitBy, codeKeys = tonumber(ARGV[1]), tonumber(ARGV[2])
+local FIRST_BUYER = 3
+local buyerCount = (#ARGV - FIRST_BUYER + 1) / PER_BUYER
+if #ARGV < FIRST_BUYER - 1 + PER_BUYER or #ARGV > FIRST_BUYER - 1 + 100 * PER_BUYER or buyerCount % 1 ~= 0
+  or not codeKeys or codeKeys == 1 or (#KEYS - SALE_KEYS - codeKeys) % KEYS_PER_BUCKET ~= 0 then
+  return redis.error_reply('checkout.lua takes a bucket count, a code key count, then 1 to 100 sextuples of user id, quantity, idempotency key, pass place, bucket and access code')
 end
+local codeBatches = codeKeys > 0 and KEYS[SALE_KEYS + 1]
 -- The keys of the call's `n`th bucket.
 local function bucketKeys(n)
-  local base = SALE_KEYS + (n - 1) * KEYS_PER_BUCKET
+  local base = SALE_KEYS + codeKeys + (n - 1) * KEYS_PER_BUCKET
   if n < 1 or base + KEYS_PER_BUCKET > #KEYS then
     return nil
   end
@@ -99,9 +124,10 @@ local time = redis.call('TIME')
 local nowSec = tonumber(time[1])
 local nowMs = nowSec * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local seq, buckets = 0, 0 -- the sale's order sequence (ids minted so far) and bucket count
+-- The sale's order sequence (ids minted so far), bucket count, own start and the lane open now.
+local seq, buckets, publicStarts, laneName = 0, 0, 0, ''
 local function reply(starts, ends, rate, burst, retryAfter, limit, outcomes)
-  return { 'checkout/4', nowMs, starts, ends, rate, burst, retryAfter, limit, seq, buckets, unpack(outcomes) }
+  return { 'checkout/5', nowMs, starts, ends, rate, burst, retryAfter, limit, seq, buckets, publicStarts, laneName, unpack(outcomes) }
 end
 
 -- Outcome counts for the admin console, one field per second and outcome.
@@ -128,7 +154,7 @@ local function everyone(outcome, remaining)
 end
 
 local sale = redis.call('HMGET', meta, 'remaining', 'starts', 'ends', 'slot', 'rate', 'burst', 'seq', 'limit', 'state', 'qmode',
-  'buckets', 'variants')
+  'buckets', 'variants', 'lanes')
 if not sale[1] then
   return reply(0, 0, 0, 0, 0, 0, everyone('SALE_NOT_FOUND', 0))
 end
@@ -142,9 +168,24 @@ local queued = sale[10] == 'fifo' or sale[10] == 'random'
 local drawn = sale[10] == 'draw'
 local hasVariants = sale[12] ~= false
 
+-- The sale's lanes in start order ({ name, starts }), and the one open now (0: none, the
+-- public start is past or no lane has started). The sale opens at its first lane's start.
+publicStarts = starts
+local lanes, lane = {}, 0
+for name, from in string.gmatch(sale[13] or '', '([^,=]+)=(%d+)') do
+  lanes[#lanes + 1] = { name = name, starts = tonumber(from) }
+  if nowMs >= tonumber(from) and nowMs < publicStarts then
+    lane = #lanes
+  end
+end
+if lanes[1] then
+  starts = math.min(starts, lanes[1].starts)
+end
+laneName = lane > 0 and lanes[lane].name or ''
+
 -- A sale sold by draw refuses a call of buyers alone as a whole, whatever its window says.
 local offers = false
-for i = 5, #ARGV, 5 do
+for i = FIRST_BUYER + 3, #ARGV, PER_BUYER do
   offers = offers or ARGV[i] == 'draw'
 end
 
@@ -267,6 +308,63 @@ local function passProblem(user, place, bucket)
   return nil
 end
 
+-- Access codes this call read, by "<shard key>\n<hash>": { batch, lane, uses, expiry, bound, key, hash }.
+local codes = {}
+local laneIndex = {}
+for i, l in ipairs(lanes) do
+  laneIndex[l.name] = i
+end
+-- The code `ref` ("<shard>:<hash>") names, read once per call, or why `user` may not use it in the lane open now.
+local function codeFor(user, ref)
+  if ref == '' then
+    return nil, 'ACCESS_CODE_REQUIRED'
+  end
+  local shard, hash = string.match(ref, '^(%d+):(%x+)$')
+  local shardKey = shard and codeBatches and KEYS[SALE_KEYS + 1 + tonumber(shard)]
+  if not shardKey or tonumber(shard) < 1 or tonumber(shard) >= codeKeys then
+    return redis.error_reply('checkout.lua: an access code names shard ' .. tostring(shard) .. ', which KEYS do not hold')
+  end
+  local id = shardKey .. '\n' .. hash
+  local code = codes[id]
+  if code == nil then
+    local record = redis.call('HGET', shardKey, hash)
+    local batch, codeLane, uses, expiry, bound = string.match(record or '', '^([^|]+)|([^|]+)|(%d+)|(%d+)|(.*)$')
+    code = batch and { batch = batch, lane = codeLane, uses = tonumber(uses), expiry = tonumber(expiry), bound = bound,
+      key = shardKey, hash = hash } or false
+    if code and redis.call('HEXISTS', codeBatches, batch .. ':revoked') == 1 then
+      code = false
+    end
+    codes[id] = code
+  end
+  if not code or (code.expiry > 0 and code.expiry <= nowMs) or (code.bound ~= '' and code.bound ~= user)
+    or not laneIndex[code.lane] or laneIndex[code.lane] > lane then
+    return nil, 'ACCESS_CODE_INVALID'
+  elseif code.uses <= 0 then
+    return nil, 'ACCESS_CODE_USED'
+  end
+  return code
+end
+
+-- What the open lane may still sell of `suffix` ("" the total, ":<variant>" a variant): its
+-- allotment and those of the capped lanes right before it, less what they sold; false when the
+-- lane has no allotment of it. Read once per call, then kept as the call sells.
+local laneLeft, laneSold = {}, {}
+local function laneCap(suffix)
+  if laneLeft[suffix] == nil then
+    local allotted, sold, capped = 0, 0, false
+    for j = lane, 1, -1 do
+      local counts = redis.call('HMGET', meta, 'la:' .. lanes[j].name .. suffix, 'ls:' .. lanes[j].name .. suffix)
+      if not counts[1] then
+        break
+      end
+      capped = true
+      allotted, sold = allotted + tonumber(counts[1]), sold + (tonumber(counts[2]) or 0)
+    end
+    laneLeft[suffix] = capped and math.max(0, allotted - sold)
+  end
+  return laneLeft[suffix]
+end
+
 -- Writes gathered per bucket of the call (by its position in KEYS), sent after the loop.
 local writes = {}
 local function writesOf(n, bucket)
@@ -280,8 +378,10 @@ end
 
 local outcomes = {}
 local keysHere = {}
+-- Codes this call spent (by shard key and hash), and its batches' counters to add.
+local codesSpent, batchCounts = {}, {}
 local reservedAny = false
-for i = 2, #ARGV, 5 do
+for i = FIRST_BUYER, #ARGV, PER_BUYER do
   local user, key, claim, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
   local offer = claim == 'draw'
   local place = offer and '' or claim
@@ -290,14 +390,27 @@ for i = 2, #ARGV, 5 do
   local units = hasVariants and ARGV[i + 1] or tostring(quantity)
   local bucket = bucketKeys(n)
   if not bucket then
-    return redis.error_reply('checkout.lua: buyer ' .. ((i - 2) / 5 + 1) .. ' names bucket ' .. tostring(ARGV[i + 4]) .. ', which KEYS do not hold')
+    return redis.error_reply('checkout.lua: buyer ' .. ((i - FIRST_BUYER) / PER_BUYER + 1) .. ' names bucket ' .. tostring(ARGV[i + 4]) .. ', which KEYS do not hold')
   end
   local h = holding(user, bucket)
   local outcome, orderId = 'OK', h.last
   local keyField = key ~= '' and (user .. '\n' .. key) or nil
   local before = keyField and (keysHere[keyField] or redis.call('HGET', bucket.idempotency, keyField))
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
-  local passRefusal = not before and queued and passProblem(user, place, bucket)
+  -- In a lane's window the buyer's code is what lets them in: the public line has not begun.
+  local passRefusal = not before and queued and lane == 0 and passProblem(user, place, bucket)
+  -- In a lane's window: the buyer's code, and what the lane may still sell of the buyer's
+  -- variant (its total and its own allotment, the smaller; math.huge: no allotment).
+  local code, codeRefusal, suffix
+  local inLane = math.huge
+  if lane > 0 and not before then
+    code, codeRefusal = codeFor(user, ARGV[i + 5])
+    if type(code) == 'table' and code.err then
+      return code
+    end
+    suffix = hasVariants and field and (':' .. string.sub(field, 3)) or nil
+    inLane = math.min(laneCap('') or math.huge, suffix and laneCap(suffix) or math.huge)
+  end
   if drawn ~= offer then
     outcome = 'DRAW_ONLY' -- a draw's offer reserves only from a sale sold by draw
   elseif before then
@@ -310,6 +423,8 @@ for i = 2, #ARGV, 5 do
     end
   elseif passRefusal then
     outcome = passRefusal
+  elseif codeRefusal then
+    outcome = codeRefusal
   elseif variantRefusal then
     outcome = variantRefusal
   elseif h.units >= limit then
@@ -320,6 +435,10 @@ for i = 2, #ARGV, 5 do
     outcome = 'SOLD_OUT'
   elseif left[field] < quantity then
     outcome = 'QUANTITY_UNAVAILABLE'
+  elseif inLane <= 0 then
+    outcome = 'LANE_SOLD_OUT'
+  elseif inLane < quantity then
+    outcome = 'LANE_QUANTITY_UNAVAILABLE'
   elseif (tokens < 1 and not offer) or idClockFull() then
     outcome = 'RATE_LIMITED'
   else
@@ -334,7 +453,7 @@ for i = 2, #ARGV, 5 do
     reservedAny = true
     local w = writesOf(n, bucket)
     w.buyers[user] = h
-    if queued then
+    if queued and lane == 0 then
       spent[user] = place
       w.spent[user] = place
       spentCount = spentCount + 1
@@ -342,7 +461,25 @@ for i = 2, #ARGV, 5 do
     w.outbox[#w.outbox + 1] = nowMs
     w.outbox[#w.outbox + 1] = orderId
     w.pending[#w.pending + 1] = orderId
-    w.pending[#w.pending + 1] = units .. ':' .. user
+    if code then
+      -- Bound to this buyer, one use taken; the lane's counts of the units it sold.
+      if code.bound == '' then
+        code.bound = user
+        batchCounts[code.batch .. ':bound'] = (batchCounts[code.batch .. ':bound'] or 0) + 1
+      end
+      code.uses = code.uses - 1
+      codesSpent[code.key .. '\n' .. code.hash] = code
+      batchCounts[code.batch .. ':spent'] = (batchCounts[code.batch .. ':spent'] or 0) + 1
+      for _, s in ipairs({ '', suffix }) do
+        laneSold[s] = (laneSold[s] or 0) + quantity
+        if laneLeft[s] then
+          laneLeft[s] = laneLeft[s] - quantity
+        end
+      end
+      w.pending[#w.pending + 1] = units .. '|' .. lanes[lane].name .. '|' .. code.hash .. ':' .. user
+    else
+      w.pending[#w.pending + 1] = units .. ':' .. user
+    end
     if keyField then
       keysHere[keyField] = orderId .. ':' .. units
       w.keys[#w.keys + 1] = keyField
@@ -352,7 +489,11 @@ for i = 2, #ARGV, 5 do
   count(outcome, 1)
   outcomes[#outcomes + 1] = outcome
   outcomes[#outcomes + 1] = orderId
-  outcomes[#outcomes + 1] = field and left[field] or remaining
+  if string.sub(outcome, 1, 5) == 'LANE_' then
+    outcomes[#outcomes + 1] = math.max(0, inLane)
+  else
+    outcomes[#outcomes + 1] = field and left[field] or remaining
+  end
   outcomes[#outcomes + 1] = h.units
 end
 
@@ -383,6 +524,16 @@ if reservedAny then
   end
   if spentCount > 0 then
     redis.call('HINCRBY', queueCounters, 'used', spentCount)
+  end
+  for _, code in pairs(codesSpent) do
+    redis.call('HSET', code.key, code.hash,
+      table.concat({ code.batch, code.lane, code.uses, code.expiry, code.bound }, '|'))
+  end
+  for counter, n in pairs(batchCounts) do
+    redis.call('HINCRBY', codeBatches, counter, n)
+  end
+  for s, n in pairs(laneSold) do
+    redis.call('HINCRBY', meta, 'ls:' .. lanes[lane].name .. s, n)
   end
   redis.call('HSET', admission, 'tokens', tostring(tokens), 'at', nowMs)
   -- Idle long enough to refill completely, the bucket is the same as no bucket.

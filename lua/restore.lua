@@ -11,15 +11,16 @@ other part is in place.
 KEYS (all share the sale's hash tag: the lock is named sale:<id>; docs/architecture.md,
 "The sale's Redis layout")
   1  the lock's fencing counter   2  meta hash   then by part:
-     clear     3..  keys to drop: the admission hash and the per-buyer keys of some of the
-               sale's buckets (buyers, returned, outbox, pending, checkout keys); a sale of
-               many buckets is cleared in several calls
-     buyers    3    one bucket's buyers hash
+     clear     3..  keys to drop: the admission hash, the access codes' hashes and the per-buyer
+               keys of some of the sale's buckets (buyers, returned, outbox, pending, checkout
+               keys); a sale of many buckets is cleared in several calls
+     hash      3    a hash to fill: one bucket's buyers, or one shard of access codes or their batches' counters
      returned  3    one bucket's returned set
 ARGV
   1  fencing token   2  part, then by part:
      clear     nothing: drops what an interrupted restore left
-     buyers    user id, "<units>:<latest order id>" pairs, of buyers of KEYS[3]'s bucket
+     hash      field, value pairs: user id, "<units>:<latest order id>" of the bucket's buyers;
+               code hash, code record (see checkout.lua) of the shard's codes; or the batches' counters
      returned  order ids whose units are back (ended orders of KEYS[3]'s bucket's buyers: a
                later return is a no-op)
      meta      3  the latest second an order id minted before the loss can carry; then the
@@ -48,7 +49,7 @@ if part == 'clear' then
   end
   return tonumber(redis.call('TIME')[1])
 end
-if part == 'buyers' then
+if part == 'hash' then
   redis.call('HSET', KEYS[3], unpack(ARGV, 3))
   return 1
 end
@@ -63,4 +64,4 @@ if part == 'meta' then
   redis.call('HSET', meta, unpack(ARGV, 4))
   return 1
 end
-return redis.error_reply('restore.lua: part must be clear, buyers, returned or meta')
+return redis.error_reply('restore.lua: part must be clear, hash, returned or meta')

@@ -11,7 +11,10 @@ only grows: the units added go on sale at once (remaining grows by the same amou
 order ids already minted (seq) are kept. A sale with variants does the same per variant: a
 variant's units added (or a new variant's) go on sale in its own counter `v:<id>` and in the
 total `remaining`; `variants` lists each variant's stock, "<id>=<stock>,..." in the admin's
-order (lua/checkout.lua takes its presence to mean the sale has variants).
+order (lua/checkout.lua takes its presence to mean the sale has variants). A sale's presale
+lanes are `lanes` ("<lane>=<start ms>,..." in start order; absent for none) and each
+allotment a field of its own, `la:<lane>` and `la:<lane>:<variant>`, listed in `lallot` so
+that an edit that drops one removes it; the units each lane sold (`ls:...`) stay.
 
 KEYS
   1  sale meta hash (docs/architecture.md, "The sale's Redis layout")
@@ -23,7 +26,8 @@ ARGV
   draw's entries open (epoch ms)   13 places admitted per second   14 how long a pass is valid (s)
   15 buckets: how many buckets the sale's per-buyer records are split into (D1 changes it only
   before anyone can join or buy: src/sales/repository.ts)   16 a draw's entries close (epoch ms; 0: not a draw)
-  17.. variant id, stock pairs (none for a sale without variants)
+  17 lanes: "<lane>=<start ms>,..." ("" for none)   18 allotments: "<lane>[:<variant>]=<units>,..." ("" for none)
+  19.. variant id, stock pairs (none for a sale without variants)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -33,7 +37,7 @@ Replies
 
 local meta = KEYS[1]
 local version, stock = tonumber(ARGV[1]), tonumber(ARGV[2])
-local current = redis.call('HMGET', meta, 'version', 'stock', 'variants')
+local current = redis.call('HMGET', meta, 'version', 'stock', 'variants', 'lallot')
 if current[2] then
   -- Sales loaded before versions existed were at their first.
   if version <= (tonumber(current[1]) or 1) then
@@ -52,7 +56,7 @@ for id, n in string.gmatch(current[3] or '', '([^,=]+)=(%d+)') do
   before[id] = tonumber(n)
 end
 local listed, added = {}, { 'remaining', stock - (tonumber(current[2]) or 0) }
-for i = 17, #ARGV, 2 do
+for i = 19, #ARGV, 2 do
   local id, n = ARGV[i], tonumber(ARGV[i + 1])
   if n < (before[id] or 0) then
     return redis.error_reply('sale-sync.lua: a variant\'s stock never shrinks')
@@ -72,5 +76,17 @@ redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 
   'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15], 'dcloses', ARGV[16])
 if #listed > 0 then
   redis.call('HSET', meta, 'variants', table.concat(listed, ','))
+end
+-- Lanes and their allotments as the record has them now.
+for field in string.gmatch(current[4] or '', '([^,=]+)=%d+') do
+  redis.call('HDEL', meta, 'la:' .. field)
+end
+for field, n in string.gmatch(ARGV[18], '([^,=]+)=(%d+)') do
+  redis.call('HSET', meta, 'la:' .. field, n)
+end
+if ARGV[17] ~= '' then
+  redis.call('HSET', meta, 'lanes', ARGV[17], 'lallot', ARGV[18])
+else
+  redis.call('HDEL', meta, 'lanes', 'lallot')
 end
 return 1

@@ -17,6 +17,7 @@ import { drawAdminRoutes, drawRoutes } from "./routes/draws";
 import { eventEndpointRoutes } from "./routes/event-endpoints";
 import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
+import { laneAdminRoutes } from "./routes/lanes";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
 import { saleRoutes } from "./routes/sales";
@@ -65,6 +66,7 @@ export const app = root
   .route("/admin/deny-rules", denyRuleRoutes) // GET, POST /admin/deny-rules, DELETE /admin/deny-rules/:ruleId
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
+  .route("/admin", laneAdminRoutes) //      access codes (POST .../lanes/:lane/codes, GET|DELETE .../codes), staff passes (.../bypass)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

@@ -8,8 +8,11 @@ import type {
   AdminOrderPage,
   AdminSaleView,
   BuyerOrderPage,
+  BypassPass,
   CatalogPage,
   CheckoutAccepted,
+  CodeBatchCreated,
+  CodeBatches,
   DrawEntriesPage,
   DrawView,
   EntryAnswer,
@@ -86,6 +89,16 @@ export interface SaleInput {
   queue?: QueueInput;
   /** Sold by draw: entries between opensAt and closesAt, a beacon's round mixed into the shuffle. */
   draw?: { opensAt: string; closesAt: string; beacon?: { url: string; round: number } } | null;
+  /** Presale lanes before startsAt, in start order: code holders buy from each one's startsAt. */
+  lanes?: LaneInput[];
+}
+
+/** A presale lane as create and edit take it. */
+export interface LaneInput {
+  name: string;
+  startsAt: string;
+  stock?: number;
+  variants?: Record<string, number>;
 }
 
 /** A sale's waiting room as create and edit take it (fields left out keep their value or default). */
@@ -100,7 +113,17 @@ export interface QueueInput {
 export type SaleEdit = Partial<
   Pick<
     SaleInput,
-    "name" | "stock" | "variants" | "startsAt" | "endsAt" | "admission" | "description" | "queue" | "humanCheck" | "draw"
+    | "name"
+    | "stock"
+    | "variants"
+    | "startsAt"
+    | "endsAt"
+    | "admission"
+    | "description"
+    | "queue"
+    | "humanCheck"
+    | "draw"
+    | "lanes"
   >
 > & {
   imageUrl?: string | null;
@@ -283,6 +306,36 @@ export class ApiClient {
   /** POST /admin/sales/:saleId/draw: run the draw now. */
   runDraw(saleId: string): Promise<ApiResult<DrawView>> {
     return this.adminResult(`/admin/sales/${saleId}/draw`, { method: "POST" });
+  }
+
+  /** A checkout with an Access-Code (a presale lane's), of `quantity` units of `variant` when named, as it answered. */
+  checkoutWithCode(saleId: string, token: string, code: string, quantity?: number, variant?: string): Promise<Answer> {
+    const body = quantity === undefined && variant === undefined ? undefined : JSON.stringify({ quantity, variant });
+    return this.answer(checkoutPath(saleId), token, body, { "Access-Code": code });
+  }
+
+  /** POST /admin/sales/:saleId/lanes/:lane/codes: a batch of codes, shown once. */
+  codeBatch(
+    saleId: string,
+    lane: string,
+    batch: { count: number; uses?: number; expiresAt?: string },
+  ): Promise<ApiResult<CodeBatchCreated>> {
+    return this.adminResult(`/admin/sales/${saleId}/lanes/${lane}/codes`, { method: "POST", body: JSON.stringify(batch) });
+  }
+
+  /** GET /admin/sales/:saleId/codes: the batches and per lane its counts. */
+  codeBatches(saleId: string): Promise<CodeBatches> {
+    return this.adminJson<CodeBatches>(`/admin/sales/${saleId}/codes`);
+  }
+
+  /** DELETE /admin/sales/:saleId/codes/:batchId. */
+  revokeBatch(saleId: string, batchId: string): Promise<ApiResult<never>> {
+    return this.adminResult(`/admin/sales/${saleId}/codes/${batchId}`, { method: "DELETE" });
+  }
+
+  /** POST /admin/sales/:saleId/bypass: a staff pass for `userId`. */
+  bypass(saleId: string, userId: string): Promise<ApiResult<BypassPass>> {
+    return this.adminResult(`/admin/sales/${saleId}/bypass`, { method: "POST", body: JSON.stringify({ userId }) });
   }
 
   /** A checkout with a Queue-Pass (none when undefined), as it answered. */

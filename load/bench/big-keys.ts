@@ -22,6 +22,7 @@ import { Redis as IORedis } from "ioredis";
 import { stripUpstashFlags } from "../../dev/gateway/scripts.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
+import { parseCheckoutReply } from "../../src/shared/checkout-reply.ts";
 import {
   allBuckets,
   type BucketKeys,
@@ -221,6 +222,9 @@ async function loadSale(redis: IORedis, saleId: string, buyers: number, recordLi
     1,
     30,
     bucketCount,
+    0, // not a draw
+    "", // no lanes
+    "",
   );
   await redis.hset(meta, "remaining", 1_000_000, "seq", buyers);
   const groups = buyersByBucket(buyers, bucketCount);
@@ -269,13 +273,13 @@ async function measureCheckout(redis: IORedis, saleId: string, buyers: number, b
       const users = Array.from({ length: perCall }, (_, b) => `${tag}-${call}-${b}`);
       // As src/checkout/reserve.ts sends it: the call names only its buyers' buckets.
       const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, split, users);
-      const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b])]);
+      const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b]), ""]);
       const sent = performance.now();
-      const reply = (await redis.evalsha(sha, keys.length, ...keys, String(buckets), ...args)) as unknown[];
+      const reply = await redis.evalsha(sha, keys.length, ...keys, String(buckets), "0", ...args);
       client.push(performance.now() - sent);
-      // Header of 9 fields, then 4 per buyer, the outcome first: every buyer must be reserved.
-      const refused = reply.filter((field, i) => i >= 9 && (i - 9) % 4 === 0 && field !== "OK");
-      if (refused.length > 0) throw new Error(`checkout.lua answered ${String(refused[0])} on a sale of ${buyers} buyers`);
+      // Read as the Worker reads it: every buyer must be reserved.
+      const refused = parseCheckoutReply(reply, users.length).reservations?.find((r) => r.code !== "OK");
+      if (refused) throw new Error(`checkout.lua answered ${refused.code} on a sale of ${buyers} buyers`);
     }
     return { client: latencyFigures(client), redisUs: latencyFigures(await slowlogTimes(redis, "EVALSHA")) };
   };

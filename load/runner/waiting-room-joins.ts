@@ -71,7 +71,7 @@ export async function measureJoinCost(
       const id = `join-cost-${++saleSeq}`;
       const now = Date.now();
       const args = [1, 1_000_000, now + startsIn, now + 7_200_000, 1, 1e6, 1e6, "join cost", 1, "active"];
-      const queue = [mode, now - 60_000, 1_000, 60, split.count];
+      const queue = [mode, now - 60_000, 1_000, 60, split.count, 0, "", ""];
       await redis.evalsha(syncSha, 1, saleKeys(id).meta, ...[...args, ...queue].map(String));
       await redis.evalsha(progressSha, ...progressCall(id, split.count));
       return id;

@@ -76,10 +76,14 @@ export async function checkAdmission(
  * does not hold: Redis answers SALE_NOT_FOUND whatever the count). Undefined for anything
  * else: checkAdmission decides (reading D1 or siteverify where it must).
  */
-export function admittedAtCheckout(saleId: string, caller: Caller, now = Date.now()): { buckets: BucketSplit } | undefined {
+export function admittedAtCheckout(
+  saleId: string,
+  caller: Caller,
+  now = Date.now(),
+): { buckets: BucketSplit; sale: Sale | null } | undefined {
   const sale = heldSale(saleId);
   if (sale === undefined || asksHumanAt(sale ?? undefined, "checkout")) return undefined;
-  return deniedByHeldRules(caller, now) === false ? { buckets: bucketSplitOf(sale) } : undefined;
+  return deniedByHeldRules(caller, now) === false ? { buckets: bucketSplitOf(sale), sale } : undefined;
 }
 
 /**

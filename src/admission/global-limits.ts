@@ -25,6 +25,8 @@ const LIMITS = {
   "queue-join:ip": "QUEUE_JOINS_PER_IP_PER_MIN",
   "draw-entry:user": "DRAW_ENTRIES_PER_USER_PER_MIN",
   "draw-entry:ip": "DRAW_ENTRIES_PER_IP_PER_MIN",
+  "access-code-failures:user": "ACCESS_CODE_FAILURES_PER_USER_PER_MIN",
+  "access-code-failures:ip": "ACCESS_CODE_FAILURES_PER_IP_PER_MIN",
   "dev-login:user": "DEV_LOGINS_PER_USER_PER_MIN",
   "dev-login:ip": "DEV_LOGINS_PER_IP_PER_MIN",
   "order-changes:user": "ORDER_CHANGES_PER_USER_PER_MIN",
@@ -36,7 +38,14 @@ const LIMITS = {
 export type GlobalLimit = keyof typeof LIMITS;
 
 /** Routes limited per user and per client address: joining a queue, entering a draw, dev login, pay and cancel, order reads. */
-export type CallerLimitedRoute = "queue-join" | "draw-entry" | "dev-login" | "order-changes" | "order-reads";
+export type CallerLimitedRoute =
+  | "queue-join"
+  | "draw-entry"
+  | "dev-login"
+  | "order-changes"
+  | "order-reads"
+  /** Counted after the fact: an access code refused as invalid (guessing), not every checkout with one. */
+  | "access-code-failures";
 
 /**
  * The allowance per minute of `limit`, undefined when its setting turns it off ("0": only the
@@ -138,6 +147,24 @@ function blockedHere(limit: GlobalLimit, caller: string, env: Env): Admission | 
   return verdict({ success: false, reset, limit: allowance });
 }
 
+const usesOf = (route: CallerLimitedRoute, caller: { userId: string; ip: string }): [GlobalLimit, string][] => [
+  [`${route}:user`, caller.userId],
+  [`${route}:ip`, caller.ip],
+];
+
+/** The refusal this isolate already knows for the caller under either of `route`'s limits, with no Redis command. */
+export function callerBlockedHere(
+  route: CallerLimitedRoute,
+  caller: { userId: string; ip: string },
+  env: Env,
+): Admission | undefined {
+  for (const [limit, id] of usesOf(route, caller)) {
+    const blocked = blockedHere(limit, id, env);
+    if (blocked) return blocked;
+  }
+  return undefined;
+}
+
 /**
  * Counts one request of `route` against both its limits, the user's and the client
  * address's. A caller this isolate already knows to be blocked by either is refused with no
@@ -149,14 +176,9 @@ export async function admitCaller(
   caller: { userId: string; ip: string },
   env: Env,
 ): Promise<Admission> {
-  const uses: [GlobalLimit, string][] = [
-    [`${route}:user`, caller.userId],
-    [`${route}:ip`, caller.ip],
-  ];
-  for (const [limit, id] of uses) {
-    const blocked = blockedHere(limit, id, env);
-    if (blocked) return blocked;
-  }
+  const blocked = callerBlockedHere(route, caller, env);
+  if (blocked) return blocked;
+  const uses = usesOf(route, caller);
   const admissions = await Promise.all(uses.map(([limit, id]) => admit(limit, id, env)));
   return (
     admissions.find((a) => "unavailable" in a) ?? admissions.find((a) => "admitted" in a && !a.admitted) ?? { admitted: true }

@@ -1,7 +1,7 @@
 import { IsolateCache } from "../isolate/isolate-cache";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
+import type { Reservation } from "../shared/checkout-reply";
 import type { Admission, Refusal } from "../shared/refusal";
-import type { Reservation } from "./reply";
 
 /**
  * What the memo learns from: a reservation, as lua/checkout.lua or any other store that
@@ -27,7 +27,7 @@ const SHORT_TTL_MS = 1_000;
 /** A sale's window may be edited before it starts; a not-started crowd re-asks every few seconds. */
 const WINDOW_TTL_MS = 5_000;
 /** This isolate's clock may differ from Redis' a little. */
-const CLOCK_SKEW_MS = 1_000;
+export const CLOCK_SKEW_MS = 1_000;
 
 /** Sold-out variants (the whole sale's for a sale without), keyed by soldOutKey. */
 const soldOut = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 10_000 });
@@ -59,6 +59,12 @@ const notFound = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 10_00
 const windows = new IsolateCache<{ startsAt?: number; endsAt?: number }>({ ttlMs: WINDOW_TTL_MS, maxEntries: 1_000 });
 /** Sales with a waiting room: a checkout without a Queue-Pass is refused here, so bots without one cost Redis nothing. */
 const queued = new IsolateCache<true>({ ttlMs: SHORT_TTL_MS, maxEntries: 1_000 });
+/**
+ * Sales in a presale lane's window, by their public start: until then a checkout without an
+ * access code is refused here (the window's end is known to the millisecond, so the entry
+ * lives until a clock skew's margin before it, or a few seconds at most).
+ */
+const codesOnly = new IsolateCache<number>({ ttlMs: WINDOW_TTL_MS, maxEntries: 1_000 });
 
 /**
  * Sales that just sold to, or refused on stock or limit, a plain checkout (see
@@ -77,6 +83,8 @@ interface LocalRefusalOptions {
   trustBuyers?: boolean;
   /** The checkout carries a Queue-Pass. */
   hasPass?: boolean;
+  /** The checkout carries an access code. */
+  hasCode?: boolean;
   /** The variant it names ("" for none). */
   variant?: string;
 }
@@ -99,7 +107,7 @@ export function localRefusal(
 function knownRefusal(
   saleId: string,
   userId: string,
-  { trustBuyers = true, hasPass = false, variant = "" }: LocalRefusalOptions,
+  { trustBuyers = true, hasPass = false, hasCode = false, variant = "" }: LocalRefusalOptions,
   now: number,
 ): Refusal | undefined {
   if (notFound.get(saleId, now)) return { code: "SALE_NOT_FOUND" };
@@ -111,6 +119,9 @@ function knownRefusal(
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
   if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
+  const publicStartsAt = hasCode || !trustBuyers ? undefined : codesOnly.get(saleId, now);
+  if (publicStartsAt !== undefined && now < publicStartsAt - CLOCK_SKEW_MS)
+    return { code: "ACCESS_CODE_REQUIRED", publicStartsAt };
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (trustBuyers && soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };
@@ -159,8 +170,9 @@ export interface CalledCheckout {
 
 /** What an answer says of the variant's stock and the buyer's limit: facts that may be learnt twice. */
 function knowStockAndBuyer(saleId: string, userId: string, r: Decided, variant: string): void {
-  // `remaining`: what is left of the variant bought.
-  if (r.code === "SOLD_OUT" || (r.code === "OK" && r.remaining === 0)) soldOut.set(soldOutKey(saleId, variant), true);
+  // `remaining`: what is left of the variant bought; a lane's allotment sold (inLane) says nothing of it.
+  if ((r.code === "SOLD_OUT" && !r.inLane) || (r.code === "OK" && r.remaining === 0))
+    soldOut.set(soldOutKey(saleId, variant), true);
   if (r.code === "OK" && r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
   if (r.code === "ALREADY_PURCHASED") atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");
 }
@@ -215,6 +227,11 @@ export const memo = {
       case "QUEUE_PASS_REQUIRED":
         queued.set(saleId, true);
         return;
+      case "ACCESS_CODE_REQUIRED":
+        codesOnly.set(saleId, r.publicStartsAt, Math.max(0, Math.min(WINDOW_TTL_MS, r.publicStartsAt - Date.now())));
+        return;
+      case "ACCESS_CODE_INVALID":
+      case "ACCESS_CODE_USED":
       case "QUANTITY_UNAVAILABLE":
       case "VARIANT_REQUIRED":
       case "VARIANT_NOT_FOUND":

@@ -1,13 +1,13 @@
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
+import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../shared/checkout-reply";
 import { type BucketSplit, checkoutScriptKeys } from "../shared/keys";
 import { DEFAULT_VARIANT, QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { memo, refusalWhileWaiting } from "./isolate-memo";
 import { countLocalRefusal } from "./local-outcomes";
 import { MergedCalls, type MergedCallsOptions } from "./merged-calls";
-import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "./reply";
 
 export type { Reservation };
 
@@ -24,6 +24,8 @@ export interface CheckoutItem {
   passPlace?: number;
   /** A draw's offer to one of its selected entries (src/checkout/draw-offers.ts), never a buyer's own checkout. */
   drawOffer?: true;
+  /** The hash of the access code the buyer sent (src/admission/access-codes.ts); checked only while a presale lane is open. */
+  accessCode?: string;
 }
 
 /**
@@ -66,9 +68,13 @@ interface ReserveOptions {
   onReserved?: (orders: OrderMessage[], sequence: number) => void;
 }
 
-/** One unit, no Idempotency-Key, no Queue-Pass: the memo may answer it while it waits (refusalWhileWaiting). */
+/** One unit, no Idempotency-Key, Queue-Pass or access code: the memo may answer it while it waits (refusalWhileWaiting). */
 const isPlain = (item: CheckoutItem) =>
-  item.quantity === 1 && item.idempotencyKey === undefined && item.passPlace === undefined && !item.drawOffer;
+  item.quantity === 1 &&
+  item.idempotencyKey === undefined &&
+  item.passPlace === undefined &&
+  item.accessCode === undefined &&
+  !item.drawOffer;
 
 /** The item's claim as lua/checkout.lua takes it: a pass's place, "draw" for a draw's offer, "" for none. */
 const claimOf = (item: CheckoutItem) => (item.drawOffer ? "draw" : item.passPlace === undefined ? "" : String(item.passPlace));
@@ -90,11 +96,12 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     const checkouts = items.map((i) => ({ userId: i.userId, variant: i.variant, plain: isPlain(i) }));
     memo.learnFromCall(saleId, checkouts, reservations);
     let sequence = 0;
-    const orders = reservations.flatMap((r, i) => {
-      const { userId, quantity, variant = DEFAULT_VARIANT } = items[i] as CheckoutItem;
+    const orders = reservations.flatMap((r, i): OrderMessage[] => {
+      const { userId, quantity, variant = DEFAULT_VARIANT, accessCode } = items[i] as CheckoutItem;
       if (r.code !== "OK" || r.repeated) return [];
       sequence = r.sequence;
-      return [{ orderId: r.orderId, saleId, userId, quantity, variant, reservedAt: r.reservedAt }];
+      const order = { orderId: r.orderId, saleId, userId, quantity, variant, reservedAt: r.reservedAt };
+      return [r.lane === undefined ? order : { ...order, lane: r.lane, accessCode }];
     });
     if (orders.length > 0) options.onReserved?.(orders, sequence);
     return reservations;
@@ -107,11 +114,12 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
   const minute = Math.floor(Date.now() / 60_000);
   let splitBy = buckets;
   for (let attempt = 0; attempt < 2; attempt++) {
-    const { keys, bucketSlots } = checkoutScriptKeys(
+    const { keys, bucketSlots, codeKeyCount, codeRefs } = checkoutScriptKeys(
       saleId,
       minute,
       splitBy,
       items.map((item) => item.userId),
+      items.map((item) => item.accessCode),
     );
     const args = items.flatMap((item, i) => [
       item.userId,
@@ -119,9 +127,10 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
       item.idempotencyKey ?? "",
       claimOf(item),
       String(bucketSlots[i]),
+      codeRefs[i] as string,
     ]);
     const reply = parseCheckoutReply(
-      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), ...args]),
+      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), String(codeKeyCount), ...args]),
       items.length,
       items.map((item) => item.variant),
     );

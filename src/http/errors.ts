@@ -93,11 +93,15 @@ export const rateLimited = (message: string, bucket: { limit: number; retryAfter
  */
 function refusalAnswer(refusal: Refusal): ErrorAnswer {
   switch (refusal.code) {
-    case "SOLD_OUT":
-      return answer("SOLD_OUT", refusal.variant ? `variant ${refusal.variant} is sold out` : undefined);
+    case "SOLD_OUT": {
+      const what = refusal.variant ? `variant ${refusal.variant}` : "the sale";
+      if (refusal.inLane)
+        return answer("SOLD_OUT", `the lane open now has sold its units of ${what}; a later lane may have more`);
+      return answer("SOLD_OUT", refusal.variant ? `${what} is sold out` : undefined);
+    }
     case "QUANTITY_UNAVAILABLE": {
       const { remaining, variant } = refusal;
-      const of = variant ? `of variant ${variant}` : "in this sale";
+      const of = `${variant ? `of variant ${variant}` : "in this sale"}${refusal.inLane ? "'s lane open now" : ""}`;
       return answer("QUANTITY_UNAVAILABLE", `only ${remaining} unit${remaining === 1 ? "" : "s"} remain ${of}`);
     }
     case "VARIANT_NOT_FOUND":
@@ -116,6 +120,11 @@ function refusalAnswer(refusal: Refusal): ErrorAnswer {
       );
     case "SALE_NOT_STARTED":
       return answer("SALE_NOT_STARTED", `the sale starts at ${new Date(refusal.startsAt).toISOString()}`);
+    case "ACCESS_CODE_REQUIRED":
+      return answer(
+        "ACCESS_CODE_REQUIRED",
+        `a presale lane is open: send your code in the Access-Code header, or come back at ${new Date(refusal.publicStartsAt).toISOString()}, the public start`,
+      );
     case "RATE_LIMITED":
       return answer(
         "RATE_LIMITED",

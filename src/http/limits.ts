@@ -2,7 +2,7 @@
 // no network: the first layer) and the global limits counted in Redis across every isolate
 // (src/admission/global-limits.ts counts them; these are their doors).
 import type { Context, MiddlewareHandler } from "hono";
-import { type Admission, admit, admitCaller, type CallerLimitedRoute } from "../admission/global-limits";
+import { type Admission, admit, admitCaller, type CallerLimitedRoute, callerBlockedHere } from "../admission/global-limits";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
 import { settingsOf } from "../shared/settings";
 import type { AppEnv } from "./app-env";
@@ -64,6 +64,22 @@ export async function limitCallerGlobally(c: Context, route: CallerLimitedRoute,
     await admitCaller(route, { userId, ip: clientAddress(c) }, c.env),
     "too many requests from this user or address; try again after Retry-After",
   );
+}
+
+/**
+ * Guessing access codes: a caller this isolate knows to be past its allowance of codes refused
+ * as invalid is refused 429 before its code is even read (no Redis command; the count itself is
+ * kept by `countCodeFailure`, after each refusal, so checkouts with good codes cost nothing extra).
+ */
+export function refuseCodeGuesser(c: Context, userId: string) {
+  const blocked = callerBlockedHere("access-code-failures", { userId, ip: clientAddress(c) }, c.env);
+  if (blocked)
+    refuseUnlessAdmitted(blocked, "too many access codes refused from this user or address; try again after Retry-After");
+}
+
+/** Counts a code refused as invalid against the caller's allowances, in the background. */
+export function countCodeFailure(c: Context, userId: string, keepAlive: (work: Promise<unknown>) => void) {
+  keepAlive(admitCaller("access-code-failures", { userId, ip: clientAddress(c) }, c.env));
 }
 
 /**

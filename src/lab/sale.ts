@@ -35,6 +35,7 @@ export async function createLabSale(
       admission: MAX_ADMISSION, // the lab never throttles
       queue: { ...DEFAULT_QUEUE, seed: null, seedCommitment: null }, // nor queues
       draw: null,
+      lanes: [],
       variants: [],
       price: 0,
       currency: DEFAULT_CURRENCY,

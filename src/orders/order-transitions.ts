@@ -20,16 +20,28 @@ export interface EndedOrder {
   userId: string;
   quantity: number;
   variant: string;
+  /** The presale lane it was bought in and the access code's hash it spent (docs/lanes.md). */
+  lane?: string;
+  accessCode?: string;
 }
 
-export const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity, variant";
-export type EndedRow = { order_id: string; sale_id: number; user_id: string; quantity: number; variant: string };
+export const ENDED_COLUMNS = "order_id, sale_id, user_id, quantity, variant, lane, access_code";
+export type EndedRow = {
+  order_id: string;
+  sale_id: number;
+  user_id: string;
+  quantity: number;
+  variant: string;
+  lane: string | null;
+  access_code: string | null;
+};
 export const fromEnded = (r: EndedRow): EndedOrder => ({
   orderId: r.order_id,
   saleId: String(r.sale_id),
   userId: r.user_id,
   quantity: r.quantity,
   variant: r.variant,
+  ...(r.lane !== null && r.access_code !== null && { lane: r.lane, accessCode: r.access_code }),
 });
 
 /**

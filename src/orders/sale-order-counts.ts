@@ -124,12 +124,16 @@ export interface RestoreSnapshot {
   heldByVariant: Record<string, number>;
   /** When an order of the sale last reached D1 (settled or failed), ms; 0 when none did. */
   lastLandedAt: number;
+  /** Units held per presale lane, and per lane and variant ("<lane>:<variant>"): what each lane sold and still counts. */
+  heldByLane: Record<string, number>;
+  /** Orders bought with an access code, oldest first: the code's hash, the buyer, whether it holds its units, when they came back. */
+  codeOrders: { accessCode: string; userId: string; holding: boolean; returnedAt: number | null }[];
 }
 
 /** One D1 batch, so the figures agree with each other (a batch is one transaction). */
 export async function restoreSnapshot(db: D1Database, saleId: string): Promise<RestoreSnapshot> {
   const sale = Number(saleId);
-  const [counts, holders, ended, byVariant] = (await db.batch([
+  const [counts, holders, ended, byVariant, byLane, codeOrders] = (await db.batch([
     db
       .prepare(
         `SELECT (SELECT COUNT(*) FROM orders WHERE sale_id = ?1) + (SELECT COUNT(*) FROM failed_orders WHERE sale_id = ?1) AS minted,
@@ -153,17 +157,43 @@ export async function restoreSnapshot(db: D1Database, saleId: string): Promise<R
     db
       .prepare(`SELECT variant, SUM(quantity) AS units FROM orders WHERE sale_id = ? AND status IN ${HOLDING} GROUP BY variant`)
       .bind(sale),
+    db
+      .prepare(
+        `SELECT lane, variant, SUM(quantity) AS units FROM orders
+         WHERE sale_id = ? AND lane IS NOT NULL AND status IN ${HOLDING} GROUP BY lane, variant`,
+      )
+      .bind(sale),
+    db
+      .prepare(
+        `SELECT access_code, user_id, status IN ${HOLDING} AS holding, returned_at FROM orders
+         WHERE sale_id = ? AND access_code IS NOT NULL ORDER BY CAST(order_id AS INTEGER)`,
+      )
+      .bind(sale),
   ])) as [
     D1Result<{ minted: number; landed: number }>,
     D1Result<{ user_id: string; units: number; last_order_id: string }>,
     D1Result<{ order_id: string; user_id: string }>,
     D1Result<{ variant: string; units: number }>,
+    D1Result<{ lane: string; variant: string; units: number }>,
+    D1Result<{ access_code: string; user_id: string; holding: number; returned_at: number | null }>,
   ];
+  const heldByLane: Record<string, number> = {};
+  for (const r of byLane.results) {
+    heldByLane[r.lane] = (heldByLane[r.lane] ?? 0) + r.units;
+    heldByLane[`${r.lane}:${r.variant}`] = r.units;
+  }
   return {
     minted: counts.results[0]?.minted ?? 0,
     lastLandedAt: counts.results[0]?.landed ?? 0,
     holders: holders.results.map((r) => ({ userId: r.user_id, units: r.units, lastOrderId: r.last_order_id })),
     endedOrders: ended.results.map((r) => ({ orderId: r.order_id, userId: r.user_id })),
     heldByVariant: Object.fromEntries(byVariant.results.map((r) => [r.variant, r.units])),
+    heldByLane,
+    codeOrders: codeOrders.results.map((r) => ({
+      accessCode: r.access_code,
+      userId: r.user_id,
+      holding: r.holding === 1,
+      returnedAt: r.returned_at,
+    })),
   };
 }

@@ -22,16 +22,18 @@ const selectFailed = (db: D1Database, orderIds: string[]) =>
 const insertOrder = (db: D1Database, o: OrderMessage) =>
   db
     .prepare(
-      `INSERT INTO orders (order_id, sale_id, user_id, quantity, variant, amount, currency, status, created_at, settled_at, expires_at, closed_at)
+      `INSERT INTO orders (order_id, sale_id, user_id, quantity, variant, amount, currency, status, created_at, settled_at, expires_at, closed_at,
+                           lane, access_code)
        SELECT ?1, s.id, ?3, ?4, ?6, COALESCE(v.price, s.price) * ?4, s.currency,
               CASE WHEN s.state = 'cancelled' THEN 'cancelled' WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
               ?5, ${NOW_MS},
               CASE WHEN s.state != 'cancelled' AND s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END,
-              CASE WHEN s.state = 'cancelled' THEN ${NOW_MS} END
+              CASE WHEN s.state = 'cancelled' THEN ${NOW_MS} END,
+              ?7, ?8
        FROM sales s LEFT JOIN sale_variants v ON v.sale_id = s.id AND v.variant_id = ?6 WHERE s.id = ?2
        ON CONFLICT DO NOTHING`,
     )
-    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt, o.variant);
+    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt, o.variant, o.lane ?? null, o.accessCode ?? null);
 
 export interface SettleResult {
   /** Among the orders, those D1 records as failed: their release must be (re)done. */

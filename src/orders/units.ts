@@ -1,7 +1,7 @@
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { bucketSplitOf, knownSales } from "../sales/known-sales";
-import { buyerKeys, saleKeys } from "../shared/keys";
+import { accessCodeKeys, buyerKeys, codeShardOf, saleKeys } from "../shared/keys";
 
 /** An order whose units go back on sale: dead-lettered, expired or cancelled. */
 export interface UnitsToReturn {
@@ -11,6 +11,9 @@ export interface UnitsToReturn {
   quantity: number;
   /** The variant the units go back to ("default": the sale without variants). */
   variant: string;
+  /** Bought in a presale lane: the units go back to its allotment, the use to the code (docs/lanes.md). */
+  lane?: string;
+  accessCode?: string;
 }
 
 export interface Returned<T> {
@@ -37,11 +40,27 @@ export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1D
     orders.map((o) => {
       const split = bucketSplitOf(sales.get(o.saleId));
       const bucket = buyerKeys(o.saleId, o.userId, split);
+      const codes = accessCodeKeys(o.saleId);
+      const code = o.lane !== undefined && o.accessCode !== undefined ? o.accessCode : undefined;
       return runScript<number>(
         redis,
         LUA.return,
-        [saleKeys(o.saleId).meta, bucket.buyers, bucket.outbox, bucket.pending, bucket.returned],
-        [o.orderId, o.userId, String(o.quantity), String(split.count), o.variant],
+        [
+          saleKeys(o.saleId).meta,
+          bucket.buyers,
+          bucket.outbox,
+          bucket.pending,
+          bucket.returned,
+          ...(code === undefined ? [] : [codes.shard(codeShardOf(code)), codes.batches]),
+        ],
+        [
+          o.orderId,
+          o.userId,
+          String(o.quantity),
+          String(split.count),
+          o.variant,
+          ...(code === undefined ? [] : [o.lane as string, code]),
+        ],
       );
     }),
   );

@@ -21,6 +21,7 @@ import {
   type Sale,
   type SaleState,
   saleDrawOf,
+  saleLanesOf,
   totalOnly,
   untouched,
 } from "../sales/sale";
@@ -128,8 +129,9 @@ function editRefused(refusal: Exclude<EditRefusal, { code: "SALE_NOT_FOUND" }>):
 }
 
 /** The body's fields as the sale's, times as epoch ms; fields absent stay absent. */
-const changesOf = ({ startsAt, endsAt, draw, ...rest }: UpdateSaleBody): SaleEdit => ({
+const changesOf = ({ startsAt, endsAt, draw, lanes, ...rest }: UpdateSaleBody): SaleEdit => ({
   ...rest,
+  ...(lanes !== undefined && { lanes: saleLanesOf(lanes) }),
   ...(startsAt !== undefined && { startsAt: Date.parse(startsAt) }),
   ...(endsAt !== undefined && { endsAt: Date.parse(endsAt) }),
   ...(draw !== undefined && { draw: saleDrawOf(draw) }),
@@ -220,6 +222,7 @@ async function createdSale(
       buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
       variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
       draw: saleDrawOf(body.draw),
+      lanes: saleLanesOf(body.lanes),
     },
     idempotency,
   );

@@ -9,6 +9,7 @@ import { drawsDocs } from "./draws.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
 import { healthDocs } from "./health.docs";
 import { labDocs } from "./lab.docs";
+import { lanesDocs } from "./lanes.docs";
 import { orderListsDocs } from "./order-lists.docs";
 import { ordersDocs } from "./orders.docs";
 import { salesDocs } from "./sales.docs";
@@ -31,6 +32,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...denyRulesDocs,
   ...scheduledDocs,
   ...drawsDocs.filter((d) => d.tag === "admin"),
+  ...lanesDocs,
   ...adminDocs,
   ...webhooksDocs,
   ...labDocs,

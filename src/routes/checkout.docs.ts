@@ -11,7 +11,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
     tag: "storefront",
     summary: "Buy: reserve units for the token's user",
     description:
-      "Identity comes from the token, never the body. The body is optional for a sale without variants: one unit. A sale with variants (sizes, colours, tiers) needs the variant named, and the buyer's perUserLimit counts units across all of them. A retry after 503 or a lost answer is safe: with the same Idempotency-Key it gets the first attempt's 202 and order; without one, a buyer at their limit gets 409 ALREADY_PURCHASED naming their latest order.",
+      "Identity comes from the token, never the body. A sale with presale lanes sells from its first lane's startsAt to buyers with a code of a lane open then (or an earlier one), within the lane's allotment, and to everyone from its own startsAt. The body is optional for a sale without variants: one unit. A sale with variants (sizes, colours, tiers) needs the variant named, and the buyer's perUserLimit counts units across all of them. A retry after 503 or a lost answer is safe: with the same Idempotency-Key it gets the first attempt's 202 and order; without one, a buyer at their limit gets 409 ALREADY_PURCHASED naming their latest order.",
     auth: "user",
     params: Requests.SaleIdParam,
     requestHeaders: {
@@ -28,6 +28,11 @@ export const checkoutDocs: readonly RouteDoc[] = [
         required: false,
         description:
           "a Turnstile token, rendered with action sale-<saleId>, for a sale with humanCheck and no waiting room (a queued sale asks at its join; its pass carries the check); each token passes once",
+      },
+      "Access-Code": {
+        required: false,
+        description:
+          "a presale lane's code (docs/lanes.md), while a lane is open and the sale's startsAt has not come: checked, bound to the buyer and one use spent in the same step as the units (case, spaces and hyphens do not matter); from startsAt it is neither checked nor spent",
       },
     },
     body: { schema: Requests.CheckoutBody, required: false },
@@ -52,9 +57,16 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "QUEUE_PASS_USED",
       "QUEUE_PASS_EXPIRED",
       "DRAW_ONLY",
+      "ACCESS_CODE_REQUIRED",
+      "ACCESS_CODE_INVALID",
+      "ACCESS_CODE_USED",
       "IDEMPOTENCY_KEY_REUSED",
       PER_USER_BUCKET,
       ["RATE_LIMITED", "the sale's admission rate"],
+      [
+        "RATE_LIMITED",
+        "with an Access-Code: too many codes refused as invalid from this user or address (ACCESS_CODE_FAILURES_PER_*), counted across isolates",
+      ],
       ["UNAVAILABLE", "nothing is reserved, and a sale Redis lost is refused until it is rebuilt"],
     ],
   },

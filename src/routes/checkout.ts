@@ -1,11 +1,11 @@
 import { type Context, Hono } from "hono";
 import * as z from "zod/mini";
+import { codeHash, readCode } from "../admission/access-codes";
 import { type AdmissionRefusal, type AdmissionRequest, admittedAtCheckout, checkAdmission } from "../admission/gate";
 import { readPass } from "../admission/signed-claims";
-import { localRefusal, memo } from "../checkout/isolate-memo";
+import { CLOCK_SKEW_MS, localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
-import { ReplyLayoutError } from "../checkout/reply";
 import { type Reservation, reserve } from "../checkout/reserve";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -13,7 +13,7 @@ import { callerAddress } from "../http/client-address";
 import { badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
-import { limitPerUser } from "../http/limits";
+import { countCodeFailure, limitPerUser, refuseCodeGuesser } from "../http/limits";
 import { signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
@@ -23,6 +23,7 @@ import type { Sale } from "../sales/sale";
 import { enqueueOrders } from "../settlement/enqueue";
 import { reportBehind } from "../settlement/recovery";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { ReplyLayoutError } from "../shared/checkout-reply";
 import { type BucketSplit, SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
@@ -49,6 +50,8 @@ interface Checkout {
   idempotencyKey: string | undefined;
   /** The Queue-Pass header, as sent. */
   passHeader: string | undefined;
+  /** The Access-Code header, as sent. */
+  codeHeader: string | undefined;
   env: Env;
   redis: Redis;
   keepAlive: KeepAlive;
@@ -90,6 +93,7 @@ async function checkoutOf(c: Context<AppEnv>, saleId: string): Promise<Checkout>
     variant,
     idempotencyKey: idempotencyKeyOf(c),
     passHeader: c.req.header("Queue-Pass"),
+    codeHeader: c.req.header("Access-Code"),
     env: c.env,
     redis: redisFor(c.env),
     keepAlive: keepAliveOf(c),
@@ -113,10 +117,11 @@ function worthCounting(refusal: Refusal, now: number): boolean {
  * reserved), never the memo's 409.
  */
 function refusedHere(checkout: Checkout): Refusal | undefined {
-  const { saleId, userId, idempotencyKey, passHeader, variant, redis, keepAlive } = checkout;
+  const { saleId, userId, idempotencyKey, passHeader, codeHeader, variant, redis, keepAlive } = checkout;
   const refusal = localRefusal(saleId, userId, {
     trustBuyers: idempotencyKey === undefined,
     hasPass: passHeader !== undefined,
+    hasCode: codeHeader !== undefined,
     variant,
   });
   if (refusal && worthCounting(refusal, Date.now())) countLocalRefusal(redis, saleId, refusal.code, keepAlive);
@@ -143,7 +148,7 @@ async function passPlace(checkout: Checkout): Promise<number | undefined | Refus
 async function admitted(
   c: Context<AppEnv>,
   checkout: Checkout,
-): Promise<{ turnedAway?: AdmissionRefusal; buckets: BucketSplit }> {
+): Promise<{ turnedAway?: AdmissionRefusal; buckets: BucketSplit; sale: Sale | null }> {
   const { saleId, userId, env, redis, keepAlive } = checkout;
   const request: AdmissionRequest = {
     saleId,
@@ -153,14 +158,33 @@ async function admitted(
     stage: "checkout",
   };
   // A crowd's checkouts find both in the isolate: decided in step, without a promise.
-  const admission: { turnedAway?: AdmissionRefusal; buckets: BucketSplit } =
+  const admission: { turnedAway?: AdmissionRefusal; buckets: BucketSplit; sale: Sale | null } =
     admittedAtCheckout(saleId, request.caller) ??
     (await orUnavailable(UNREACHABLE, { saleId }, async () => {
       const { sale, turnedAway } = await checkAdmission(env.DB, request, settingsOf(env));
-      return { turnedAway, buckets: bucketSplitOf(sale) };
+      return { turnedAway, buckets: bucketSplitOf(sale), sale: sale ?? null };
     }));
   if (admission.turnedAway) countLocalRefusal(redis, saleId, admission.turnedAway.counted, keepAlive);
   return admission;
+}
+
+/**
+ * Step 3b, a presale lane's access code (docs/lanes.md): read and hashed here, checked, bound
+ * and spent by lua/checkout.lua with the units. Sent only while the isolate's clock says a lane
+ * may be open (the script decides by Redis' clock; from the public start a code is neither
+ * checked nor spent). A caller past its allowance of refused codes gets 429 first; one that
+ * cannot be a code at all is refused here, and counted like any invalid one.
+ */
+function codeOf(c: Context<AppEnv>, checkout: Checkout, sale: Sale | null): Promise<string> | Refusal | undefined {
+  const { codeHeader, saleId, userId, keepAlive } = checkout;
+  const now = Date.now();
+  if (codeHeader === undefined || !sale || sale.lanes.length === 0 || now >= sale.startsAt + CLOCK_SKEW_MS) return undefined;
+  refuseCodeGuesser(c, userId);
+  const code = readCode(codeHeader);
+  if (code !== undefined) return codeHash(saleId, code);
+  if (now >= sale.startsAt - CLOCK_SKEW_MS) return undefined;
+  countCodeFailure(c, userId, keepAlive);
+  return { code: "ACCESS_CODE_INVALID" };
 }
 
 /**
@@ -184,13 +208,18 @@ function reportLoss({ env, saleId, keepAlive }: Checkout, fence: boolean) {
  * the buyer's retry gets ALREADY_PURCHASED with the order while the outbox makes sure it
  * settles.
  */
-async function reserved(checkout: Checkout, buckets: BucketSplit, passPlace: number | undefined): Promise<Reservation> {
+async function reserved(
+  checkout: Checkout,
+  buckets: BucketSplit,
+  passPlace: number | undefined,
+  accessCode: string | undefined,
+): Promise<Reservation> {
   const { saleId, userId, quantity, variant, idempotencyKey, env, redis, keepAlive } = checkout;
   try {
     return await reserve(
       redis,
       saleId,
-      { userId, quantity, variant, idempotencyKey, passPlace },
+      { userId, quantity, variant, idempotencyKey, passPlace, accessCode },
       {
         keepAlive,
         buckets,
@@ -257,13 +286,16 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (known) return refusalResponse(c, known);
     const place = await passPlace(checkout);
     if (typeof place === "object") return refusalResponse(c, place);
-    const { turnedAway, buckets } = await admitted(c, checkout);
+    const { turnedAway, buckets, sale } = await admitted(c, checkout);
     if (turnedAway) return refusalResponse(c, turnedAway.refusal);
+    const code = codeOf(c, checkout, sale);
+    if (code !== undefined && "code" in code) return refusalResponse(c, code);
 
     const askedAt = Date.now();
-    const answered = await reserved(checkout, buckets, place);
+    const answered = await reserved(checkout, buckets, place, await code);
     const reservation = (answered.code === "SALE_NOT_FOUND" && (await overInD1(checkout))) || answered;
     memo.learn(saleId, userId, reservation, askedAt, variant);
+    if (reservation.code === "ACCESS_CODE_INVALID") countCodeFailure(c, userId, checkout.keepAlive);
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }

@@ -29,6 +29,32 @@ export function variantMetaFields(sale: Sale, held: Record<string, number>): Rec
 }
 
 /**
+ * A sale's lanes as the meta hash holds them (lua/sale-sync.lua): `lanes`, "<lane>=<start ms>,..."
+ * in start order, and `lallot`, its allotments "<lane>[:<variant>]=<units>,..." (each also a
+ * field `la:<lane>[:<variant>]`); both "" for a sale without lanes.
+ */
+export function laneMetaFields(sale: Pick<Sale, "lanes">): { lanes: string; lallot: string } {
+  const allotments = sale.lanes.flatMap((l) => [
+    ...(l.stock === null ? [] : [`${l.name}=${l.stock}`]),
+    ...Object.entries(l.variants ?? {}).map(([v, n]) => `${l.name}:${v}=${n}`),
+  ]);
+  return { lanes: sale.lanes.map((l) => `${l.name}=${l.startsAt}`).join(","), lallot: allotments.join(",") };
+}
+
+/** Each allotment's own field of the meta hash, `la:<lane>[:<variant>]` -> units (lua/sale-sync.lua writes them from `lallot`). */
+export function laneAllotmentFields(sale: Pick<Sale, "lanes">): Record<string, number> {
+  const { lallot } = laneMetaFields(sale);
+  return Object.fromEntries(
+    lallot === ""
+      ? []
+      : lallot.split(",").map((pair) => {
+          const [field = "", units] = pair.split("=");
+          return [`la:${field}`, Number(units)];
+        }),
+  );
+}
+
+/**
  * Brings the sale's meta hash in Redis to this record of it (lua/sale-sync.lua): loads a new
  * sale, applies a record newer than the one applied last, and changes nothing otherwise, so
  * a create or an edit can be retried. "missing": Redis lost the sale's live state, which
@@ -36,6 +62,7 @@ export function variantMetaFields(sale: Sale, held: Record<string, number>): Rec
  */
 export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
   const { qmode, qopens, qrate, qttl, dcloses } = admissionMetaFields(sale);
+  const { lanes, lallot } = laneMetaFields(sale);
   const applied = await runScript<number>(
     redis,
     LUA.saleSync,
@@ -57,6 +84,8 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       qttl,
       sale.buckets,
       dcloses,
+      lanes,
+      lallot,
       ...sale.variants.flatMap((v) => [v.id, v.stock]),
     ].map(String),
   );

@@ -9,11 +9,11 @@ import { EVICT_AGAIN_AFTER_SECONDS, MAX_STOCK, VARIANT_COUNT } from "../shared/l
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import type { QueueSettings, VariantInput } from "../shared/requests";
-import { drawProblem as drawSettingsProblem, windowProblem } from "../shared/requests";
+import { drawProblem as drawSettingsProblem, lanesProblem, windowProblem } from "../shared/requests";
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
-import { type Sale, type SaleState, type SaleVariant, waitingRoomOpensAt } from "./sale";
+import { opensToBuyersAt, type Sale, type SaleState, type SaleVariant, waitingRoomOpensAt } from "./sale";
 import { waitingRoomFrom } from "./waiting-room-settings";
 
 /** What an edit asks for: the waiting room's settings and the variants are merged over the sale's own. */
@@ -104,7 +104,11 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   // Isolates keep whether a sale asks for the human check for seconds (src/sales/known-sales.ts):
   // changed only before the start, only an edit in those last seconds meets a buyer early.
   const humanCheckMoves = changes.humanCheck !== undefined && changes.humanCheck !== sale.humanCheck;
-  if ((windowMoves || admissionMoves || humanCheckMoves) && now >= sale.startsAt) return { code: "SALE_STARTED" };
+  const lanesMove = JSON.stringify(next.lanes) !== JSON.stringify(sale.lanes);
+  // From its first lane's start a sale sells, so its window, lanes and door are fixed from then.
+  if ((windowMoves || admissionMoves || humanCheckMoves || lanesMove) && now >= opensToBuyersAt(sale)) {
+    return { code: "SALE_STARTED" };
+  }
   const { seed: _, seedCommitment: __, ...settings } = sale.queue;
   const queueMoves =
     changes.queue !== undefined && Object.entries(settings).some(([k, v]) => changes.queue?.[k as keyof typeof settings] !== v);
@@ -123,6 +127,11 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   }
   const drawProblem = drawSettingsProblem(next.draw, next.startsAt, next.queue.mode);
   if (drawProblem) return { code: "INVALID_WINDOW", ...drawProblem };
+  if (lanesMove || windowMoves || next.draw !== sale.draw || changes.variants) {
+    const ids = next.variants.map((v) => v.id);
+    const problem = lanesProblem(next.lanes, next.startsAt, ids.length > 0 ? ids : undefined, next.draw ? "draw" : "first-come");
+    if (problem) return { code: "INVALID_WINDOW", ...problem };
+  }
   return undefined;
 }
 

@@ -1,7 +1,15 @@
 import { type BucketSplit, bucketKeyOf, newBucketKey } from "../shared/keys";
 import { ID_SLOTS } from "../shared/order-id";
 import type { QueueMode } from "../shared/requests";
-import type { Sale, SaleDraw, SaleState, SaleVariant, WaitingRoomSettings } from "./sale";
+import {
+  opensToBuyersAt,
+  type Sale,
+  type SaleDraw,
+  type SaleLane,
+  type SaleState,
+  type SaleVariant,
+  type WaitingRoomSettings,
+} from "./sale";
 
 interface SaleRow {
   id: number;
@@ -34,6 +42,8 @@ interface SaleRow {
   draw_beacon_url: string | null;
   draw_beacon_round: number | null;
   bucket_key: string | null;
+  /** JSON array of the sale's lanes (SaleLane). */
+  lanes: string;
   /** JSON array of the sale's variants in the admin's order (see VARIANTS_COLUMN). */
   variants: string;
 }
@@ -77,6 +87,7 @@ const fromRow = (row: SaleRow): Sale => ({
               ? null
               : { url: row.draw_beacon_url, round: row.draw_beacon_round },
         },
+  lanes: JSON.parse(row.lanes) as SaleLane[],
   variants: JSON.parse(row.variants) as SaleVariant[],
 });
 
@@ -88,7 +99,7 @@ const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
   "queue_seed, queue_seed_commitment, human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, " +
-  `bucket_key, ${VARIANTS_COLUMN}`;
+  `bucket_key, lanes, ${VARIANTS_COLUMN}`;
 
 /**
  * Records the variants of the sale `saleId`, at their positions, when the statement before it
@@ -109,13 +120,14 @@ const upsertVariants = (db: D1Database, saleId: number, variants: SaleVariant[])
 const selectSale = (db: D1Database, saleId: number) => db.prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id = ?`).bind(saleId);
 
 /**
- * The lowest order-id slot no other sale holds over [?start, ?end] (windows padded by a second,
+ * The lowest order-id slot no other sale holds over [?start, ?end] (a sale's window from when it
+ * first sells, its first lane's start where it has lanes; windows padded by a second,
  * a margin between neighbours sharing a slot), or NULL when all are taken.
  */
 const FREE_SLOT = (start: string, end: string, self: string) => `(
   WITH RECURSIVE slot(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM slot WHERE n < ${ID_SLOTS - 1})
   SELECT n FROM slot
-  WHERE n NOT IN (SELECT id_slot FROM sales WHERE id != ${self} AND starts_at < ${end} + 1000 AND ends_at > ${start} - 1000)
+  WHERE n NOT IN (SELECT id_slot FROM sales WHERE id != ${self} AND opens_at < ${end} + 1000 AND ends_at > ${start} - 1000)
   ORDER BY n LIMIT 1)`;
 
 /** A draw's four columns: opens, closes, beacon URL, beacon round (all NULL: not a draw). */
@@ -152,10 +164,11 @@ export async function insertSale(
       `INSERT INTO sales (id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, idempotency_key, created_at,
                           idempotency_fingerprint, price, currency, payment_window_sec, per_user_limit, description, image_url,
                           queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, queue_seed, queue_seed_commitment,
-                          human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, bucket_key)
+                          human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, bucket_key,
+                          lanes, opens_at)
        SELECT ?9, ?1, ?2, ?3, ?4, slot, ?5, ?6, ?7, ?8, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-              ?25, ?26, ?27, ?28, ?29
-       FROM (SELECT ${FREE_SLOT("?3", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
+              ?25, ?26, ?27, ?28, ?29, ?30, ?31
+       FROM (SELECT ${FREE_SLOT("?31", "?4", "?9")} AS slot) WHERE slot IS NOT NULL
        ON CONFLICT (idempotency_key) DO NOTHING`,
     )
     .bind(
@@ -185,6 +198,8 @@ export async function insertSale(
       sale.buckets,
       ...drawColumns(sale.draw),
       newBucketKey(),
+      JSON.stringify(sale.lanes),
+      opensToBuyersAt(sale),
     );
   // One transaction: the sale, its variants, and the sale as recorded (none when the insert changed nothing).
   const [inserted, , recorded] = await db.batch<SaleRow>([insert, upsertVariants(db, id, sale.variants), selectSale(db, id)]);
@@ -204,6 +219,7 @@ export interface SaleChanges {
   queue?: WaitingRoomSettings;
   humanCheck?: boolean;
   draw?: SaleDraw | null;
+  lanes?: SaleLane[];
   /** Every variant the sale will have, the ones it had first (editSale merges an edit's over them). */
   variants?: SaleVariant[];
 }
@@ -233,13 +249,14 @@ export async function updateSale(
               queue_mode = ?11, queue_prequeue_sec = ?12, queue_admit_per_sec = ?13, queue_pass_ttl_sec = ?14,
               queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
               human_check = ?17, draw_opens_at = ?19, draw_closes_at = ?20, draw_beacon_url = ?21, draw_beacon_round = ?22,
-              redis_buckets = CASE WHEN (CASE queue_mode WHEN 'off' THEN starts_at ELSE starts_at - queue_prequeue_sec * 1000 END)
+              lanes = ?23, opens_at = ?24,
+              redis_buckets = CASE WHEN MIN(opens_at, CASE queue_mode WHEN 'off' THEN starts_at ELSE starts_at - queue_prequeue_sec * 1000 END)
                                         > CAST(unixepoch('subsec') * 1000 AS INTEGER)
                                    THEN MAX(redis_buckets, ?18) ELSE redis_buckets END,
-              id_slot = CASE WHEN ?6 = starts_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?6", "?7", "?1")}, -1) END
+              id_slot = CASE WHEN ?24 = opens_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?24", "?7", "?1")}, -1) END
        WHERE id = ?1 AND version = ?2
-         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check)
-              OR starts_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+         AND ((?6 = starts_at AND ?7 = ends_at AND ?8 = admit_rate AND ?9 = admit_burst AND ?17 = human_check AND ?23 = lanes)
+              OR opens_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
          AND ((?19 IS draw_opens_at AND ?20 IS draw_closes_at AND ?21 IS draw_beacon_url AND ?22 IS draw_beacon_round
                AND ?10 = stock AND ?17 = human_check)
               OR draw_opens_at IS NULL OR draw_opens_at > CAST(unixepoch('subsec') * 1000 AS INTEGER))
@@ -266,6 +283,8 @@ export async function updateSale(
       next.humanCheck ? 1 : 0,
       buckets,
       ...drawColumns(next.draw),
+      JSON.stringify(next.lanes),
+      opensToBuyersAt(next),
     );
   const id = Number(sale.id);
   const written = await db
@@ -359,7 +378,7 @@ export async function findSale(db: D1Database, saleId: string): Promise<Sale | u
 /** The sale that held `slot` at `atMs`: the one whose window minted an order id. */
 export async function findSaleBySlotAt(db: D1Database, slot: number, atMs: number): Promise<Sale | undefined> {
   const row = await db
-    .prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id_slot = ?1 AND starts_at <= ?2 AND ends_at > ?2`)
+    .prepare(`SELECT ${SALE_COLUMNS} FROM sales WHERE id_slot = ?1 AND opens_at <= ?2 AND ends_at > ?2`)
     // Ids carry the millisecond they were minted in, inside the sale's window.
     .bind(slot, atMs)
     .first<SaleRow>();

@@ -2,7 +2,7 @@ import type { AdminSaleView, QueueView, SaleStatus, SaleView, VariantView } from
 import type { BucketKey } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import type { Admission } from "../shared/refusal";
-import type { DrawSettings, QueueMode } from "../shared/requests";
+import type { DrawSettings, LaneInput, QueueMode } from "../shared/requests";
 
 /** A sale's waiting room as D1 records it (src/admission/ runs it). */
 export interface WaitingRoomSettings {
@@ -28,6 +28,24 @@ export interface SaleDraw {
 /** A draw as create and edit send it (ISO times) as the sale records it. */
 export const saleDrawOf = (draw: DrawSettings | null): SaleDraw | null =>
   draw && { opensAt: Date.parse(draw.opensAt), closesAt: Date.parse(draw.closesAt), beacon: draw.beacon ?? null };
+
+/** A presale lane as D1 records it: buyers with its codes (or an earlier lane's) buy from its start. */
+export interface SaleLane {
+  name: string;
+  /** Epoch ms; before the sale's own start. */
+  startsAt: number;
+  /** Units the lane may sell, what earlier lanes left unsold on top; null: no cap of its own. */
+  stock: number | null;
+  /** Per variant, likewise; null: none. */
+  variants: Record<string, number> | null;
+}
+
+/** When the sale first sells to anyone: its first lane's start, or its own. */
+export const opensToBuyersAt = (sale: Pick<Sale, "startsAt" | "lanes">): number => sale.lanes[0]?.startsAt ?? sale.startsAt;
+
+/** Lanes as create and edit send them (ISO times) as the sale records them. */
+export const saleLanesOf = (lanes: readonly LaneInput[]): SaleLane[] =>
+  lanes.map((l) => ({ name: l.name, startsAt: Date.parse(l.startsAt), stock: l.stock ?? null, variants: l.variants ?? null }));
 
 /** A sale's variant as D1 records it (sale_variants). */
 export interface SaleVariant {
@@ -69,6 +87,8 @@ export interface Sale {
   queue: WaitingRoomSettings;
   /** Sold by draw (its seed is the waiting room's: queue.seed and queue.seedCommitment); null: not. */
   draw: SaleDraw | null;
+  /** Presale lanes before the public start, in start order (docs/lanes.md); empty: none. */
+  lanes: SaleLane[];
   /** In the admin's order; empty for a sale created without variants (see saleVariants). */
   variants: SaleVariant[];
 }
@@ -85,6 +105,8 @@ export function saleVariants(sale: Pick<Sale, "name" | "stock" | "variants">): S
 export interface Remaining {
   total: number;
   byVariant: Record<string, number>;
+  /** Units each presale lane sold (meta `ls:<lane>`); absent or empty for a sale without lanes or before any sold. */
+  soldByLane?: Record<string, number>;
 }
 
 /** What is left of `variant`: its own counter, or the total for the implicit variant. */
@@ -102,15 +124,37 @@ export const untouched = (sale: Pick<Sale, "stock" | "variants">): Remaining => 
 
 /** The meta hash's field of a variant's remaining units (lua/checkout.lua, lua/sale-sync.lua). */
 export const VARIANT_FIELD_PREFIX = "v:";
+/** The meta hash's field of the units a lane sold, `ls:<lane>` (per variant: `ls:<lane>:<variant>`). */
+const LANE_SOLD_PREFIX = "ls:";
 
 /** Remaining stock from the sale's meta hash fields, as HGETALL gives them; undefined when Redis does not hold the sale. */
 export function remainingFromMeta(fields: Record<string, unknown> | null | undefined): Remaining | undefined {
   if (!fields || fields.remaining === undefined || fields.remaining === null) return undefined;
   const byVariant: Record<string, number> = {};
+  const soldByLane: Record<string, number> = {};
   for (const [field, value] of Object.entries(fields)) {
     if (field.startsWith(VARIANT_FIELD_PREFIX)) byVariant[field.slice(VARIANT_FIELD_PREFIX.length)] = Number(value);
+    else if (field.startsWith(LANE_SOLD_PREFIX) && !field.includes(":", LANE_SOLD_PREFIX.length))
+      soldByLane[field.slice(LANE_SOLD_PREFIX.length)] = Number(value);
   }
-  return { total: Number(fields.remaining), byVariant };
+  return { total: Number(fields.remaining), byVariant, soldByLane };
+}
+
+/**
+ * What lane `k` may sell, as lua/checkout.lua counts it: its allotment and those of the capped
+ * lanes right before it, less what they sold, and never more than the sale has left; the sale's
+ * remaining for a lane without an allotment.
+ */
+export function laneRemaining(lanes: readonly SaleLane[], k: number, live: Remaining): number {
+  let allotted = 0;
+  let sold = 0;
+  for (let j = k; j >= 0; j--) {
+    const lane = lanes[j] as SaleLane;
+    if (lane.stock === null) break;
+    allotted += lane.stock;
+    sold += live.soldByLane?.[lane.name] ?? 0;
+  }
+  return (lanes[k] as SaleLane).stock === null ? live.total : Math.min(live.total, Math.max(0, allotted - sold));
 }
 
 /** When joining the sale's waiting room opens (epoch ms). */
@@ -175,6 +219,12 @@ export function saleView(sale: Sale, live: Remaining, now: number): SaleView {
       ...(sale.draw.beacon && { beacon: sale.draw.beacon }),
     },
     variants: variantViews(sale, live),
+    lanes: sale.lanes.map((lane, k) => ({
+      name: lane.name,
+      startsAt: new Date(lane.startsAt).toISOString(),
+      stock: lane.stock,
+      remaining: laneRemaining(sale.lanes, k, live),
+    })),
   };
 }
 

@@ -2,15 +2,17 @@
 // without persistence). Until then checkout answers 503 for the sale: selling from a fresh
 // copy could oversell. docs/architecture.md, "Restoring a sale", says what is rebuilt and why
 // it is safe.
+
+import { restoredCodes } from "../admission/code-batches";
 import { Lock, LockLostError, LockTimeoutError, lockKeys } from "../locks";
 import { type RestoreSnapshot, restoreSnapshot } from "../orders/sale-order-counts";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { bucketSplitOf } from "../sales/known-sales";
-import { admissionMetaFields, variantMetaFields } from "../sales/live-state";
+import { admissionMetaFields, laneAllotmentFields, laneMetaFields, variantMetaFields } from "../sales/live-state";
 import { findRecovery, type RecoveryRecord, recordLive } from "../sales/recovery-record";
 import { findSale } from "../sales/repository";
-import { allBuckets, type BucketSplit, bucketKeys, bucketOf, saleKeys } from "../shared/keys";
+import { accessCodeKeys, allBuckets, type BucketSplit, bucketKeys, bucketOf, CODE_SHARDS, saleKeys } from "../shared/keys";
 
 /** The restore's lock: its keys share the sale's hash tag, so restore.lua can check the fence beside the sale's keys. */
 export const restoreLockName = (saleId: string) => `sale:${saleId}`;
@@ -121,12 +123,15 @@ export async function restoreSale(
         };
         // The sale comes back split as D1 records it (the meta below names the same count).
         const buckets = allBuckets(saleId, sale.buckets);
+        const codes = accessCodeKeys(saleId);
         let startedSecond = 0;
         for (let b = 0; b < buckets.length; b += CLEAR_BUCKETS_PER_CALL) {
           const dropped = buckets
             .slice(b, b + CLEAR_BUCKETS_PER_CALL)
             .flatMap((k) => [k.buyers, k.returned, k.outbox, k.pending, k.checkoutKeys]);
-          const second = Number(await part("clear", b === 0 ? [keys.admission, ...dropped] : dropped, []));
+          const codeKeys = Array.from({ length: CODE_SHARDS }, (_, n) => codes.shard(n));
+          const first = [keys.admission, codes.batches, ...codeKeys];
+          const second = Number(await part("clear", b === 0 ? [...first, ...dropped] : dropped, []));
           if (b === 0) startedSecond = second;
         }
         // Each record into its buyer's bucket, CHUNK records per call.
@@ -137,11 +142,27 @@ export async function restoreSale(
         ) => {
           for (const [bucket, group] of byBucket(items, bucketSplitOf(sale))) {
             const key = bucketKeys(saleId, bucket, sale.buckets)[name];
-            for (let i = 0; i < group.length; i += CHUNK) await part(name, [key], group.slice(i, i + CHUNK).flatMap(args));
+            const scriptPart = name === "buyers" ? "hash" : name;
+            for (let i = 0; i < group.length; i += CHUNK) await part(scriptPart, [key], group.slice(i, i + CHUNK).flatMap(args));
           }
         };
         await intoBuckets("buyers", snapshot.holders, (h) => [h.userId, `${h.units}:${h.lastOrderId}`]);
         await intoBuckets("returned", snapshot.endedOrders, (o) => [o.orderId]);
+        // A sale with lanes: its codes, each bound and spent as its orders say, and its batches' counters.
+        if (sale.lanes.length > 0) {
+          const counters = await restoredCodes(
+            db,
+            saleId,
+            snapshot.codeOrders,
+            sale.startsAt,
+            Date.now(),
+            async (shard, pairs) => {
+              for (let i = 0; i < pairs.length; i += 2 * CHUNK)
+                await part("hash", [codes.shard(shard)], pairs.slice(i, i + 2 * CHUNK));
+            },
+          );
+          if (counters.length > 0) await part("hash", [codes.batches], counters);
+        }
         const held = snapshot.holders.reduce((n, h) => n + h.units, 0);
         const meta = {
           version: sale.version,
@@ -160,6 +181,9 @@ export async function restoreSale(
           ...admissionMetaFields(sale),
           buckets: sale.buckets,
           ...variantMetaFields(sale, snapshot.heldByVariant),
+          ...laneMetaFields(sale),
+          ...laneAllotmentFields(sale),
+          ...Object.fromEntries(Object.entries(snapshot.heldByLane).map(([lane, units]) => [`ls:${lane}`, units])),
         };
         const deadline = Date.now() + CLOCK_WAIT_MS;
         for (;;) {

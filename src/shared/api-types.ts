@@ -72,6 +72,13 @@ export const SaleView = z.object({
   ),
   /** In the admin's order; a sale created without variants has one, "default", with the sale's stock. */
   variants: z.array(VariantView),
+  /**
+   * Presale lanes before startsAt, in start order (docs/lanes.md): from each one's startsAt until
+   * the next's (the last: until the sale's startsAt), buyers with a code of it or an earlier lane
+   * buy. stock: its own allotment (null: none); remaining: what it may still sell, its allotment
+   * with what the lanes before it left unsold, never more than the sale's remaining.
+   */
+  lanes: z.array(z.object({ name: z.string(), startsAt: z.iso.datetime(), stock: z.nullable(z.int()), remaining: z.int() })),
 });
 export type SaleView = z.infer<typeof SaleView>;
 
@@ -458,3 +465,60 @@ export type DrawLeaf = z.infer<typeof DrawLeaf>;
 /** GET /api/sales/:saleId/draw/entries: a page of the committed leaves. */
 export const DrawEntriesPage = z.object({ leaves: z.array(DrawLeaf), next: z.nullable(z.string()) });
 export type DrawEntriesPage = z.infer<typeof DrawEntriesPage>;
+
+/** POST /admin/sales/:saleId/lanes/:lane/codes, 201: the batch's codes, shown this once (only their hashes are kept). */
+export const CodeBatchCreated = z.object({
+  batchId: z.string(),
+  lane: z.string(),
+  uses: z.int(),
+  expiresAt: z.nullable(z.iso.datetime()),
+  codes: z.array(z.string()),
+});
+export type CodeBatchCreated = z.infer<typeof CodeBatchCreated>;
+
+/** One batch of access codes, as GET /admin/sales/:saleId/codes lists it. */
+export const CodeBatchView = z.object({
+  batchId: z.string(),
+  lane: z.string(),
+  /** Codes in the batch. */
+  count: z.int(),
+  /** Uses each code has. */
+  uses: z.int(),
+  /** Codes bound to an account by a first use. */
+  bound: z.int(),
+  /** Uses spent (a return while the lanes are open gives its use back). */
+  spent: z.int(),
+  revoked: z.boolean(),
+  expiresAt: z.nullable(z.iso.datetime()),
+  createdAt: z.iso.datetime(),
+});
+export type CodeBatchView = z.infer<typeof CodeBatchView>;
+
+/** GET /admin/sales/:saleId/codes: every batch, oldest first, and per lane its codes and units. */
+export const CodeBatches = z.object({
+  batches: z.array(CodeBatchView),
+  lanes: z.array(
+    z.object({
+      name: z.string(),
+      /** Codes issued for the lane (revoked ones included), bound and uses spent, over its batches. */
+      issued: z.int(),
+      bound: z.int(),
+      spent: z.int(),
+      /** Units bought in the lane's window (orders that came back are not counted). */
+      sold: z.int(),
+    }),
+  ),
+});
+export type CodeBatches = z.infer<typeof CodeBatches>;
+
+/** POST /admin/sales/:saleId/bypass, 201: a staff pass for the user, usable once as a Queue-Pass. */
+export const BypassPass = z.object({ userId: z.string(), pass: z.string(), expiresAt: z.iso.datetime() });
+export type BypassPass = z.infer<typeof BypassPass>;
+
+/** GET /admin/sales/:saleId/bypass: the staff passes minted for the sale, latest first. */
+export const BypassLog = z.object({
+  passes: z.array(
+    z.object({ userId: z.string(), expiresAt: z.iso.datetime(), mintedAt: z.iso.datetime(), mintedFrom: z.string() }),
+  ),
+});
+export type BypassLog = z.infer<typeof BypassLog>;

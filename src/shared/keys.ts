@@ -231,13 +231,22 @@ export const catalogKeys = {
 } as const;
 
 /**
- * A pending order's record, "<quantity>[@<variant id>]:<user id>" (lua/checkout.lua): the
- * first ':' ends the units, whatever the user id holds; no variant is the sale's "default".
+ * A pending order's record, "<quantity>[@<variant id>][|<lane>|<code hash>]:<user id>"
+ * (lua/checkout.lua): the first ':' ends the units, whatever the user id holds; no variant is
+ * the sale's "default"; a lane and code only for an order bought in a presale lane.
  */
-export function parsePendingRecord(record: string): { quantity: number; variant: string; userId: string } {
+export function parsePendingRecord(record: string): {
+  quantity: number;
+  variant: string;
+  userId: string;
+  lane?: string;
+  accessCode?: string;
+} {
   const colon = record.indexOf(":");
-  const [quantity = "", variant = DEFAULT_VARIANT] = record.slice(0, colon).split("@");
-  return { quantity: Number(quantity), variant, userId: record.slice(colon + 1) };
+  const [units = "", lane, accessCode] = record.slice(0, colon).split("|");
+  const [quantity = "", variant = DEFAULT_VARIANT] = units.split("@");
+  const bought = { quantity: Number(quantity), variant, userId: record.slice(colon + 1) };
+  return lane === undefined || accessCode === undefined ? bought : { ...bought, lane, accessCode };
 }
 
 /**
@@ -249,19 +258,55 @@ export function parsePendingRecord(record: string): { quantity: number; variant:
  */
 export const saleStatsKey = (saleId: string, minute: number) => `fs:{sale:${saleId}}:stats:${minute}`;
 
+/** How many hashes a sale's access codes are spread over: by the first hex digit of each code's hash. */
+export const CODE_SHARDS = 16;
+
+/**
+ * A sale's access codes (docs/lanes.md): `batches`, a hash of each batch's counters
+ * ("<batch id>:bound", ":spent") and revocations ("<batch id>:revoked"); `shard(n)`, the hash
+ * of the codes whose hash starts with hex digit n: code hash ->
+ * "<batch id>|<lane>|<uses left>|<expiry ms, 0: none>|<bound user id, or empty>".
+ */
+export const accessCodeKeys = (saleId: string) => ({
+  batches: `fs:{sale:${saleId}}:codebatches`,
+  shard: (n: number) => `fs:{sale:${saleId}}:codes:${n.toString(16)}`,
+});
+
+/** The shard (0..CODE_SHARDS-1) of a code by its hash (hex). */
+export const codeShardOf = (codeHash: string): number => Number.parseInt(codeHash.charAt(0), 16);
+
 /**
  * lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters:
- * the sale-wide keys, then the keys of each bucket `userIds` live in, once, in order of first
- * appearance. `bucketSlots[i]` is which of those buckets (1-based) holds `userIds[i]`.
+ * the sale-wide keys, the code keys when a checkout names a code (the batches hash, then each
+ * shard named, once), then the keys of each bucket `userIds` live in, once, in order of first
+ * appearance. `bucketSlots[i]` is which of those buckets (1-based) holds `userIds[i]`;
+ * `codeRefs[i]` is the code as ARGV names it ("<shard among the code keys>:<hash>", "" for none).
  */
 export function checkoutScriptKeys(
   saleId: string,
   minute: number,
   split: BucketSplit,
   userIds: string[],
-): { keys: string[]; bucketSlots: number[] } {
+  codeHashes: (string | undefined)[] = [],
+): { keys: string[]; bucketSlots: number[]; codeKeyCount: number; codeRefs: string[] } {
   const sale = saleKeys(saleId);
   const keys = [sale.meta, sale.admission, saleStatsKey(saleId, minute), sale.queue.counters];
+  const codes = accessCodeKeys(saleId);
+  const slotOfShard = new Map<number, number>();
+  const codeRefs = userIds.map((_, i) => {
+    const hash = codeHashes[i];
+    if (hash === undefined) return "";
+    if (slotOfShard.size === 0) keys.push(codes.batches);
+    const shard = codeShardOf(hash);
+    let slot = slotOfShard.get(shard);
+    if (slot === undefined) {
+      slot = slotOfShard.size + 1;
+      slotOfShard.set(shard, slot);
+      keys.push(codes.shard(shard));
+    }
+    return `${slot}:${hash}`;
+  });
+  const codeKeyCount = slotOfShard.size === 0 ? 0 : slotOfShard.size + 1;
   const slotOfBucket = new Map<number, number>();
   const bucketSlots = userIds.map((userId) => {
     const bucket = bucketOf(userId, split);
@@ -274,7 +319,7 @@ export function checkoutScriptKeys(
     }
     return slot;
   });
-  return { keys, bucketSlots };
+  return { keys, bucketSlots, codeKeyCount, codeRefs };
 }
 
 /**

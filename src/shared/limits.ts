@@ -99,3 +99,10 @@ export const QUEUE_ADMIT_PER_CALL = 5_000;
 
 /** How long an isolate answers polls of a sale's line from the progress it last read (ms). */
 export const QUEUE_PROGRESS_TTL_MS = 1_000;
+
+/** A presale lane's name: what its codes are issued for and the console shows. */
+export const LANE_NAME_PATTERN = /^[a-z0-9-]{1,32}$/;
+/** A sale has at most this many lanes before its public start. */
+export const MAX_LANES = 10;
+/** Codes one batch makes, at most; uses one code may have, at most. */
+export const CODE_BATCH_LIMITS = { count: { min: 1, max: 100_000 }, uses: { min: 1, max: 1_000 } } as const;

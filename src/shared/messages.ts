@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import {
   DEFAULT_VARIANT,
+  LANE_NAME_PATTERN,
   MAX_PER_USER_LIMIT,
   MAX_USER_ID_LENGTH,
   ORDER_ID_PATTERN,
@@ -19,6 +20,9 @@ export const OrderMessageSchema = z.object({
   /** The variant its units are of; messages sent before variants carry none: "default". */
   variant: z._default(z.string().check(z.regex(VARIANT_ID_PATTERN)), DEFAULT_VARIANT),
   reservedAt: z.int().check(z.nonnegative()),
+  /** Bought in a presale lane (docs/lanes.md): the lane and the access code's hash it spent. */
+  lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN))),
+  accessCode: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
 

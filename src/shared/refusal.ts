@@ -8,10 +8,13 @@ export interface Admission {
 }
 
 export type Refusal =
-  /** `variant`: the variant asked for is (a sale with variants); absent: the whole sale is. */
-  | { code: "SOLD_OUT"; variant?: string }
-  /** Fewer units remain (of `variant`, if named) than were asked for, but some do. */
-  | { code: "QUANTITY_UNAVAILABLE"; remaining: number; variant?: string }
+  /**
+   * `variant`: the variant asked for is (a sale with variants); absent: the whole sale is.
+   * `inLane`: only the presale lane open now has none left (a later lane or the public may).
+   */
+  | { code: "SOLD_OUT"; variant?: string; inLane?: true }
+  /** Fewer units remain (of `variant`, if named; in the lane open now, if `inLane`) than were asked for, but some do. */
+  | { code: "QUANTITY_UNAVAILABLE"; remaining: number; variant?: string; inLane?: true }
   /** The sale has variants and the checkout named none. */
   | { code: "VARIANT_REQUIRED" }
   /** The sale has no variant of this id. */
@@ -46,7 +49,13 @@ export type Refusal =
   /** A queued sale: the pass's time to check out ran out (the next place was let in). */
   | { code: "QUEUE_PASS_EXPIRED" }
   /** A sale sold by draw: only its draw's offers reserve (docs/draws.md). */
-  | { code: "DRAW_ONLY" };
+  | { code: "DRAW_ONLY" }
+  /** A presale lane is open and no access code came; codes are not asked for from `publicStartsAt` (docs/lanes.md). */
+  | { code: "ACCESS_CODE_REQUIRED"; publicStartsAt: number }
+  /** The code is unknown, revoked, expired, of a lane not open yet, or bound to another buyer. */
+  | { code: "ACCESS_CODE_INVALID" }
+  /** The code's uses are spent. */
+  | { code: "ACCESS_CODE_USED" };
 
 export type RefusalCode = Refusal["code"];
 

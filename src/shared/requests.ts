@@ -3,18 +3,22 @@
 
 import * as z from "zod/mini";
 import {
+  CODE_BATCH_LIMITS,
   CURRENCY_PATTERN,
   DEFAULT_CURRENCY,
   DEFAULT_PAYMENT_WINDOW_SEC,
   DEV_USER_ID_PATTERN,
   LAB_SALE_ID_PATTERN,
+  LANE_NAME_PATTERN,
   MAX_ADMISSION,
   MAX_DESCRIPTION_LENGTH,
   MAX_IMAGE_URL_LENGTH,
+  MAX_LANES,
   MAX_PAYMENT_WINDOW_SEC,
   MAX_PER_USER_LIMIT,
   MAX_PRICE,
   MAX_STOCK,
+  MAX_USER_ID_LENGTH,
   ORDER_ID_PATTERN,
   QUEUE_LIMITS,
   SALE_ID_PATTERN,
@@ -102,6 +106,49 @@ export function drawProblem(
   return undefined;
 }
 
+const VariantId = z.string().check(z.regex(VARIANT_ID_PATTERN, "a variant id is 1 to 32 letters, digits or . _ -"));
+
+/** A presale lane before the public one: its name, when it opens, and optionally its own allotment. */
+const Lane = z.strictObject({
+  name: z.string().check(z.regex(LANE_NAME_PATTERN, "a lane's name is 1 to 32 of a-z, 0-9 and -")),
+  startsAt: z.iso.datetime({ offset: true }),
+  /** Units the lane may sell (what earlier lanes left unsold comes on top); absent: no cap of its own. */
+  stock: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_STOCK))),
+  /** Per variant: units of each the lane may sell. */
+  variants: z.optional(z.record(VariantId, z.int().check(z.minimum(1), z.maximum(MAX_STOCK)))),
+});
+export type LaneInput = z.infer<typeof Lane>;
+const Lanes = z.array(Lane).check(z.maxLength(MAX_LANES));
+
+/**
+ * What is wrong with a sale's lanes, if anything: in start order, each name once, all before the
+ * public start (by at most the longest sale), naming only the sale's variants, and no draw beside
+ * them (a draw's entries are open to everyone alike).
+ */
+export function lanesProblem(
+  lanes: readonly { name: string; startsAt: number; variants?: Record<string, number> | null }[],
+  startsAt: number,
+  variantIds: readonly string[] | undefined,
+  sold: "draw" | "first-come",
+): { message: string; field: string } | undefined {
+  if (lanes.length === 0) return undefined;
+  if (sold === "draw") return { message: "a sale sold by draw has no presale lanes", field: "lanes" };
+  for (const [i, lane] of lanes.entries()) {
+    if (lanes.findIndex((l) => l.name === lane.name) !== i)
+      return { message: `lane ${lane.name} is named twice`, field: "lanes" };
+    if (i > 0 && !(lane.startsAt > (lanes[i - 1] as { startsAt: number }).startsAt))
+      return { message: "lanes come in start order, each after the one before", field: `lanes.${i}.startsAt` };
+    if (!(lane.startsAt < startsAt))
+      return { message: "a lane starts before the sale's public start", field: `lanes.${i}.startsAt` };
+    if (startsAt - lane.startsAt > SALE_WINDOW.maxLengthMs)
+      return { message: "a lane starts at most 30 days before the public start", field: `lanes.${i}.startsAt` };
+    const unknown = Object.keys(lane.variants ?? {}).find((v) => !variantIds?.includes(v));
+    if (unknown !== undefined)
+      return { message: `lane ${lane.name} names variant ${unknown}, which the sale has not`, field: `lanes.${i}.variants` };
+  }
+  return undefined;
+}
+
 // POST /admin/sales
 /** Names and descriptions reach Redis and D1 alike, so they must read the same in both. */
 const wellFormed = z.refine<string>((text) => !LONE_SURROGATE.test(text), "must be well-formed Unicode (no lone surrogate)");
@@ -129,7 +176,6 @@ export function windowProblem(
 }
 
 const Price = z.int().check(z.minimum(0), z.maximum(MAX_PRICE));
-const VariantId = z.string().check(z.regex(VARIANT_ID_PATTERN, "a variant id is 1 to 32 letters, digits or . _ -"));
 
 /** A variant as create and edit take it: a size, a colour, a tier, with its own stock. */
 const Variant = z.strictObject({
@@ -174,6 +220,8 @@ export const CreateSaleBody = z
     humanCheck: z._default(z.boolean(), false),
     /** Sold by draw; absent or null: first come, first served (or by the waiting room). */
     draw: z._default(z.nullable(DrawSettings), null),
+    /** Presale lanes before the public start, in start order (docs/lanes.md). */
+    lanes: z._default(Lanes, []),
   })
   .check(
     z.superRefine((s, ctx) => {
@@ -183,6 +231,12 @@ export const CreateSaleBody = z
           s.draw && { opensAt: Date.parse(s.draw.opensAt), closesAt: Date.parse(s.draw.closesAt) },
           Date.parse(s.startsAt),
           s.queue?.mode,
+        ) ??
+        lanesProblem(
+          s.lanes.map((l) => ({ ...l, startsAt: Date.parse(l.startsAt) })),
+          Date.parse(s.startsAt),
+          s.variants?.map((v) => v.id),
+          s.draw ? "draw" : "first-come",
         );
       if (problem) ctx.issues.push({ code: "custom", message: problem.message, path: [problem.field], input: s });
       const stockProblem = createStockProblem(s);
@@ -229,6 +283,8 @@ export const UpdateSaleBody = z
     humanCheck: z.optional(z.boolean()),
     /** Changes only before entries open (draw.opensAt); null: no longer a draw. */
     draw: z.optional(z.nullable(DrawSettings)),
+    /** Every lane the sale will have; changes only before the first of them (or the sale) starts. */
+    lanes: z.optional(Lanes),
   })
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
@@ -346,3 +402,26 @@ export const ReadPathExperimentBody = z.strictObject({
   off: z._default(z.array(z.enum(CACHE_GUARDS)), []),
 });
 export type ReadPathExperimentBody = z.infer<typeof ReadPathExperimentBody>;
+
+/** POST /admin/sales/:saleId/lanes/:lane/codes and DELETE /admin/sales/:saleId/codes/:batchId. */
+export const LaneParam = z.object({
+  saleId: z.string().check(z.regex(SALE_ID_PATTERN, "the sale id must be a positive integer")),
+  lane: z.string().check(z.regex(LANE_NAME_PATTERN, "a lane's name is 1 to 32 of a-z, 0-9 and -")),
+});
+export const BatchIdParam = z.object({
+  saleId: z.string().check(z.regex(SALE_ID_PATTERN, "the sale id must be a positive integer")),
+  batchId: z.string().check(z.regex(/^cb_[0-9a-f]{16}$/, "the batch id must be one this API gave")),
+});
+
+/** A batch of access codes for a lane: how many, how many uses each, until when. */
+export const CodeBatchBody = z.strictObject({
+  count: z.int().check(z.minimum(CODE_BATCH_LIMITS.count.min), z.maximum(CODE_BATCH_LIMITS.count.max)),
+  uses: z._default(z.int().check(z.minimum(CODE_BATCH_LIMITS.uses.min), z.maximum(CODE_BATCH_LIMITS.uses.max)), 1),
+  expiresAt: z.optional(z.iso.datetime({ offset: true })),
+});
+export type CodeBatchBody = z.infer<typeof CodeBatchBody>;
+
+/** POST /admin/sales/:saleId/bypass: the user a staff pass is for. */
+export const BypassBody = z.strictObject({
+  userId: z.string().check(z.minLength(1), z.maxLength(MAX_USER_ID_LENGTH)),
+});

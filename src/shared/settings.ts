@@ -192,6 +192,8 @@ export const SETTINGS = {
   QUEUE_JOINS_PER_IP_PER_MIN: perMinuteOrOff(120),
   DRAW_ENTRIES_PER_USER_PER_MIN: perMinuteOrOff(10),
   DRAW_ENTRIES_PER_IP_PER_MIN: perMinuteOrOff(120),
+  ACCESS_CODE_FAILURES_PER_USER_PER_MIN: perMinuteOrOff(10),
+  ACCESS_CODE_FAILURES_PER_IP_PER_MIN: perMinuteOrOff(30),
   DEV_LOGINS_PER_USER_PER_MIN: perMinuteOrOff(10),
   DEV_LOGINS_PER_IP_PER_MIN: perMinuteOrOff(120),
   ORDER_CHANGES_PER_USER_PER_MIN: perMinuteOrOff(20),
@@ -260,6 +262,9 @@ export const SETTING_DOCS: Record<SettingName, string> = {
   QUEUE_JOINS_PER_IP_PER_MIN: "waiting-room joins per client address, across isolates",
   DRAW_ENTRIES_PER_USER_PER_MIN: "draw entries, changes and withdrawals per user, across isolates",
   DRAW_ENTRIES_PER_IP_PER_MIN: "draw entries, changes and withdrawals per client address, across isolates",
+  ACCESS_CODE_FAILURES_PER_USER_PER_MIN:
+    "access codes refused as invalid per user, across isolates; past it, checkouts with a code are refused 429 until the window moves on",
+  ACCESS_CODE_FAILURES_PER_IP_PER_MIN: "access codes refused as invalid per client address, across isolates; likewise",
   DEV_LOGINS_PER_USER_PER_MIN: "dev logins per name asked for, across isolates",
   DEV_LOGINS_PER_IP_PER_MIN: "dev logins per client address, across isolates",
   ORDER_CHANGES_PER_USER_PER_MIN: "pay and cancel (together) per user, across isolates",

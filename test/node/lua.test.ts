@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
 import { eventually } from "../../dev/lib/wait.ts";
-import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/checkout/reply.ts";
+import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../../src/shared/checkout-reply.ts";
 import {
   allBuckets,
   type BucketKeys,
@@ -65,6 +65,9 @@ async function newSale(
     1,
     30,
     1, // one bucket
+    0, // not a draw
+    "", // no lanes
+    "",
   ];
   expect(await sync(keys, args)).toBe(1);
   return { id, keys };
@@ -97,7 +100,14 @@ const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
       keys.live,
     ],
     // Split by one bucket; every buyer's is the call's first.
-    ["1", ...buyers.flatMap((b) => (typeof b === "string" ? [b, "1", "", "", "1"] : [b[0], String(b[1]), b[2] ?? "", "", "1"]))],
+    // No access codes (test/node/lanes-lua.test.ts tests them).
+    [
+      "1",
+      "0",
+      ...buyers.flatMap((b) =>
+        typeof b === "string" ? [b, "1", "", "", "1", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", ""],
+      ),
+    ],
   );
 const checkoutAll = async (keys: Keys, buyers: Buyer[]) => {
   const reply = parseCheckoutReply(await checkoutRaw(keys, buyers), buyers.length);
@@ -266,13 +276,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 quintuples/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 sextuples/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 quintuples/);
+    ).rejects.toThrow(/1 to 100 sextuples/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -305,12 +315,12 @@ describe("the reply layout", () => {
   it("is what the Worker reads, and any other layout fails loudly", async () => {
     const { keys } = await newSale();
     const raw = (await checkoutRaw(keys, ["layout-a", "layout-b"])) as unknown[];
-    expect(raw[0]).toBe("checkout/4");
-    expect(raw).toHaveLength(10 + 4 * 2);
+    expect(raw[0]).toBe("checkout/5");
+    expect(raw).toHaveLength(12 + 4 * 2);
     expect(() => parseCheckoutReply(raw, 3)).toThrow(ReplyLayoutError);
-    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/4 with 18 fields/);
-    expect(() => parseCheckoutReply(["checkout/3", ...raw.slice(1)], 2)).toThrow(/layout checkout\/3/);
-    expect(() => parseCheckoutReply([...raw.slice(0, 10), "MAYBE", "", 0, 0, ...raw.slice(14)], 2)).toThrow(/outcome MAYBE/);
+    expect(() => parseCheckoutReply(raw, 3)).toThrow(/layout checkout\/5 with 20 fields/);
+    expect(() => parseCheckoutReply(["checkout/4", ...raw.slice(1)], 2)).toThrow(/layout checkout\/4/);
+    expect(() => parseCheckoutReply([...raw.slice(0, 12), "MAYBE", "", 0, 0, ...raw.slice(16)], 2)).toThrow(/outcome MAYBE/);
   });
 });
 
@@ -420,7 +430,7 @@ describe("return.lua and sale-sync.lua", () => {
 
   const record = (version: number, stock: number, state = "active") => {
     const now = Date.now();
-    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state, "off", 0, 1, 30, 1];
+    return [version, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, state, "off", 0, 1, 30, 1, 0, "", ""];
   };
 
   it("sale-sync never resets a live sale: the same version again changes nothing", async () => {
@@ -469,7 +479,7 @@ describe("a sale split into buckets", () => {
   async function splitSale(stock: number) {
     const id = `split-${++seq}`;
     const now = Date.now();
-    const args = [1, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, "active", "off", 0, 1, 30, BUCKETS];
+    const args = [1, stock, now - 1000, now + 60_000, 7, 1000, 1000, "t", 1, "active", "off", 0, 1, 30, BUCKETS, 0, "", ""];
     expect(await sync(saleKeys(id), args)).toBe(1);
     return id;
   }
@@ -481,9 +491,9 @@ describe("a sale split into buckets", () => {
       { ...SPLIT, count: splitBy },
       buyers.map(([user]) => user),
     );
-    const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i])]);
+    const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i]), ""]);
     const reply = parseCheckoutReply(
-      await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), ...args]),
+      await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), "0", ...args]),
       buyers.length,
     );
     return { keys, reply };
@@ -559,7 +569,7 @@ describe("a sale split into buckets", () => {
     const id = await splitSale(10);
     const { keys } = checkoutScriptKeys(id, 0, SPLIT, ["a"]);
     await expect(
-      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "a", "1", "", "", "2"]),
+      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "0", "a", "1", "", "", "2", ""]),
     ).rejects.toThrow(/names bucket 2/);
     expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
   });
@@ -607,6 +617,9 @@ describe("variants in checkout.lua, return.lua and sale-sync.lua", () => {
       1,
       30,
       1, // one bucket
+      0,
+      "",
+      "",
       ...sizes.flat(),
     ];
     expect(

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.ts";
 import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.ts";
 import { eventually } from "../../dev/lib/wait.ts";
-import { parseCheckoutReply, type Reservation } from "../../src/checkout/reply.ts";
+import { parseCheckoutReply, type Reservation } from "../../src/shared/checkout-reply.ts";
 import {
   allBuckets,
   bucketKeyOf,
@@ -60,7 +60,7 @@ async function newSale(opts: QueuedSale = {}): Promise<string> {
   const now = Date.now();
   const starts = now + (opts.startsIn ?? -1000);
   const args = [1, opts.stock ?? 3, starts, now + 600_000, 7, 100_000, 100_000, "q", opts.limit ?? 1, "active"];
-  const queue = [opts.mode ?? "fifo", now + (opts.opensIn ?? -60_000), opts.rate ?? 1000, opts.ttlSec ?? 60, BUCKETS];
+  const queue = [opts.mode ?? "fifo", now + (opts.opensIn ?? -60_000), opts.rate ?? 1000, opts.ttlSec ?? 60, BUCKETS, 0, "", ""];
   await redis.createScript(lua("sale-sync")).exec([saleKeys(id).meta], [...args, ...queue].map(String));
   return id;
 }
@@ -109,9 +109,9 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
     SPLIT,
     buyers.map(([user]) => user),
   );
-  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i])]);
+  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), ""]);
   const reply = parseCheckoutReply(
-    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), ...args]),
+    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", ...args]),
     buyers.length,
   );
   if (!reply.reservations) throw new Error(`the sale is split into ${reply.buckets} buckets`);

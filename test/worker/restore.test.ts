@@ -129,9 +129,9 @@ describe("restore", () => {
     const keys = bucketKeys(sale.id, 0, 1);
     const scriptKeys = restoreScriptKeys(sale.id, [keys.buyers]);
     await redis.set(lockKeys(restoreLockName(sale.id)).fence, "7");
-    await expect(runScript(redisFor(env), LUA.restore, scriptKeys, ["6", "buyers", "u", "1:1"])).rejects.toThrow(/STALE_FENCE/);
+    await expect(runScript(redisFor(env), LUA.restore, scriptKeys, ["6", "hash", "u", "1:1"])).rejects.toThrow(/STALE_FENCE/);
     expect(await redis.exists(keys.buyers)).toBe(0);
-    expect(await runScript(redisFor(env), LUA.restore, scriptKeys, ["7", "buyers", "u", "1:1"])).toBe(1);
+    expect(await runScript(redisFor(env), LUA.restore, scriptKeys, ["7", "hash", "u", "1:1"])).toBe(1);
   });
 
   it("an operator's change to a sale Redis lost waits for the restore, which applies it", async () => {

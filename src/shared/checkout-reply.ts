@@ -1,5 +1,7 @@
-import { DEFAULT_VARIANT } from "../shared/limits";
-import type { Admission, Refusal } from "../shared/refusal";
+// lua/checkout.lua's reply, read: the one layout the script writes and the Worker, its tests and the
+// benches read (the script's header says what each field holds).
+import { DEFAULT_VARIANT } from "./limits";
+import type { Admission, Refusal } from "./refusal";
 
 /** What lua/checkout.lua decided for one buyer. */
 export type Reservation =
@@ -15,12 +17,14 @@ export type Reservation =
       repeated: boolean;
       /** The sale's order sequence after the call (ids it minted ever); the call's new orders hold the last numbers. */
       sequence: number;
+      /** The presale lane it was bought in (its units count against that lane's allotment); absent: the public sale. */
+      lane?: string;
     }
   | Refusal;
 
 /** The layout this Worker reads; lua/checkout.lua names the one it writes in its first field. */
-const CHECKOUT_REPLY_LAYOUT = "checkout/4";
-const HEADER_FIELDS = 10;
+const CHECKOUT_REPLY_LAYOUT = "checkout/5";
+const HEADER_FIELDS = 12;
 const FIELDS_PER_BUYER = 4;
 
 /** The script and this Worker disagree on the reply: a deploy of mismatched versions. */
@@ -49,9 +53,10 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
       `lua/checkout.lua replied in layout ${layout}; this Worker reads ${CHECKOUT_REPLY_LAYOUT} with ${expected} fields`,
     );
   }
-  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence, buckets] = reply
-    .slice(0, HEADER_FIELDS)
+  const [, nowMs, startsAt, endsAt, rate, burst, retryAfterMs, limit, sequence, buckets, publicStartsAt] = reply
+    .slice(0, HEADER_FIELDS - 1)
     .map(Number) as number[];
+  const lane = String(reply[HEADER_FIELDS - 1]) || undefined;
   if (reply[HEADER_FIELDS] === "BUCKETS_CHANGED") return { reservations: null, buckets: buckets as number };
   const admission: Admission = { rate: rate as number, burst: burst as number };
   const reservations: Reservation[] = [];
@@ -76,6 +81,7 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
           limit: limit as number,
           repeated: code === "REPEATED",
           sequence: sequence as number,
+          ...(lane !== undefined && code === "OK" && { lane }),
         });
         break;
       case "KEY_REUSED":
@@ -93,6 +99,15 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
       case "SOLD_OUT":
         reservations.push({ code, variant });
         break;
+      case "LANE_SOLD_OUT":
+        reservations.push({ code: "SOLD_OUT", variant, inLane: true });
+        break;
+      case "LANE_QUANTITY_UNAVAILABLE":
+        reservations.push({ code: "QUANTITY_UNAVAILABLE", remaining, variant, inLane: true });
+        break;
+      case "ACCESS_CODE_REQUIRED":
+        reservations.push({ code, publicStartsAt: publicStartsAt as number });
+        break;
       case "VARIANT_NOT_FOUND":
         reservations.push({ code, variant: named ?? "" });
         break;
@@ -105,6 +120,8 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
       case "QUEUE_PASS_USED":
       case "QUEUE_PASS_EXPIRED":
       case "DRAW_ONLY":
+      case "ACCESS_CODE_INVALID":
+      case "ACCESS_CODE_USED":
         reservations.push({ code });
         break;
       case "RATE_LIMITED":
