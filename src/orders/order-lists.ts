@@ -3,6 +3,7 @@
 // Failed orders (failed_orders) are listed with status 'failed'.
 
 import type { AdminOrderDetail, AdminOrderPage, AdminOrderView, BuyerOrderPage } from "../shared/api-types";
+import { csvRow } from "./csv";
 import { deliveriesOf } from "./event-deliveries";
 import { type OrderRow, orderView } from "./order-views";
 
@@ -91,17 +92,6 @@ const CSV_COLUMNS = [
   "refundDue",
 ] as const;
 
-/**
- * One CSV cell: quoted when it holds a comma, quote or line break; a text that a spreadsheet
- * would run as a formula (= + - @ first) is prefixed with a quote mark.
- */
-function csvCell(value: string | number | boolean | null): string {
-  if (value === null) return "";
-  if (typeof value !== "string") return String(value);
-  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
 /** GET /admin/sales/:saleId/orders.csv: the list as CSV, read and sent EXPORT_PAGE_SIZE rows at a time. */
 export function saleOrdersCsv(db: D1Database, saleId: string, status: string | undefined): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
@@ -113,7 +103,7 @@ export function saleOrdersCsv(db: D1Database, saleId: string, status: string | u
       async pull(controller) {
         if (!headerSent) {
           headerSent = true;
-          controller.enqueue(encoder.encode(`${CSV_COLUMNS.join(",")}\r\n`));
+          controller.enqueue(encoder.encode(csvRow(CSV_COLUMNS)));
           return;
         }
         if (done) return controller.close();
@@ -123,7 +113,7 @@ export function saleOrdersCsv(db: D1Database, saleId: string, status: string | u
         if (rows.length === 0) return controller.close();
         const lines = rows.map((r) => {
           const v = adminView(r);
-          return `${CSV_COLUMNS.map((c) => csvCell(v[c])).join(",")}\r\n`;
+          return csvRow(CSV_COLUMNS.map((c) => v[c]));
         });
         controller.enqueue(encoder.encode(lines.join("")));
       },

@@ -3,6 +3,7 @@
 // written straight into D1 (checkout would take minutes for 20,000 orders); the triggers
 // that guard stock and the per-buyer limit still run on every row.
 import { env } from "cloudflare:test";
+import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { EXPORT_PAGE_SIZE } from "../../src/orders/order-lists";
 import type { AdminOrderView } from "../../src/shared/api-types";
@@ -37,6 +38,30 @@ async function everyPage(saleId: string, status?: string): Promise<AdminOrderVie
   } while (cursor);
   return all;
 }
+
+/**
+ * User ids that try to run a formula in a spreadsheet (OWASP's CSV injection payloads), at the
+ * start of the cell and after a separator of either locale inside it.
+ */
+const CSV_INJECTIONS = [
+  "=1+1",
+  "+1+1",
+  "-1+1",
+  "@SUM(1+1)",
+  "\t=1+1",
+  "\r=1+1",
+  '=HYPERLINK("https://evil.example")',
+  "=cmd|' /C calc'!A0",
+  "x;=1+1;",
+  "x,=1+1,",
+  "a; =1+1",
+  "a,\t@SUM(1)",
+  "a;;-2",
+  "a\n=1+1",
+  "a\r\n+1",
+  'a,"b";=c',
+  "plain-user",
+];
 
 /** Reads a CSV response chunk by chunk: its lines, and how many lines each chunk carried. */
 async function readCsv(res: Response): Promise<{ lines: string[]; linesPerChunk: number[] }> {
@@ -94,12 +119,26 @@ describe("a sale's orders", () => {
     expect(paidCsv.lines.slice(1).map((l) => l.split(",")[0])).toEqual(paid.map((o) => o.orderId));
   });
 
-  it("quotes cells and defuses spreadsheet formulas in the export", async () => {
-    const sale = await createSale({ stock: 5 });
-    await insertOrders(sale.id, 2, "x", { userOf: (i) => (i === 1 ? "=HYPERLINK(1)" : 'a,"b"') });
-    const { lines } = await readCsv(await api.saleOrdersCsv(sale.id));
-    expect(lines.map((l) => l.split(",")[2])).toContain("'=HYPERLINK(1)");
-    expect(lines.some((l) => l.includes(',"a,""b""",'))).toBe(true);
+  it("writes no cell a spreadsheet would run as a formula, read with `,` or `;`, quoted or split naively", async () => {
+    const sale = await createSale({ stock: CSV_INJECTIONS.length });
+    await insertOrders(sale.id, CSV_INJECTIONS.length, "x", { userOf: (i) => CSV_INJECTIONS[i - 1] as string });
+    const text = await (await api.saleOrdersCsv(sale.id)).text();
+
+    const readings = {
+      comma: Papa.parse<string[]>(text, { delimiter: ",", newline: "\r\n" }).data.flat(),
+      semicolon: Papa.parse<string[]>(text, { delimiter: ";", newline: "\r\n" }).data.flat(),
+      naive: text.split(/[,;\t\r\n]/),
+    };
+    for (const [how, cells] of Object.entries(readings)) {
+      const formulas = cells.filter((cell) => /^ *[=+\-@\t\r]/.test(cell));
+      expect(formulas, `read ${how}`).toEqual([]);
+    }
+    // Read as a `,` locale reads it, every user id is whole, with a quote mark before each formula character.
+    const rows = Papa.parse<string[]>(text, { delimiter: ",", newline: "\r\n", skipEmptyLines: true }).data;
+    const column = rows[0]?.indexOf("userId") as number;
+    const exported = rows.slice(1).map((row) => row[column] as string);
+    expect(exported.map((id) => id.replaceAll(/'(?=[=+\-@\t\r])/g, "")).sort()).toEqual([...CSV_INJECTIONS].sort());
+    expect(exported).toContain("x;'=1+1;");
   });
 
   it("refuses a bad status, limit or cursor, an unknown sale, and callers without the admin token", async () => {
