@@ -243,6 +243,7 @@ async function main() {
     [
       `ADMIN_TOKEN=${secrets.ADMIN_TOKEN}`,
       `JWT_SECRET=${secrets.JWT_SECRET}`,
+      `ORDER_ID_KEY=${secrets.ORDER_ID_KEY}`,
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
       `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,

@@ -14,6 +14,8 @@ export interface LocalSecrets {
   REDIS_PASSWORD: string;
   /** Signs POST /webhooks/payments (PAYMENT_WEBHOOK_SECRET for the Worker). */
   PAYMENT_WEBHOOK_SECRET: string;
+  /** The key of public order ids (ORDER_ID_KEY): kept, since the ids handed out depend on it. */
+  ORDER_ID_KEY: string;
 }
 
 const random = () => randomBytes(24).toString("base64url");
@@ -26,17 +28,19 @@ export function randomSecrets(): LocalSecrets {
     GATEWAY_TOKEN: random(),
     REDIS_PASSWORD: random(),
     PAYMENT_WEBHOOK_SECRET: random(),
+    ORDER_ID_KEY: randomBytes(32).toString("hex"),
   };
 }
 
-/** The secrets kept in `stateDir`/secrets.json, created there the first time. */
+/**
+ * The secrets kept in `stateDir`/secrets.json, created there the first time; one a file made
+ * before it existed lacks is made and kept too, so it stays the same across restarts.
+ */
 export function localSecrets(stateDir: string): LocalSecrets {
   const file = path.join(stateDir, "secrets.json");
-  let stored: LocalSecrets;
-  if (existsSync(file)) {
-    stored = { ...randomSecrets(), ...(JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) };
-  } else {
-    stored = randomSecrets();
+  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) : undefined;
+  const stored: LocalSecrets = { ...randomSecrets(), ...kept };
+  if (!kept || Object.keys(stored).some((name) => !(name in kept))) {
     mkdirSync(stateDir, { recursive: true });
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
   }

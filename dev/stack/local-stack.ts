@@ -2,6 +2,7 @@
 // the Worker on Miniflare with local D1 and Queues. The Node-side tests, the load runner and
 // the benchmarks drive it through its typed API client.
 import type { ReconciliationReport } from "../../src/shared/api-types.ts";
+import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
 import { ApiClient } from "../lib/api-client.ts";
 import { type RedisServer, startRedisServer } from "../lib/redis-server.ts";
@@ -106,6 +107,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         secrets: {
           ADMIN_TOKEN: secrets.ADMIN_TOKEN,
           JWT_SECRET: secrets.JWT_SECRET,
+          ORDER_ID_KEY: secrets.ORDER_ID_KEY,
           PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
           UPSTASH_REDIS_REST_URL: gateway.url,
           UPSTASH_REDIS_REST_TOKEN: gateway.token,
@@ -137,7 +139,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
           .bind(Number(saleId))
           .all<{ order_id: string; user_id: string }>();
-        return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
+        // By the ids the API gave the buyers.
+        const ids = orderIdCipher(secrets.ORDER_ID_KEY);
+        return results.map((row: { order_id: string; user_id: string }) => ({
+          orderId: ids.toPublic(row.order_id),
+          userId: row.user_id,
+        }));
       },
       drain(saleId, expectSettled) {
         const since = Date.now();

@@ -13,7 +13,7 @@ import { badRequest, orUnavailable, refusalResponse, unavailable } from "../http
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { limitPerUser } from "../http/limits";
-import { signingSecret } from "../http/secrets";
+import { orderIdsOf, signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { type Redis, redisFor } from "../redis/client";
@@ -25,6 +25,7 @@ import type { CheckoutAccepted } from "../shared/api-types";
 import { SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
+import type { OrderIdCipher } from "../shared/public-order-id";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
@@ -236,6 +237,10 @@ async function overInD1(checkout: Checkout): Promise<Refusal | undefined> {
   throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
 }
 
+/** A refusal as the buyer is told it: ALREADY_PURCHASED names their latest order by its public id. */
+const shown = (refusal: Refusal, ids: OrderIdCipher): Refusal =>
+  refusal.code === "ALREADY_PURCHASED" && refusal.orderId ? { ...refusal, orderId: ids.toPublic(refusal.orderId) } : refusal;
+
 /**
  * POST /api/sales/:saleId/checkout. Cheapest refusal first: a malformed sale id costs no
  * token verification, a refusal this isolate already knows costs no network, and
@@ -247,10 +252,12 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   requireUser,
   limitPerUser,
   async (c) => {
+    // Without the key of public ids an order could be reserved and not shown: refused before anything.
+    const ids = orderIdsOf(c.env);
     const checkout = await checkoutOf(c, c.req.valid("param").saleId);
     const { saleId, userId, quantity, variant } = checkout;
     const known = refusedHere(checkout);
-    if (known) return refusalResponse(c, known);
+    if (known) return refusalResponse(c, shown(known, ids));
     const place = await passPlace(checkout);
     if (typeof place === "object") return refusalResponse(c, place);
     const { turnedAway, buckets } = await admitted(c, checkout);
@@ -263,9 +270,9 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
-    if (reservation.code !== "OK") return refusalResponse(c, reservation);
+    if (reservation.code !== "OK") return refusalResponse(c, shown(reservation, ids));
     const accepted: CheckoutAccepted = {
-      orderId: reservation.orderId,
+      orderId: ids.toPublic(reservation.orderId),
       status: "pending",
       quantity,
       variant: variant ?? DEFAULT_VARIANT,

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest } from "../http/errors";
+import { orderIdsOf } from "../http/secrets";
 import { validate } from "../http/validate";
 import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
 import { createEndpoint, endpointExists, listEndpoints, rotateSecret, updateEndpoint } from "../orders/event-endpoints";
@@ -52,11 +53,11 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
   .get("/:id/deliveries", validate("param", EndpointIdParam), validate("query", CursorQuery), async (c) => {
     const { id } = c.req.valid("param");
     if (!(await endpointExists(c.env.DB, id))) throw endpointNotFound();
-    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor));
+    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor, orderIdsOf(c.env)));
   })
   .post("/:id/deliveries/:deliveryId/replay", validate("param", DeliveryIdParam), async (c) => {
     const { id, deliveryId } = c.req.valid("param");
-    const delivery = await replayDelivery(c.env.DB, id, deliveryId);
+    const delivery = await replayDelivery(c.env.DB, id, deliveryId, orderIdsOf(c.env));
     if (!delivery) throw new ApiError("DELIVERY_NOT_FOUND");
     keepAliveOf(c)(kickOrderEvents(c.env));
     return c.json(delivery, 202);

@@ -14,8 +14,12 @@ import { deliverDue, RETRY_SCHEDULE_SEC, reportEndedSales } from "../../src/orde
 import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { type DeliveryPage, type DeliveryView, type EndpointView, ORDER_EVENT_TYPES } from "../../src/shared/order-events";
+import { orderIdCipher } from "../../src/shared/public-order-id";
 import { checkedFetch } from "./contract";
-import { api, BASE, createSale, LOOPBACK_BASE } from "./helpers";
+import { api, BASE, createSale, internalId, LOOPBACK_BASE } from "./helpers";
+
+/** The order ids the bodies carry, as the Worker keys them. */
+const cipher = orderIdCipher(env.ORDER_ID_KEY as string);
 
 const dropping = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue;
 /** The suite's env with both queues dropping what they are sent: no event is sent but by the test. */
@@ -82,13 +86,14 @@ async function buyAndSettle(saleId: string, users: string[]): Promise<string[]> 
     });
     expect(res.status).toBe(202);
     const { orderId } = (await res.json()) as { orderId: string };
-    orders.push({ orderId, saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() });
+    // The queue carries the internal id; the API and the events, the public one.
+    orders.push({ orderId: internalId(orderId), saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() });
   }
   const batch = createMessageBatch("flash-sale-orders", [
     { id: `settle-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { orders } },
   ]);
   await worker.queue(batch, quiet);
-  return orders.map((o) => o.orderId);
+  return orders.map((o) => cipher.toPublic(o.orderId));
 }
 
 async function pay(orderId: string, user: string, key: string) {
@@ -115,7 +120,8 @@ async function cancel(orderId: string, user: string) {
 }
 
 /** The payment window closes (D1's deadline moved to the past), then the expiry job runs. */
-async function expire(orderId: string): Promise<void> {
+async function expire(publicOrderId: string): Promise<void> {
+  const orderId = internalId(publicOrderId);
   await env.DB.prepare("UPDATE orders SET expires_at = 0 WHERE order_id = ?").bind(orderId).run();
   const job: JobMessage = { kind: "expire-orders", orderIds: [orderId] };
   await worker.queue(
@@ -171,8 +177,8 @@ describe("order events", () => {
     const secrets = new Map([all, paidOnly, off].map((e) => [e.url, e.secret as string]));
     const { received, fetcher } = receiver(secrets);
     // Two senders at once, as two queue consumers may be: still once each, still in order.
-    await Promise.all([deliverDue(env.DB, { fetch: fetcher }), deliverDue(env.DB, { fetch: fetcher })]);
-    await deliverDue(env.DB, { fetch: fetcher });
+    await Promise.all([deliverDue(env.DB, { fetch: fetcher, ids: cipher }), deliverDue(env.DB, { fetch: fetcher, ids: cipher })]);
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
 
     const mine = received.filter((r) => [o1, o2, o3, `sale:${sale.id}`].includes(r.subject));
     expect(typesBySubject(mine, all.url)).toEqual({
@@ -196,7 +202,10 @@ describe("order events", () => {
       data: {
         order: {
           orderId: o1,
+          reference: expect.stringMatching(/^[0-9A-Z]{4}-[0-9A-Z]{4}$/),
           saleId: sale.id,
+          saleName: sale.name,
+          variantLabel: null,
           userId: "ev-ann",
           status: "paid",
           quantity: 1,
@@ -243,16 +252,16 @@ describe("order events", () => {
       return fetcher(input, init);
     }) as typeof fetch;
 
-    await deliverDue(env.DB, { fetch: counting });
+    await deliverDue(env.DB, { fetch: counting, ids: cipher });
     // Down: only the first event of each order was tried; the next waits behind it.
     expect(attemptsSeen.map((a) => a.subject).sort()).toEqual([...orderIds].sort());
-    await deliverDue(env.DB, { fetch: counting });
+    await deliverDue(env.DB, { fetch: counting, ids: cipher });
     expect(attemptsSeen).toHaveLength(2); // not due again before its backoff
     const firstIds = attemptsSeen.map((a) => a.id);
 
     phase = 500;
     await fastForward([shop.id]);
-    await deliverDue(env.DB, { fetch: counting });
+    await deliverDue(env.DB, { fetch: counting, ids: cipher });
     expect(
       attemptsSeen
         .slice(2)
@@ -264,7 +273,7 @@ describe("order events", () => {
 
     phase = 200;
     await fastForward([shop.id]);
-    await deliverDue(env.DB, { fetch: counting });
+    await deliverDue(env.DB, { fetch: counting, ids: cipher });
     expect(typesBySubject(received, shop.url)).toEqual({
       [orderIds[0] as string]: ["order.reserved", "order.awaiting_payment", "order.paid"],
       [orderIds[1] as string]: ["order.reserved", "order.awaiting_payment"],
@@ -296,7 +305,7 @@ describe("order events", () => {
     const replay = await adminPost(`/admin/webhooks/${shop.id}/deliveries/${replayed.id}/replay`);
     expect(replay.status).toBe(202);
     expect(await replay.json()).toMatchObject({ id: replayed.id, status: "pending", attempts: 0, attemptLog: [{ answer: 200 }] });
-    await deliverDue(env.DB, { fetch: counting });
+    await deliverDue(env.DB, { fetch: counting, ids: cipher });
     expect(received.filter((r) => r.type === "order.paid").map((r) => r.id)).toEqual([replayed.eventId, replayed.eventId]);
     // The attempts before the replay stay in its log.
     const resent = (await deliveries(shop.id)).find((d) => d.id === replayed.id);
@@ -316,7 +325,7 @@ describe("order events", () => {
       .run();
     const secrets = new Map([tired, gone].map((e) => [e.url, e.secret as string]));
     const { fetcher } = receiver(secrets, (url) => (url === tired.url ? 500 : url === gone.url ? 410 : 200));
-    await deliverDue(env.DB, { fetch: fetcher });
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
 
     expect((await deliveries(tired.id)).map((d) => [d.status, d.lastStatus, d.nextAttemptAt])).toEqual([["failed", 500, null]]);
     expect((await deliveries(gone.id)).map((d) => [d.status, d.lastStatus])).toEqual([["failed", 410]]);
@@ -361,12 +370,12 @@ describe("order events", () => {
     expect((await patch(false)).status).toBe(200);
     expect(asked).toEqual([]);
     const { received, fetcher } = receiver(new Map([[paused.url, paused.secret as string]]));
-    await deliverDue(env.DB, { fetch: fetcher });
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
     expect(received.filter((r) => r.url === paused.url)).toEqual([]);
     // Enabled again, the jobs queue is asked at once to send what waited (not at the cron's next run).
     expect((await patch(true)).status).toBe(200);
     expect(asked).toEqual([{ kind: "deliver-order-events" }]);
-    await deliverDue(env.DB, { fetch: fetcher });
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
     expect(received.filter((r) => r.url === paused.url).map((r) => r.subject)).toEqual([orderId]);
   });
 });
@@ -382,7 +391,7 @@ describe("a sender that dies mid-send", () => {
       .bind(Date.now() + 60_000, shop.id)
       .run();
     const { received, fetcher } = receiver(new Map([[shop.url, shop.secret as string]]));
-    await deliverDue(env.DB, { fetch: fetcher });
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
     expect(received.filter((r) => r.url === shop.url)).toEqual([]); // still held by the dead sender
     const [held] = await deliveries(shop.id);
     expect(held).toMatchObject({ status: "pending", attempts: 0, attemptLog: [] });
@@ -391,7 +400,7 @@ describe("a sender that dies mid-send", () => {
     await env.DB.prepare("UPDATE event_deliveries SET lease_until = ? WHERE endpoint_id = ?")
       .bind(Date.now() - 1, shop.id)
       .run();
-    await deliverDue(env.DB, { fetch: fetcher });
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher });
     const sent = received.filter((r) => r.url === shop.url);
     expect(sent.map((r) => [r.subject, r.id])).toEqual([[orderId, held?.eventId]]);
     expect((await deliveries(shop.id))[0]).toMatchObject({ status: "delivered", attempts: 1 });
@@ -442,7 +451,7 @@ describe("the endpoints' admin API", () => {
     const sale = await createSale({ stock: 2 });
     const [orderId] = await buyAndSettle(sale.id, ["rot-1"]);
     const { received, fetcher } = receiver(new Map([[endpoint.url, secret as string]]));
-    await deliverDue(env.DB, { fetch: fetcher }); // verify() throws on the old secret's signature
+    await deliverDue(env.DB, { fetch: fetcher, ids: cipher }); // verify() throws on the old secret's signature
     expect(received.filter((r) => r.url === endpoint.url).map((r) => r.subject)).toEqual([orderId]);
     expect(
       (await call("/admin/webhooks/ep_000000000000000000000000/rotate-secret", { method: "POST", headers: adminHeaders })).status,

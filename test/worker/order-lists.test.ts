@@ -7,7 +7,7 @@ import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
 import { EXPORT_PAGE_SIZE } from "../../src/orders/order-lists";
 import type { AdminOrderView } from "../../src/shared/api-types";
-import { api, createSale, loopbackApi, waitForConfirmed } from "./helpers";
+import { api, createSale, internalId, loopbackApi, waitForConfirmed } from "./helpers";
 
 /** `count` orders of a sale, one per buyer (`<prefix>-<i>`) unless told, a millisecond apart, every third paid unless told. */
 async function insertOrders(
@@ -91,17 +91,22 @@ describe("a sale's orders", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
     const { lines, linesPerChunk } = await readCsv(res);
-    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue");
+    expect(lines[0]).toBe(
+      "orderId,reference,saleId,saleName,userId,status,quantity,variant,variantLabel,amount,currency,createdAt,closedAt,refundDue",
+    );
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(listed.map((o) => o.orderId));
     expect(lines[1]).toBe(
       [
         listed[0]?.orderId,
+        listed[0]?.reference,
         sale.id,
+        sale.name,
         listed[0]?.userId,
         "expired",
         1,
         "default",
-        100,
+        "", // no variants: no label
+        "1.00", // 100 cents, in dollars
         "USD",
         listed[0]?.createdAt,
         listed[0]?.closedAt,
@@ -200,7 +205,9 @@ describe("a buyer's orders", () => {
     expect(second.body?.nextCursor).toBeNull();
     const ids = [...(first.body?.orders ?? []), ...(second.body?.orders ?? [])].map((o) => o.orderId);
     expect(new Set(ids).size).toBe(60);
-    expect(ids).toEqual([...ids].sort().reverse());
+    // Newest first: the internal ids were minted in that order (the public ones tell nothing of it).
+    const internal = ids.map(internalId);
+    expect(internal).toEqual([...internal].sort().reverse());
     expect((await api.fetch("/api/orders?cursor=nope", { headers: { Authorization: `Bearer ${token}` } })).status).toBe(400);
   });
 });
