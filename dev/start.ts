@@ -354,7 +354,7 @@ Unpaid orders expire on time: npm start runs the Worker's every-minute jobs itse
 For developers
   Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
   Stock store  ${run.store}
-  Secrets      this stack's others (JWT, gateway, Redis, payment webhook) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
+  Secrets      this stack's others (JWT, order ids, gateway, Redis, payment webhook) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
     run.endpoint
       ? `
   Events       ${run.endpoint.url} (${run.endpoint.id}; secret in ${relative(webhookSecretFile(STATE))})`

@@ -96,7 +96,7 @@ describe("npm start", () => {
     const buyerToken = /TOKEN=(\S+)/.exec(firstOutput)?.[1] as string;
     expect((await api().fetch("/api/orders", { headers: { Authorization: `Bearer ${buyerToken}` } })).status).toBe(200);
     expect(occurrences(buyerToken)).toBe(1);
-    for (const name of ["JWT_SECRET", "GATEWAY_TOKEN", "REDIS_PASSWORD", "PAYMENT_WEBHOOK_SECRET"] as const) {
+    for (const name of ["JWT_SECRET", "GATEWAY_TOKEN", "REDIS_PASSWORD", "PAYMENT_WEBHOOK_SECRET", "ORDER_ID_KEY"] as const) {
       expect(occurrences(stored[name]), name).toBe(0);
     }
     expect(firstOutput).toContain(`${path.relative(ROOT, path.join(stateDir, "secrets.json"))}; local use only`);

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:test";
 import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { EXPORT_PAGE_SIZE } from "../../src/orders/order-lists";
+import { EXPORT_PAGE_SIZE, inCurrencyUnits } from "../../src/orders/order-lists";
 import type { AdminOrderView } from "../../src/shared/api-types";
 import { api, createSale, internalId, loopbackApi, waitForConfirmed } from "./helpers";
 
@@ -144,6 +144,14 @@ describe("a sale's orders", () => {
     const exported = rows.slice(1).map((row) => row[column] as string);
     expect(exported.map((id) => id.replaceAll(/'(?=[=+\-@\t\r])/g, "")).sort()).toEqual([...CSV_INJECTIONS].sort());
     expect(exported).toContain("x;'=1+1;");
+  });
+
+  it("gives amounts in the currency's own units, exactly, as many decimals as the currency has", () => {
+    expect(inCurrencyUnits(4900, "EUR")).toBe("49.00");
+    expect(inCurrencyUnits(5, "USD")).toBe("0.05");
+    expect(inCurrencyUnits(4900, "JPY")).toBe("4900");
+    expect(inCurrencyUnits(4900, "KWD")).toBe("4.900");
+    expect(inCurrencyUnits(999_999_999_999_99, "EUR")).toBe("999999999999.99");
   });
 
   it("refuses a bad status, limit or cursor, an unknown sale, and callers without the admin token", async () => {
