@@ -7,7 +7,7 @@ import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
 import { ApiClient } from "../lib/api-client.ts";
 import { type RedisServer, startRedisServer } from "../lib/redis-server.ts";
 import { eventually } from "../lib/wait.ts";
-import { type LocalSecrets, randomSecrets } from "./local-secrets.ts";
+import { type LocalSecrets, localSecrets, randomSecrets } from "./local-secrets.ts";
 import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./miniflare-worker.ts";
 
 /** One independent database of the quorum lock: a redis-server and its gateway. */
@@ -76,7 +76,9 @@ const NO_GLOBAL_IP_LIMITS = {
 };
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const secrets = randomSecrets();
+  // A stack started again on the same state keeps its order-id key: the ids it handed out
+  // still name the same orders.
+  const secrets = { ...randomSecrets(), ...(opts.stateDir && { ORDER_ID_KEY: localSecrets(opts.stateDir).ORDER_ID_KEY }) };
   // Every part that has started, stopped in reverse by stop(), and at once when a later step
   // throws: a stack that fails half-way leaves nothing running.
   const started: Stoppable[] = [];
