@@ -2,9 +2,9 @@
 // the Worker on Miniflare with local D1 and Queues. The Node-side tests, the load runner and
 // the benchmarks drive it through its typed API client.
 import type { ReconciliationReport } from "../../src/shared/api-types.ts";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
 import { ApiClient } from "../lib/api-client.ts";
+import { orderIdCipher } from "../lib/order-ids.ts";
 import { type RedisServer, startRedisServer } from "../lib/redis-server.ts";
 import { eventually } from "../lib/wait.ts";
 import { type LocalSecrets, localSecrets, randomSecrets } from "./local-secrets.ts";

@@ -6,8 +6,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 import { ensureDebianPackage } from "../lib/debian-packages.ts";
+import { orderIdCipher } from "../lib/order-ids.ts";
 import { eventually } from "../lib/wait.ts";
 import type { Stack } from "./local-stack.ts";
 

@@ -71,7 +71,7 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       const key = settingsOf(env).ORDER_ID_KEY;
       // Bodies carry public order ids: without the key the events wait (retried), never sent with internal ids.
       if (!key) throw new Error("ORDER_ID_KEY is not set: order events wait until it is");
-      const { nextDueAt } = await deliverDue(env.DB, { ids: orderIdCipher(key) });
+      const { nextDueAt } = await deliverDue(env.DB, { ids: await orderIdCipher(key) });
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
       return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }

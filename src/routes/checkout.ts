@@ -237,9 +237,16 @@ async function overInD1(checkout: Checkout): Promise<Refusal | undefined> {
   throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
 }
 
-/** A refusal as the buyer is told it: ALREADY_PURCHASED names their latest order by its public id. */
-const shown = (refusal: Refusal, ids: OrderIdCipher): Refusal =>
-  refusal.code === "ALREADY_PURCHASED" && refusal.orderId ? { ...refusal, orderId: ids.toPublic(refusal.orderId) } : refusal;
+type NamingOrder = Extract<Refusal, { code: "ALREADY_PURCHASED" }> & { orderId: string };
+
+/** ALREADY_PURCHASED naming the buyer's latest order, which the buyer is told by its public id. */
+const namesOrder = (refusal: Refusal): refusal is NamingOrder =>
+  refusal.code === "ALREADY_PURCHASED" && refusal.orderId !== undefined && refusal.orderId !== "";
+
+/** A refusal as the buyer is told it; only one that names an order waits for the cipher (a crowd's refusals wait on no promise). */
+async function withPublicId(refusal: NamingOrder, ids: Promise<OrderIdCipher>): Promise<Refusal> {
+  return { ...refusal, orderId: (await ids).toPublic(refusal.orderId) };
+}
 
 /**
  * POST /api/sales/:saleId/checkout. Cheapest refusal first: a malformed sale id costs no
@@ -257,7 +264,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const checkout = await checkoutOf(c, c.req.valid("param").saleId);
     const { saleId, userId, quantity, variant } = checkout;
     const known = refusedHere(checkout);
-    if (known) return refusalResponse(c, shown(known, ids));
+    if (known) return refusalResponse(c, namesOrder(known) ? await withPublicId(known, ids) : known);
     const place = await passPlace(checkout);
     if (typeof place === "object") return refusalResponse(c, place);
     const { turnedAway, buckets } = await admitted(c, checkout);
@@ -270,9 +277,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
-    if (reservation.code !== "OK") return refusalResponse(c, shown(reservation, ids));
+    if (reservation.code !== "OK")
+      return refusalResponse(c, namesOrder(reservation) ? await withPublicId(reservation, ids) : reservation);
     const accepted: CheckoutAccepted = {
-      orderId: ids.toPublic(reservation.orderId),
+      orderId: (await ids).toPublic(reservation.orderId),
       status: "pending",
       quantity,
       variant: variant ?? DEFAULT_VARIANT,

@@ -127,7 +127,7 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 /** GET /api/orders/:orderId, POST .../pay, POST .../cancel: the owner's order and its life after the 202. */
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, limitGlobally("order-reads"), async (c) => {
-    const ids = orderIdsOf(c.env);
+    const ids = await orderIdsOf(c.env);
     const orderId = ids.toInternal(c.req.valid("param").orderId);
     // D1 or Redis unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
     const order = await orUnavailable("order status cannot be read right now", { orderId }, () =>
@@ -143,7 +143,7 @@ export const orderRoutes = new Hono<AppEnv>()
     limitGlobally("order-changes"),
     validate("json", PayBody),
     async (c) => {
-      const ids = orderIdsOf(c.env);
+      const ids = await orderIdsOf(c.env);
       const orderId = ids.toInternal(c.req.valid("param").orderId);
       const body = c.req.valid("json");
       const idempotency = await idempotencyOf(c, body);
@@ -179,7 +179,7 @@ export const orderRoutes = new Hono<AppEnv>()
     limitPerUser,
     limitGlobally("order-changes"),
     async (c) => {
-      const ids = orderIdsOf(c.env);
+      const ids = await orderIdsOf(c.env);
       const orderId = ids.toInternal(c.req.valid("param").orderId);
       const userId = c.get("userId");
       const redis = redisFor(c.env);

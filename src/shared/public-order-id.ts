@@ -12,9 +12,8 @@
 //   and without the key neither time, slot nor sequence can be read from it, nor a neighbour's
 //   id guessed;
 // - the key can never change: every public id handed out would then name another order.
-// FF1 from @noble/ciphers (audited) rather than a Feistel network written here; it is
-// synchronous, about 40 µs an id.
-import { FF1 } from "@noble/ciphers/ff1.js";
+// FF1 from @noble/ciphers (audited) rather than a Feistel network written here: about 40 µs an
+// id. Its module is loaded on first use (its AES tables took 9 ms of every isolate's start-up).
 
 /** Public ids start here; below are internal ids, kept working for clients that hold them. */
 export const PUBLIC_ORDER_ID_FLOOR = 1n << 63n;
@@ -22,7 +21,7 @@ const ID_BITS = 63n;
 /** FF1 works on digits: 63 bits as 7 digits of 9 bits (the fastest split of 63 bits measured). */
 const DIGIT_BITS = 9n;
 const DIGITS = Number(ID_BITS / DIGIT_BITS);
-const RADIX = 1 << Number(DIGIT_BITS);
+export const ORDER_ID_RADIX = 1 << Number(DIGIT_BITS);
 
 /** ORDER_ID_KEY as settings.ts accepts it: 64 hex digits, an AES-256 key. */
 export const ORDER_ID_KEY_PATTERN = /^[0-9a-fA-F]{64}$/;
@@ -35,22 +34,26 @@ export interface OrderIdCipher {
 }
 
 const digitsOf = (n: bigint): number[] =>
-  Array.from({ length: DIGITS }, (_, i) => Number((n >> (BigInt(DIGITS - 1 - i) * DIGIT_BITS)) & BigInt(RADIX - 1)));
+  Array.from({ length: DIGITS }, (_, i) => Number((n >> (BigInt(DIGITS - 1 - i) * DIGIT_BITS)) & BigInt(ORDER_ID_RADIX - 1)));
 const numberOf = (digits: number[]): bigint => digits.reduce((n, d) => (n << DIGIT_BITS) | BigInt(d), 0n);
 
 const isPublicOrderId = (orderId: string): boolean => BigInt(orderId) >= PUBLIC_ORDER_ID_FLOOR;
 
-let cached: { key: string; cipher: OrderIdCipher } | undefined;
+/** FF1 keyed, over ORDER_ID_RADIX (as @noble/ciphers' FF1 gives it). */
+export interface FF1Cipher {
+  encrypt(digits: number[]): number[];
+  decrypt(digits: number[]): number[];
+}
 
-/** The cipher of `keyHex` (ORDER_ID_KEY), made once per isolate: its AES key schedule is the costly part. */
-export function orderIdCipher(keyHex: string): OrderIdCipher {
-  if (cached?.key === keyHex) return cached.cipher;
+/** ORDER_ID_KEY's bytes: an AES-256 key. */
+export function orderIdKeyBytes(keyHex: string): Uint8Array {
   if (!ORDER_ID_KEY_PATTERN.test(keyHex)) throw new Error("an order id key is 64 hex digits");
-  const ff1 = FF1(
-    RADIX,
-    Uint8Array.from(keyHex.match(/../g) as string[], (pair) => Number.parseInt(pair, 16)),
-  );
-  const cipher: OrderIdCipher = {
+  return Uint8Array.from(keyHex.match(/../g) as string[], (pair) => Number.parseInt(pair, 16));
+}
+
+/** The cipher of public ids over a keyed FF1. */
+export function cipherOf(ff1: FF1Cipher): OrderIdCipher {
+  return {
     toPublic: (internalId) => {
       if (isPublicOrderId(internalId)) throw new Error(`${internalId} is a public order id already`);
       return String(PUBLIC_ORDER_ID_FLOOR + numberOf(ff1.encrypt(digitsOf(BigInt(internalId)))));
@@ -58,8 +61,18 @@ export function orderIdCipher(keyHex: string): OrderIdCipher {
     toInternal: (orderId) =>
       isPublicOrderId(orderId) ? String(numberOf(ff1.decrypt(digitsOf(BigInt(orderId) - PUBLIC_ORDER_ID_FLOOR)))) : orderId,
   };
-  cached = { key: keyHex, cipher };
-  return cipher;
+}
+
+let cached: { key: string; cipher: Promise<OrderIdCipher> } | undefined;
+
+/** The cipher of `keyHex` (ORDER_ID_KEY), made once per isolate: FF1's module and AES key schedule are the costly part. */
+export function orderIdCipher(keyHex: string): Promise<OrderIdCipher> {
+  if (cached?.key !== keyHex) {
+    const key = orderIdKeyBytes(keyHex);
+    const cipher = import("@noble/ciphers/ff1.js").then(({ FF1 }) => cipherOf(FF1(ORDER_ID_RADIX, key)));
+    cached = { key: keyHex, cipher };
+  }
+  return cached.cipher;
 }
 
 /**

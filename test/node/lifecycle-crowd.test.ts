@@ -6,11 +6,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../../src/shared/order-events.ts";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 
 let stack: Stack;
 

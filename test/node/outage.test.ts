@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 
 const STOCK = 250;
 const SPIKE = 500; // distinct users, one attempt each, launched in waves

@@ -10,11 +10,11 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiResult } from "../../dev/lib/api-client.ts";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { webhookSignature } from "../../dev/lib/webhook-signing.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import type { ReconciliationReport, WebhookReceived } from "../../src/shared/api-types.ts";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 
 /** A provider call that never answers is given up after this long (503, its claim kept). */
 const PAYMENT_TIMEOUT_MS = 2_000;

@@ -9,10 +9,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
-import { orderIdCipher } from "../../src/shared/public-order-id.ts";
 
 /** Buyers are told to come back in seconds; here they do after a moment, to keep the test short. */
 const RETRY_PAUSE_MS = 150;

@@ -2,12 +2,12 @@ import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloud
 import { Redis } from "@upstash/redis/cloudflare";
 import { expect } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
+import { orderIdCipher } from "../../dev/lib/order-ids";
 import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
 import worker from "../../src/index";
 import type { ReconciliationReport } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
-import { orderIdCipher } from "../../src/shared/public-order-id";
 import { checkedFetch } from "./contract";
 
 export const BASE = "https://flash.test";

@@ -9,12 +9,12 @@
 import { createExecutionContext, createMessageBatch, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids";
 import worker from "../../src/index";
 import { deliverDue, RETRY_SCHEDULE_SEC, reportEndedSales } from "../../src/orders/event-deliveries";
 import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { type DeliveryPage, type DeliveryView, type EndpointView, ORDER_EVENT_TYPES } from "../../src/shared/order-events";
-import { orderIdCipher } from "../../src/shared/public-order-id";
 import { checkedFetch } from "./contract";
 import { api, BASE, createSale, internalId, LOOPBACK_BASE } from "./helpers";
 
