@@ -243,6 +243,7 @@ async function main() {
     [
       `ADMIN_TOKEN=${secrets.ADMIN_TOKEN}`,
       `JWT_SECRET=${secrets.JWT_SECRET}`,
+      `ORDER_ID_KEY=${secrets.ORDER_ID_KEY}`,
       `UPSTASH_REDIS_REST_URL=${redis.url}`,
       `UPSTASH_REDIS_REST_TOKEN=${redis.token}`,
       `PAYMENT_WEBHOOK_SECRET=${secrets.PAYMENT_WEBHOOK_SECRET}`,
@@ -354,7 +355,7 @@ Unpaid orders expire on time: npm start runs the Worker's every-minute jobs itse
 For developers
   Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
   Stock store  ${run.store}
-  Secrets      this stack's others (JWT, gateway, Redis, payment webhook, order events' key) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
+  Secrets      this stack's others (JWT, order ids, gateway, Redis, payment webhook, order events' key) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
     run.endpoint
       ? `
   Events       ${run.endpoint.url} (${run.endpoint.id}; secret in ${relative(webhookSecretFile(STATE))})`

@@ -4,6 +4,7 @@ declare namespace Cloudflare {
   interface Env {
     ADMIN_TOKEN: string;
     JWT_SECRET: string;
+    ORDER_ID_KEY?: string;
     UPSTASH_REDIS_REST_URL: string;
     UPSTASH_REDIS_REST_TOKEN: string;
     PAYMENT_WEBHOOK_SECRET?: string;

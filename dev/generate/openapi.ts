@@ -11,6 +11,7 @@ import { ROUTE_DOCS } from "../../src/routes/api.docs.ts";
 import * as Bodies from "../../src/shared/api-types.ts";
 import { ERROR_DOCS, ERRORS, type ErrorCode } from "../../src/shared/error-codes.ts";
 import * as Lab from "../../src/shared/lab-types.ts";
+import { DeliveryPage, DeliveryView, EndpointView } from "../../src/shared/order-events.ts";
 import {
   type Auth,
   OUTSIDE_OPERATIONS,
@@ -21,6 +22,7 @@ import {
   type RouteError,
 } from "../../src/shared/route-docs.ts";
 import { ROOT } from "../lib/project.ts";
+import { type ExampleMaker, exampleMaker } from "./examples.ts";
 
 type Json = Record<string, unknown>;
 
@@ -28,7 +30,9 @@ type Json = Record<string, unknown>;
 function componentRegistry() {
   const registry = z.registry<{ id: string }>();
   // Sorted: how a module namespace orders its exports depends on who loaded it (tsx, vitest).
-  const exports = Object.entries({ ...Bodies, ...Lab }).sort(([a], [b]) => a.localeCompare(b));
+  const exports = Object.entries({ ...Bodies, ...Lab, EndpointView, DeliveryView, DeliveryPage }).sort(([a], [b]) =>
+    a.localeCompare(b),
+  );
   for (const [name, value] of exports) {
     if (value && typeof value === "object" && "_zod" in value) registry.add(value as $ZodType, { id: name });
   }
@@ -132,34 +136,48 @@ function errorResponses(route: RouteDoc): Record<number, Json> {
   return responses;
 }
 
-function operation(route: RouteDoc, registry: ReturnType<typeof componentRegistry>): Json {
+function operation(route: RouteDoc, registry: ReturnType<typeof componentRegistry>, examples: ExampleMaker): Json {
   const schemaOf = (schema: $ZodType): Json => {
     const id = registry.get(schema)?.id;
     return id ? { $ref: `#/components/schemas/${id}` } : embedded(z.toJSONSchema(schema) as Json);
   };
+  const bodySchema = route.body && embedded(z.toJSONSchema(route.body.schema, { io: "input" }) as Json);
+  const successSchemas = Object.fromEntries(
+    Object.entries(route.responses).flatMap(([status, response]) => (response.body ? [[status, schemaOf(response.body)]] : [])),
+  );
+  const example = examples.operation(route, { body: bodySchema, responses: successSchemas });
   const parameters: Json[] = [];
+  const parameter = (name: string, where: string, required: boolean, schema: Json, description?: string) =>
+    parameters.push({
+      name,
+      in: where,
+      required,
+      ...(description && { description }),
+      schema,
+      ...(example.parameters[name] !== undefined && { example: example.parameters[name] }),
+    });
   if (route.params) {
     const { properties = {} } = z.toJSONSchema(route.params, { io: "input" }) as { properties?: Record<string, Json> };
-    for (const [name, schema] of Object.entries(properties)) parameters.push({ name, in: "path", required: true, schema });
+    for (const [name, schema] of Object.entries(properties)) parameter(name, "path", true, schema);
   }
   if (route.query) {
     const { properties = {}, required = [] } = z.toJSONSchema(route.query, { io: "input" }) as {
       properties?: Record<string, Json>;
       required?: string[];
     };
-    for (const [name, schema] of Object.entries(properties)) {
-      parameters.push({ name, in: "query", required: required.includes(name), schema });
-    }
+    for (const [name, schema] of Object.entries(properties)) parameter(name, "query", required.includes(name), schema);
   }
   for (const [name, { required, description }] of Object.entries(route.requestHeaders ?? {})) {
-    parameters.push({ name, in: "header", required, description, schema: { type: "string" } });
+    parameter(name, "header", required, { type: "string" }, description);
   }
   const responses: Record<number, Json> = errorResponses(route);
   for (const [status, response] of Object.entries(route.responses)) {
     responses[Number(status)] = {
       description: response.description,
       ...(response.headers && { headers: headersObject(response.headers) }),
-      ...(response.body && { content: { "application/json": { schema: schemaOf(response.body) } } }),
+      ...(response.body && {
+        content: { "application/json": { schema: successSchemas[status], example: example.responses[status] } },
+      }),
     };
   }
   return {
@@ -173,7 +191,9 @@ function operation(route: RouteDoc, registry: ReturnType<typeof componentRegistr
     ...(route.body && {
       requestBody: {
         required: route.body.required,
-        content: { "application/json": { schema: embedded(z.toJSONSchema(route.body.schema, { io: "input" }) as Json) } },
+        content: {
+          "application/json": { schema: bodySchema, ...(example.body !== undefined && { example: example.body }) },
+        },
       },
     }),
     responses,
@@ -185,10 +205,11 @@ export function openApiDocument(): Json {
   const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}` }) as {
     schemas: Record<string, Json>;
   };
+  const examples = exampleMaker(schemas);
   const paths: Record<string, Json> = {};
   for (const route of ROUTE_DOCS) {
     const key = openApiPath(route.path);
-    paths[key] = { ...paths[key], [route.method]: operation(route, registry) };
+    paths[key] = { ...paths[key], [route.method]: operation(route, registry, examples) };
   }
   const { version } = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string };
   return {
@@ -197,7 +218,7 @@ export function openApiDocument(): Json {
       title: "edge-flash-sale",
       version,
       description: [
-        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}; each operation lists the codes it may answer. Order ids are 64-bit integers sent as decimal strings.',
+        'Flash-sale checkout on Cloudflare Workers. Every error is {"error": {"code", "message"}}; each operation lists the codes it may answer. Order ids are decimal strings: the public id of an order is from 2^63 to 2^64 - 1 and tells nothing of when it was made; an internal id below 2^63 that a client kept from before public ids is still accepted.',
         [
           "Besides those, any request may be answered:",
           ...OUTSIDE_OPERATIONS.map((code) => `- ${code} (${ERRORS[code].status}): ${ERROR_DOCS[code].when}`),
@@ -205,11 +226,16 @@ export function openApiDocument(): Json {
       ].join("\n\n"),
     },
     servers: [{ url: "/" }],
+    // The public API first, the admin's next, the lab's internal routes last.
     tags: [
       { name: "storefront", description: "What a shop's page calls; CORS for the origins in ALLOWED_ORIGINS" },
-      { name: "admin", description: "The admin token; never cross-origin" },
-      { name: "lab", description: "The oversell lab (LAB_ENABLED=true only)" },
       { name: "operations", description: "Health" },
+      { name: "admin", description: "The admin token; never cross-origin" },
+      {
+        name: "lab",
+        description:
+          "Internal, not for shops: the oversell lab's experiments, for load tests and benchmarks (LAB_ENABLED=true only; keep it off in production)",
+      },
     ],
     paths,
     components: {

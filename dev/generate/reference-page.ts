@@ -1,7 +1,9 @@
 // The API reference page (/docs), rendered from the OpenAPI document into plain HTML: no
 // script, nothing fetched, so it passes the strictest CSP and works with JavaScript off.
 // A few dozen lines instead of Swagger UI or Redoc, which would ship about a megabyte of
-// script for one page of a dozen routes.
+// script for one page of a dozen routes. Each operation shows its example (the document's:
+// dev/generate/examples.ts) as a curl line and the answer; the public API comes first, the
+// admin's next, the lab's internal routes apart; the contents stay in view beside them (CSS).
 
 type Json = Record<string, unknown>;
 
@@ -58,22 +60,78 @@ interface Operation {
   summary: string;
   description?: string;
   security?: Record<string, unknown>[];
-  parameters?: { name: string; in: string; required: boolean; description?: string; schema: Json }[];
-  requestBody?: { required: boolean; content: { "application/json": { schema: Json } } };
+  parameters?: { name: string; in: string; required: boolean; description?: string; schema: Json; example?: string }[];
+  requestBody?: { required: boolean; content: { "application/json": { schema: Json; example?: unknown } } };
   responses: Record<
     string,
-    { description: string; headers?: Record<string, unknown>; content?: { "application/json": { schema: Json } } }
+    {
+      description: string;
+      headers?: Record<string, unknown>;
+      content?: { "application/json": { schema: Json; example?: unknown } };
+    }
   >;
 }
 
-function renderOperation(method: string, path: string, op: Operation): string {
+/** The admin's operations by what they are about, in this order; the document's order within each. */
+const ADMIN_ORDER = ["sales", "orders", "webhooks", "deny-rules", "scheduled"];
+
+/** The shell variable each credential is read from in the examples. */
+const TOKEN_VARIABLES: Record<string, string> = { userToken: "$USER_TOKEN", adminToken: "$ADMIN_TOKEN" };
+
+/** A shell word in single quotes. */
+const quoted = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+
+/**
+ * The example as a curl line to paste: the path with its example parameters, the credential
+ * from the shell, the headers the operation needs (and an Idempotency-Key where it takes one),
+ * the example body.
+ */
+function curlLine(method: string, path: string, op: Operation): string {
+  const parameters = op.parameters ?? [];
+  const example = (name: string) => parameters.find((p) => p.name === name)?.example ?? name;
+  const query = parameters
+    .filter((p) => p.in === "query" && p.example !== undefined)
+    .map((p) => `${p.name}=${encodeURIComponent(p.example as string)}`);
+  const url = `${path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(example(name)))}${query.length > 0 ? `?${query.join("&")}` : ""}`;
+  const words = [`curl -s${method === "get" ? "" : ` -X ${method.toUpperCase()}`} "$BASE${url}"`];
+  const credential = Object.keys(op.security?.[0] ?? {})[0];
+  if (credential) words.push(`-H "Authorization: Bearer ${TOKEN_VARIABLES[credential] ?? "$TOKEN"}"`);
+  for (const header of parameters.filter((p) => p.in === "header" && p.example !== undefined)) {
+    if (header.required || header.name === "Idempotency-Key") words.push(`-H ${quoted(`${header.name}: ${header.example}`)}`);
+  }
+  const body = op.requestBody?.content["application/json"].example;
+  if (body !== undefined) words.push(`-H 'Content-Type: application/json' -d ${quoted(JSON.stringify(body))}`);
+  return words.join(" \\\n  ");
+}
+
+/** The operation's example: the curl line, and the answer it gets. */
+function renderExample(method: string, path: string, op: Operation): string {
+  const [status, success] = Object.entries(op.responses).find(([code]) => code.startsWith("2")) ?? [];
+  const answer = success?.content?.["application/json"].example;
+  return [
+    '<div class="example">',
+    `<h4 id="example-${escapeHtml(op.operationId)}">Example</h4>`,
+    `<pre><code>${escapeHtml(curlLine(method, path, op))}</code></pre>`,
+    status === undefined
+      ? ""
+      : `<p>Answer <code>${escapeHtml(status)}</code>${answer === undefined ? "." : ":"}</p>${
+          answer === undefined ? "" : `<pre><code>${escapeHtml(JSON.stringify(answer, null, 2))}</code></pre>`
+        }`,
+    "</div>",
+  ].join("\n");
+}
+
+function renderOperation(method: string, path: string, op: Operation, internal: boolean): string {
   const auth = Object.keys(op.security?.[0] ?? {}).join(", ") || "none";
   const parts = [
     `<article id="op-${escapeHtml(op.operationId)}" class="operation">`,
-    `<h3><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>`,
+    `<h3><span class="method method-${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code>${
+      internal ? ' <span class="badge internal">internal</span>' : ""
+    }</h3>`,
     `<p>${escapeHtml(op.summary)}</p>`,
     op.description ? `<p>${escapeHtml(op.description)}</p>` : "",
     `<p><strong>Auth:</strong> ${escapeHtml(auth)}</p>`,
+    renderExample(method, path, op),
   ];
   if (op.parameters?.length) {
     parts.push(
@@ -115,23 +173,42 @@ export function referencePage(document: Json): string {
     Object.entries(methods).map(([method, op]) => ({ path, method, op })),
   );
 
-  const nav = operations
-    .map(
-      ({ path, method, op }) =>
-        `<li><a href="#op-${escapeHtml(op.operationId)}">${method.toUpperCase()} ${escapeHtml(path)}</a></li>`,
+  // The public API first, the admin's next; the lab's routes apart, as internal.
+  const parts = [
+    { title: "Public API", tags: tags.filter((t) => t.name !== "admin" && t.name !== "lab") },
+    { title: "Admin API", tags: tags.filter((t) => t.name === "admin") },
+    { title: "Internal: the oversell lab", tags: tags.filter((t) => t.name === "lab"), internal: true },
+  ];
+  // An admin starts with the sales, then their orders, then the shop's endpoints and rules.
+  const rank = ({ path }: { path: string }) =>
+    ADMIN_ORDER.indexOf(path.includes("/orders") ? "orders" : (path.split("/")[2] ?? ""));
+  const opsOf = (tag: { name: string }) =>
+    operations.filter(({ op }) => op.tags.includes(tag.name)).sort((a, b) => rank(a) - rank(b));
+  const nav = parts
+    .map(({ title, tags: partTags }) =>
+      [
+        `<h2>${escapeHtml(title)}</h2>`,
+        '<ul class="plain">',
+        ...partTags
+          .flatMap(opsOf)
+          .map(
+            ({ path, method, op }) =>
+              `<li><a href="#op-${escapeHtml(op.operationId)}"><span class="nav-method">${method.toUpperCase()}</span> ${escapeHtml(path)}</a></li>`,
+          ),
+        "</ul>",
+      ].join("\n"),
     )
     .join("\n");
-  const sections = tags
-    .map((tag) => {
-      const ops = operations.filter(({ op }) => op.tags.includes(tag.name));
-      return [
-        `<section aria-labelledby="tag-${tag.name}">`,
-        `<h2 id="tag-${tag.name}">${escapeHtml(tag.name)}</h2>`,
-        `<p>${escapeHtml(tag.description)}</p>`,
-        ...ops.map(({ path, method, op }) => renderOperation(method, path, op)),
+  const sections = parts
+    .map(({ title, tags: partTags, internal = false }, i) =>
+      [
+        `<section aria-labelledby="part-${i}" class="${internal ? "part internal-part" : "part"}">`,
+        `<h2 id="part-${i}">${escapeHtml(title)}</h2>`,
+        ...partTags.map((tag) => `<p>${escapeHtml(tag.description)}</p>`),
+        ...partTags.flatMap(opsOf).map(({ path, method, op }) => renderOperation(method, path, op, internal)),
         "</section>",
-      ].join("\n");
-    })
+      ].join("\n"),
+    )
     .join("\n");
   const schemaList = Object.entries(schemas)
     .map(
@@ -155,10 +232,12 @@ export function referencePage(document: Json): string {
 <h1>${escapeHtml(info.title)} API <span class="muted">${escapeHtml(info.version)}</span></h1>
 <p>${block(intro).prose} Machine-readable: <a href="/openapi.json">openapi.json</a> (OpenAPI 3.1).</p>
 ${more.map(paragraph).join("\n")}
+<p>The examples are curl lines to paste: set <code>BASE</code> to the Worker's address (<code>http://127.0.0.1:8787</code> under <code>npm start</code>), <code>USER_TOKEN</code> to a buyer's token (<code>npm run token -- alice</code>) and <code>ADMIN_TOKEN</code> to the admin token. Ids in them are examples: use your own.</p>
 </header>
-<nav aria-label="Operations"><ul class="plain">
+<nav aria-label="Contents" class="contents">
 ${nav}
-</ul></nav>
+<h2><a href="#schemas">Schemas</a></h2>
+</nav>
 <main>
 ${sections}
 <section aria-labelledby="schemas"><h2 id="schemas">Schemas</h2>

@@ -19,6 +19,8 @@ export interface LocalSecrets {
   PAYMENT_WEBHOOK_SECRET: string;
   /** Seals the order events' endpoint secrets in D1: 32 bytes in base64, as the setting wants. */
   ORDER_EVENT_SECRETS_KEY: string;
+  /** The key of public order ids (ORDER_ID_KEY): kept, since the ids handed out depend on it. */
+  ORDER_ID_KEY: string;
 }
 
 const random = () => randomBytes(24).toString("base64url");
@@ -32,15 +34,19 @@ export function randomSecrets(): LocalSecrets {
     REDIS_PASSWORD: random(),
     PAYMENT_WEBHOOK_SECRET: random(),
     ORDER_EVENT_SECRETS_KEY: randomBytes(SECRETS_KEY_BYTES).toString("base64"),
+    ORDER_ID_KEY: randomBytes(32).toString("hex"),
   };
 }
 
-/** The secrets kept in `stateDir`/secrets.json, created there the first time. */
+/**
+ * The secrets kept in `stateDir`/secrets.json, created there the first time; one a file made
+ * before it existed lacks is made and kept too, so it stays the same across restarts.
+ */
 export function localSecrets(stateDir: string): LocalSecrets {
   const file = path.join(stateDir, "secrets.json");
-  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) : {};
+  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<LocalSecrets>) : undefined;
   const stored: LocalSecrets = { ...randomSecrets(), ...kept };
-  if (Object.keys(stored).some((name) => !(name in kept))) {
+  if (!kept || Object.keys(stored).some((name) => !(name in kept))) {
     mkdirSync(stateDir, { recursive: true });
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
   }

@@ -4,9 +4,10 @@
 import type { ReconciliationReport } from "../../src/shared/api-types.ts";
 import { type GatewayProcess, spawnGateway } from "../gateway/process.ts";
 import { ApiClient } from "../lib/api-client.ts";
+import { orderIdCipher } from "../lib/order-ids.ts";
 import { type RedisServer, startRedisServer } from "../lib/redis-server.ts";
 import { eventually } from "../lib/wait.ts";
-import { type LocalSecrets, randomSecrets } from "./local-secrets.ts";
+import { type LocalSecrets, localSecrets, randomSecrets } from "./local-secrets.ts";
 import { type LocalWorker, type QueueConsumerOptions, startLocalWorker } from "./miniflare-worker.ts";
 
 /** One independent database of the quorum lock: a redis-server and its gateway. */
@@ -76,7 +77,9 @@ const NO_GLOBAL_IP_LIMITS = {
 };
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const secrets = randomSecrets();
+  // A stack started again on the same state keeps its order-id key: the ids it handed out
+  // still name the same orders.
+  const secrets = { ...randomSecrets(), ...(opts.stateDir && { ORDER_ID_KEY: localSecrets(opts.stateDir).ORDER_ID_KEY }) };
   // Every part that has started, stopped in reverse by stop(), and at once when a later step
   // throws: a stack that fails half-way leaves nothing running.
   const started: Stoppable[] = [];
@@ -107,6 +110,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         secrets: {
           ADMIN_TOKEN: secrets.ADMIN_TOKEN,
           JWT_SECRET: secrets.JWT_SECRET,
+          ORDER_ID_KEY: secrets.ORDER_ID_KEY,
           PAYMENT_WEBHOOK_SECRET: secrets.PAYMENT_WEBHOOK_SECRET,
           ORDER_EVENT_SECRETS_KEY: secrets.ORDER_EVENT_SECRETS_KEY,
           UPSTASH_REDIS_REST_URL: gateway.url,
@@ -139,7 +143,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
           .bind(Number(saleId))
           .all<{ order_id: string; user_id: string }>();
-        return results.map((row: { order_id: string; user_id: string }) => ({ orderId: row.order_id, userId: row.user_id }));
+        // By the ids the API gave the buyers.
+        const ids = orderIdCipher(secrets.ORDER_ID_KEY);
+        return results.map((row: { order_id: string; user_id: string }) => ({
+          orderId: ids.toPublic(row.order_id),
+          userId: row.user_id,
+        }));
       },
       drain(saleId, expectSettled) {
         const since = Date.now();

@@ -15,6 +15,7 @@ const ORDERS_QUEUE = "flash-sale-orders";
 export interface WorkerSecrets {
   ADMIN_TOKEN: string;
   JWT_SECRET: string;
+  ORDER_ID_KEY: string;
   PAYMENT_WEBHOOK_SECRET?: string;
   ORDER_EVENT_SECRETS_KEY?: string;
   UPSTASH_REDIS_REST_URL: string;

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { ensureDebianPackage } from "../lib/debian-packages.ts";
+import { orderIdCipher } from "../lib/order-ids.ts";
 import { eventually } from "../lib/wait.ts";
 import type { Stack } from "./local-stack.ts";
 
@@ -203,7 +204,9 @@ export async function runOutage(
     type Row = { order_id: string; user_id: string; how: string };
     const settled = books.filter((b: Row) => b.how === "settled");
     const failed = books.filter((b: Row) => b.how === "failed");
-    const byId = new Map(settled.map((b: Row) => [b.order_id, b.user_id]));
+    // D1 keeps internal ids; the buyers were given public ones.
+    const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
+    const byId = new Map(settled.map((b: Row) => [ids.toPublic(b.order_id), b.user_id]));
     for (const [user, orderId] of accepted) {
       if (byId.get(orderId) !== user) problems.push(`order ${orderId} of ${user} did not settle to its buyer`);
     }

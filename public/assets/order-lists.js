@@ -10,6 +10,30 @@ import { attemptsCell } from "./order-events.js";
 
 /** Orders a page of the list holds. */
 const PAGE_SIZE = 50;
+/** The list's columns. */
+const COLUMNS = 9;
+/** Pages a search by reference reads through, at most (a page of 200 orders each). */
+const SEARCH_PAGES = 50;
+const SEARCH_PAGE_SIZE = 200;
+
+/**
+ * An order's short reference as a person types it: Crockford's base32 is read without case,
+ * I and L as 1, O as 0, hyphens and spaces ignored. @param {string} typed
+ */
+const referenceOf = (typed) => typed.toUpperCase().replace(/[\s-]/g, "").replace(/[IL]/g, "1").replace(/O/g, "0");
+
+/** An order as people name it: its reference, with the id beside it. @param {any} order */
+function orderName(order) {
+  const name = document.createElement("span");
+  const reference = document.createElement("strong");
+  reference.className = "num";
+  reference.textContent = order.reference;
+  const id = document.createElement("span");
+  id.className = "muted num order-id";
+  id.textContent = order.orderId;
+  name.append(reference, " ", id);
+  return name;
+}
 
 /** @typedef {import("./order-events.js").AdminCall} AdminCall */
 /** @typedef {(path: string) => Promise<{ status: number, file?: Blob, filename: string, message: string }>} AdminDownload */
@@ -45,15 +69,17 @@ export function saleOrdersPanel(admin, download) {
   function orderRow(order) {
     const tr = document.createElement("tr");
     tr.dataset.order = order.orderId;
+    tr.dataset.reference = order.reference;
     tr.append(
-      cellOf(order.orderId),
+      cellOf(orderName(order)),
       cellOf(order.userId),
+      cellOf(order.variantLabel ?? "–"),
       cellOf(badge(order.status)),
       numeric(String(order.quantity)),
       numeric(order.currency ? formatMoney(order.amount, order.currency) : String(order.amount)),
       cellOf(formatTime(order.createdAt)),
       cellOf(timeOrDash(order.closedAt)),
-      cellOf(rowButton("Details", `of order ${order.orderId}`, () => void showOrder(order.orderId))),
+      cellOf(rowButton("Details", `of order ${order.reference}`, () => void showOrder(order.orderId))),
     );
     return tr;
   }
@@ -75,7 +101,7 @@ export function saleOrdersPanel(admin, download) {
     }
     const rows = answer.body.orders.map(orderRow);
     const before = $("order-rows").querySelectorAll("tr[data-order]").length;
-    if (fresh) fillTable("order-rows", rows, "No orders in this state.", 8);
+    if (fresh) fillTable("order-rows", rows, "No orders in this state.", COLUMNS);
     else $("order-rows").append(...rows);
     shown.cursor = answer.body.nextCursor;
     $("more-orders").hidden = !shown.cursor;
@@ -103,9 +129,12 @@ export function saleOrdersPanel(admin, download) {
 
   /** @param {any} order */
   function renderOrder(order) {
-    $("detail-order-id").textContent = order.orderId;
+    $("detail-order-id").textContent = order.reference;
     /** @type {[string, string][]} */
     const facts = [
+      ["Order id", order.orderId],
+      ["Product", order.saleName],
+      ...(order.variantLabel ? /** @type {[string, string][]} */ ([["Size", order.variantLabel]]) : []),
       ["State", words(order.status)],
       ["Buyer", order.userId],
       ["Units", String(order.quantity)],
@@ -163,6 +192,53 @@ export function saleOrdersPanel(admin, download) {
 
   $("more-orders").addEventListener("click", () => void loadOrders(false));
 
+  /**
+   * Finds an order: by its id at once (any sale's), or by its reference in the watched sale's
+   * list, page after page (the reference is not stored apart: the list is read until it shows).
+   * @param {string} typed
+   */
+  async function findOrder(typed) {
+    if (!list) return;
+    const text = typed.trim();
+    if (/^\d{1,20}$/.test(text)) return showOrder(text);
+    const wanted = referenceOf(text);
+    if (!/^[0-9A-Z]{8}$/.test(wanted)) {
+      say("find-status", "Type an order's reference (8 letters and digits, such as 7KQ4-M2XD) or its id.", "bad");
+      return;
+    }
+    const { saleId } = list;
+    /** @type {any[]} */
+    const found = [];
+    let cursor = null;
+    say("find-status", "Searching the sale's orders…", "wait");
+    for (let pages = 0; pages < SEARCH_PAGES; pages++) {
+      const params = new URLSearchParams({ limit: String(SEARCH_PAGE_SIZE) });
+      if (cursor) params.set("cursor", cursor);
+      const answer = await admin(`/admin/sales/${saleId}/orders?${params}`);
+      if (answer.status !== 200) {
+        if (answer.status !== 401) say("find-status", `The orders cannot be searched right now (${answer.message}).`, "bad");
+        return;
+      }
+      found.push(...answer.body.orders.filter((/** @type {any} */ o) => referenceOf(o.reference) === wanted));
+      cursor = answer.body.nextCursor;
+      if (!cursor) break;
+    }
+    const read = cursor ? ` among the newest ${SEARCH_PAGES * SEARCH_PAGE_SIZE} orders` : "";
+    if (found.length === 0) {
+      say("find-status", `No order of sale ${saleId} has the reference ${text}${read}.`, "bad");
+      return;
+    }
+    const many =
+      found.length > 1 ? ` ${found.length} orders share this reference: the newest is shown, the others are in the list.` : "";
+    say("find-status", `Found ${found[0].reference}.${many}`, "good");
+    await showOrder(found[0].orderId);
+  }
+
+  $("find-order").addEventListener("submit", (event) => {
+    event.preventDefault();
+    void findOrder(/** @type {HTMLInputElement} */ ($("find-order-text")).value);
+  });
+
   $("orders-export").addEventListener("click", async () => {
     if (!list) return;
     const status = /** @type {HTMLSelectElement} */ ($("orders-state")).value;
@@ -193,6 +269,7 @@ export function saleOrdersPanel(admin, download) {
       $("sale-orders").hidden = false;
       $("order-detail").hidden = true;
       say("export-status", "");
+      say("find-status", "");
       void loadOrders(true);
     },
     /** The console locked: no order stays on the page. */

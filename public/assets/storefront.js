@@ -308,9 +308,13 @@ function orderItem(order) {
   state.dataset.state = order.status;
   state.textContent = words(order.status);
   const what = document.createElement("span");
-  what.className = "num";
-  what.textContent = `Order ${order.orderId}: ${order.quantity} × ${formatMoney(order.amount / order.quantity, order.currency)}`;
-  item.append(what, " ", state);
+  const size = order.variantLabel ? `, ${order.variantLabel}` : "";
+  what.textContent = `${order.saleName}${size}: ${order.quantity} × ${formatMoney(order.amount / order.quantity, order.currency)}`;
+  const name = document.createElement("span");
+  name.className = "muted num";
+  name.textContent = `Order ${order.reference}`;
+  name.title = `Order id ${order.orderId}`;
+  item.append(what, " ", state, " ", name);
   if (order.status === "awaiting_payment") {
     const link = document.createElement("a");
     link.href = `/?sale=${encodeURIComponent(order.saleId)}&order=${encodeURIComponent(order.orderId)}`;
@@ -777,6 +781,8 @@ class SalePage {
   renderOrder() {
     const order = this.order;
     $("order").hidden = false;
+    // The reference, to read out on the phone, beside the id (the checkout's answer has the id alone until the order is read).
+    $("order-reference").textContent = order.reference ?? "";
     $("order-id").textContent = order.orderId;
     const state = $("order-state");
     state.dataset.state = order.status;
@@ -787,7 +793,8 @@ class SalePage {
       if (value !== undefined) $(id).textContent = value;
     };
     const variant = hasVariants(this.sale) && order.variant ? variantOf(this.sale, order.variant) : undefined;
-    showField("order-variant", variant ? variant.label : undefined);
+    showField("order-product", order.saleName ?? this.sale?.name);
+    showField("order-variant", order.variantLabel ?? variant?.label);
     showField("order-quantity", typeof order.quantity === "number" ? String(order.quantity) : undefined);
     showField(
       "order-amount",

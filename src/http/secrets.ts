@@ -2,6 +2,7 @@
 // online or offline guess: a short one is refused at use, never accepted, and logged once per
 // isolate so the operator sees why every request is refused.
 import { log } from "../shared/log";
+import { type OrderIdCipher, orderIdCipher } from "../shared/public-order-id";
 import { MIN_SECRET_LENGTH, settingsOf } from "../shared/settings";
 import { unavailable } from "./errors";
 
@@ -29,4 +30,15 @@ export function signingSecret(env: Env, what: string): string {
   const secret = usableSecret("JWT_SECRET", settingsOf(env).JWT_SECRET);
   if (!secret) throw unavailable(`${what}: this server's JWT_SECRET is not usable`, 60);
   return secret;
+}
+
+/**
+ * The order ids people see (src/shared/public-order-id.ts): 503, thrown at once, while
+ * ORDER_ID_KEY is unset; the cipher itself once FF1 is loaded (the first time in an isolate).
+ */
+export function orderIdsOf(env: Env): Promise<OrderIdCipher> {
+  const key = settingsOf(env).ORDER_ID_KEY;
+  if (key) return orderIdCipher(key);
+  logConfigurationError("ORDER_ID_KEY", "unset");
+  throw unavailable("orders cannot be shown: this server's ORDER_ID_KEY is not set", 60);
 }

@@ -9,6 +9,7 @@ import { decodeBase64, encodeBase64 } from "hono/utils/encode";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
+import type { OrderIdCipher } from "../shared/public-order-id";
 import { openSecret, type SecretsKey, SecretUnreadable } from "./endpoint-secrets";
 import { orderView } from "./order-views";
 
@@ -32,6 +33,8 @@ export interface DeliveryOptions {
   secretsKey: SecretsKey | undefined;
   /** How requests reach the endpoints. @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** The order ids the bodies carry: public ones. */
+  ids: OrderIdCipher;
 }
 
 interface DueRow {
@@ -46,6 +49,9 @@ interface DueRow {
   type: OrderEventType;
   snapshot: string;
   created_at: number;
+  /** The sale's name and the variant's label as they read when the event is sent (an order event's). */
+  sale_name: string;
+  variant_label: string | null;
 }
 
 /** Sendable: pending, to an enabled endpoint (a disabled one's wait until it is enabled again). */
@@ -71,8 +77,9 @@ async function takeDue(db: D1Database, now: number): Promise<DueRow[]> {
       .prepare(
         `SELECT d.id, d.endpoint_id, d.attempts, e.url, e.secret,
            CASE WHEN e.previous_secret_until > ?2 THEN e.previous_secret END AS previous_secret,
-           v.id AS event_id, v.type, v.snapshot, v.created_at
+           v.id AS event_id, v.type, v.snapshot, v.created_at, s.name AS sale_name, sv.label AS variant_label
          FROM event_deliveries d JOIN event_endpoints e ON e.id = d.endpoint_id JOIN order_events v ON v.seq = d.event_seq
+           JOIN sales s ON s.id = v.sale_id LEFT JOIN sale_variants sv ON sv.sale_id = v.sale_id AND sv.variant_id = v.snapshot ->> '$.variant'
          WHERE d.status = 'pending' AND d.lease_until = ?1`,
       )
       .bind(leaseUntil, now),
@@ -100,11 +107,17 @@ const saleView = (s: SaleSnapshot) => ({
   endsAt: new Date(s.ends_at).toISOString(),
 });
 
-/** The event body: {id, type, createdAt, data: {order} | {sale}}. */
-export function eventBody(event: { id: string; type: OrderEventType; snapshot: string; createdAt: number }): string {
-  const snapshot = JSON.parse(event.snapshot);
-  const data = event.type.startsWith("sale.") ? { sale: saleView(snapshot) } : { order: orderView(snapshot) };
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: new Date(event.createdAt).toISOString(), data });
+/**
+ * The event body: {id, type, createdAt, data: {order} | {sale}}, the order as GET
+ * /api/orders/:orderId shows it (its public id; the sale's name and the variant's label as
+ * they read now: the snapshot D1's trigger took holds neither).
+ */
+function eventBody(row: DueRow, ids: OrderIdCipher): string {
+  const snapshot = JSON.parse(row.snapshot);
+  const data = row.type.startsWith("sale.")
+    ? { sale: saleView(snapshot) }
+    : { order: orderView({ ...snapshot, sale_name: row.sale_name, variant_label: row.variant_label }, ids) };
+  return JSON.stringify({ id: row.event_id, type: row.type, createdAt: new Date(row.created_at).toISOString(), data });
 }
 
 /**
@@ -159,8 +172,8 @@ interface Outcome {
  * values, any of which verifies). A secret that cannot be opened sends nothing: the attempt
  * is recorded with why, and retried on the schedule.
  */
-async function send(row: DueRow, secrets: Promise<string[]>, fetcher: typeof fetch): Promise<Outcome> {
-  const body = eventBody({ id: row.event_id, type: row.type, snapshot: row.snapshot, createdAt: row.created_at });
+async function send(row: DueRow, secrets: Promise<string[]>, fetcher: typeof fetch, ids: OrderIdCipher): Promise<Outcome> {
+  const body = eventBody(row, ids);
   const sentAtSec = Math.floor(Date.now() / 1000);
   let signatures: string[];
   try {
@@ -220,13 +233,13 @@ function recordAttempt(db: D1Database, row: DueRow, outcome: Outcome, now: numbe
  * Sends every due delivery, round after round, until none is due. Returns how many attempts
  * it made and when the next sendable delivery falls due (epoch ms), if any does.
  */
-export async function deliverDue(db: D1Database, { secretsKey, fetch: fetcher = fetch }: DeliveryOptions) {
+export async function deliverDue(db: D1Database, { secretsKey, fetch: fetcher = fetch, ids }: DeliveryOptions) {
   let attempted = 0;
   const secretsOf = signingSecrets(secretsKey);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const due = await takeDue(db, Date.now());
     if (due.length === 0) break;
-    const outcomes = await Promise.all(due.map((row) => send(row, secretsOf(row), fetcher)));
+    const outcomes = await Promise.all(due.map((row) => send(row, secretsOf(row), fetcher, ids)));
     const now = Date.now();
     await db.batch(due.flatMap((row, i) => recordAttempt(db, row, outcomes[i] as Outcome, now)));
     attempted += due.length;
@@ -323,12 +336,15 @@ interface DeliveryRow {
   updated_at: number;
 }
 
-const deliveryView = (r: DeliveryRow, attemptLog: DeliveryView["attemptLog"]): DeliveryView => ({
+/** An order event's subject is the order's id (its public one, shown); a sale event's is sale:<id>. */
+const shownSubject = (subject: string, ids: OrderIdCipher) => (subject.startsWith("sale:") ? subject : ids.toPublic(subject));
+
+const deliveryView = (r: DeliveryRow, attemptLog: DeliveryView["attemptLog"], ids: OrderIdCipher): DeliveryView => ({
   id: r.id,
   endpointId: r.endpoint_id,
   eventId: r.event_id,
   type: r.type,
-  subject: r.subject,
+  subject: shownSubject(r.subject, ids),
   status: r.status,
   attempts: r.attempts,
   lastStatus: r.last_status,
@@ -346,7 +362,7 @@ interface AttemptRow {
 }
 
 /** The rows as the admin sees them, each with every attempt made (one query for them all). */
-async function deliveryViews(db: D1Database, rows: DeliveryRow[]): Promise<DeliveryView[]> {
+async function deliveryViews(db: D1Database, rows: DeliveryRow[], ids: OrderIdCipher): Promise<DeliveryView[]> {
   if (rows.length === 0) return [];
   const { results } = await db
     .prepare(
@@ -358,14 +374,19 @@ async function deliveryViews(db: D1Database, rows: DeliveryRow[]): Promise<Deliv
   const logs = new Map<string, DeliveryView["attemptLog"]>(rows.map((r) => [r.id, []]));
   for (const a of results)
     logs.get(a.delivery_id)?.push({ at: new Date(a.attempted_at).toISOString(), answer: a.status_code, error: a.error });
-  return rows.map((r) => deliveryView(r, logs.get(r.id) ?? []));
+  return rows.map((r) => deliveryView(r, logs.get(r.id) ?? [], ids));
 }
 
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,
   d.next_attempt_at, d.updated_at`;
 
 /** An endpoint's deliveries, newest first; the cursor is the last event's sequence number. */
-export async function listDeliveries(db: D1Database, endpointId: string, cursor?: string): Promise<DeliveryPage> {
+export async function listDeliveries(
+  db: D1Database,
+  endpointId: string,
+  cursor: string | undefined,
+  ids: OrderIdCipher,
+): Promise<DeliveryPage> {
   const { results } = await db
     .prepare(
       `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq
@@ -375,11 +396,11 @@ export async function listDeliveries(db: D1Database, endpointId: string, cursor?
     .all<DeliveryRow>();
   const page = results.slice(0, DELIVERY_PAGE_SIZE);
   const more = results.length > DELIVERY_PAGE_SIZE;
-  return { deliveries: await deliveryViews(db, page), nextCursor: more ? String(page.at(-1)?.event_seq) : null };
+  return { deliveries: await deliveryViews(db, page, ids), nextCursor: more ? String(page.at(-1)?.event_seq) : null };
 }
 
-/** An order's deliveries to every endpoint, in order of occurrence (GET /admin/orders/:orderId). */
-export async function deliveriesOf(db: D1Database, subject: string): Promise<DeliveryView[]> {
+/** An order's deliveries to every endpoint, in order of occurrence (GET /admin/orders/:orderId); `subject`: its internal id. */
+export async function deliveriesOf(db: D1Database, subject: string, ids: OrderIdCipher): Promise<DeliveryView[]> {
   const { results } = await db
     .prepare(
       `SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq
@@ -387,7 +408,7 @@ export async function deliveriesOf(db: D1Database, subject: string): Promise<Del
     )
     .bind(subject)
     .all<DeliveryRow>();
-  return deliveryViews(db, results);
+  return deliveryViews(db, results, ids);
 }
 
 /**
@@ -395,7 +416,12 @@ export async function deliveriesOf(db: D1Database, subject: string): Promise<Del
  * retry schedule, whatever it was (delivered, failed); its earlier attempts stay recorded.
  * Undefined when the endpoint has no such delivery.
  */
-export async function replayDelivery(db: D1Database, endpointId: string, deliveryId: string): Promise<DeliveryView | undefined> {
+export async function replayDelivery(
+  db: D1Database,
+  endpointId: string,
+  deliveryId: string,
+  ids: OrderIdCipher,
+): Promise<DeliveryView | undefined> {
   const now = Date.now();
   const updated = await db
     .prepare(
@@ -409,5 +435,5 @@ export async function replayDelivery(db: D1Database, endpointId: string, deliver
     .prepare(`SELECT ${DELIVERY_COLUMNS} FROM event_deliveries d JOIN order_events v ON v.seq = d.event_seq WHERE d.id = ?`)
     .bind(deliveryId)
     .first<DeliveryRow>();
-  return row ? (await deliveryViews(db, [row]))[0] : undefined;
+  return row ? (await deliveryViews(db, [row], ids))[0] : undefined;
 }

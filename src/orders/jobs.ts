@@ -6,6 +6,7 @@ import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
+import { orderIdCipher } from "../shared/public-order-id";
 import { settingsOf } from "../shared/settings";
 import { deliverDue } from "./event-deliveries";
 import { type EndedOrder, expireOrders } from "./lifecycle";
@@ -80,7 +81,13 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       return laterMs === undefined ? undefined : Math.max(1, Math.ceil(laterMs / 1000));
     }
     case "deliver-order-events": {
-      const { nextDueAt } = await deliverDue(env.DB, { secretsKey: settingsOf(env).ORDER_EVENT_SECRETS_KEY });
+      const key = settingsOf(env).ORDER_ID_KEY;
+      // Bodies carry public order ids: without the key the events wait (retried), never sent with internal ids.
+      if (!key) throw new Error("ORDER_ID_KEY is not set: order events wait until it is");
+      const { nextDueAt } = await deliverDue(env.DB, {
+        ids: await orderIdCipher(key),
+        secretsKey: settingsOf(env).ORDER_EVENT_SECRETS_KEY,
+      });
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
       return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }

@@ -1,10 +1,13 @@
 // Lists of orders, newest first with a keyset cursor: a sale's (the admin's list and its CSV
 // export) and a buyer's across sales; and one order with its history, payments and events.
-// Failed orders (failed_orders) are listed with status 'failed'.
+// Failed orders (failed_orders) are listed with status 'failed'. Orders go out by their public
+// ids (src/shared/public-order-id.ts), cursors included.
 
 import type { AdminOrderDetail, AdminOrderPage, AdminOrderView, BuyerOrderPage } from "../shared/api-types";
+import type { OrderIdCipher } from "../shared/public-order-id";
+import { csvRow } from "./csv";
 import { deliveriesOf } from "./event-deliveries";
-import { type OrderRow, orderView } from "./order-views";
+import { listedOrders, type OrderRow, orderView } from "./order-views";
 
 /** Rows a CSV export reads at a time: its memory is one page, whatever the sale's size. */
 export const EXPORT_PAGE_SIZE = 1000;
@@ -16,12 +19,13 @@ interface Position {
   orderId: string;
 }
 
-/** `<createdAt>.<orderId>` of the last order of a page. */
-const encodeCursor = (p: Position) => `${p.createdAt}.${p.orderId}`;
-const decodeCursor = (cursor: string | undefined): Position => {
+/** `<createdAt>.<public order id>` of the last order of a page. */
+const encodeCursor = (p: Position, ids: OrderIdCipher) => `${p.createdAt}.${ids.toPublic(p.orderId)}`;
+/** A cursor's position; one made before public ids carries the internal id, which stands as it is. */
+const decodeCursor = (cursor: string | undefined, ids: OrderIdCipher): Position => {
   if (cursor === undefined) return { createdAt: Number.MAX_SAFE_INTEGER, orderId: "" };
   const [createdAt, orderId] = cursor.split(".");
-  return { createdAt: Number(createdAt), orderId: orderId as string };
+  return { createdAt: Number(createdAt), orderId: ids.toInternal(orderId as string) };
 };
 
 type Owner = { saleId: string } | { userId: string };
@@ -31,14 +35,7 @@ async function page(db: D1Database, owner: Owner, status: string | undefined, af
   const [column, value] = "saleId" in owner ? ["sale_id", Number(owner.saleId)] : ["user_id", owner.userId];
   const { results } = await db
     .prepare(
-      `SELECT * FROM (
-         SELECT order_id, sale_id, user_id, status, quantity, variant, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
-         FROM orders WHERE ${column} = ?1
-         UNION ALL
-         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, f.variant, COALESCE(v.price, s.price) * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
-         FROM failed_orders f JOIN sales s ON s.id = f.sale_id
-         LEFT JOIN sale_variants v ON v.sale_id = f.sale_id AND v.variant_id = f.variant WHERE f.${column} = ?1
-       )
+      `SELECT * FROM (${listedOrders(`t.${column} = ?1`)})
        WHERE (?2 IS NULL OR status = ?2) AND (created_at < ?3 OR (created_at = ?3 AND order_id < ?4 AND ?4 != ''))
        ORDER BY created_at DESC, order_id DESC LIMIT ?5`,
     )
@@ -46,12 +43,12 @@ async function page(db: D1Database, owner: Owner, status: string | undefined, af
     .all<ListedRow>();
   const rows = results.slice(0, limit);
   const last = rows.at(-1);
-  const nextCursor = results.length > limit && last ? encodeCursor({ createdAt: last.created_at, orderId: last.order_id }) : null;
-  return { rows, nextCursor };
+  const next = results.length > limit && last ? { createdAt: last.created_at, orderId: last.order_id } : null;
+  return { rows, next };
 }
 
-const adminView = (r: ListedRow): AdminOrderView => ({
-  ...orderView(r),
+const adminView = (r: ListedRow, ids: OrderIdCipher): AdminOrderView => ({
+  ...orderView(r, ids),
   createdAt: new Date(r.created_at).toISOString(),
   closedAt: r.closed_at === null ? null : new Date(r.closed_at).toISOString(),
 });
@@ -61,9 +58,10 @@ export async function listSaleOrders(
   db: D1Database,
   saleId: string,
   query: { status?: string; cursor?: string; limit: number },
+  ids: OrderIdCipher,
 ): Promise<AdminOrderPage> {
-  const { rows, nextCursor } = await page(db, { saleId }, query.status, decodeCursor(query.cursor), query.limit);
-  return { orders: rows.map(adminView), nextCursor };
+  const { rows, next } = await page(db, { saleId }, query.status, decodeCursor(query.cursor, ids), query.limit);
+  return { orders: rows.map((r) => adminView(r, ids)), nextCursor: next && encodeCursor(next, ids) };
 }
 
 /** GET /api/orders: the buyer's own orders across sales. */
@@ -72,18 +70,23 @@ export async function listBuyerOrders(
   userId: string,
   cursor: string | undefined,
   limit: number,
+  ids: OrderIdCipher,
 ): Promise<BuyerOrderPage> {
-  const { rows, nextCursor } = await page(db, { userId }, undefined, decodeCursor(cursor), limit);
-  return { orders: rows.map(orderView), nextCursor };
+  const { rows, next } = await page(db, { userId }, undefined, decodeCursor(cursor, ids), limit);
+  return { orders: rows.map((r) => orderView(r, ids)), nextCursor: next && encodeCursor(next, ids) };
 }
 
+/** The export's columns: the list's fields, the amount in the currency's units ("49.00"). */
 const CSV_COLUMNS = [
   "orderId",
+  "reference",
   "saleId",
+  "saleName",
   "userId",
   "status",
   "quantity",
   "variant",
+  "variantLabel",
   "amount",
   "currency",
   "createdAt",
@@ -91,21 +94,34 @@ const CSV_COLUMNS = [
   "refundDue",
 ] as const;
 
-/**
- * One CSV cell: quoted when it holds a comma, quote or line break; a text that a spreadsheet
- * would run as a formula (= + - @ first) is prefixed with a quote mark.
- */
-function csvCell(value: string | number | boolean | null): string {
-  if (value === null) return "";
-  if (typeof value !== "string") return String(value);
-  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+/** Decimals of each currency's amounts, as Intl knows them (2 for EUR, 0 for JPY, 3 for KWD): one formatter each per isolate. */
+const decimals = new Map<string, number>();
+const decimalsOf = (currency: string): number => {
+  let known = decimals.get(currency);
+  if (known === undefined) {
+    known = new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    decimals.set(currency, known);
+  }
+  return known;
+};
+
+/** Minor units in the currency's own units, exactly: 4900 EUR -> "49.00", 4900 JPY -> "4900". */
+export function inCurrencyUnits(minor: number, currency: string): string {
+  const places = decimalsOf(currency);
+  if (places === 0) return String(minor);
+  const digits = String(minor).padStart(places + 1, "0");
+  return `${digits.slice(0, -places)}.${digits.slice(-places)}`;
 }
 
 /** GET /admin/sales/:saleId/orders.csv: the list as CSV, read and sent EXPORT_PAGE_SIZE rows at a time. */
-export function saleOrdersCsv(db: D1Database, saleId: string, status: string | undefined): ReadableStream<Uint8Array> {
+export function saleOrdersCsv(
+  db: D1Database,
+  saleId: string,
+  status: string | undefined,
+  ids: OrderIdCipher,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  let after = decodeCursor(undefined);
+  let after = decodeCursor(undefined, ids);
   let headerSent = false;
   let done = false;
   return new ReadableStream<Uint8Array>(
@@ -113,17 +129,17 @@ export function saleOrdersCsv(db: D1Database, saleId: string, status: string | u
       async pull(controller) {
         if (!headerSent) {
           headerSent = true;
-          controller.enqueue(encoder.encode(`${CSV_COLUMNS.join(",")}\r\n`));
+          controller.enqueue(encoder.encode(csvRow(CSV_COLUMNS)));
           return;
         }
         if (done) return controller.close();
-        const { rows, nextCursor } = await page(db, { saleId }, status, after, EXPORT_PAGE_SIZE);
-        if (nextCursor === null) done = true;
-        else after = decodeCursor(nextCursor);
+        const { rows, next } = await page(db, { saleId }, status, after, EXPORT_PAGE_SIZE);
+        if (next === null) done = true;
+        else after = next;
         if (rows.length === 0) return controller.close();
         const lines = rows.map((r) => {
-          const v = adminView(r);
-          return `${CSV_COLUMNS.map((c) => csvCell(v[c])).join(",")}\r\n`;
+          const v = { ...adminView(r, ids), amount: inCurrencyUnits(r.amount, r.currency) };
+          return csvRow(CSV_COLUMNS.map((c) => v[c]));
         });
         controller.enqueue(encoder.encode(lines.join("")));
       },
@@ -132,19 +148,10 @@ export function saleOrdersCsv(db: D1Database, saleId: string, status: string | u
   );
 }
 
-/** GET /admin/orders/:orderId: undefined when D1 has no such order. */
-export async function orderDetail(db: D1Database, orderId: string): Promise<AdminOrderDetail | undefined> {
+/** GET /admin/orders/:orderId (the internal id): undefined when D1 has no such order. */
+export async function orderDetail(db: D1Database, orderId: string, ids: OrderIdCipher): Promise<AdminOrderDetail | undefined> {
   const [found, history, payments] = await db.batch<Record<string, unknown>>([
-    db
-      .prepare(
-        `SELECT order_id, sale_id, user_id, status, quantity, variant, amount, currency, expires_at, refund_due, NULL AS failure_reason, created_at, closed_at
-         FROM orders WHERE order_id = ?1
-         UNION ALL
-         SELECT f.order_id, f.sale_id, f.user_id, 'failed', f.quantity, f.variant, COALESCE(v.price, s.price) * f.quantity, s.currency, NULL, 0, f.reason, f.created_at, f.failed_at
-         FROM failed_orders f JOIN sales s ON s.id = f.sale_id
-         LEFT JOIN sale_variants v ON v.sale_id = f.sale_id AND v.variant_id = f.variant WHERE f.order_id = ?1 LIMIT 1`,
-      )
-      .bind(orderId),
+    db.prepare(`${listedOrders("t.order_id = ?1")} LIMIT 1`).bind(orderId),
     db.prepare("SELECT id, type, created_at FROM order_events WHERE subject = ? ORDER BY seq").bind(orderId),
     db
       .prepare(
@@ -155,7 +162,7 @@ export async function orderDetail(db: D1Database, orderId: string): Promise<Admi
   const row = found?.results[0] as ListedRow | undefined;
   if (!row) return undefined;
   return {
-    ...adminView(row),
+    ...adminView(row, ids),
     history: ((history?.results ?? []) as { id: string; type: string; created_at: number }[]).map((h) => ({
       eventId: h.id,
       type: h.type,
@@ -176,6 +183,6 @@ export async function orderDetail(db: D1Database, orderId: string): Promise<Admi
       createdAt: new Date(p.created_at).toISOString(),
       updatedAt: new Date(p.updated_at).toISOString(),
     })),
-    deliveries: await deliveriesOf(db, orderId),
+    deliveries: await deliveriesOf(db, orderId, ids),
   };
 }

@@ -1,6 +1,8 @@
 // An order row of D1 (orders, or failed_orders read as status 'failed') as the API shows it.
 import { REDIS_ROLLBACK } from "../sales/recovery-record";
 import type { OrderView } from "../shared/api-types";
+import { DEFAULT_VARIANT } from "../shared/limits";
+import { type OrderIdCipher, orderReference } from "../shared/public-order-id";
 
 /** The columns an order view is made from, as D1 names them. */
 export interface OrderRow {
@@ -16,6 +18,37 @@ export interface OrderRow {
   refund_due: number;
   /** A failed order's recorded reason (failed_orders.reason); null for the others. */
   failure_reason: string | null;
+  /** The sale's name and the variant's label (null for a sale without variants), joined in. */
+  sale_name: string;
+  variant_label: string | null;
+}
+
+const NAME_COLUMNS = "s.name AS sale_name, v.label AS variant_label";
+
+/**
+ * Orders and failed orders (read as status 'failed', priced as the sale prices them), with
+ * the sale's name and the variant's label: `filter` picks rows of either table, named `t`.
+ */
+export const listedOrders = (filter: string) =>
+  `SELECT t.order_id, t.sale_id, t.user_id, t.status, t.quantity, t.variant, t.amount, t.currency, t.expires_at, t.refund_due,
+          NULL AS failure_reason, t.created_at, t.closed_at, ${NAME_COLUMNS}
+   FROM orders t JOIN sales s ON s.id = t.sale_id LEFT JOIN sale_variants v ON v.sale_id = t.sale_id AND v.variant_id = t.variant
+   WHERE ${filter}
+   UNION ALL
+   SELECT t.order_id, t.sale_id, t.user_id, 'failed', t.quantity, t.variant, COALESCE(v.price, s.price) * t.quantity, s.currency,
+          NULL, 0, t.reason, t.created_at, t.failed_at, ${NAME_COLUMNS}
+   FROM failed_orders t JOIN sales s ON s.id = t.sale_id LEFT JOIN sale_variants v ON v.sale_id = t.sale_id AND v.variant_id = t.variant
+   WHERE ${filter}`;
+
+/** What people read beside an order's id: its public id, the short reference, the sale's name and the variant's label. */
+export function orderNames(
+  internalId: string,
+  names: { saleName: string; variantLabel: string | null; variant: string },
+  ids: OrderIdCipher,
+): Pick<OrderView, "orderId" | "reference" | "saleName" | "variantLabel"> {
+  const orderId = ids.toPublic(internalId);
+  const variantLabel = names.variant === DEFAULT_VARIANT ? null : (names.variantLabel ?? names.variant);
+  return { orderId, reference: orderReference(orderId), saleName: names.saleName, variantLabel };
 }
 
 /** Only the kind of failure: a dead letter's recorded reason is an internal error message. */
@@ -23,8 +56,8 @@ export const failureKind = (status: OrderView["status"], reason: string | null):
   status !== "failed" ? null : reason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED";
 
 /** The order as GET /api/orders/:orderId shows it. */
-export const orderView = (o: OrderRow): OrderView => ({
-  orderId: o.order_id,
+export const orderView = (o: OrderRow, ids: OrderIdCipher): OrderView => ({
+  ...orderNames(o.order_id, { saleName: o.sale_name, variantLabel: o.variant_label, variant: o.variant }, ids),
   saleId: String(o.sale_id),
   userId: o.user_id,
   status: o.status,

@@ -33,6 +33,21 @@ export const adminDocs: readonly RouteDoc[] = [
       },
     },
     body: { schema: Requests.CreateSaleBody, required: true },
+    example: {
+      body: {
+        name: "Trail runner, spring drop",
+        description: "Sizes EU 38 to 46, one pair per buyer.",
+        startsAt: "2026-12-01T09:00:00.000Z",
+        endsAt: "2026-12-01T10:00:00.000Z",
+        price: 4900,
+        currency: "EUR",
+        paymentWindowSec: 600,
+        variants: [
+          { id: "eu-41", label: "EU 41", stock: 60 },
+          { id: "eu-42", label: "EU 42", stock: 60 },
+        ],
+      },
+    },
     responses: {
       200: { description: "the sale this Idempotency-Key created before", body: Bodies.AdminSaleView, headers: ["ETag"] },
       201: { description: "the sale, created", body: Bodies.AdminSaleView, headers: ["ETag"] },
@@ -61,6 +76,7 @@ export const adminDocs: readonly RouteDoc[] = [
       },
     },
     body: { schema: Requests.UpdateSaleBody, required: true },
+    example: { body: { description: "Sizes EU 38 to 46, one pair per buyer. Restocked: EU 42." } },
     responses: { 200: { description: "the sale as edited", body: Bodies.AdminSaleView, headers: ["ETag"] } },
     errors: [
       "BAD_REQUEST",

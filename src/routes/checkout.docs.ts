@@ -36,6 +36,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
       },
     },
     body: { schema: Requests.CheckoutBody, required: false },
+    example: { body: { variant: "eu-42", quantity: 1 } },
     responses: { 202: { description: "reserved: the order is pending until it settles", body: Bodies.CheckoutAccepted } },
     errors: [
       "BAD_REQUEST",

@@ -14,7 +14,7 @@ import { badRequest, orUnavailable, refusalResponse, unavailable } from "../http
 import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { countCodeFailure, limitPerUser, refuseCodeGuesser } from "../http/limits";
-import { signingSecret } from "../http/secrets";
+import { orderIdsOf, signingSecret } from "../http/secrets";
 import { invalid, validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { type Redis, redisFor } from "../redis/client";
@@ -27,6 +27,7 @@ import { ReplyLayoutError } from "../shared/checkout-reply";
 import { type BucketSplit, SALE_STATS_TTL_SECONDS } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 import { log } from "../shared/log";
+import type { OrderIdCipher } from "../shared/public-order-id";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
@@ -269,6 +270,17 @@ async function overInD1(checkout: Checkout): Promise<Refusal | undefined> {
   throw unavailable("the sale is temporarily unavailable", REBUILD_RETRY_AFTER_SECONDS);
 }
 
+type NamingOrder = Extract<Refusal, { code: "ALREADY_PURCHASED" }> & { orderId: string };
+
+/** ALREADY_PURCHASED naming the buyer's latest order, which the buyer is told by its public id. */
+const namesOrder = (refusal: Refusal): refusal is NamingOrder =>
+  refusal.code === "ALREADY_PURCHASED" && refusal.orderId !== undefined && refusal.orderId !== "";
+
+/** A refusal as the buyer is told it; only one that names an order waits for the cipher (a crowd's refusals wait on no promise). */
+async function withPublicId(refusal: NamingOrder, ids: Promise<OrderIdCipher>): Promise<Refusal> {
+  return { ...refusal, orderId: (await ids).toPublic(refusal.orderId) };
+}
+
 /**
  * POST /api/sales/:saleId/checkout. Cheapest refusal first: a malformed sale id costs no
  * token verification, a refusal this isolate already knows costs no network, and
@@ -280,10 +292,12 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
   requireUser,
   limitPerUser,
   async (c) => {
+    // Without the key of public ids an order could be reserved and not shown: refused before anything.
+    const ids = orderIdsOf(c.env);
     const checkout = await checkoutOf(c, c.req.valid("param").saleId);
     const { saleId, userId, quantity, variant } = checkout;
     const known = refusedHere(checkout);
-    if (known) return refusalResponse(c, known);
+    if (known) return refusalResponse(c, namesOrder(known) ? await withPublicId(known, ids) : known);
     const place = await passPlace(checkout);
     if (typeof place === "object") return refusalResponse(c, place);
     const { turnedAway, buckets, sale } = await admitted(c, checkout);
@@ -299,9 +313,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     if (reservation.code === "PER_USER_LIMIT_EXCEEDED" && quantity > reservation.limit) {
       throw badRequest(`quantity must be at most ${reservation.limit} in this sale`);
     }
-    if (reservation.code !== "OK") return refusalResponse(c, reservation);
+    if (reservation.code !== "OK")
+      return refusalResponse(c, namesOrder(reservation) ? await withPublicId(reservation, ids) : reservation);
     const accepted: CheckoutAccepted = {
-      orderId: reservation.orderId,
+      orderId: (await ids).toPublic(reservation.orderId),
       status: "pending",
       quantity,
       variant: variant ?? DEFAULT_VARIANT,

@@ -39,6 +39,7 @@ export const eventEndpointsDocs: readonly RouteDoc[] = [
     auth: "admin",
     params: OrderEvents.EndpointIdParam,
     body: { schema: OrderEvents.UpdateEndpointBody, required: true },
+    example: { body: { enabled: false } },
     responses: { 200: { description: "the endpoint", body: OrderEvents.EndpointView } },
     errors: ["BAD_REQUEST", "ENDPOINT_NOT_FOUND"],
   },

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest, unavailable } from "../http/errors";
-import { logConfigurationError } from "../http/secrets";
+import { logConfigurationError, orderIdsOf } from "../http/secrets";
 import { validate } from "../http/validate";
 import type { SecretsKey } from "../orders/endpoint-secrets";
 import { endpointsChanged, kickOrderEvents, listDeliveries, replayDelivery } from "../orders/event-deliveries";
@@ -62,11 +62,11 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
   .get("/:id/deliveries", validate("param", EndpointIdParam), validate("query", CursorQuery), async (c) => {
     const { id } = c.req.valid("param");
     if (!(await endpointExists(c.env.DB, id))) throw endpointNotFound();
-    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor));
+    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor, await orderIdsOf(c.env)));
   })
   .post("/:id/deliveries/:deliveryId/replay", validate("param", DeliveryIdParam), async (c) => {
     const { id, deliveryId } = c.req.valid("param");
-    const delivery = await replayDelivery(c.env.DB, id, deliveryId);
+    const delivery = await replayDelivery(c.env.DB, id, deliveryId, await orderIdsOf(c.env));
     if (!delivery) throw new ApiError("DELIVERY_NOT_FOUND");
     keepAliveOf(c)(kickOrderEvents(c.env));
     return c.json(delivery, 202);

@@ -35,7 +35,7 @@ export const orderListsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "The same list as CSV (text/csv), streamed",
     description:
-      "A header row (orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. A text cell a spreadsheet would run as a formula is prefixed with a quote mark.",
+      "A header row (orderId,reference,saleId,saleName,userId,status,quantity,variant,variantLabel,amount,currency,createdAt,closedAt,refundDue; the amount in the currency's units, such as 49.00), then every order, newest first, read a page at a time: a sale of any size exports in bounded memory. No cell runs as a formula in a spreadsheet of either separator, `,` or `;`: a formula character (= + - @, tab, carriage return) at the start of a cell or after a `,`, `;`, tab or line break inside it gets a quote mark before it, and such a cell is quoted.",
     auth: "admin",
     params: Requests.SaleIdParam,
     query: OrderQueries.OrderExportQuery,

@@ -3,6 +3,7 @@ import type { AppEnv } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { limitGlobally, limitPerUser } from "../http/limits";
+import { orderIdsOf } from "../http/secrets";
 import { validate } from "../http/validate";
 import { listBuyerOrders, listSaleOrders, orderDetail, saleOrdersCsv } from "../orders/order-lists";
 import { findSale } from "../sales/repository";
@@ -20,7 +21,10 @@ export const buyerOrderRoutes = new Hono<AppEnv>().get(
   requireUser,
   limitPerUser,
   limitGlobally("order-reads"),
-  async (c) => c.json(await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE)),
+  async (c) =>
+    c.json(
+      await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE, await orderIdsOf(c.env)),
+    ),
 );
 
 /** The admin's order lists: a sale's orders (and as CSV), one order with its history. */
@@ -29,19 +33,24 @@ export const adminOrderRoutes = new Hono<AppEnv>()
   .get("/sales/:saleId/orders", validate("param", SaleIdParam), validate("query", SaleOrdersQuery), async (c) => {
     const { saleId } = c.req.valid("param");
     const { status, cursor, limit } = c.req.valid("query");
+    const ids = await orderIdsOf(c.env);
     await assertSale(c.env.DB, saleId);
-    return c.json(await listSaleOrders(c.env.DB, saleId, { status, cursor, limit: limit ? Number(limit) : DEFAULT_ORDER_PAGE }));
+    return c.json(
+      await listSaleOrders(c.env.DB, saleId, { status, cursor, limit: limit ? Number(limit) : DEFAULT_ORDER_PAGE }, ids),
+    );
   })
   .get("/sales/:saleId/orders.csv", validate("param", SaleIdParam), validate("query", OrderExportQuery), async (c) => {
     const { saleId } = c.req.valid("param");
+    const ids = await orderIdsOf(c.env);
     await assertSale(c.env.DB, saleId);
-    return c.body(saleOrdersCsv(c.env.DB, saleId, c.req.valid("query").status), 200, {
+    return c.body(saleOrdersCsv(c.env.DB, saleId, c.req.valid("query").status, ids), 200, {
       "Content-Type": "text/csv; charset=utf-8",
       "Content-Disposition": `attachment; filename="sale-${saleId}-orders.csv"`,
     });
   })
   .get("/orders/:orderId", validate("param", OrderIdParam), async (c) => {
-    const detail = await orderDetail(c.env.DB, c.req.valid("param").orderId);
+    const ids = await orderIdsOf(c.env);
+    const detail = await orderDetail(c.env.DB, ids.toInternal(c.req.valid("param").orderId), ids);
     if (!detail) throw new ApiError("ORDER_NOT_FOUND");
     return c.json(detail);
   });

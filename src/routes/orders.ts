@@ -5,11 +5,12 @@ import { ApiError, badRequest, orUnavailable, retryAfter, unavailable } from "..
 import { idempotencyOf } from "../http/idempotency";
 import { limitGlobally, limitPerUser } from "../http/limits";
 import { isLoopbackRequest } from "../http/loopback-only";
+import { orderIdsOf } from "../http/secrets";
 import { validate } from "../http/validate";
 import { cancelOrder, type PayOutcome, payOrder } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { findOrderRecord, type OrderRecord } from "../orders/order-records";
-import { failureKind } from "../orders/order-views";
+import { failureKind, orderNames } from "../orders/order-views";
 import { devPaymentProvider, type PaymentProvider } from "../orders/payment-provider";
 import { type Redis, redisFor } from "../redis/client";
 import { bucketSplitOf } from "../sales/known-sales";
@@ -18,14 +19,17 @@ import type { OrderView } from "../shared/api-types";
 import { buyerKeys, parsePendingRecord } from "../shared/keys";
 import { log } from "../shared/log";
 import { decodeOrderId } from "../shared/order-id";
+import type { OrderIdCipher } from "../shared/public-order-id";
 import { OrderIdParam, PayBody } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 // Someone else's order answers exactly like a missing one: ids are not an oracle.
 const orderNotFound = () => new ApiError("ORDER_NOT_FOUND");
 
-const view = (o: OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending" })): OrderView => ({
-  orderId: o.orderId,
+type ShownOrder = OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending" });
+
+const view = (o: ShownOrder, ids: OrderIdCipher): OrderView => ({
+  ...orderNames(o.orderId, o, ids),
   saleId: o.saleId,
   userId: o.userId,
   status: o.status,
@@ -48,7 +52,7 @@ async function ownRecord(db: D1Database, orderId: string, userId: string): Promi
 }
 
 /** The caller's order: settled or failed in D1, or still pending in Redis. */
-async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string): Promise<Parameters<typeof view>[0]> {
+async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string): Promise<ShownOrder> {
   const record = await ownRecord(env.DB, orderId, userId);
   if (record) return record;
   // Not settled yet: the id names its sale (slot + time), and Redis holds the order.
@@ -65,6 +69,7 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
     if (settled) return settled;
   }
   if (parsed?.userId !== userId) throw orderNotFound();
+  const variant = sale.variants.find((v) => v.id === parsed.variant);
   return {
     orderId,
     saleId: sale.id,
@@ -72,11 +77,13 @@ async function ownOrder(env: Env, redis: Redis, orderId: string, userId: string)
     status: "pending",
     quantity: parsed.quantity,
     variant: parsed.variant,
-    amount: (sale.variants.find((v) => v.id === parsed.variant)?.price ?? sale.price) * parsed.quantity,
+    amount: (variant?.price ?? sale.price) * parsed.quantity,
     currency: sale.currency,
     expiresAt: null,
     refundDue: false,
     failureReason: null,
+    saleName: sale.name,
+    variantLabel: variant?.label ?? null,
   };
 }
 
@@ -121,12 +128,13 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 /** GET /api/orders/:orderId, POST .../pay, POST .../cancel: the owner's order and its life after the 202. */
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, limitGlobally("order-reads"), async (c) => {
-    const { orderId } = c.req.valid("param");
+    const ids = await orderIdsOf(c.env);
+    const orderId = ids.toInternal(c.req.valid("param").orderId);
     // D1 or Redis unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
     const order = await orUnavailable("order status cannot be read right now", { orderId }, () =>
       ownOrder(c.env, redisFor(c.env), orderId, c.get("userId")),
     );
-    return c.json(view(order));
+    return c.json(view(order, ids));
   })
   .post(
     "/:orderId/pay",
@@ -136,7 +144,8 @@ export const orderRoutes = new Hono<AppEnv>()
     limitGlobally("order-changes"),
     validate("json", PayBody),
     async (c) => {
-      const { orderId } = c.req.valid("param");
+      const ids = await orderIdsOf(c.env);
+      const orderId = ids.toInternal(c.req.valid("param").orderId);
       const body = c.req.valid("json");
       const idempotency = await idempotencyOf(c, body);
       if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
@@ -161,7 +170,7 @@ export const orderRoutes = new Hono<AppEnv>()
         },
       );
       keepAliveOf(c)(ordersChanged(c.env));
-      return c.json(view({ ...paid, status: "paid", expiresAt: null }));
+      return c.json(view({ ...paid, status: "paid", expiresAt: null }, ids));
     },
   )
   .post(
@@ -171,7 +180,8 @@ export const orderRoutes = new Hono<AppEnv>()
     limitPerUser,
     limitGlobally("order-changes"),
     async (c) => {
-      const { orderId } = c.req.valid("param");
+      const ids = await orderIdsOf(c.env);
+      const orderId = ids.toInternal(c.req.valid("param").orderId);
       const userId = c.get("userId");
       const redis = redisFor(c.env);
       const cancelled = await orUnavailable(
@@ -190,6 +200,6 @@ export const orderRoutes = new Hono<AppEnv>()
         },
       );
       keepAliveOf(c)(ordersChanged(c.env, [{ saleId: cancelled.saleId, userId }]));
-      return c.json(view(cancelled.order));
+      return c.json(view(cancelled.order, ids));
     },
   );

@@ -15,6 +15,16 @@ export const webhooksDocs: readonly RouteDoc[] = [
     auth: "none",
     requestHeaders: { "Webhook-Signature": { required: true, description: "the provider's signature of the body" } },
     body: { schema: Requests.PaymentEvent, required: true },
+    example: {
+      body: {
+        id: "pay_evt_3Nf2a9",
+        type: "payment.succeeded",
+        orderId: "13148898591952849528",
+        amount: 4900,
+        currency: "EUR",
+        paymentRef: "ch_3Nf2a9",
+      },
+    },
     responses: { 200: { description: "received", body: Bodies.WebhookReceived } },
     errors: [
       ["RATE_LIMITED", "too many webhook deliveries from this address: a global limit, counted across every isolate"],

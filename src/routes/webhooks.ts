@@ -3,6 +3,7 @@ import * as z from "zod/mini";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { ApiError, badRequest, retryAfter } from "../http/errors";
 import { limitWebhookPerIp } from "../http/limits";
+import { orderIdsOf } from "../http/secrets";
 import { verifyWebhookSignature } from "../http/webhook-signature";
 import { applyPaymentEvent } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
@@ -30,9 +31,11 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPe
   }
   const parsed = z.safeParse(PaymentEvent, json);
   if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
-  const order = await findOrderRecord(c.env.DB, parsed.data.orderId);
+  // The provider knows the order by the id the shop gave it: a public one (or, from before them, an internal one).
+  const event = { ...parsed.data, orderId: (await orderIdsOf(c.env)).toInternal(parsed.data.orderId) };
+  const order = await findOrderRecord(c.env.DB, event.orderId);
   if (!order) throw new ApiError("ORDER_NOT_FOUND");
-  const outcome = await applyPaymentEvent(c.env.DB, parsed.data, order, PAYMENT_TIMEOUT_MS);
+  const outcome = await applyPaymentEvent(c.env.DB, event, order, PAYMENT_TIMEOUT_MS);
   if (typeof outcome === "object") {
     throw new ApiError(
       "PAYMENT_IN_PROGRESS",

@@ -113,6 +113,7 @@ export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
 /** POST /api/sales/:saleId/checkout, 202. */
 export const CheckoutAccepted = z.object({
+  /** The order's public id (GET /api/orders/{orderId} follows it). */
   orderId: z.string(),
   status: z.literal("pending"),
   quantity: z.int(),
@@ -127,13 +128,20 @@ export type OrderStatus = z.infer<typeof OrderStatus>;
 
 /** GET /api/orders/:orderId, and the answer of pay and cancel. */
 export const OrderView = z.object({
+  /** The order's public id: a decimal integer from 2^63 to 2^64 - 1 that tells nothing of when it was made. */
   orderId: z.string(),
+  /** A short reference for people, "7KQ4-M2XD" (Crockford base32, from the order id): a sale's order list in the console finds the order by it. */
+  reference: z.string(),
   saleId: z.string(),
+  /** The sale's name (what was bought). */
+  saleName: z.string(),
   userId: z.string(),
   status: OrderStatus,
   quantity: z.int(),
   /** The variant its units are of: "default" for a sale without variants. */
   variant: z.string(),
+  /** The variant's label ("EU 42"); null for a sale without variants. */
+  variantLabel: z.nullable(z.string()),
   /** Minor units: price x quantity. */
   amount: z.int(),
   currency: z.string(),

@@ -4,8 +4,11 @@
 /** Sale ids are D1 row ids below 2^53; anything else is refused before touching Redis or D1. */
 export const SALE_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
-/** Order ids are 64-bit, sent as decimal strings (they exceed 2^53). */
-export const ORDER_ID_PATTERN = /^[1-9][0-9]{0,18}$/;
+/**
+ * Order ids are 64-bit, sent as decimal strings (they exceed 2^53): public ones from 2^63 up, 20
+ * digits at most, and the internal ones below (src/shared/public-order-id.ts).
+ */
+export const ORDER_ID_PATTERN = /^[1-9][0-9]{0,19}$/;
 
 /** Lab sale ids are lowercase UUIDs, so they can never alias a real sale's digits. */
 export const LAB_SALE_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

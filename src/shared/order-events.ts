@@ -120,6 +120,7 @@ export const DeliveryView = z.object({
   /** The event's id: the webhook-id header of every attempt. */
   eventId: z.string(),
   type: OrderEventType,
+  /** What the event is about: the order's id (its public one), or sale:<id>. */
   subject: z.string(),
   status: z.enum(["pending", "delivered", "failed"]),
   attempts: z.int(),

@@ -17,7 +17,8 @@
 // took. The sale's order sequence (how many ids it minted, for detecting a Redis gone back)
 // is not in the id: lua/checkout.lua reports it with every call.
 //
-// Ids travel as decimal strings: they exceed 2^53.
+// Ids travel as decimal strings: they exceed 2^53. Outside the system an order goes by its
+// public id instead, a keyed permutation of this one (src/shared/public-order-id.ts).
 import { ORDER_ID_PATTERN } from "./limits";
 
 /**
@@ -39,8 +40,9 @@ export interface OrderIdParts {
   index: number;
 }
 
+/** An order id a client may send: a public one (2^63 and up) or an internal one from before them. */
 export function isOrderId(value: string): boolean {
-  return ORDER_ID_PATTERN.test(value) && BigInt(value) < 1n << 63n;
+  return ORDER_ID_PATTERN.test(value) && BigInt(value) < 1n << 64n;
 }
 
 export function decodeOrderId(orderId: string): OrderIdParts {

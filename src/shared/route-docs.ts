@@ -39,6 +39,11 @@ export interface RouteDoc {
   /** Its successes (2xx); its error responses are generated from `errors` and the catalog. */
   responses: Partial<Record<200 | 201 | 202 | 204, SuccessResponse>>;
   /**
+   * The example request the reference shows, where a sample of the schemas would say less (the
+   * rest is sampled from the schemas: dev/generate/examples.ts). Checked against the schemas.
+   */
+  example?: { body?: unknown; query?: Record<string, string>; headers?: Record<string, string> };
+  /**
    * The codes the route's own middleware and handler may answer, but for its auth check's: those
    * and what the app's chain adds, the generator knows (chainErrors in dev/generate/openapi.ts).
    */

@@ -6,6 +6,7 @@
 // docs/configuration.md are generated from this table (`npm run generate`; a test fails when
 // they are stale).
 import * as z from "zod/mini";
+import { ORDER_ID_KEY_PATTERN } from "./public-order-id";
 
 /** How one setting's text is read. */
 interface Setting<T> {
@@ -95,6 +96,15 @@ const origins = commaList(Origin, "origins such as https://shop.example, comma-s
 
 const secret = () => text("secret");
 
+/** ORDER_ID_KEY: an AES-256 key in hex; unset, what shows an order id answers 503. */
+const orderIdKey: Setting<string | undefined> = {
+  kind: "secret",
+  fallback: "",
+  accepts: "64 hex digits (openssl rand -hex 32)",
+  read: (value) => (ORDER_ID_KEY_PATTERN.test(value) ? value : undefined),
+  unset: undefined,
+};
+
 /** The shortest shared secret accepted: 32 characters, as `openssl rand -base64 32` gives 44. */
 export const MIN_SECRET_LENGTH = 32;
 /**
@@ -165,6 +175,7 @@ export const SETTINGS = {
   UPSTASH_REDIS_REST_TOKEN: secret(),
   ADMIN_TOKEN: sharedSecret(),
   JWT_SECRET: sharedSecret(),
+  ORDER_ID_KEY: orderIdKey,
   REDIS_TIMEOUT_MS: ms(1, 60_000, 1_500),
   REDIS_MAX_RECORD_BYTES: wholeNumber(1, 1e12, 100_000_000, " (bytes)"),
   REDIS_MAX_REQUEST_BYTES: wholeNumber(1, 1e12, 10_000_000, " (bytes)"),
@@ -223,6 +234,8 @@ export const SETTING_DOCS: Record<SettingName, string> = {
   ADMIN_TOKEN: "the admin routes' bearer token (npm start: random, kept in .state/)",
   JWT_SECRET:
     "verifies the shop's HS256 user tokens and signs waiting-room tickets and catalog cursors (npm start: random, kept in .state/)",
+  ORDER_ID_KEY:
+    "the key of the order ids people see (a keyed permutation of the internal ones, which tell when an order was made): set it once and never change it, or every order id handed out names another order; unset, checkout and every route that shows an order answer 503 (npm start: random, kept in .state/)",
   REDIS_TIMEOUT_MS: "how long one Upstash request may take before checkout fails closed with 503",
   REDIS_MAX_RECORD_BYTES:
     "the Upstash database's limit on one record (a key's whole value); the report warns when a sale's largest key passes half of it; npm start's gateway enforces it",

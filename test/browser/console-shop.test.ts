@@ -255,8 +255,9 @@ describe("the console's order events", () => {
       await page.getByLabel("Sale number").fill(sale.id);
       await page.getByRole("button", { name: "Watch", exact: true }).click();
       await openSection(page, "Orders");
-      await page.getByRole("button", { name: `Details of order ${first.orderId}` }).click();
-      await page.getByRole("heading", { name: `Order ${first.orderId}` }).waitFor();
+      const { reference } = (await api.orderDetail(first.orderId)).body as { reference: string };
+      await page.getByRole("button", { name: `Details of order ${reference}` }).click();
+      await page.getByRole("heading", { name: `Order ${reference}` }).waitFor();
       const sent = await page
         .locator("#sent-rows tr", { hasText: endpointId as string })
         .evaluateAll((trs) =>
@@ -303,7 +304,9 @@ describe("the console's orders of a sale", () => {
     const cancelled = accepted[7]?.orderId as string;
     expect((await api.pay(paid, tokens[3] as string, "tok_visa", `${sale.id}-pay`)).status).toBe(200);
     expect((await api.cancel(cancelled, tokens[7] as string)).status).toBe(200);
-    const everyOrder = (await api.saleOrders(sale.id, { limit: 200 })).orders.map((o) => o.orderId);
+    const listed = (await api.saleOrders(sale.id, { limit: 200 })).orders;
+    const everyOrder = listed.map((o) => o.orderId);
+    const referenceOf = (orderId: string) => listed.find((o) => o.orderId === orderId)?.reference as string;
 
     const page = await (await newContext(browser())).newPage();
     await unlockConsole(page);
@@ -321,8 +324,12 @@ describe("the console's orders of a sale", () => {
     await page.locator("#orders-status").filter({ hasText: "52 orders shown, newest first." }).waitFor();
     expect(await shownIds()).toEqual(everyOrder);
     expect(await page.locator("#more-orders").isHidden()).toBe(true);
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(`Details of order ${everyOrder[50]}`);
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(
+      `Details of order ${referenceOf(everyOrder[50] as string)}`,
+    );
+    // A row names the order by its reference, with its id beside it.
     expect(await rows.filter({ hasText: paid }).textContent()).toContain("$9.00");
+    expect(await rows.filter({ hasText: paid }).textContent()).toContain(referenceOf(paid));
 
     // Filtered by state.
     await page.getByLabel("State", { exact: true }).selectOption("paid");
@@ -331,10 +338,12 @@ describe("the console's orders of a sale", () => {
     expect(await shownIds()).toEqual([paid]);
 
     // One order: its facts, its state changes in order, its payment attempt; the focus on its heading.
-    await page.getByRole("button", { name: `Details of order ${paid}` }).click();
-    await page.getByRole("heading", { name: `Order ${paid}` }).waitFor();
+    await page.getByRole("button", { name: `Details of order ${referenceOf(paid)}` }).click();
+    await page.getByRole("heading", { name: `Order ${referenceOf(paid)}` }).waitFor();
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("order-detail-title");
     expect(await page.locator("#detail-facts").textContent()).toContain("Statepaid");
+    expect(await page.locator("#detail-facts").textContent()).toContain(`Order id${paid}`);
+    expect(await page.locator("#detail-facts").textContent()).toContain("ProductOrders drop");
     expect(await page.locator("#history-rows tr td:nth-child(2)").allTextContents()).toEqual([
       "order.reserved",
       "order.awaiting_payment",
@@ -346,6 +355,17 @@ describe("the console's orders of a sale", () => {
     await page.getByRole("button", { name: "Close the order" }).click();
     expect(await page.locator("#order-detail").isHidden()).toBe(true);
 
+    // Found by its reference as a buyer reads it out (any case, O for 0 and L for 1 forgiven), or by its id.
+    const spoken = referenceOf(cancelled).toLowerCase().replaceAll("0", "o").replaceAll("1", "l");
+    await page.getByLabel("Find an order").fill(spoken);
+    await page.getByRole("button", { name: "Find", exact: true }).click();
+    await page.getByRole("heading", { name: `Order ${referenceOf(cancelled)}` }).waitFor();
+    expect(await page.locator("#detail-facts").textContent()).toContain("Statecancelled");
+    await page.getByLabel("Find an order").fill("ZZZZ-ZZZZ");
+    await page.getByRole("button", { name: "Find", exact: true }).click();
+    await page.locator("#find-status").filter({ hasText: "has the reference ZZZZ-ZZZZ" }).waitFor();
+    await page.getByRole("button", { name: "Close the order" }).click();
+
     // The export: the same orders as the list, in its order, for every state and for one.
     await page.getByLabel("State", { exact: true }).selectOption("");
     const [all] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download CSV" }).click()]);
@@ -353,7 +373,9 @@ describe("the console's orders of a sale", () => {
     const lines = readFileSync(await all.path(), "utf8")
       .split("\r\n")
       .filter(Boolean);
-    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue");
+    expect(lines[0]).toBe(
+      "orderId,reference,saleId,saleName,userId,status,quantity,variant,variantLabel,amount,currency,createdAt,closedAt,refundDue",
+    );
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(everyOrder);
     await page
       .locator("#export-status")
@@ -364,7 +386,24 @@ describe("the console's orders of a sale", () => {
     const cancelledLines = readFileSync(await some.path(), "utf8")
       .split("\r\n")
       .filter(Boolean);
-    expect(cancelledLines.slice(1).map((l) => l.split(",").slice(0, 4))).toEqual([[cancelled, sale.id, buyers[7], "cancelled"]]);
+    expect(cancelledLines.slice(1).map((l) => l.split(","))).toEqual([
+      [
+        cancelled,
+        referenceOf(cancelled),
+        sale.id,
+        "Orders drop",
+        buyers[7],
+        "cancelled",
+        "1",
+        "default",
+        "",
+        "9.00",
+        "USD",
+        expect.any(String),
+        expect.any(String),
+        "false",
+      ],
+    ]);
 
     expect(await seriousA11yViolations(page)).toEqual([]);
     expect(await cspViolations(page)).toEqual([]);

@@ -281,15 +281,24 @@ describe("the storefront", () => {
     expect(await cspViolations(page)).toEqual([]);
   });
 
-  it("lists the buyer's own orders under the catalog, and one awaiting payment can be cancelled from there", async () => {
-    const sale = await openSale({ name: "Your orders sale", stock: 3, price: 1_000, currency: "EUR", paymentWindowSec: 600 });
+  it("lists the buyer's own orders under the catalog by product, size and reference, and one awaiting payment can be cancelled from there", async () => {
+    const sale = await openSale({
+      name: "Your orders sale",
+      variants: [
+        { id: "eu-42", label: "EU 42", stock: 2 },
+        { id: "eu-43", label: "EU 43", stock: 1 },
+      ],
+      price: 1_000,
+      currency: "EUR",
+      paymentWindowSec: 600,
+    });
     const token = await api.userToken("lister");
-    const { orderId } = (await api.checkout(sale.id, token)) as { orderId: string };
-    await eventually(
-      `order ${orderId} to await payment`,
-      async () => (await api.order(orderId, token)).body?.status === "awaiting_payment",
-    );
-    await api.checkout(sale.id, await api.userToken("someone-else")); // not listed for lister
+    const { orderId } = (await api.checkout(sale.id, token, 1, "eu-42")) as { orderId: string };
+    const reference = await eventually(`order ${orderId} to await payment`, async () => {
+      const order = (await api.order(orderId, token)).body;
+      return order?.status === "awaiting_payment" && order.reference;
+    });
+    await api.checkout(sale.id, await api.userToken("someone-else"), 1, "eu-43"); // not listed for lister
 
     const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
     await page.goto(`${BASE}/`);
@@ -297,7 +306,8 @@ describe("the storefront", () => {
     const item = page.locator("#your-orders-list li");
     await item.first().waitFor();
     expect(await item.count()).toBe(1);
-    expect(await item.first().textContent()).toContain(`Order ${orderId}: 1 × ${money(1_000, "EUR")}`);
+    expect(await item.first().textContent()).toContain(`Your orders sale, EU 42: 1 × ${money(1_000, "EUR")}`);
+    expect(await item.first().textContent()).toContain(`Order ${reference}`);
     expect(await item.first().locator(".badge").textContent()).toBe("awaiting payment");
     expect(await seriousA11yViolations(page)).toEqual([]);
 
@@ -310,6 +320,11 @@ describe("the storefront", () => {
       .locator("#order-state")
       .filter({ hasText: /^awaiting payment$/ })
       .waitFor();
+    // The order's detail: the reference to read out beside the id, the product and the size.
+    expect(await page.locator("#order-reference").textContent()).toBe(reference);
+    expect(await page.locator("#order-id").textContent()).toBe(orderId);
+    expect(await page.locator("#order-product").textContent()).toBe("Your orders sale");
+    expect(await page.locator("#order-variant").textContent()).toBe("EU 42");
     await page.getByRole("button", { name: "Cancel order" }).click();
     await statusReads(page, /Cancelled: the unit went back on sale/);
     expect((await api.order(orderId, token)).body?.status).toBe("cancelled");

@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import type { OrderView, ReconciliationReport } from "../../src/shared/api-types.ts";
@@ -36,7 +37,9 @@ async function d1Orders(saleId: string): Promise<D1Order[]> {
     .prepare("SELECT order_id, user_id, status, quantity, expires_at, closed_at, refund_due FROM orders WHERE sale_id = ?")
     .bind(Number(saleId))
     .all<D1Order>();
-  return results;
+  // By the ids the buyers were given (D1 keeps the internal ones).
+  const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
+  return results.map((r: D1Order) => ({ ...r, order_id: ids.toPublic(r.order_id) }));
 }
 
 /**
@@ -307,8 +310,12 @@ describe("a crowd with a payment window", () => {
       .prepare("SELECT subject, type FROM order_events WHERE sale_id = ? ORDER BY seq")
       .bind(Number(sale.id))
       .all<{ subject: string; type: string }>();
+    // D1's subjects are internal ids; the shop heard of public ones.
+    const cipher = orderIdCipher(stack.secrets.ORDER_ID_KEY);
     for (const [orderId, types] of expected) {
-      const inD1 = recorded.filter((e: { subject: string }) => e.subject === orderId).map((e: { type: string }) => e.type);
+      const inD1 = recorded
+        .filter((e: { subject: string }) => !e.subject.startsWith("sale:") && cipher.toPublic(e.subject) === orderId)
+        .map((e: { type: string }) => e.type);
       expect(heard.get(orderId), orderId).toEqual(inD1);
       expect([...inD1].sort(), orderId).toEqual([...types].sort());
     }
@@ -413,7 +420,8 @@ async function attemptsFinished(saleId: string): Promise<Map<string, number>> {
     )
     .bind(Number(saleId))
     .all<{ order_id: string; updated_at: number }>();
-  return new Map(results.map((r: { order_id: string; updated_at: number }) => [r.order_id, r.updated_at]));
+  const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
+  return new Map(results.map((r: { order_id: string; updated_at: number }) => [ids.toPublic(r.order_id), r.updated_at]));
 }
 
 /**

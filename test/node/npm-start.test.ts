@@ -102,6 +102,7 @@ describe("npm start", () => {
       "REDIS_PASSWORD",
       "PAYMENT_WEBHOOK_SECRET",
       "ORDER_EVENT_SECRETS_KEY",
+      "ORDER_ID_KEY",
     ] as const) {
       expect(occurrences(stored[name]), name).toBe(0);
     }

@@ -16,6 +16,7 @@ beforeAll(async () => {
     secrets: {
       ADMIN_TOKEN: secrets.ADMIN_TOKEN,
       JWT_SECRET: secrets.JWT_SECRET,
+      ORDER_ID_KEY: secrets.ORDER_ID_KEY,
       UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9",
       UPSTASH_REDIS_REST_TOKEN: secrets.GATEWAY_TOKEN,
     },

@@ -10,6 +10,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiResult } from "../../dev/lib/api-client.ts";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { webhookSignature } from "../../dev/lib/webhook-signing.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
@@ -137,15 +138,24 @@ async function d1State(saleId: string) {
       )
       .bind(Number(saleId)),
   ])) as [{ results: OrderRow[] }, { results: AttemptRow[] }];
+  // By the ids the buyers were given.
+  const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return {
-    orders: new Map(orders.results.map((r) => [r.order_id, r])),
-    attempts: new Map(attempts.results.map((r) => [`${r.order_id}:${r.idempotency_key}`, r])),
+    orders: new Map(orders.results.map((r) => [ids.toPublic(r.order_id), r])),
+    attempts: new Map(attempts.results.map((r) => [`${ids.toPublic(r.order_id)}:${r.idempotency_key}`, r])),
   };
 }
 
 /** What the provider did for each (order, key): its charge or decline; absent when it never answered. */
 async function providerRecord(keys: string[]): Promise<Map<string, Charge>> {
-  const values = await redis.mget(keys.map((k) => `devpay:{${k}}`));
+  // The provider was handed the internal id (the pay route's record of the order).
+  const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
+  const values = await redis.mget(
+    keys.map((k) => {
+      const [orderId, key] = k.split(/:(.*)/s) as [string, string];
+      return `devpay:{${ids.toInternal(orderId)}:${key}}`;
+    }),
+  );
   const record = new Map<string, Charge>();
   keys.forEach((k, i) => {
     const value = values[i];

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { saleKeys } from "../../src/shared/keys.ts";
@@ -110,11 +111,15 @@ async function ledger(saleId: string): Promise<Ledger> {
     .prepare("SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?")
     .bind(Number(saleId))
     .all<{ order_id: string; user_id: string; reason: string }>();
+  // By the ids the buyers were given.
+  const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return {
-    confirmed: new Map(orders.results.map((r: { order_id: string; user_id: string }) => [r.order_id, { userId: r.user_id }])),
+    confirmed: new Map(
+      orders.results.map((r: { order_id: string; user_id: string }) => [ids.toPublic(r.order_id), { userId: r.user_id }]),
+    ),
     failed: new Map(
       failed.results.map((r: { order_id: string; user_id: string; reason: string }) => [
-        r.order_id,
+        ids.toPublic(r.order_id),
         { userId: r.user_id, reason: r.reason },
       ]),
     ),

@@ -5,4 +5,5 @@ export const TEST_SECRETS = {
   PAYMENT_WEBHOOK_SECRET: "test-webhook-secret",
   /** 32 bytes in base64: "test-order-event-secrets-key-32b". */
   ORDER_EVENT_SECRETS_KEY: "dGVzdC1vcmRlci1ldmVudC1zZWNyZXRzLWtleS0zMmI=",
+  ORDER_ID_KEY: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
 } as const;

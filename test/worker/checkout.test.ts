@@ -6,14 +6,14 @@ import { BASE, bearer, checkout, createSale, eventually, expectSettledInvariants
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
 describe("checkout", () => {
-  it("accepts a buyer with 202 and a pending 64-bit order id, then confirms it", async () => {
+  it("accepts a buyer with 202 and a pending public order id (64-bit, 2^63 or more), then confirms it", async () => {
     const sale = await createSale({ stock: 3 });
     const res = await checkout(sale.id, await userToken("alice"));
     expect(res.status).toBe(202);
     const body = (await res.json()) as { orderId: string; status: string };
     expect(body.status).toBe("pending");
-    expect(body.orderId).toMatch(/^[1-9][0-9]{15,18}$/);
-    expect(BigInt(body.orderId) > 2n ** 53n).toBe(true);
+    expect(body.orderId).toMatch(/^[1-9][0-9]{18,19}$/);
+    expect(BigInt(body.orderId) >= 2n ** 63n && BigInt(body.orderId) < 2n ** 64n).toBe(true);
 
     await expectSettledInvariants(sale.id, 3, new Map([["alice", body.orderId]]));
     const order = await SELF.fetch(`${BASE}/api/orders/${body.orderId}`, { headers: bearer(await userToken("alice")) });

@@ -18,6 +18,7 @@ import {
   createSale,
   eventually,
   expectSettledInvariants,
+  internalId,
   loopbackApi,
   redis,
   report,
@@ -214,12 +215,12 @@ describe("clean-up of an ended, settled sale", () => {
     );
     await waitOnExecutionContext(ctx);
     expect(lost.status).toBe(202);
-    const lostOrder = ((await lost.json()) as { orderId: string }).orderId;
+    const lostOrder = internalId(((await lost.json()) as { orderId: string }).orderId);
     const waiting = await tryCheckout(unpaid.id, "slow-payer");
     expect(waiting.status).toBe(202);
     await eventually("the order to await payment", async () => {
       const row = await env.DB.prepare("SELECT status FROM orders WHERE order_id = ?")
-        .bind(waiting.orderId)
+        .bind(internalId(waiting.orderId as string))
         .first<string>("status");
       return row === "awaiting_payment";
     });

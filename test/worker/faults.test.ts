@@ -27,6 +27,7 @@ import {
   d1Orders,
   eventually,
   expectSettledInvariants,
+  internalId,
   orderStatus,
   redis,
   remaining,
@@ -54,7 +55,8 @@ async function checkoutWith(testEnv: Env, saleId: string, user: string): Promise
   const res = await worker.fetch(req, testEnv, ctx);
   await waitOnExecutionContext(ctx);
   const body = (await res.json()) as { orderId?: string; error?: { code: string } };
-  return { user, status: res.status, orderId: body.orderId, code: body.error?.code };
+  // The internal id, as the queues, the outbox and D1 carry it.
+  return { user, status: res.status, orderId: body.orderId && internalId(body.orderId), code: body.error?.code };
 }
 
 /** Runs the scheduled handler once, as the cron trigger would, with every outbox record stale. */
@@ -385,7 +387,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     const again = await checkout(sale.id, await userToken(poisonUser));
     const againBody = (await again.json()) as { orderId: string; error?: { code: string } };
     expect([again.status, againBody.error?.code]).toEqual([202, undefined]);
-    const secondOrder = againBody.orderId;
+    const secondOrder = internalId(againBody.orderId);
     expect(secondOrder).not.toBe(poisonOrder);
     await waitForConfirmed([secondOrder]);
     expect(await orderStatus(secondOrder, poisonUser)).toEqual({ http: 200, status: "confirmed" });
@@ -405,7 +407,7 @@ describe("nothing lost when the consumer or D1 fails", () => {
     const user = `dl-settled-${sale.id}`;
     const res = await checkout(sale.id, await userToken(user));
     expect(res.status).toBe(202);
-    const { orderId } = (await res.json()) as { orderId: string };
+    const orderId = internalId(((await res.json()) as { orderId: string }).orderId);
     await waitForConfirmed([orderId]);
     expect(await remaining(sale.id)).toBe(2);
 

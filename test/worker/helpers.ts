@@ -2,6 +2,7 @@ import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloud
 import { Redis } from "@upstash/redis/cloudflare";
 import { expect } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
+import { orderIdCipher } from "../../dev/lib/order-ids";
 import { mintUserToken } from "../../dev/lib/user-tokens";
 import { eventually } from "../../dev/lib/wait";
 import worker from "../../src/index";
@@ -72,9 +73,16 @@ export const checkout = api.checkoutResponse.bind(api);
 
 export const report = (saleId: string): Promise<ReconciliationReport> => api.report(saleId);
 
-/** Waits until every given order id is confirmed in D1 (by id, never by row count: a message an earlier test sent may land now). */
+const orderIds = orderIdCipher(env.ORDER_ID_KEY as string);
+/** The internal id (what Redis, the queues and D1 keep) of an order id the API gave. */
+export const internalId = (orderId: string): string => orderIds.toInternal(orderId);
+
+/**
+ * Waits until every given order id (as the API gave it, or internal) is confirmed in D1 (by id,
+ * never by row count: a message an earlier test sent may land now).
+ */
 export async function waitForConfirmed(orderIds: string[], timeoutMs = 60_000): Promise<void> {
-  const ids = JSON.stringify(orderIds);
+  const ids = JSON.stringify(orderIds.map(internalId));
   let confirmed = 0;
   await eventually(
     () => `${orderIds.length} orders to be confirmed in D1 (${confirmed} are)`,
@@ -89,7 +97,7 @@ export async function waitForConfirmed(orderIds: string[], timeoutMs = 60_000): 
   );
 }
 
-/** D1's view of a sale: each confirmed order and its buyer. */
+/** D1's view of a sale: each confirmed order (its internal id) and its buyer. */
 export async function d1Orders(saleId: string): Promise<{ order_id: string; user_id: string }[]> {
   const { results } = await env.DB.prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
     .bind(Number(saleId))
@@ -97,7 +105,7 @@ export async function d1Orders(saleId: string): Promise<{ order_id: string; user
   return results;
 }
 
-/** D1's failed (dead-lettered) orders of a sale and their buyers. */
+/** D1's failed (dead-lettered) orders of a sale (their internal ids) and their buyers. */
 export async function d1FailedOrders(saleId: string): Promise<{ order_id: string; user_id: string; reason: string }[]> {
   const { results } = await env.DB.prepare("SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?")
     .bind(Number(saleId))
@@ -131,8 +139,8 @@ export { eventually };
 /**
  * The invariants every concurrency test ends with: sold <= stock in Redis and D1, at most
  * one order per user, and every accepted order settled exactly once with nothing extra:
- * confirmed (`accepted`, user -> order id) or, when dead-lettered, failed (`failed`) with
- * its unit back in stock.
+ * confirmed (`accepted`, user -> order id, as the API gave it or internal) or, when
+ * dead-lettered, failed (`failed`) with its unit back in stock.
  */
 export async function expectSettledInvariants(
   saleId: string,
@@ -141,6 +149,9 @@ export async function expectSettledInvariants(
   failed: Map<string, string> = new Map(),
 ): Promise<ReconciliationReport> {
   await waitForConfirmed([...accepted.values()]);
+  const internal = (ids: Map<string, string>) => new Map([...ids].map(([user, id]) => [user, internalId(id)]));
+  accepted = internal(accepted);
+  failed = internal(failed);
   const rows = await d1Orders(saleId);
   expect(rows.length).toBeLessThanOrEqual(stock);
   expect(new Set(rows.map((r) => r.user_id)).size).toBe(rows.length);

@@ -14,7 +14,7 @@ import { webhookSignature } from "../../dev/lib/webhook-signing";
 import worker from "../../src/index";
 import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
-import { api, BASE, createSale, eventually, LOOPBACK_BASE, redis, remaining, report } from "./helpers";
+import { api, BASE, createSale, eventually, internalId, LOOPBACK_BASE, redis, remaining, report } from "./helpers";
 
 const JOBS_QUEUE = "flash-sale-jobs";
 const ORDERS_QUEUE = "flash-sale-orders";
@@ -54,7 +54,9 @@ async function orderOf(orderId: string, user: string): Promise<OrderView> {
 /** Waits (reading D1, so the buyer's own rate limit is not spent on polling) for the order's state, then reads it as its buyer. */
 async function settledAs(orderId: string, user: string, status: OrderView["status"]): Promise<OrderView> {
   await eventually(`order ${orderId} to be ${status}`, async () => {
-    const row = await env.DB.prepare("SELECT status FROM orders WHERE order_id = ?").bind(orderId).first<{ status: string }>();
+    const row = await env.DB.prepare("SELECT status FROM orders WHERE order_id = ?")
+      .bind(internalId(orderId))
+      .first<{ status: string }>();
     return row?.status === status;
   });
   return orderOf(orderId, user);
@@ -66,7 +68,14 @@ async function settledAs(orderId: string, user: string, status: OrderView["statu
  */
 async function settleWithoutExpiryJob(saleId: string, user: string, orderId: string): Promise<void> {
   const dropping = { ...env, JOBS: { send: async () => {}, sendBatch: async () => {} } as unknown as Queue };
-  const message: OrderMessage = { orderId, saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() };
+  const message: OrderMessage = {
+    orderId: internalId(orderId),
+    saleId,
+    userId: user,
+    quantity: 1,
+    variant: "default",
+    reservedAt: Date.now(),
+  };
   await worker.queue(
     createMessageBatch(ORDERS_QUEUE, [
       { id: `no-job-${orderId}`, timestamp: new Date(), attempts: 1, body: { orders: [message] } },
@@ -258,12 +267,12 @@ describe("a sale with a payment window", () => {
     expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate);
     expect(await pay(orderId, "sleeper", "tok_visa", "after-expiry")).toMatchObject(tooLate); // no charge on the retry either
     const attempts = await env.DB.prepare("SELECT COUNT(*) AS n FROM payments WHERE order_id = ?")
-      .bind(orderId)
+      .bind(internalId(orderId))
       .first<{ n: number }>();
     expect(attempts?.n).toBe(0);
     expect(await orderOf(orderId, "sleeper")).toMatchObject({ status: "expired", refundDue: false });
     // Another expiry run or sweep changes nothing: the unit came back once.
-    await runJobs([{ kind: "expire-orders", orderIds: [orderId] }]);
+    await runJobs([{ kind: "expire-orders", orderIds: [internalId(orderId)] }]);
     await runSweep();
     expect(await remaining(sale.id)).toBe(1);
     const r = await report(sale.id);
@@ -302,7 +311,7 @@ describe("faults around payment and expiry", () => {
     });
     expect((await orderOf(orderId, "patient")).status).toBe("awaiting_payment");
     expect(await pay(orderId, "patient", "tok_timeout", "slow", impatient)).toMatchObject({ status: 503 });
-    expect(await redis.exists(`devpay:{${orderId}:slow}`)).toBe(0); // a provider that never answered charged nothing
+    expect(await redis.exists(`devpay:{${internalId(orderId)}:slow}`)).toBe(0); // a provider that never answered charged nothing
   });
 
   it("D1 down at payment: 503, and the retry with the same key is answered from the first charge", async () => {
@@ -328,12 +337,12 @@ describe("faults around payment and expiry", () => {
     const down = await pay(orderId, "unlucky", "tok_visa", "retry-me", failing);
     expect(down).toMatchObject({ status: 503, body: { error: { code: "UNAVAILABLE" } } });
     expect((await orderOf(orderId, "unlucky")).status).toBe("awaiting_payment");
-    const charge = await redis.get(`devpay:{${orderId}:retry-me}`);
+    const charge = await redis.get(`devpay:{${internalId(orderId)}:retry-me}`);
     expect(charge).toMatch(/"outcome":"succeeded"/); // the provider did charge once
 
     const retried = await pay(orderId, "unlucky", "tok_visa", "retry-me");
     expect(retried).toMatchObject({ status: 200, body: { status: "paid" } });
-    expect(await redis.get(`devpay:{${orderId}:retry-me}`)).toBe(charge); // and not again: the same charge answered
+    expect(await redis.get(`devpay:{${internalId(orderId)}:retry-me}`)).toBe(charge); // and not again: the same charge answered
   });
 
   it("the expiry message lost: the cron sweep expires the order and returns its unit", async () => {
@@ -358,7 +367,12 @@ describe("faults around payment and expiry", () => {
     const noRedis = { ...env, UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", REDIS_TIMEOUT_MS: "300" };
     await worker.queue(
       createMessageBatch(JOBS_QUEUE, [
-        { id: `strand-${orderId}`, timestamp: new Date(), attempts: 1, body: { kind: "expire-orders", orderIds: [orderId] } },
+        {
+          id: `strand-${orderId}`,
+          timestamp: new Date(),
+          attempts: 1,
+          body: { kind: "expire-orders", orderIds: [internalId(orderId)] },
+        },
       ]),
       noRedis,
     );
@@ -380,7 +394,7 @@ describe("faults around payment and expiry", () => {
 /** Which Idempotency-Key holds the order's payment claim, if any. */
 async function claimOf(orderId: string): Promise<string | null> {
   const row = await env.DB.prepare("SELECT payment_claim FROM orders WHERE order_id = ?")
-    .bind(orderId)
+    .bind(internalId(orderId))
     .first<{ payment_claim: string | null }>();
   return row?.payment_claim ?? null;
 }
@@ -388,7 +402,7 @@ async function claimOf(orderId: string): Promise<string | null> {
 /** The order's pay attempts as D1 records them, by key. */
 async function attemptsOf(orderId: string): Promise<Record<string, string>> {
   const { results } = await env.DB.prepare("SELECT idempotency_key, status FROM payments WHERE order_id = ?")
-    .bind(orderId)
+    .bind(internalId(orderId))
     .all<{ idempotency_key: string; status: string }>();
   return Object.fromEntries(results.map((r) => [r.idempotency_key, r.status]));
 }
@@ -409,7 +423,7 @@ describe("one payment in flight per order", () => {
       status: 409,
       body: { error: { code: "ORDER_NOT_PAYABLE", message: "the order is already paid" } },
     });
-    expect(await redis.exists(`devpay:{${orderId}:third-card}`)).toBe(0); // refused before the provider
+    expect(await redis.exists(`devpay:{${internalId(orderId)}:third-card}`)).toBe(0); // refused before the provider
     expect(await attemptsOf(orderId)).toEqual({ "first-card": "declined", "second-card": "succeeded" });
     expect(await orderOf(orderId, "second-card")).toMatchObject({ status: "paid", refundDue: false });
     expect(await claimOf(orderId)).toBeNull();
@@ -434,7 +448,7 @@ describe("one payment in flight per order", () => {
     const third = await pay(orderId, "double-click", "tok_visa", "click-2", slow);
     expect(third).toMatchObject({ ...inProgress, retryAfter: "4" });
     expect(third.body.error?.message).toContain("outcome is not known yet");
-    expect(await redis.exists(`devpay:{${orderId}:click-2}`)).toBe(0);
+    expect(await redis.exists(`devpay:{${internalId(orderId)}:click-2}`)).toBe(0);
     expect(await attemptsOf(orderId)).toEqual({ "click-1": "charging" });
     // The same key again is that attempt again (the provider would answer from its charge).
     expect(await pay(orderId, "double-click", "tok_timeout", "click-1", { ...env, PAYMENT_TIMEOUT_MS: "100" })).toMatchObject({
@@ -448,13 +462,13 @@ describe("one payment in flight per order", () => {
     // TIME TRAVEL: the window closes now (D1's deadline moved to D1's clock), rather than a
     // window short enough to close while this test works racing the test's own steps.
     await env.DB.prepare("UPDATE orders SET expires_at = CAST(unixepoch('subsec') * 1000 AS INTEGER) WHERE order_id = ?")
-      .bind(orderId)
+      .bind(internalId(orderId))
       .run();
     expect(await pay(orderId, "double-click", "tok_visa", "click-3")).toMatchObject({
       status: 409,
       body: { error: { code: "ORDER_NOT_PAYABLE", message: "the payment window has closed" } },
     });
-    await runJobs([{ kind: "expire-orders", orderIds: [orderId] }]);
+    await runJobs([{ kind: "expire-orders", orderIds: [internalId(orderId)] }]);
     expect(await settledAs(orderId, "double-click", "expired")).toMatchObject({ refundDue: false });
     // The webhook's charge, delivered again, landed on an order that ended: owed back.
     expect(await signed(event)).toMatchObject({ status: 200, body: { outcome: "refund_due" } });
@@ -490,7 +504,7 @@ describe("the payments webhook", () => {
     await settledAs(orderId, "confirmed-twice", "awaiting_payment");
     expect(await pay(orderId, "confirmed-twice", "tok_visa", "key-1")).toMatchObject({ status: 200 });
     const charge = await env.DB.prepare("SELECT provider_ref FROM payments WHERE order_id = ?")
-      .bind(orderId)
+      .bind(internalId(orderId))
       .first<{ provider_ref: string }>();
     expect(charge?.provider_ref).toMatch(/^dev_ch_/);
     const event = { type: "payment.succeeded", orderId, amount: 400, currency: "USD" };

@@ -15,6 +15,7 @@ import {
 } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
+import { orderIdCipher } from "../../dev/lib/order-ids";
 import worker from "../../src/index";
 import { keepEndpointSecrets } from "../../src/orders/endpoint-secrets";
 import { deliverDue, RETRY_SCHEDULE_SEC, reportEndedSales } from "../../src/orders/event-deliveries";
@@ -24,13 +25,17 @@ import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { type DeliveryPage, type DeliveryView, type EndpointView, ORDER_EVENT_TYPES } from "../../src/shared/order-events";
 import { parseSettings, settingsOf } from "../../src/shared/settings";
 import { checkedFetch } from "./contract";
-import { api, BASE, createSale, LOOPBACK_BASE } from "./helpers";
+import { api, BASE, createSale, internalId, LOOPBACK_BASE } from "./helpers";
+
+/** The order ids the bodies carry, as the Worker keys them. */
+const cipher = orderIdCipher(env.ORDER_ID_KEY as string);
 
 /** What the Worker seals endpoint secrets with: the suite's ORDER_EVENT_SECRETS_KEY. */
 const SECRETS_KEY = settingsOf(env).ORDER_EVENT_SECRETS_KEY;
 
 /** One sender's run, as the jobs queue's consumer makes it, its requests handed to `fetcher`. */
-const deliver = (fetcher: typeof fetch, secretsKey = SECRETS_KEY) => deliverDue(env.DB, { fetch: fetcher, secretsKey });
+const deliver = (fetcher: typeof fetch, secretsKey = SECRETS_KEY) =>
+  deliverDue(env.DB, { fetch: fetcher, secretsKey, ids: cipher });
 
 const dropping = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue;
 /** The suite's env with both queues dropping what they are sent: no event is sent but by the test. */
@@ -108,13 +113,14 @@ async function buyAndSettle(saleId: string, users: string[]): Promise<string[]> 
     });
     expect(res.status).toBe(202);
     const { orderId } = (await res.json()) as { orderId: string };
-    orders.push({ orderId, saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() });
+    // The queue carries the internal id; the API and the events, the public one.
+    orders.push({ orderId: internalId(orderId), saleId, userId: user, quantity: 1, variant: "default", reservedAt: Date.now() });
   }
   const batch = createMessageBatch("flash-sale-orders", [
     { id: `settle-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body: { orders } },
   ]);
   await worker.queue(batch, quiet);
-  return orders.map((o) => o.orderId);
+  return orders.map((o) => cipher.toPublic(o.orderId));
 }
 
 async function pay(orderId: string, user: string, key: string) {
@@ -141,7 +147,8 @@ async function cancel(orderId: string, user: string) {
 }
 
 /** The payment window closes (D1's deadline moved to the past), then the expiry job runs. */
-async function expire(orderId: string): Promise<void> {
+async function expire(publicOrderId: string): Promise<void> {
+  const orderId = internalId(publicOrderId);
   await env.DB.prepare("UPDATE orders SET expires_at = 0 WHERE order_id = ?").bind(orderId).run();
   const job: JobMessage = { kind: "expire-orders", orderIds: [orderId] };
   await worker.queue(
@@ -222,7 +229,10 @@ describe("order events", () => {
       data: {
         order: {
           orderId: o1,
+          reference: expect.stringMatching(/^[0-9A-Z]{4}-[0-9A-Z]{4}$/),
           saleId: sale.id,
+          saleName: sale.name,
+          variantLabel: null,
           userId: "ev-ann",
           status: "paid",
           quantity: 1,
@@ -625,7 +635,7 @@ describe("endpoint signing secrets", () => {
     await buyAndSettle(sale.id, ["unreadable-1"]);
     const { fetcher, to } = recording();
     const anotherKey = crypto.getRandomValues(new Uint8Array(32));
-    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined });
+    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids: cipher });
     await fastForward([own.id]);
     await deliver(fetcher, anotherKey);
     expect(to(own.url)).toEqual([]);
@@ -676,7 +686,7 @@ describe("endpoint signing secrets", () => {
     const sale = await createSale({ stock: 5 });
     await buyAndSettle(sale.id, ["legacy-1"]);
     const { fetcher, to } = recording();
-    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined }); // a plain secret needs no key
+    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids: cipher }); // a plain secret needs no key
     expect(to(url).map((r) => verifies(secret, r))).toEqual([true]);
 
     // The cron: without the key it seals nothing; with it, the secret is sealed, the same secret.

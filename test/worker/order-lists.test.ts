@@ -3,10 +3,11 @@
 // written straight into D1 (checkout would take minutes for 20,000 orders); the triggers
 // that guard stock and the per-buyer limit still run on every row.
 import { env } from "cloudflare:test";
+import Papa from "papaparse";
 import { describe, expect, it } from "vitest";
-import { EXPORT_PAGE_SIZE } from "../../src/orders/order-lists";
+import { EXPORT_PAGE_SIZE, inCurrencyUnits } from "../../src/orders/order-lists";
 import type { AdminOrderView } from "../../src/shared/api-types";
-import { api, createSale, loopbackApi, waitForConfirmed } from "./helpers";
+import { api, createSale, internalId, loopbackApi, waitForConfirmed } from "./helpers";
 
 /** `count` orders of a sale, one per buyer (`<prefix>-<i>`) unless told, a millisecond apart, every third paid unless told. */
 async function insertOrders(
@@ -38,6 +39,30 @@ async function everyPage(saleId: string, status?: string): Promise<AdminOrderVie
   return all;
 }
 
+/**
+ * User ids that try to run a formula in a spreadsheet (OWASP's CSV injection payloads), at the
+ * start of the cell and after a separator of either locale inside it.
+ */
+const CSV_INJECTIONS = [
+  "=1+1",
+  "+1+1",
+  "-1+1",
+  "@SUM(1+1)",
+  "\t=1+1",
+  "\r=1+1",
+  '=HYPERLINK("https://evil.example")',
+  "=cmd|' /C calc'!A0",
+  "x;=1+1;",
+  "x,=1+1,",
+  "a; =1+1",
+  "a,\t@SUM(1)",
+  "a;;-2",
+  "a\n=1+1",
+  "a\r\n+1",
+  'a,"b";=c',
+  "plain-user",
+];
+
 /** Reads a CSV response chunk by chunk: its lines, and how many lines each chunk carried. */
 async function readCsv(res: Response): Promise<{ lines: string[]; linesPerChunk: number[] }> {
   const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
@@ -66,17 +91,22 @@ describe("a sale's orders", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
     const { lines, linesPerChunk } = await readCsv(res);
-    expect(lines[0]).toBe("orderId,saleId,userId,status,quantity,variant,amount,currency,createdAt,closedAt,refundDue");
+    expect(lines[0]).toBe(
+      "orderId,reference,saleId,saleName,userId,status,quantity,variant,variantLabel,amount,currency,createdAt,closedAt,refundDue",
+    );
     expect(lines.slice(1).map((l) => l.split(",")[0])).toEqual(listed.map((o) => o.orderId));
     expect(lines[1]).toBe(
       [
         listed[0]?.orderId,
+        listed[0]?.reference,
         sale.id,
+        sale.name,
         listed[0]?.userId,
         "expired",
         1,
         "default",
-        100,
+        "", // no variants: no label
+        "1.00", // 100 cents, in dollars
         "USD",
         listed[0]?.createdAt,
         listed[0]?.closedAt,
@@ -94,12 +124,34 @@ describe("a sale's orders", () => {
     expect(paidCsv.lines.slice(1).map((l) => l.split(",")[0])).toEqual(paid.map((o) => o.orderId));
   });
 
-  it("quotes cells and defuses spreadsheet formulas in the export", async () => {
-    const sale = await createSale({ stock: 5 });
-    await insertOrders(sale.id, 2, "x", { userOf: (i) => (i === 1 ? "=HYPERLINK(1)" : 'a,"b"') });
-    const { lines } = await readCsv(await api.saleOrdersCsv(sale.id));
-    expect(lines.map((l) => l.split(",")[2])).toContain("'=HYPERLINK(1)");
-    expect(lines.some((l) => l.includes(',"a,""b""",'))).toBe(true);
+  it("writes no cell a spreadsheet would run as a formula, read with `,` or `;`, quoted or split naively", async () => {
+    const sale = await createSale({ stock: CSV_INJECTIONS.length });
+    await insertOrders(sale.id, CSV_INJECTIONS.length, "x", { userOf: (i) => CSV_INJECTIONS[i - 1] as string });
+    const text = await (await api.saleOrdersCsv(sale.id)).text();
+
+    const readings = {
+      comma: Papa.parse<string[]>(text, { delimiter: ",", newline: "\r\n" }).data.flat(),
+      semicolon: Papa.parse<string[]>(text, { delimiter: ";", newline: "\r\n" }).data.flat(),
+      naive: text.split(/[,;\t\r\n]/),
+    };
+    for (const [how, cells] of Object.entries(readings)) {
+      const formulas = cells.filter((cell) => /^ *[=+\-@\t\r]/.test(cell));
+      expect(formulas, `read ${how}`).toEqual([]);
+    }
+    // Read as a `,` locale reads it, every user id is whole, with a quote mark before each formula character.
+    const rows = Papa.parse<string[]>(text, { delimiter: ",", newline: "\r\n", skipEmptyLines: true }).data;
+    const column = rows[0]?.indexOf("userId") as number;
+    const exported = rows.slice(1).map((row) => row[column] as string);
+    expect(exported.map((id) => id.replaceAll(/'(?=[=+\-@\t\r])/g, "")).sort()).toEqual([...CSV_INJECTIONS].sort());
+    expect(exported).toContain("x;'=1+1;");
+  });
+
+  it("gives amounts in the currency's own units, exactly, as many decimals as the currency has", () => {
+    expect(inCurrencyUnits(4900, "EUR")).toBe("49.00");
+    expect(inCurrencyUnits(5, "USD")).toBe("0.05");
+    expect(inCurrencyUnits(4900, "JPY")).toBe("4900");
+    expect(inCurrencyUnits(4900, "KWD")).toBe("4.900");
+    expect(inCurrencyUnits(999_999_999_999_99, "EUR")).toBe("999999999999.99");
   });
 
   it("refuses a bad status, limit or cursor, an unknown sale, and callers without the admin token", async () => {
@@ -161,7 +213,9 @@ describe("a buyer's orders", () => {
     expect(second.body?.nextCursor).toBeNull();
     const ids = [...(first.body?.orders ?? []), ...(second.body?.orders ?? [])].map((o) => o.orderId);
     expect(new Set(ids).size).toBe(60);
-    expect(ids).toEqual([...ids].sort().reverse());
+    // Newest first: the internal ids were minted in that order (the public ones tell nothing of it).
+    const internal = ids.map(internalId);
+    expect(internal).toEqual([...internal].sort().reverse());
     expect((await api.fetch("/api/orders?cursor=nope", { headers: { Authorization: `Bearer ${token}` } })).status).toBe(400);
   });
 });

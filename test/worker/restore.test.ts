@@ -11,7 +11,7 @@ import { LUA, runScript } from "../../src/redis/scripts";
 import { restoreLockName, restoreScriptKeys } from "../../src/settlement/restore";
 import type { RestoreReport } from "../../src/shared/api-types";
 import { bucketKeys, saleKeys } from "../../src/shared/keys";
-import { api, createSale, d1Orders, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
+import { api, createSale, d1Orders, eventually, fetchWithVars, internalId, redis, report, waitForConfirmed } from "./helpers";
 
 const admin = { Authorization: `Bearer ${env.ADMIN_TOKEN}`, "Content-Type": "application/json" };
 /** The restore, with RESTORE_QUIET_MS as given (the suite's orders land in milliseconds). */
@@ -88,7 +88,7 @@ describe("restore", () => {
     const ids = [...before.values(), ...after.values()];
     expect(new Set(ids).size).toBe(ids.length);
     const rows = await d1Orders(sale.id);
-    expect(rows.map((r) => r.order_id).sort()).toEqual([...ids].sort());
+    expect(rows.map((r) => r.order_id).sort()).toEqual([...ids].map(internalId).sort());
     const r = await eventually("the outbox to drain", async () => {
       const now = await report(sale.id);
       return now.redis.outbox === 0 && now;

@@ -8,7 +8,7 @@ import worker from "../../src/index";
 import { redisFor } from "../../src/redis/client";
 import { readLiveSale } from "../../src/sales/live-state";
 import type { AdminSaleView, OrderView } from "../../src/shared/api-types";
-import { api, createSale, d1Orders, eventually, loopbackApi, remaining, report, waitForConfirmed } from "./helpers";
+import { api, createSale, d1Orders, eventually, internalId, loopbackApi, remaining, report, waitForConfirmed } from "./helpers";
 
 const minutes = (n: number) => new Date(Date.now() + n * 60_000).toISOString();
 
@@ -183,7 +183,7 @@ describe("pause, resume and cancel under a running crowd", () => {
 
     // The invariants: no more sold than stock, one order per buyer, every accepted order in D1
     // exactly once, and all of them cancelled with their units back.
-    const orders = new Map(accepted().map((a) => [`crowd-${a.user}`, a.orderId as string]));
+    const orders = new Map(accepted().map((a) => [`crowd-${a.user}`, internalId(a.orderId as string)]));
     expect(orders.size).toBe(accepted().length);
     expect(orders.size).toBeLessThanOrEqual(stock);
     await waitForConfirmed([...orders.values()]);

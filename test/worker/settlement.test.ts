@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { bucketKeys, saleKeys } from "../../src/shared/keys";
 import type { OrderMessage } from "../../src/shared/messages";
-import { api, checkout, createSale, d1FailedOrders, d1Orders, redis, userToken } from "./helpers";
+import { api, checkout, createSale, d1FailedOrders, d1Orders, internalId, redis, userToken } from "./helpers";
 
 const QUEUE = "flash-sale-orders";
 
@@ -22,7 +22,8 @@ async function reserveFor(saleId: string, userId: string): Promise<OrderMessage>
   const res = await checkout(saleId, await userToken(userId));
   expect(res.status).toBe(202);
   const { orderId } = (await res.json()) as { orderId: string };
-  return { orderId, saleId, userId, quantity: 1, variant: "default", reservedAt: Date.now() };
+  // The message carries the internal id, as checkout's own send does.
+  return { orderId: internalId(orderId), saleId, userId, quantity: 1, variant: "default", reservedAt: Date.now() };
 }
 
 describe("settlement consumer", () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ApiClient } from "../../dev/lib/api-client";
 import { allBuckets, buyerKeys, saleKeys } from "../../src/shared/keys";
 import { checkedFetch } from "./contract";
-import { eventually, handleWithVars, redis, splitOf, waitForConfirmed } from "./helpers";
+import { eventually, handleWithVars, internalId, redis, splitOf, waitForConfirmed } from "./helpers";
 
 /** 10 KiB: a sale of 40 units needs 4 buckets (bucketsFor). */
 const TIGHT = { REDIS_MAX_RECORD_BYTES: "10240", RESTORE_QUIET_MS: "0" };
@@ -45,8 +45,10 @@ describe("a sale split into buckets", () => {
     expect(split).toMatchObject({ count: 4, key: expect.any(Array) });
     for (const user of users) {
       const own = buyerKeys(sale.id, user, split);
-      expect(await redis.hget(own.buyers, user)).toBe(`1:${orders.get(user)}`);
-      expect(await redis.hget(own.checkoutKeys, `${user}\nkey-${user}`)).toBe(`${orders.get(user)}:1`);
+      // Redis keeps the internal ids.
+      const orderId = internalId(orders.get(user) as string);
+      expect(await redis.hget(own.buyers, user)).toBe(`1:${orderId}`);
+      expect(await redis.hget(own.checkoutKeys, `${user}\nkey-${user}`)).toBe(`${orderId}:1`);
     }
     const perBucket = await Promise.all(allBuckets(sale.id, 4).map((b) => redis.hlen(b.buyers)));
     expect(perBucket.filter((n) => n > 0).length).toBeGreaterThan(1);
@@ -67,7 +69,7 @@ describe("a sale split into buckets", () => {
     });
     expect(back.redis).toMatchObject({ buyers: 29, remaining: 11 });
     const leaverBucket = buyerKeys(sale.id, leaver, split);
-    expect(await redis.sismember(leaverBucket.returned, orders.get(leaver) as string)).toBe(1);
+    expect(await redis.sismember(leaverBucket.returned, internalId(orders.get(leaver) as string))).toBe(1);
 
     // Redis loses the sale: the restore puts every holder back in their bucket.
     const all = allBuckets(sale.id, 4).flatMap((b) => Object.values(b));
@@ -86,9 +88,9 @@ describe("a sale split into buckets", () => {
     expect([200, 409]).toContain(restored);
     expect(await bucketsOf(sale.id)).toBe(4);
     for (const user of users.filter((u) => u !== leaver)) {
-      expect(await redis.hget(buyerKeys(sale.id, user, split).buyers, user)).toBe(`1:${orders.get(user)}`);
+      expect(await redis.hget(buyerKeys(sale.id, user, split).buyers, user)).toBe(`1:${internalId(orders.get(user) as string)}`);
     }
-    expect(await redis.sismember(leaverBucket.returned, orders.get(leaver) as string)).toBe(1);
+    expect(await redis.sismember(leaverBucket.returned, internalId(orders.get(leaver) as string))).toBe(1);
     expect((await tight.report(sale.id)).redis).toMatchObject({ loaded: true, buyers: 29, remaining: 11, returned: 1 });
     expect(await buy(sale.id, "split-0")).toMatchObject({ status: 409, code: "ALREADY_PURCHASED" });
     expect((await buy(sale.id, leaver)).status).toBe(202);

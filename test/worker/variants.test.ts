@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { archiveSettledSales } from "../../src/settlement/archive";
 import type { AdminSaleView, OrderView, RestoreReport } from "../../src/shared/api-types";
 import { allBuckets, saleKeys } from "../../src/shared/keys";
-import { api, createSale, eventually, fetchWithVars, redis, report, waitForConfirmed } from "./helpers";
+import { api, createSale, eventually, fetchWithVars, internalId, redis, report, waitForConfirmed } from "./helpers";
 
 const admin = { Authorization: `Bearer ${env.ADMIN_TOKEN}`, "Content-Type": "application/json" };
 const sizes = (stocks: number[]) => stocks.map((stock, i) => ({ id: `eu-${40 + i}`, label: `EU ${40 + i}`, stock }));
@@ -210,7 +210,7 @@ describe("variants: a crowd", () => {
 
     await waitForConfirmed(accepted.map((a) => a.orderId));
     const rows = await d1Units(sale.id);
-    expect(rows.map((r) => r.order_id).sort()).toEqual(accepted.map((a) => a.orderId).sort());
+    expect(rows.map((r) => r.order_id).sort()).toEqual(accepted.map((a) => internalId(a.orderId)).sort());
     expect(sum(rows.map((r) => [r.variant, r.quantity]))).toEqual(soldBySize);
     for (const [user, units] of sum(rows.map((r) => [r.user_id, r.quantity]))) expect(units, user).toBeLessThanOrEqual(2);
     const { results: guards } = await env.DB.prepare("SELECT variant_id, stock, sold FROM sale_variants WHERE sale_id = ?")
@@ -247,7 +247,7 @@ describe("variants after the 202", () => {
     expect(await buy(sale.id, "eager", "eu-41")).toMatchObject({ status: 409, code: "SOLD_OUT" });
     await eventually(`order ${first.orderId} to expire`, async () => {
       const row = await env.DB.prepare("SELECT status, returned_at FROM orders WHERE order_id = ?")
-        .bind(first.orderId)
+        .bind(internalId(first.orderId as string))
         .first<{ status: string; returned_at: number | null }>();
       return row?.status === "expired" && row.returned_at !== null;
     });
