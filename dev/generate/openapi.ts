@@ -176,7 +176,10 @@ function operation(route: RouteDoc, registry: ReturnType<typeof componentRegistr
       description: response.description,
       ...(response.headers && { headers: headersObject(response.headers) }),
       ...(response.body && {
-        content: { "application/json": { schema: successSchemas[status], example: example.responses[status] } },
+        content: {
+          "application/json": { schema: successSchemas[status], example: example.responses[status] },
+          ...(response.csv && { "text/csv": { schema: { type: "string", description: response.csv } } }),
+        },
       }),
     };
   }

@@ -50,7 +50,7 @@ export async function mintBypass(
 export async function listBypasses(db: D1Database, saleId: string): Promise<BypassRecord[]> {
   const { results } = await db
     .prepare(
-      "SELECT user_id, expires_at, minted_at, minted_from FROM bypass_passes WHERE sale_id = ? ORDER BY minted_at DESC LIMIT 500",
+      "SELECT user_id, expires_at, minted_at, minted_from FROM bypass_passes WHERE sale_id = ? ORDER BY minted_at DESC, rowid DESC LIMIT 500",
     )
     .bind(Number(saleId))
     .all<{ user_id: string; expires_at: number; minted_at: number; minted_from: string }>();

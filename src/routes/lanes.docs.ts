@@ -16,7 +16,13 @@ export const lanesDocs: readonly RouteDoc[] = [
     params: Requests.LaneParam,
     requestHeaders: { Accept: { required: false, description: "text/csv for the codes as a CSV file" } },
     body: { schema: Requests.CodeBatchBody, required: true },
-    responses: { 201: { description: "the batch and its codes", body: Bodies.CodeBatchCreated } },
+    responses: {
+      201: {
+        description: "the batch and its codes",
+        body: Bodies.CodeBatchCreated,
+        csv: "code,lane,uses,expires_at: a row per code",
+      },
+    },
     errors: [
       "BAD_REQUEST",
       "SALE_NOT_FOUND",

@@ -15,6 +15,8 @@ export type Auth = "none" | "user" | "admin";
 export interface SuccessResponse {
   description: string;
   body?: $ZodType;
+  /** The same answer as CSV when the request's Accept asks for text/csv: its columns. */
+  csv?: string;
   /** Response headers worth knowing: see RESPONSE_HEADERS. */
   headers?: readonly ResponseHeader[];
 }

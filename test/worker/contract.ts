@@ -7,7 +7,10 @@ import document from "../../public/openapi.json";
 import { ERRORS, type ErrorCode } from "../../src/shared/error-codes";
 import { OUTSIDE_OPERATIONS } from "../../src/shared/route-docs";
 
-type Operation = { operationId: string; responses: Record<string, { content?: { "application/json": { schema: object } } }> };
+type Operation = {
+  operationId: string;
+  responses: Record<string, { content?: { "application/json": { schema: object }; "text/csv"?: object } }>;
+};
 type Paths = Record<string, Record<string, Operation>>;
 
 const paths = document.paths as unknown as Paths;
@@ -65,6 +68,11 @@ export async function expectDocumented(method: string, url: string, res: Respons
     const documented = operation.responses[String(res.status)];
     if (!documented) throw new Error(`${method} ${pathname} answered ${res.status}, which openapi.json does not list`);
     seen.add(`${operation.operationId} ${res.status}`);
+    if (res.headers.get("Content-Type")?.startsWith("text/csv")) {
+      if (!documented.content?.["text/csv"])
+        throw new Error(`${method} ${pathname} answered CSV, which openapi.json does not list`);
+      return;
+    }
     schema = documented.content?.["application/json"].schema;
   }
   if (!schema) return;
