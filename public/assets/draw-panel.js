@@ -1,6 +1,7 @@
 // @ts-check
 // A sale sold by draw on its page (docs/draws.md), in place of Buy: the entries' window in
-// words, a size picker and a quantity, Enter (Change entry once entered) and Withdraw while
+// words, the page's size picker and quantity (moved from Buy's form into the panel's while it
+// shows), Enter (Change entry once entered) and Withdraw while
 // entries are open, and the buyer's entry in one status line (#draw-line), true of where it
 // stands: entered, withdrawn, selected, waitlisted, not selected. A winner's order is an
 // ordinary order awaiting payment: the page's order panel shows it, with Pay and its
@@ -84,12 +85,12 @@ export class DrawPanel {
     this.page = page;
     $("draw").hidden = false;
     $("buy").hidden = true;
+    $("draw-entry").prepend($("variant-field"), $("quantity-field"));
     $("draw-entry").onsubmit = (event) => {
       event.preventDefault();
       void this.enter();
     };
     $("draw-withdraw").onclick = () => void this.withdraw();
-    $("draw-variants").onchange = () => this.paint();
     /** @type {HTMLAnchorElement} */ ($("draw-record")).href = `${api}/api/sales/${saleId}/draw`;
   }
 
@@ -97,22 +98,14 @@ export class DrawPanel {
     this.stopped = true;
     $("draw").hidden = true;
     $("buy").hidden = false;
-    $("draw-variants").replaceChildren();
-    delete $("draw-variants").dataset.ids;
+    $("buy").prepend($("variant-field"), $("quantity-field"));
   }
 
-  /** The sale as the page last read it: the first read builds the picker and starts following the draw. @param {any} sale */
+  /** The sale as the page last read it (its first read starts following the draw). @param {any} sale */
   show(sale) {
     const first = !this.sale;
     this.sale = sale;
-    if (first) {
-      const limit = Math.max(1, Math.min(10, Number(sale.perUserLimit) || 1));
-      const quantity = /** @type {HTMLSelectElement} */ ($("draw-quantity"));
-      quantity.replaceChildren(...Array.from({ length: limit }, (_, i) => new Option(String(i + 1))));
-      $("draw-quantity-field").hidden = limit === 1;
-      void this.follow();
-    }
-    this.renderPicker();
+    if (first) void this.follow();
     this.paint();
   }
 
@@ -264,28 +257,6 @@ export class DrawPanel {
     );
   }
 
-  /** The size picker, built again only when the sizes change, so a read never moves the buyer's focus. */
-  renderPicker() {
-    $("draw-variant-field").hidden = !hasVariants(this.sale);
-    if (!hasVariants(this.sale)) return;
-    const box = $("draw-variants");
-    const ids = this.sale.variants.map((/** @type {any} */ v) => v.id).join("\n");
-    if (box.dataset.ids === ids) return;
-    box.dataset.ids = ids;
-    box.replaceChildren(
-      ...this.sale.variants.map((/** @type {any} */ v) => {
-        const input = document.createElement("input");
-        input.type = "radio";
-        input.name = "draw-variant";
-        input.value = v.id;
-        const label = document.createElement("label");
-        label.append(input, `${v.label}, ${v.stock} in the draw`);
-        return label;
-      }),
-    );
-    if (this.entry) pick(this.entry);
-  }
-
   /** The entry as read or answered; the picker shows a first-read entry, and a winner's order is followed. @param {any} entry */
   setEntry(entry) {
     const firstRead = this.entry === undefined;
@@ -351,7 +322,7 @@ export class DrawPanel {
     if (this.blocker() !== "") return;
     const token = this.page.token();
     const variant = hasVariants(this.sale) ? chosenSize() : undefined;
-    const quantity = Number(/** @type {HTMLSelectElement} */ ($("draw-quantity")).value) || 1;
+    const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
     // A token passes once: this entry's retries send it again (a refusal asks for a fresh check).
     const check = this.page.humanCheck();
     const was = this.entry;
@@ -427,16 +398,16 @@ const enterLabel = (entry) => (entry?.status === "entered" ? "Change entry" : "E
 
 /** The size picked for the entry, if any. */
 function chosenSize() {
-  const chosen = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="draw-variant"]:checked'));
+  const chosen = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="variant"]:checked'));
   return chosen?.value || undefined;
 }
 
 /** The picker set to an entry's size and quantity. @param {{ variant: string, quantity: number }} entry */
 function pick(entry) {
   const size = /** @type {HTMLInputElement | null} */ (
-    document.querySelector(`input[name="draw-variant"][value="${CSS.escape(entry.variant)}"]`)
+    document.querySelector(`input[name="variant"][value="${CSS.escape(entry.variant)}"]`)
   );
   if (size) size.checked = true;
-  const quantity = /** @type {HTMLSelectElement} */ ($("draw-quantity"));
+  const quantity = /** @type {HTMLSelectElement} */ ($("quantity"));
   if ([...quantity.options].some((o) => o.value === String(entry.quantity))) quantity.value = String(entry.quantity);
 }

@@ -79,7 +79,7 @@ describe("a draw on the storefront", () => {
     await check.check();
     await page.locator("#draw-note").filter({ hasText: "Choose a size first." }).waitFor();
     expect(await page.locator("#draw-enter").getAttribute("aria-disabled")).toBe("true");
-    await page.getByRole("radio", { name: "M, 1 in the draw" }).check();
+    await page.getByRole("radio", { name: "M, 1 left" }).check();
     await page.getByRole("button", { name: "Enter the draw" }).click();
     await lineSays(page, "You are entered: M × 1. You can change or withdraw your entry until");
     const token = await api.userToken(`${sale.id}-ada`);
@@ -93,7 +93,7 @@ describe("a draw on the storefront", () => {
     await screenshot(page, "storefront-draw");
 
     // Changed: another size and two units, after a fresh check.
-    await page.getByRole("radio", { name: "L, 2 in the draw" }).check();
+    await page.getByRole("radio", { name: "L, 2 left" }).check();
     await page.locator("#draw-entry").getByLabel("Quantity").selectOption("2");
     await check.check();
     await page.getByRole("button", { name: "Change entry" }).click();
@@ -103,7 +103,7 @@ describe("a draw on the storefront", () => {
     // A reload finds the entry again, the picker set to it.
     await page.reload();
     await lineSays(page, "You are entered: L × 2.");
-    expect(await page.getByRole("radio", { name: "L, 2 in the draw" }).isChecked()).toBe(true);
+    expect(await page.getByRole("radio", { name: "L, 2 left" }).isChecked()).toBe(true);
     expect(await page.locator("#draw-entry").getByLabel("Quantity").inputValue()).toBe("2");
 
     // Withdrawn: out of the draw, and the keyboard on the button that enters again.
@@ -113,6 +113,12 @@ describe("a draw on the storefront", () => {
     expect((await api.myEntry(sale.id, token)).body?.status).toBe("withdrawn");
     expect((await api.draw(sale.id)).body?.entries).toBe(0);
     expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // Leaving the sale gives Buy's form back its size picker and quantity (the draw borrowed them).
+    await page.getByRole("link", { name: "All sales" }).click();
+    await page.getByRole("heading", { name: "Sales" }).waitFor();
+    expect(await page.locator("#buy > #variant-field + #quantity-field").count()).toBe(1);
+    expect(await page.locator("#draw-entry #variant-field").count()).toBe(0);
     expect(await cspViolations(page)).toEqual([]);
   });
 });
