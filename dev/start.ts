@@ -1,4 +1,4 @@
-// npm start: the whole local stack with a demo sale.
+// npm start: the whole local stack with a demo sale and a demo draw.
 //   redis-server (AOF, password) -> the Upstash REST gateway -> wrangler dev with local D1
 //   and Queues, plus the cron the Worker would get in production (wrangler dev fires none):
 //   POST /admin/scheduled every minute, a route only a Worker with LOOPBACK_HOSTS_ONLY=true has
@@ -11,7 +11,7 @@
 // finds a previous run's processes still running (after a kill -9, a closed terminal, an
 // OOM kill) stops them first, and a watchdog stops this run's if it dies the same way.
 //
-// Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380), INSPECTOR_PORT
+// Environment: WORKER_PORT (8787), GATEWAY_PORT (8079), REDIS_PORT (6380), BEACON_PORT (8078), INSPECTOR_PORT
 // (wrangler's inspector of the Worker, on a port of its choosing unless set; npm run soak reads the isolate's heap there); ADMIN_TOKEN and
 // JWT_SECRET override the stored secrets; DEV_LOGIN is on (the storefront's local sign-in);
 // any of the Worker's [vars] (IP_RATE_LIMIT=0 ...) overrides wrangler.toml; with UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN set it
@@ -22,6 +22,8 @@
 // Turnstile: the Worker cannot reach Cloudflare's siteverify from here, so this process runs the
 // local stand-in (dev/turnstile/siteverify.ts) and points TURNSTILE_VERIFY_URL at it, with
 // Cloudflare's always-passing test secret and test site key (TURNSTILE_* in the environment override them).
+// Draws: a beacon can no more be reached from here than siteverify, so this process serves the
+// local stand-in for one (dev/stack/local-beacon.ts, on BEACON_PORT) that the demo draw names.
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands (inside scripts too); Redis wants
@@ -31,12 +33,15 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import type { SaleView } from "../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../src/shared/order-events.ts";
 import { spawnGateway } from "./gateway/process.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
 import { startRedisServer } from "./lib/redis-server.ts";
 import { webhookSecretFile } from "./lib/webhook-secret-file.ts";
+import { demoDraw } from "./stack/demo-draw.ts";
+import { localBeacon } from "./stack/local-beacon.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
@@ -52,6 +57,8 @@ const STATE = stateDir(ROOT);
 const WORKER_PORT = Number(process.env.WORKER_PORT ?? 8787);
 const GATEWAY_PORT = Number(process.env.GATEWAY_PORT ?? 8079);
 const REDIS_PORT = Number(process.env.REDIS_PORT ?? 6380);
+/** Fixed, unlike siteverify's: a draw sale keeps its beacon's URL across restarts. */
+const BEACON_PORT = Number(process.env.BEACON_PORT ?? 8078);
 /** Only when asked for: wrangler's default finds a free port, so two stacks can run side by side. */
 const INSPECTOR_PORT = process.env.INSPECTOR_PORT;
 const CRON_INTERVAL_MS = 60_000;
@@ -222,6 +229,7 @@ async function main() {
   const external = Boolean(process.env.UPSTASH_REDIS_REST_URL && process.env.UPSTASH_REDIS_REST_TOKEN);
   assertPortsFree([
     ["WORKER_PORT", WORKER_PORT],
+    ["BEACON_PORT", BEACON_PORT],
     ...(external
       ? []
       : ([
@@ -237,6 +245,8 @@ async function main() {
   const redis = await upstash(secrets);
   const siteverify = await startSiteverify();
   stops.push(() => siteverify.stop());
+  const beacon = await localBeacon(STATE, BEACON_PORT);
+  stops.push(() => beacon.stop());
   const devVars = path.join(STATE, "dev.vars");
   writeFileSync(
     devVars,
@@ -303,12 +313,14 @@ async function main() {
     },
     { idempotencyKey: `demo-drop-${day}` },
   );
+  const draw = await demoDraw(api, beacon);
   const token = await api.userToken("demo-user-1");
   const endpoint = args["webhook-url"] ? await localEndpoint(api, args["webhook-url"]) : undefined;
   console.log(
     startedMessage({
       base,
       saleId: sale.id,
+      draw,
       adminToken: secrets.ADMIN_TOKEN,
       buyer: { userId: "demo-user-1", token },
       store: external
@@ -328,19 +340,23 @@ async function main() {
 function startedMessage(run: {
   base: string;
   saleId: string;
+  draw: SaleView;
   adminToken: string;
   buyer: { userId: string; token: string };
   store: string;
   endpoint: { url: string; id: string } | undefined;
   envVars: string[];
 }): string {
-  const { base, saleId } = run;
+  const { base, saleId, draw } = run;
   const relative = (file: string) => path.relative(ROOT, file) || file;
+  const closes = new Date(draw.draw?.closesAt ?? draw.startsAt).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
   return `
 Flash-sale checkout is running.
 
   Storefront   ${base}/?sale=${saleId}
                the demo sale, sneakers in sizes: sign in with any name and buy
+  A draw       ${base}/?sale=${draw.id}
+               enter before ${closes}: winners are drawn at random at the close, then pay
   Console      ${base}/admin/
                create and watch sales: unlock it with the admin token below
   API docs     ${base}/docs
@@ -350,10 +366,12 @@ Flash-sale checkout is running.
                TOKEN=${run.buyer.token}
 
 Unpaid orders expire on time: npm start runs the Worker's every-minute jobs itself
-(wrangler dev would not), so an order not paid within its window goes back on sale.
+(wrangler dev would not), so an order not paid within its window goes back on sale, and a
+draw is drawn within a minute of its close.
 
 For developers
   Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
+  Demo draw    ${draw.id}: ${base}/api/sales/${draw.id}/draw; once drawn, npm run verify-draw -- ${draw.id} --url ${base}
   Stock store  ${run.store}
   Secrets      this stack's others (JWT, order ids, gateway, Redis, payment webhook, order events' key) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
     run.endpoint

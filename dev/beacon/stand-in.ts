@@ -2,8 +2,9 @@
 // (`npm start`) and the tests, which cannot reach drand. Each round is published at its time
 // (genesis + period x (round - 1)), never before, as drand's are: a draw that names a future
 // round cannot know its value until then, and neither can the shop. Its randomness is the
-// SHA-256 of the round's number with a salt the stand-in makes when it starts, so nobody
-// can work a round out before it is published. Unlike drand's it is signed by nobody: it
+// SHA-256 of the round's number with a secret salt (made when it starts, or the one a
+// restarting stack kept: dev/stack/local-beacon.ts), so nobody can work a round out before
+// it is published. Unlike drand's it is signed by nobody: it
 // stands in for the shape of the API, not for its trust.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
@@ -17,10 +18,27 @@ export interface BeaconStandIn {
   stop(): Promise<void>;
 }
 
-/** Starts the stand-in on a free loopback port (or `port`), rounds every `periodSec` seconds from now. */
-export async function startBeacon({ port = 0, periodSec = 1 } = {}): Promise<BeaconStandIn> {
-  const genesisSec = Math.floor(Date.now() / 1000);
-  const salt = randomBytes(32);
+/** What makes a stand-in's rounds: kept by a stack that restarts on the same state, so its rounds stay what they were. */
+export interface BeaconRounds {
+  /** Round 1's time (s since the epoch). */
+  genesisSec: number;
+  /** Hex: the secret the rounds' randomness comes from. */
+  salt: string;
+}
+
+/** Rounds starting now, from a fresh salt. */
+export const freshRounds = (): BeaconRounds => ({
+  genesisSec: Math.floor(Date.now() / 1000),
+  salt: randomBytes(32).toString("hex"),
+});
+
+/**
+ * Starts the stand-in on a free loopback port (or `port`), rounds every `periodSec` seconds
+ * from `rounds.genesisSec` (fresh rounds from now unless given).
+ */
+export async function startBeacon({ port = 0, periodSec = 1, rounds = freshRounds() } = {}): Promise<BeaconStandIn> {
+  const { genesisSec } = rounds;
+  const salt = Buffer.from(rounds.salt, "hex");
   const roundTimeMs = (round: number) => (genesisSec + periodSec * (round - 1)) * 1000;
   const randomness = (round: number) => createHash("sha256").update(salt).update(String(round)).digest("hex");
   const server = createServer((req, res) => {

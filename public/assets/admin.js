@@ -2,12 +2,14 @@
 // The admin console, in sections one click apart (lib/console-sections.js): Watch (the sales
 // the storefront lists, or any by number, watched live from one poll of GET
 // /admin/sales/:id/stats every 2 s: outcomes per second, remaining stock, orders by state, the
-// reconciliation; pause, resume or cancel), Orders (order-lists.js), Create and edit
+// reconciliation; pause, resume or cancel), Orders (order-lists.js), Draw (console-draw.js:
+// a draw sale's entries, commitment, progress and results), Create and edit
 // (create-form.js, edit-form.js), Order events (order-events.js), Deny rules (deny-rules.js) and Settings
 // (console-settings.js). This module unlocks it and watches the sale the others act on.
 // The admin token is kept for the tab (sessionStorage), so a reload does not lock the
 // console; never in localStorage, never in the URL; Lock forgets it.
 
+import { drawPanel } from "./console-draw.js";
 import { loadShopSettings } from "./console-settings.js";
 import { createForm } from "./create-form.js";
 import { denyRulesPanel } from "./deny-rules.js";
@@ -76,6 +78,7 @@ async function adminFile(path) {
 const orderEvents = orderEventsPanel(admin);
 const saleOrders = saleOrdersPanel(admin, adminFile);
 const denyRules = denyRulesPanel(admin);
+const drawing = drawPanel(admin);
 const creating = createForm(admin, (sale) => {
   void salesList.reload();
   watch(sale.id);
@@ -137,6 +140,7 @@ function lock(message) {
   $("live").hidden = true;
   $("orders-none").hidden = false;
   saleOrders.forget();
+  drawing.forget();
   orderEvents.forget();
   denyRules.forget();
   creating.forget();
@@ -232,6 +236,7 @@ function watch(saleId) {
   say("live-status", "");
   watchedSale = undefined;
   editing.forget();
+  drawing.forget();
   $("orders-none").hidden = true;
   saleOrders.show(saleId);
   void poll(run);
@@ -245,6 +250,7 @@ async function poll(run) {
     if (answer.status === 200) {
       watchedSale = answer.body.sale;
       render(answer.body);
+      drawing.sawSale(answer.body.sale);
       if (answer.body.sale.queue?.mode !== "off") await renderQueue(run.saleId);
       $("queue-panel").hidden = answer.body.sale.queue?.mode === "off";
       // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.

@@ -1,7 +1,8 @@
 // @ts-check
 // The console's create form: a new sale (POST /admin/sales, with an Idempotency-Key kept
 // across retries of the same form). Prices are typed in the currency's units (lib/money.js),
-// variants as rows (variant-rows.js). After a create the form starts empty again: nothing of
+// variants as rows (variant-rows.js); a sale sold by draw takes its entries' window and,
+// optionally, a beacon's round (drawSettings). After a create the form starts empty again: nothing of
 // the last sale carries over unless the owner asks for it with "Copy this sale".
 import { idempotencyKey } from "./lib/api.js";
 import { $, FormProblem, say, showProblem } from "./lib/console-page.js";
@@ -49,11 +50,22 @@ export function createForm(admin, created) {
     field("sale-ends").value = localInput(inAMinute + 3_600_000);
   }
 
+  /** The draw's fields show with "Sold by draw"; entries open now and close at the start unless given. */
+  function renderDraw() {
+    const draw = field("sale-draw").checked;
+    $("sale-draw-fields").hidden = !draw;
+    if (!draw) return;
+    if (!field("sale-draw-opens").value) field("sale-draw-opens").value = localInput(Date.now());
+    if (!field("sale-draw-closes").value) field("sale-draw-closes").value = field("sale-starts").value;
+  }
+  field("sale-draw").addEventListener("change", renderDraw);
+
   /** The form as it starts: nothing of the last sale, a window from the next minute. */
   function reset() {
     form.reset();
     rows.clear();
     setDefaultWindow();
+    renderDraw();
     renderHints();
     key = idempotencyKey();
   }
@@ -110,7 +122,39 @@ export function createForm(admin, created) {
       body.queue = queue;
     }
     if (data.get("humanCheck")) body.humanCheck = true;
+    if (data.get("draw")) body.draw = drawSettings(body);
     return body;
+  }
+
+  /**
+   * The draw's settings, checked against the sale's start and waiting room as the API checks them.
+   * @param {Record<string, unknown>} body the sale as created so far
+   * @throws {FormProblem}
+   */
+  function drawSettings(body) {
+    const missing = "Give when entries open and when they close.";
+    const opensAt = moment(field("sale-draw-opens"), missing);
+    const closesAt = moment(field("sale-draw-closes"), missing);
+    if (Date.parse(closesAt) <= Date.parse(opensAt))
+      throw new FormProblem("Entries close after they open.", field("sale-draw-closes"));
+    if (Date.parse(closesAt) > Date.parse(String(body.startsAt)))
+      throw new FormProblem(
+        "Entries close at or before the sale starts: the winners pay from the start.",
+        field("sale-draw-closes"),
+      );
+    if (body.queue)
+      throw new FormProblem(
+        "A sale sold by draw has no waiting room: set its mode to Off.",
+        /** @type {HTMLElement} */ ($("sale-queue-mode")),
+      );
+    const url = field("sale-beacon-url").value.trim();
+    const round = wholeNumber(field("sale-beacon-round"), "The beacon round");
+    if ((url === "") !== (round === undefined))
+      throw new FormProblem(
+        "Give the beacon's URL and its round, or neither.",
+        field(url ? "sale-beacon-round" : "sale-beacon-url"),
+      );
+    return { opensAt, closesAt, ...(url && { beacon: { url, round } }) };
   }
 
   form.addEventListener("submit", async (event) => {
@@ -160,6 +204,10 @@ export function createForm(admin, created) {
       field("sale-admit").value = String(queue.admitPerSec);
       field("sale-pass-ttl").value = String(queue.passTtlSec);
     }
+    // A draw's window is new for each sale (it opens now and closes at the start); its beacon's round must be one still to come.
+    field("sale-draw").checked = Boolean(sale.draw);
+    renderDraw();
+    if (sale.draw?.beacon) field("sale-beacon-url").value = sale.draw.beacon.url;
     if (hasVariants(sale)) {
       for (const v of sale.variants) {
         rows.add({ id: v.id, label: v.label, stock: v.stock, ...(v.price !== sale.price && { price: v.price }) });

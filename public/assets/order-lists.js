@@ -4,7 +4,7 @@
 // payment attempts and the events sent about it (GET /admin/orders/:orderId); and the same
 // list as a CSV file (orders.csv). Kept apart from the sale's figures in admin.js, which
 // hands in its authenticated callers.
-import { $, badge, cellOf, factItems, row, rowButton, say } from "./lib/console-page.js";
+import { $, badge, cellOf, factItems, row, rowButton, saveFile, say } from "./lib/console-page.js";
 import { formatMoment, formatMoney, formatTime, words } from "./lib/format.js";
 import { attemptsCell } from "./order-events.js";
 
@@ -248,11 +248,7 @@ export function saleOrdersPanel(admin, download) {
       if (answer.status !== 401) say("export-status", `Not exported: ${answer.message}`, "bad");
       return;
     }
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(answer.file);
-    link.download = answer.filename;
-    link.click();
-    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    saveFile(answer.file, answer.filename);
     say("export-status", `Downloaded ${answer.filename}${status ? ` (${words(status)} orders)` : ""}.`, "good");
   });
 

@@ -24,10 +24,13 @@ export function wholeNumber(input, what) {
   return n;
 }
 
-/** A datetime-local field as an ISO moment. @param {HTMLInputElement} input */
-export function moment(input) {
+/**
+ * A datetime-local field as an ISO moment.
+ * @param {HTMLInputElement} input @param {string} [missing] what the form says when it is empty
+ */
+export function moment(input, missing = "Give both the start and the end.") {
   const ms = Date.parse(input.value);
-  if (!Number.isFinite(ms)) throw new FormProblem("Give both the start and the end.", input);
+  if (!Number.isFinite(ms)) throw new FormProblem(missing, input);
   return new Date(ms).toISOString();
 }
 

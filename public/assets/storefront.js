@@ -1,9 +1,11 @@
 // @ts-check
-// The storefront: the list of sales, a sale's page with its countdown and live stock, buying,
-// and the order followed to its end (paying or cancelling while it waits for payment).
+// The storefront: the list of sales, a sale's page with its countdown and live stock, buying
+// (or entering its draw: draw-panel.js), and the order followed to its end (paying or
+// cancelling while it waits for payment).
 // Plain DOM code: two views and a few forms need no framework, and the page stays a handful
 // of small files with nothing to build.
 
+import { DrawPanel, drawCardLine } from "./draw-panel.js";
 import { HELD_ORDER_STATES, OPEN_ORDER_STATES, orderToShow, rememberFollowed } from "./held-order.js";
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
@@ -127,7 +129,7 @@ $("sign-in").addEventListener("submit", async (event) => {
   $("account-status").textContent = "";
   identity.set(answer.body.token, { keep: true });
   // The form is gone: focus goes where the buyer is headed next.
-  (current instanceof SalePage ? $("buy-button") : $("sign-out")).focus();
+  $(current instanceof SalePage ? (current.drawPanel ? "draw-enter" : "buy-button") : "sign-out").focus();
 });
 
 $("sign-out").addEventListener("click", () => {
@@ -359,7 +361,9 @@ function saleCard(sale) {
   price.textContent = formatMoney(sale.price, sale.currency);
   const facts = document.createElement("p");
   facts.className = "num";
-  const when = sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`;
+  const when =
+    drawCardLine(sale) ??
+    (sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`);
   facts.textContent = `${sale.remaining} of ${sale.stock} left · ${when}`;
   item.append(title, stateLine, price, facts);
   return item;
@@ -386,6 +390,8 @@ class SalePage {
   ticker;
   /** @type {WaitingRoom | undefined} the sale's waiting room, when it has one */
   room;
+  /** @type {DrawPanel | undefined} the sale's draw, when it is sold by draw */
+  drawPanel;
   /** @type {import("./lib/human-check.js").HumanCheck | undefined} the widget, where the sale asks for the human check */
   humanCheck;
   /** Why the human check is not on the page, when it could not be shown. */
@@ -427,8 +433,9 @@ class SalePage {
   stop() {
     this.stopped = true;
     this.room?.stop();
+    this.drawPanel?.stop();
     clearInterval(this.ticker);
-    for (const id of ["human-check", "queue-human-check"]) {
+    for (const id of ["human-check", "queue-human-check", "draw-human-check"]) {
       $(id).hidden = true;
       $(id).replaceChildren();
     }
@@ -443,6 +450,7 @@ class SalePage {
       $("order").hidden = true;
     }
     this.renderBuy();
+    this.drawPanel?.identityChanged();
     if (!this.orderId) void this.showHeldOrder();
   }
 
@@ -552,6 +560,8 @@ class SalePage {
       });
     }
     this.room?.render(sale, Boolean(sale.humanCheck));
+    if (sale.draw && !this.drawPanel) this.drawPanel = this.newDrawPanel();
+    this.drawPanel?.show(sale);
     this.renderPrice();
     // An order found before the sale's first read names its size once the sale is known.
     if (first && this.order) this.renderOrder();
@@ -559,21 +569,45 @@ class SalePage {
     this.tick();
     // A buyer waiting on the page hears the sale open, sell out or end; in a waiting room the
     // room's own line says what the opening means for them (their turn has not come yet).
-    if (previous && previous.status !== sale.status && !this.buying && !this.orderId && !(this.room && sale.status === "live")) {
+    // A draw's panel says what the sale's start means there (its winners pay).
+    const saysItself = (this.room && sale.status === "live") || sale.draw;
+    if (previous && previous.status !== sale.status && !this.buying && !this.orderId && !saysItself) {
       const news = SALE_STATES[sale.status];
       if (news) this.say(news, sale.status === "live" ? "good" : "bad");
     }
   }
 
+  /** The draw's panel, lent what it needs of the page. */
+  newDrawPanel() {
+    return new DrawPanel(API, this.saleId, {
+      token: () => identity.token ?? "",
+      signInNote: () =>
+        config.devLogin
+          ? "Sign in above to enter."
+          : identity.shopProvidesToken
+            ? "Waiting for your sign-in from the shop…"
+            : "Sign in at the shop to enter.",
+      say: (text, tone) => this.say(text, tone),
+      tokenRefused: (then) => this.tokenRefused(then),
+      orderId: () => this.orderId,
+      follow: (orderId) => void this.follow(orderId),
+      humanCheck: () => ({
+        token: this.humanCheck?.token(),
+        reset: () => this.humanCheck?.reset(),
+        trouble: this.humanCheckTrouble,
+      }),
+    });
+  }
+
   /**
-   * The check beside what asks for it: Join the line in a waiting room (the pass carries it to
-   * checkout), else Buy.
+   * The check beside what asks for it: Enter in a draw, Join the line in a waiting room (the
+   * pass carries it to checkout), else Buy.
    * @param {any} sale
    */
   showHumanCheck(sale) {
     this.humanCheck = humanCheckFor(config);
     const queued = sale.queue && sale.queue.mode !== "off";
-    const container = $(queued ? "queue-human-check" : "human-check");
+    const container = $(sale.draw ? "draw-human-check" : queued ? "queue-human-check" : "human-check");
     const trouble = (/** @type {string} */ why) => {
       this.humanCheckTrouble = why;
       this.say(why, "bad");
@@ -631,20 +665,26 @@ class SalePage {
     // aria-disabled rather than disabled: the button keeps focus, and says why on it.
     $("buy-button").setAttribute("aria-disabled", String(why !== ""));
     $("buy-note").textContent = why;
+    this.drawPanel?.paint();
   }
 
   /** Once every 250 ms: the countdowns, by the server's clock. */
   tick() {
     if (this.sale) this.room?.render(this.sale, Boolean(this.sale.humanCheck));
+    this.drawPanel?.paint();
     const sale = this.sale;
     if (sale) {
       const now = serverNow();
       const starts = Date.parse(sale.startsAt);
       const ends = Date.parse(sale.endsAt);
       const upcoming = now < starts;
+      const drawClock = this.drawPanel?.clock();
       if (sale.status === "cancelled") {
         setText("clock-label", "Cancelled");
         setText("clock", "–");
+      } else if (drawClock) {
+        setText("clock-label", drawClock.label);
+        setText("clock", formatDuration(drawClock.ms));
       } else {
         setText("clock-label", upcoming ? "Starts in" : now < ends ? "Ends in" : "Ended");
         setText("clock", now < ends ? formatDuration((upcoming ? starts : ends) - now) : "00:00");

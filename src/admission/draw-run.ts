@@ -52,7 +52,10 @@ const stockOf = (sale: Sale) =>
 
 /** The beacon round's randomness (hex), or undefined while the round is not out yet. */
 async function beaconRandomness(deps: DrawDeps, beacon: { url: string; round: number }): Promise<string | undefined> {
-  const res = await deps.fetch(`${beacon.url.replace(/\/+$/, "")}/public/${beacon.round}`, {
+  // Called on its own, not as deps.fetch(): workerd's fetch throws "Illegal invocation" when
+  // called on any other object (the Worker tests' fetch does not, so only a deployed draw would hang).
+  const { fetch: get } = deps;
+  const res = await get(`${beacon.url.replace(/\/+$/, "")}/public/${beacon.round}`, {
     signal: AbortSignal.timeout(5_000),
   });
   if (!res.ok) {

@@ -26,13 +26,19 @@ export async function drawView(
   const run = await findDrawRun(db, sale.id);
   const committed = run?.entriesRoot !== null && run?.entriesRoot !== undefined;
   const drawn = run?.phase === "drawn";
+  // Before the commit the entries are Redis' counts; from then on D1's committed list (the
+  // results only once drawn: a selection part-way through its pages is not shown).
   const [standing, counts] = await Promise.all([
     committed ? undefined : entryCounts(redis, sale.id),
-    drawn ? resultCounts(db, sale.id) : [],
+    committed ? resultCounts(db, sale.id) : [],
   ]);
   const variants = sale.variants.length > 0 ? sale.variants : [{ id: "default", stock: sale.stock }];
   const countOf = (variant: string, result: string) =>
-    counts.find((c) => c.variant === variant && c.result === result)?.entries ?? 0;
+    drawn ? (counts.find((c) => c.variant === variant && c.result === result)?.entries ?? 0) : 0;
+  const entriesOf = (variant: string) =>
+    standing
+      ? (standing.byVariant.get(variant)?.entries ?? 0)
+      : counts.filter((c) => c.variant === variant).reduce((sum, c) => sum + c.entries, 0);
   return {
     saleId: sale.id,
     state: drawState(sale, run, now),
@@ -48,6 +54,7 @@ export async function drawView(
     variants: variants.map((v) => ({
       id: v.id,
       stock: v.stock,
+      entries: entriesOf(v.id),
       selected: countOf(v.id, "selected"),
       waitlisted: countOf(v.id, "waitlisted"),
     })),

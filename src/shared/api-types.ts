@@ -454,7 +454,8 @@ export const DrawView = z.object({
   /** The beacon named before the close, and its round's randomness once the draw read it. */
   beacon: z.nullable(z.object({ url: z.string(), round: z.int(), randomness: z.nullable(z.string()) })),
   drawnAt: z.nullable(z.string()),
-  variants: z.array(z.object({ id: z.string(), stock: z.int(), selected: z.int(), waitlisted: z.int() })),
+  /** Per variant: its stock, its entries (standing ones while entries are open, committed ones after), and the results once drawn. */
+  variants: z.array(z.object({ id: z.string(), stock: z.int(), entries: z.int(), selected: z.int(), waitlisted: z.int() })),
 });
 export type DrawView = z.infer<typeof DrawView>;
 

@@ -1,5 +1,5 @@
 // The console as a shop owner meets it, in Chromium against `npm start`: sections one at a
-// time (watch, orders, create and edit, order events, rules, settings), each a click away and
+// time (watch, orders, draw, create and edit, order events, rules, settings), each a click away and
 // linkable by its fragment; the admin token kept for the tab; no request the console does not
 // use, no 404. The create form: empty again after a create, prices typed in the currency's
 // units and stored in minor units (none for yen), variants as rows, bad input refused with a
@@ -26,6 +26,7 @@ const browser = chromiumForThisFile();
 const SECTIONS = [
   ["Watch", "#watch", "Watch a sale"],
   ["Orders", "#orders", "Orders"],
+  ["Draw", "#draw", "Draw"],
   ["Create and edit", "#create", "Create and edit"],
   ["Order events", "#events", "Order events to the shop"],
   ["Deny rules", "#rules", "Deny rules"],
@@ -58,7 +59,7 @@ const createFields = async (create: Locator) => ({
   stock: await create.getByLabel("Stock", { exact: true }).inputValue(),
   perBuyer: await create.getByLabel("Units per buyer").inputValue(),
   timeToPay: await create.getByLabel("Time to pay (seconds)").inputValue(),
-  humanCheck: await create.getByRole("checkbox").isChecked(),
+  humanCheck: await create.getByLabel("Buyers prove they are human before buying (Cloudflare Turnstile)").isChecked(),
   waitingRoom: await create.getByLabel("Mode").inputValue(),
   variants: await create.locator("#sale-variant-rows tr").count(),
 });

@@ -11,10 +11,18 @@ import { canConnect, freePort, requestAsHost } from "../../dev/lib/net.ts";
 import { ROOT } from "../../dev/lib/project.ts";
 import { eventually } from "../../dev/lib/wait.ts";
 import type { StackRecord } from "../../dev/stack/stack-record.ts";
-import { demoSaleId, type NpmStartRun, npmStart, stackApi, stackSecrets, stopNpmStart } from "../support/npm-start.ts";
+import {
+  demoDrawSaleId,
+  demoSaleId,
+  type NpmStartRun,
+  npmStart,
+  stackApi,
+  stackSecrets,
+  stopNpmStart,
+} from "../support/npm-start.ts";
 
 const stateDir = mkdtempSync(path.join(tmpdir(), "npm-start-"));
-const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0 };
+const ports = { WORKER_PORT: 0, GATEWAY_PORT: 0, REDIS_PORT: 0, BEACON_PORT: 0 };
 const runs: ChildProcess[] = [];
 
 function npmStartHere(env: Record<string, string> = {}): NpmStartRun {
@@ -83,6 +91,22 @@ describe("npm start", () => {
     expect(statuses.filter((s) => s === 429)).toEqual([]); // 60 at once: over the default 20/s, burst 40
     const buyer = await api().checkout(saleId, await api().userToken("survivor"), 1, "eu-42");
     expect(buyer.status).toBe(202);
+
+    // The demo draw: in the catalog like any sale, printed in a shop owner's words, its entries
+    // open now, its beacon's round (on the local stand-in) published after the close.
+    const drawId = demoDrawSaleId(firstOutput);
+    const view = (await api().draw(drawId)).body;
+    expect(view).toMatchObject({ state: "open", entries: 0, seed: null });
+    const closes = new Date(view?.closesAt as string);
+    expect(closes.getTime() - Date.now()).toBeGreaterThan(9 * 60_000);
+    const closeInWords = closes.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+    expect(firstOutput).toContain(`A draw       ${base}/?sale=${drawId}`);
+    expect(firstOutput).toContain(`enter before ${closeInWords}`);
+    expect((await api().catalog()).sales.map((s) => s.id)).toContain(drawId);
+    const beacon = view?.beacon as { url: string; round: number };
+    const info = (await (await fetch(`${beacon.url}/info`)).json()) as { period: number; genesis_time: number };
+    expect((info.genesis_time + info.period * (beacon.round - 1)) * 1000).toBeGreaterThan(closes.getTime());
+    expect((await api().enterDraw(drawId, await api().userToken("entrant"), { variant: "eu-42" })).status).toBe(201);
 
     // Its exposure: random secrets of its own, printed; the Worker and the gateway answer
     // loopback Host names only (DNS rebinding); no administrative commands; Redis wants AUTH.
@@ -177,6 +201,10 @@ describe("npm start", () => {
     expect(secondOutput).toMatch(/Stopped what a previous npm start left running: .*wrangler dev \(PID \d+\)/);
     for (const p of leftovers.processes) expect(alive(p.pid), `${p.name} (PID ${p.pid}) still runs`).toBe(false);
     expect(demoSaleId(secondOutput)).toBe(saleId); // same state: the same demo sale, with its order
+    // The same draw, its entries still open, with the entry; the beacon at the same URL, with the same rounds.
+    expect(demoDrawSaleId(secondOutput)).toBe(drawId);
+    expect((await api().myEntry(drawId, await api().userToken("entrant"))).body?.status).toBe("entered");
+    expect(await (await fetch(`${beacon.url}/info`)).json()).toEqual(info);
     const again = await api().checkout(saleId, await api().userToken("survivor"), 1, "eu-43");
     expect(again.code).toBe("ALREADY_PURCHASED");
 

@@ -27,7 +27,12 @@ afterAll(async () => {
 
 describe("npm start --webhook-url and npm run webhook-receiver", () => {
   it("registers the endpoint, and the receiver prints a checkout's events, verified; a forged one is refused", async () => {
-    const ports = { WORKER_PORT: await freePort(), GATEWAY_PORT: await freePort(), REDIS_PORT: await freePort() };
+    const ports = {
+      WORKER_PORT: await freePort(),
+      GATEWAY_PORT: await freePort(),
+      REDIS_PORT: await freePort(),
+      BEACON_PORT: await freePort(),
+    };
     const receiverPort = await freePort();
     const receiver = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "dev/webhook-receiver.ts")], {
       cwd: ROOT,

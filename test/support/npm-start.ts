@@ -18,6 +18,8 @@ export interface StackPorts {
   WORKER_PORT: number;
   GATEWAY_PORT: number;
   REDIS_PORT: number;
+  /** The local beacon's (dev/stack/local-beacon.ts). */
+  BEACON_PORT: number;
 }
 
 export function npmStart(
@@ -70,6 +72,9 @@ export async function stopNpmStart(child: ChildProcess, stateDir: string, graceM
 
 /** The demo sale npm start announced. */
 export const demoSaleId = (output: string) => /Demo sale +(\d+)/.exec(output)?.[1] as string;
+
+/** The demo draw npm start announced. */
+export const demoDrawSaleId = (output: string) => /Demo draw +(\d+)/.exec(output)?.[1] as string;
 
 /** The secrets a run keeps in its state directory. */
 export const stackSecrets = (stateDir: string) =>

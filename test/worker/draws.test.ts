@@ -73,7 +73,13 @@ describe("a sale sold by draw", () => {
     expect((await api.myEntry(sale.id, ada)).body?.status).toBe("withdrawn");
     expect((await api.withdrawEntry(sale.id, ada)).code).toBe("NOT_ENTERED");
     expect((await api.myEntry(sale.id, await userToken("draw-nobody"))).code).toBe("NOT_ENTERED");
-    expect((await api.draw(sale.id)).body).toMatchObject({ state: "open", entries: 0, entriesRoot: null, seed: null });
+    expect((await api.draw(sale.id)).body).toMatchObject({
+      state: "open",
+      entries: 0,
+      entriesRoot: null,
+      seed: null,
+      variants: [expect.objectContaining({ id: "s", entries: 0 }), expect.objectContaining({ id: "m", entries: 0 })],
+    });
 
     const edit = await api.editSale(sale.id, { draw: { opensAt: new Date().toISOString(), closesAt: sale.startsAt } });
     expect(edit.code).toBe("DRAW_OPEN");
@@ -89,6 +95,11 @@ describe("a sale sold by draw", () => {
     );
     expect(entered.map((e) => e.status)).toEqual([201, 201, 201, 201, 201]);
     expect((await api.enterDraw(sale.id, tokens[0] as string, { variant: "s" })).status).toBe(200); // a double entry stays one
+    // While entries are open, each variant's standing entries; no results yet.
+    expect((await api.draw(sale.id)).body?.variants).toEqual([
+      { id: "s", stock: 2, entries: 4, selected: 0, waitlisted: 0 },
+      { id: "m", stock: 1, entries: 1, selected: 0, waitlisted: 0 },
+    ]);
     await eventually("the entries to close", async () => Date.now() > Date.parse(sale.draw?.closesAt as string) + 200);
     expect((await api.enterDraw(sale.id, tokens[0] as string, { variant: "s" })).code).toBe("DRAW_CLOSED");
     expect((await api.withdrawEntry(sale.id, tokens[0] as string)).code).toBe("DRAW_CLOSED");
@@ -102,8 +113,8 @@ describe("a sale sold by draw", () => {
     expect(drawn.entriesRoot).toMatch(/^[0-9a-f]{64}$/);
     expect(drawn.seed).toMatch(/^[0-9a-f]{64}$/);
     expect(drawn.variants).toEqual([
-      { id: "s", stock: 2, selected: 2, waitlisted: 2 },
-      { id: "m", stock: 1, selected: 1, waitlisted: 0 },
+      { id: "s", stock: 2, entries: 4, selected: 2, waitlisted: 2 },
+      { id: "m", stock: 1, entries: 1, selected: 1, waitlisted: 0 },
     ]);
 
     // The public list: every leaf, in tree order, with its result.

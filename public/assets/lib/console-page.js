@@ -102,3 +102,15 @@ export const factItems = (facts) =>
     dd.textContent = value;
     return [dt, dd];
   });
+
+/**
+ * Saves a file the console made or fetched (an export) as a download of the browser.
+ * @param {Blob} file @param {string} filename
+ */
+export function saveFile(file, filename) {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(file);
+  link.download = filename;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
