@@ -18,8 +18,10 @@ import {
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
 } from "../shared/keys";
-import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import { QUEUE_ADMIT_PER_CALL, QUEUE_MEASURE_WINDOW_MS, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import type { Settings } from "../shared/settings";
 import { drawKey } from "../shared/waiting-room-draw";
+import { lineEstimate } from "./wait-estimate";
 
 /** Where a sale's line stands, as lua/waiting-room-progress.lua answered (times are Redis', epoch ms). */
 export interface Progress {
@@ -32,10 +34,24 @@ export interface Progress {
   expired: number;
   startsAt: number;
   endsAt: number;
+  /** The ceiling on places let in per second. */
   admitPerSec: number;
+  /** paused: the sale is, or an operator holds admission. */
   state: "active" | "paused" | "cancelled" | "missing";
   /** A random sale's pre-queue joiners: places 1..drawn, in draw order. */
   drawn: number;
+  /** Passes alive given less than a no-show grace ago: each holds a unit back. */
+  fresh: number;
+  /** Passes counted no-shows so far: unused a grace after they were given. */
+  noShows: number;
+  /** What the line did over its measuring window: its length (ms; 0 before anything was measured), the places let in, the units given back. */
+  window: { ms: number; admitted: number; returned: number };
+  /** Units checkouts have taken, those given back since included. */
+  taken: number;
+  /** Units one buyer may hold. */
+  perUserLimit: number;
+  /** The operator's notice; null: none. */
+  notice: string | null;
 }
 
 /** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
@@ -48,26 +64,30 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/1" || reply.length !== 12) {
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 20) {
     throw new Error(
       `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
     );
   }
-  const [at, admitted, joined, remaining, used, expired, startsAt, endsAt, admitPerSec] = reply
-    .slice(1, 10)
-    .map(Number) as number[];
+  const n = (i: number) => Number(reply[i]);
   return {
-    at: at as number,
-    admitted: admitted as number,
-    joined: joined as number,
-    remaining: remaining as number,
-    used: used as number,
-    expired: expired as number,
-    startsAt: startsAt as number,
-    endsAt: endsAt as number,
-    admitPerSec: admitPerSec as number,
+    at: n(1),
+    admitted: n(2),
+    joined: n(3),
+    remaining: n(4),
+    used: n(5),
+    expired: n(6),
+    startsAt: n(7),
+    endsAt: n(8),
+    admitPerSec: n(9),
     state: String(reply[10]) as Progress["state"],
-    drawn: Number(reply[11]),
+    drawn: n(11),
+    fresh: n(12),
+    noShows: n(13),
+    window: { ms: n(14), admitted: n(15), returned: n(16) },
+    taken: n(17),
+    perUserLimit: n(18),
+    notice: reply[19] === "" || reply[19] === null ? null : String(reply[19]),
   };
 }
 
@@ -78,11 +98,23 @@ export class BucketsChanged extends Error {
   }
 }
 
+/** How a sale's line is run: `graceMs`, how long an admitted buyer has before counting as a no-show. */
+export interface LineRules {
+  graceMs: number;
+}
+
+/** The deployment's rules for every line (QUEUE_NO_SHOW_GRACE_SEC). */
+export const lineRulesOf = (settings: Pick<Settings, "QUEUE_NO_SHOW_GRACE_SEC">): LineRules => ({
+  graceMs: settings.QUEUE_NO_SHOW_GRACE_SEC * 1000,
+});
+
 /** Moves the line forward to now and reads it: one script call. */
-async function advance(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
+async function advance(redis: Redis, saleId: string, buckets: number, rules: LineRules): Promise<Progress> {
   const reply = await runScript<unknown>(redis, LUA.waitingRoomProgress, waitingRoomProgressKeys(saleId, buckets), [
     String(QUEUE_ADMIT_PER_CALL),
     String(buckets),
+    String(rules.graceMs),
+    String(Math.max(QUEUE_MEASURE_WINDOW_MS, 2 * rules.graceMs)),
   ]);
   if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
   return parseProgress(reply);
@@ -92,13 +124,19 @@ async function advance(redis: Redis, saleId: string, buckets: number): Promise<P
  * The line's progress: from this isolate's last read when it is under a second old, else one
  * script call shared by every poll waiting. `buckets`: the sale's bucket count.
  */
-export function readProgress(redis: Redis, saleId: string, buckets: number, keepAlive: KeepAlive): Promise<Progress> {
-  return progressCache.getOrLoad(saleId, () => advance(redis, saleId, buckets), keepAlive);
+export function readProgress(
+  redis: Redis,
+  saleId: string,
+  buckets: number,
+  rules: LineRules,
+  keepAlive: KeepAlive,
+): Promise<Progress> {
+  return progressCache.getOrLoad(saleId, () => advance(redis, saleId, buckets, rules), keepAlive);
 }
 
 /** The line's progress now (one script call), for the console: it also refreshes this isolate's copy. */
-export async function readFreshProgress(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
-  const progress = await advance(redis, saleId, buckets);
+export async function readFreshProgress(redis: Redis, saleId: string, buckets: number, rules: LineRules): Promise<Progress> {
+  const progress = await advance(redis, saleId, buckets, rules);
   progressCache.set(saleId, progress);
   return progress;
 }
@@ -125,11 +163,17 @@ async function runJoin(redis: Redis, sale: Sale, userId: string, drawKey: string
  * place, of the kind it was given (lua/waiting-room-join.lua). A sale whose running totals the
  * script does not find yet has them written by a read of the line's progress, then is joined.
  */
-export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string, kind: JoinKind): Promise<JoinOutcome> {
+export async function joinWaitingRoom(
+  redis: Redis,
+  sale: Sale,
+  userId: string,
+  kind: JoinKind,
+  rules: LineRules,
+): Promise<JoinOutcome> {
   const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
   let reply = await runJoin(redis, sale, userId, key, kind);
   if (reply[2] === "TOTALS_MISSING") {
-    await readFreshProgress(redis, sale.id, sale.buckets);
+    await readFreshProgress(redis, sale.id, sale.buckets, rules);
     reply = await runJoin(redis, sale, userId, key, kind);
   }
   const place = Number(reply[3]);
@@ -159,9 +203,11 @@ export interface Standing {
   place: number | null;
   admittedThrough: number;
   aheadOfYou: number;
-  estimatedWaitSec: number;
+  estimatedWaitSec: number | null;
+  likelySoldOutBeforeYou: boolean;
   state: QueueState;
   retryAfterSec: number;
+  notice: string | null;
   pass: { place: number; expiresAt: number } | null;
 }
 
@@ -180,7 +226,15 @@ export async function standing(
   progress: Progress,
   now = Date.now(),
 ): Promise<Standing> {
-  const base = { place, admittedThrough: progress.admitted, aheadOfYou: 0, estimatedWaitSec: 0, pass: null };
+  const base = {
+    place,
+    admittedThrough: progress.admitted,
+    aheadOfYou: 0,
+    estimatedWaitSec: 0,
+    likelySoldOutBeforeYou: false,
+    notice: progress.notice,
+    pass: null,
+  };
   const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
@@ -199,11 +253,13 @@ export async function standing(
   }
   const aheadOfYou = place === null ? 0 : place - progress.admitted - 1;
   const untilStart = Math.max(0, Math.ceil((progress.startsAt - now) / 1000));
-  const estimatedWaitSec = untilStart + Math.ceil(aheadOfYou / progress.admitPerSec);
-  if (progress.remaining === 0) return { ...base, aheadOfYou, estimatedWaitSec, state: "sold_out", retryAfterSec: 10 };
+  const { estimatedWaitSec, likelySoldOutBeforeYou, admitRate } = lineEstimate(progress, aheadOfYou, now);
+  const waiting = { ...base, aheadOfYou, estimatedWaitSec, likelySoldOutBeforeYou };
+  if (progress.remaining === 0) return { ...waiting, likelySoldOutBeforeYou: true, state: "sold_out", retryAfterSec: 10 };
+  if (progress.state === "paused") return { ...waiting, state: "paused", retryAfterSec: 5 };
   // Often near the front, rarely far back or long before the start; never more than every second.
-  const retryAfterSec = clamp(untilStart > 0 ? untilStart : Math.floor(aheadOfYou / progress.admitPerSec / 2), 1, 15);
-  return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
+  const paced = admitRate === undefined ? 5 : Math.floor(aheadOfYou / admitRate / 2);
+  return { ...waiting, state: "waiting", retryAfterSec: clamp(untilStart > 0 ? untilStart : paced, 1, 15) };
 }
 
 /** A page of the line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */

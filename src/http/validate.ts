@@ -1,9 +1,9 @@
 import { zValidator } from "@hono/zod-validator";
-import type { ValidationTargets } from "hono";
+import type { Context, ValidationTargets } from "hono";
 import * as z from "zod/mini";
 import type { $ZodIssue, $ZodType } from "zod/v4/core";
 import { ApiError, badRequest } from "./errors";
-import { isJsonContentType } from "./json-bodies";
+import { hasBody, isJsonContentType } from "./json-bodies";
 
 /** The API's 400 for a failed validation: its first issue, named by its field unless told not to. */
 export function invalid(issues: readonly $ZodIssue[], { nameField = true } = {}): ApiError {
@@ -38,3 +38,23 @@ export const validate = <T extends $ZodType, Target extends keyof ValidationTarg
     return validator(c, next);
   }) as typeof validator;
 };
+
+/**
+ * A body that may be left out (a draw's entry, an admission hold's message): none, or only
+ * white space, reads as `{}`; anything else must be JSON of `schema` (400 otherwise). Its type
+ * was checked by requireJsonBodies.
+ */
+export async function optionalBody<T extends $ZodType>(c: Context, schema: T): Promise<z.output<T>> {
+  const text = hasBody(c.req.raw) ? await c.req.text() : "";
+  let parsed: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw badRequest("the request body is not valid JSON");
+    }
+  }
+  const result = z.safeParse(schema, parsed);
+  if (!result.success) throw invalid(result.error.issues);
+  return result.data;
+}

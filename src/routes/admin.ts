@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { linePage, readFreshProgress } from "../admission/waiting-room";
+import { linePage, lineRulesOf, readFreshProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, retryAfter } from "../http/errors";
@@ -10,25 +10,26 @@ import { cancelSaleOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { forgetSale } from "../sales/known-sales";
-import { readLiveSale } from "../sales/live-state";
-import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
+import { appliedVersion, readLiveSale } from "../sales/live-state";
+import { changeSaleState, type EditRefusal, editSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
 import {
   adminSaleView,
-  queueView,
   type Remaining,
   type Sale,
   type SaleState,
   saleDrawOf,
   saleLanesOf,
+  syncPendingOf,
   totalOnly,
   untouched,
 } from "../sales/sale";
+import { pushOrSchedule } from "../sales/sync-upkeep";
 import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
-import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, QueuePlaces, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
 import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
@@ -62,27 +63,31 @@ async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<S
 
 /**
  * D1 has the change; Redis' copy and what this isolate knows of the sale follow. When Redis
- * cannot be reached the change stands in D1, and the same request again finishes it.
+ * cannot be reached the change stands in D1 and is pushed again by itself (src/sales/sync-upkeep.ts):
+ * "pending", which the answer's syncPending shows.
  */
-async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
-  const outcome = await orUnavailable(
-    `the ${what} was recorded but could not reach Redis; send the same request again to finish it`,
-    { saleId: sale.id },
-    () => propagateSale(redisFor(env), env.JOBS, sale),
-  );
-  forgetSale(sale.id);
+async function propagate(env: Env, sale: Sale, what: string): Promise<"synced" | "pending"> {
+  const outcome = await pushOrSchedule(redisFor(env), env.JOBS, sale);
   if (outcome === "missing") {
     throw new ApiError(
       "SALE_NOT_LOADED",
       `the ${what} is recorded, but Redis lost the sale's live state: POST /admin/sales/${sale.id}/restore rebuilds it from D1, this change included`,
     );
   }
+  return outcome;
 }
 
-/** The admin's view after a change, with live remaining stock (none once archived), and its version as ETag. */
-async function changedView(env: Env, sale: Sale): Promise<{ view: AdminSaleView; etag: string }> {
-  const live = sale.archivedAt === null ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined) : undefined;
-  return { view: adminSaleView(sale, live?.remainingByVariant ?? totalOnly(0), Date.now()), etag: `"${sale.version}"` };
+/**
+ * The admin's view after a change, with live remaining stock (none once archived, nor when
+ * Redis was just found unreachable: asking again would wait out its timeout), and its version as ETag.
+ */
+async function changedView(env: Env, sale: Sale, pushed: "synced" | "pending"): Promise<{ view: AdminSaleView; etag: string }> {
+  const live =
+    sale.archivedAt === null && pushed === "synced"
+      ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined)
+      : undefined;
+  const view = adminSaleView(sale, live?.remainingByVariant ?? totalOnly(0), Date.now(), syncPendingOf(sale, live?.version));
+  return { view, etag: `"${sale.version}"` };
 }
 
 /** The sale's remaining stock as the report read it (the whole stock where Redis holds none of it). */
@@ -153,7 +158,7 @@ async function changeState(
     if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
     throw new ApiError("SALE_CANCELLED", "the sale was cancelled: it can be neither paused nor resumed");
   }
-  await propagate(env, result.sale, "change");
+  const pushed = await propagate(env, result.sale, "change");
   if (state === "cancelled") {
     const cancelled = await cancelSaleOrders(env.DB, redisFor(env), saleId).catch((err) => {
       log.warn("cancelled sale's orders left to the sweep", { saleId }, err);
@@ -162,7 +167,7 @@ async function changeState(
     // The sale's cancellation raised events of its own, whatever its orders did.
     keepAlive(ordersChanged(env, cancelled));
   }
-  return changedView(env, result.sale);
+  return changedView(env, result.sale, pushed);
 }
 
 /** What a restore did, or why it did not (src/settlement/restore.ts), as the API answers it. */
@@ -238,10 +243,12 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
     const { sale, created } = await createdSale(c.env, body, await idempotencyOf(c, body));
-    // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
-    // with the same Idempotency-Key finishes loading.
-    await propagate(c.env, sale, "sale");
-    return c.json(adminSaleView(sale, untouched(sale), Date.now()), created ? 201 : 200, { ETag: `"${sale.version}"` });
+    // D1 is the record; Redis is loaded after it, now or (Redis unreachable) by itself later,
+    // or by a retry with the same Idempotency-Key.
+    const pushed = await propagate(c.env, sale, "sale");
+    return c.json(adminSaleView(sale, untouched(sale), Date.now(), pushed === "pending"), created ? 201 : 200, {
+      ETag: `"${sale.version}"`,
+    });
   })
   .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
     const { saleId } = c.req.valid("param");
@@ -257,8 +264,8 @@ export const adminRoutes = new Hono<AppEnv>()
       if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
       throw editRefused(result);
     }
-    await propagate(c.env, result.sale, "edit");
-    const { view, etag } = await changedView(c.env, result.sale);
+    const pushed = await propagate(c.env, result.sale, "edit");
+    const { view, etag } = await changedView(c.env, result.sale, pushed);
     return c.json(view, 200, { ETag: etag });
   })
   .post("/sales/:saleId/pause", validate("param", SaleIdParam), async (c) => {
@@ -299,28 +306,15 @@ export const adminRoutes = new Hono<AppEnv>()
   .get("/sales/:saleId/stats", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
     const now = Date.now();
-    const [series, report] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
+    const [series, report, applied] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
+      Promise.all([
+        readOutcomeSeries(redisFor(c.env), sale.id, now),
+        reconciliationReport(c.env, sale),
+        appliedVersion(redisFor(c.env), sale.id),
+      ]),
     );
-    const view = adminSaleView(sale, reportedRemaining(sale, report), now);
+    const view = adminSaleView(sale, reportedRemaining(sale, report), now, syncPendingOf(sale, applied));
     return c.json({ sale: view, series, report } satisfies SaleStats);
-  })
-  // The console's waiting-room panel: one script call, which also moves the line forward.
-  .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
-    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const p = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      readFreshProgress(redisFor(c.env), sale.id, sale.buckets),
-    );
-    return c.json({
-      saleId: sale.id,
-      queue: queueView(sale, Date.now()),
-      joined: p.joined,
-      waiting: Math.max(0, p.joined - p.admitted),
-      admitted: p.admitted,
-      passesUsed: p.used,
-      passesExpired: p.expired,
-      remaining: p.remaining,
-    } satisfies QueueStats);
   })
   // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
   // sale, anyone handed this list can recompute the draw.
@@ -329,7 +323,10 @@ export const adminRoutes = new Hono<AppEnv>()
     const from = Number(c.req.valid("query").from ?? 1);
     const redis = redisFor(c.env);
     const [page, progress] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      Promise.all([linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
+      Promise.all([
+        linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE),
+        readFreshProgress(redis, sale.id, sale.buckets, lineRulesOf(settingsOf(c.env))),
+      ]),
     );
     return c.json({
       saleId: sale.id,

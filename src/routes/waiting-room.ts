@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
 import { checkAdmission, losesQuietly } from "../admission/gate";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { holdsPlace, joinWaitingRoom, type Progress, readProgress, standing } from "../admission/waiting-room";
+import { holdsPlace, joinWaitingRoom, lineRulesOf, type Progress, readProgress, standing } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -47,7 +47,7 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
  * its ticket needs no mark of its own.
  */
 async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promise<{ ticket: string; place: number | null }> {
-  const joined = await joinWaitingRoom(redisFor(env), sale, userId, kind);
+  const joined = await joinWaitingRoom(redisFor(env), sale, userId, kind, lineRulesOf(settingsOf(env)));
   switch (joined.code) {
     case "JOINED": {
       // An undrawn ticket carries the buyer's draw key: polls estimate its standing from it.
@@ -147,7 +147,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const kind = await joinAdmission(c, sale, userId);
       if (typeof kind === "object") return kind;
       const { ticket, place } = await join(c.env, sale, userId, kind);
-      const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c));
+      const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, lineRulesOf(settingsOf(c.env)), keepAliveOf(c));
       const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
     });
@@ -172,7 +172,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const answer = await orUnavailable(UNREACHABLE, { saleId }, async () => {
         // The sale's split: read from D1 once per isolate while it is kept (src/sales/known-sales.ts).
         const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAliveOf(c)));
-        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAliveOf(c));
+        const progress = await readProgress(redisFor(c.env), saleId, split.count, lineRulesOf(settingsOf(c.env)), keepAliveOf(c));
         let place = ticket.p;
         const started = progress.at >= progress.startsAt && progress.state !== "missing";
         // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.
