@@ -59,7 +59,8 @@ ARGV
   3  the no-show grace (ms)   4  the measuring window (ms)
 Reply
   { "waiting-room-progress/2", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
-    qrate, state, drawn, fresh, noshow, windowMs, windowAdmitted, windowReturned, taken, limit, notice }
+    qrate, state, drawn, fresh, noshow, windowMs, windowAdmitted, windowReturned, taken, limit, notice,
+    nextNoShowAt, holdMs }
   state  active | paused (the sale, or admission held) | cancelled, or "missing" (all numbers 0)
          when Redis does not hold the sale, or "buckets-changed" (all numbers 0, nothing done) when
          ARGV 2 or the bucket KEYS are not the sale's count
@@ -68,6 +69,8 @@ Reply
   windowMs, windowAdmitted, windowReturned  since the older snapshot (all 0 before the first)
   taken  units checkouts have taken, those given back since included (stock - remaining + rtn)
   limit  units one buyer may hold   notice  the operator's notice ("" for none)
+  nextNoShowAt  when the oldest fresh pass stops holding its unit if it is not used (0: no fresh pass)
+  holdMs        how long a pass holds its unit unused: the grace, or qttl when that is shorter
 Time comes from the Redis server (TIME).
 ]]
 
@@ -84,7 +87,7 @@ local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local function nothing(state)
-  return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, state, 0, 0, 0, 0, 0, 0, 0, 0, '' }
+  return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, state, 0, 0, 0, 0, 0, 0, 0, 0, '', 0, 0 }
 end
 local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets',
   'qpaused', 'qopens', 'notice', 'stock', 'limit', 'rtn')
@@ -144,8 +147,10 @@ if not shortPass and (not count[7] or freshFrom > tonumber(count[7])) then
   redis.call('HSET', counters, 'noshow', noshow, 'nscut', freshFrom)
 end
 
--- Passes whose time ran out free their claim on a unit.
-local lapsed, fresh = 0, 0
+-- Passes whose time ran out free their claim on a unit. `oldest`: the expiry of the oldest
+-- pass still fresh, whose grace (or, for a short pass, time) ends first.
+local lapsed, fresh, oldest = 0, 0, nil
+local freshLow = shortPass and '-inf' or '(' .. freshFrom
 for b = 0, buckets - 1 do
   local live = liveOf(b)
   local n = redis.call('ZCOUNT', live, '-inf', nowMs)
@@ -153,7 +158,11 @@ for b = 0, buckets - 1 do
     redis.call('ZREMRANGEBYSCORE', live, '-inf', nowMs)
     lapsed = lapsed + n
   end
-  fresh = fresh + (shortPass and redis.call('ZCARD', live) or redis.call('ZCOUNT', live, '(' .. freshFrom, '+inf'))
+  fresh = fresh + redis.call('ZCOUNT', live, freshLow, '+inf')
+  local first = redis.call('ZRANGEBYSCORE', live, freshLow, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[2] and (not oldest or tonumber(first[2]) < oldest) then
+    oldest = tonumber(first[2])
+  end
 end
 if lapsed > 0 then
   expired = expired + lapsed
@@ -226,6 +235,9 @@ if running then
     -- The quiet places among them: nobody's pass, lapsed at once.
     expired = expired + (target - admitted) - #entries
     fresh = fresh + #entries
+    if #entries > 0 and not oldest then
+      oldest = expires
+    end
     admitted = target
     redis.call('HSET', counters, 'admitted', admitted, 'expired', expired)
   end
@@ -238,7 +250,8 @@ end
 
 local measured = m1t ~= nil and nowMs > m1t
 local stock, limit = tonumber(sale[12]) or 0, tonumber(sale[13]) or 1
+local graceOf = shortPass and ttlMs or grace -- how long a pass holds its unit unused
 return { 'waiting-room-progress/2', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate,
   (state == 'active' and held) and 'paused' or state, drawn, fresh, noshow,
   measured and nowMs - m1t or 0, measured and admitted - m1a or 0, measured and math.max(0, returnedUnits - m1r) or 0,
-  stock - remaining + returnedUnits, limit, sale[11] or '' }
+  stock - remaining + returnedUnits, limit, sale[11] or '', oldest and oldest - ttlMs + graceOf or 0, graceOf }

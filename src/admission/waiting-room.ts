@@ -52,6 +52,10 @@ export interface Progress {
   perUserLimit: number;
   /** The operator's notice; null: none. */
   notice: string | null;
+  /** When the oldest fresh pass stops holding its unit if it goes unused (epoch ms; 0: no fresh pass). */
+  nextNoShowAt: number;
+  /** How long a pass holds its unit unused: the no-show grace, or the pass's life when that is shorter (ms). */
+  holdMs: number;
 }
 
 /** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
@@ -64,7 +68,7 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 20) {
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 22) {
     throw new Error(
       `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
     );
@@ -88,6 +92,8 @@ function parseProgress(reply: unknown): Progress {
     taken: n(17),
     perUserLimit: n(18),
     notice: reply[19] === "" || reply[19] === null ? null : String(reply[19]),
+    nextNoShowAt: n(20),
+    holdMs: n(21),
   };
 }
 
@@ -253,13 +259,13 @@ export async function standing(
   }
   const aheadOfYou = place === null ? 0 : place - progress.admitted - 1;
   const untilStart = Math.max(0, Math.ceil((progress.startsAt - now) / 1000));
-  const { estimatedWaitSec, likelySoldOutBeforeYou, admitRate } = lineEstimate(progress, aheadOfYou, now);
+  const { estimatedWaitSec, likelySoldOutBeforeYou } = lineEstimate(progress, aheadOfYou, now);
   const waiting = { ...base, aheadOfYou, estimatedWaitSec, likelySoldOutBeforeYou };
   if (progress.remaining === 0) return { ...waiting, likelySoldOutBeforeYou: true, state: "sold_out", retryAfterSec: 10 };
   if (progress.state === "paused") return { ...waiting, state: "paused", retryAfterSec: 5 };
   // Often near the front, rarely far back or long before the start; never more than every second.
-  const paced = admitRate === undefined ? 5 : Math.floor(aheadOfYou / admitRate / 2);
-  return { ...waiting, state: "waiting", retryAfterSec: clamp(untilStart > 0 ? untilStart : paced, 1, 15) };
+  const soon = estimatedWaitSec === null ? 5 : Math.floor(estimatedWaitSec / 2);
+  return { ...waiting, state: "waiting", retryAfterSec: clamp(untilStart > 0 ? untilStart : soon, 1, 15) };
 }
 
 /** A page of the line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
