@@ -8,8 +8,9 @@ import { appliedVersion } from "../sales/live-state";
 import { queueView, type Sale, syncPendingOf } from "../sales/sale";
 import type { QueueStats, SaleActionView } from "../shared/api-types";
 import { log } from "../shared/log";
+import type { Progress } from "../shared/waiting-room-progress";
 import { measuredAdmitRate } from "./wait-estimate";
-import { type LineRules, type Progress, readFreshProgress } from "./waiting-room";
+import { type LineRules, readFreshProgress } from "./waiting-room";
 
 /** The actions the view lists, newest first. */
 const ACTIONS_SHOWN = 20;

@@ -40,12 +40,11 @@ export const validate = <T extends $ZodType, Target extends keyof ValidationTarg
 };
 
 /**
- * A body that may be left out (a draw's entry, an admission hold's message): none, or only
- * white space, reads as `{}`; anything else must be JSON of `schema` (400 otherwise). Its type
- * was checked by requireJsonBodies.
+ * A body that may be left out (a checkout's, a draw's entry, an admission hold's message):
+ * none, or only white space, reads as `{}`; anything else must be JSON of `schema` (400
+ * otherwise). Its type was checked by requireJsonBodies.
  */
-export async function optionalBody<T extends $ZodType>(c: Context, schema: T): Promise<z.output<T>> {
-  const text = hasBody(c.req.raw) ? await c.req.text() : "";
+export function parseOptionalBody<T extends $ZodType>(text: string, schema: T): z.output<T> {
   let parsed: unknown = {};
   if (text.trim() !== "") {
     try {
@@ -58,3 +57,7 @@ export async function optionalBody<T extends $ZodType>(c: Context, schema: T): P
   if (!result.success) throw invalid(result.error.issues);
   return result.data;
 }
+
+/** The request's optional body (parseOptionalBody). */
+export const optionalBody = async <T extends $ZodType>(c: Context, schema: T): Promise<z.output<T>> =>
+  parseOptionalBody(hasBody(c.req.raw) ? await c.req.text() : "", schema);

@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
 import { checkAdmission, losesQuietly } from "../admission/gate";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { holdsPlace, joinWaitingRoom, lineRulesOf, type Progress, readProgress, standing } from "../admission/waiting-room";
+import { holdsPlace, joinWaitingRoom, lineRulesOf, readProgress, standing } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -22,6 +22,7 @@ import type { Refusal } from "../shared/refusal";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 import { estimatedPlace } from "../shared/waiting-room-draw";
+import type { Progress } from "../shared/waiting-room-progress";
 
 /** What a 503 for an unusable JWT_SECRET names: tickets and passes are signed with it. */
 const WAITING_ROOM = "the waiting room is not available";

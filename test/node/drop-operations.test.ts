@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../../dev/lib/wait.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
-import { runDrop } from "../../load/runner/drop.ts";
+import { type DropOptions, runDrop } from "../../load/runner/drop.ts";
 import { saleViolations } from "../../load/runner/invariants.ts";
 import { acceptedSamples } from "../../load/runner/waiting-room-crowd.ts";
 
@@ -26,6 +26,17 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** A drop of 300-second passes whose people wait that long at most and buy within seconds when they do. */
+const drop = (options: Pick<DropOptions, "people" | "stock" | "admitPerSec"> & Partial<DropOptions>) =>
+  runDrop(stack.api, {
+    bots: 0,
+    noShowShare: 0,
+    patienceMs: [PASS_TTL_SEC * 1000, PASS_TTL_SEC * 1000],
+    thinkMs: [500, 3_000],
+    passTtlSec: PASS_TTL_SEC,
+    ...options,
+  });
+
 /** Every unit sold once to a buyer of its own, settled exactly once. */
 async function expectInvariants(saleId: string, stock: number, accepted: Map<string, string>) {
   const report = await waitForDrain(stack.api, saleId, accepted.size, 120_000);
@@ -35,17 +46,7 @@ async function expectInvariants(saleId: string, stock: number, accepted: Map<str
 
 describe("admission that follows the stock", () => {
   it("sells a FIFO sale of 10 units whose first 10 places never buy, before their passes could have run out", async () => {
-    const result = await runDrop(stack.api, {
-      people: 110,
-      bots: 0,
-      stock: 10,
-      noShowShare: 0,
-      firstPlacesNoShow: 10,
-      patienceMs: [PASS_TTL_SEC * 1000, PASS_TTL_SEC * 1000],
-      thinkMs: [500, 2_000],
-      admitPerSec: 2,
-      passTtlSec: PASS_TTL_SEC,
-    });
+    const result = await drop({ people: 110, stock: 10, firstPlacesNoShow: 10, admitPerSec: 2 });
     console.log(`first 10 no-shows: sold out ${(result.sellOutMs ?? Number.NaN) / 1000} s after the start`);
     // Sold out, every unit to someone who bought in their own turn: the no-shows' units went on
     // after their grace, while their 300-second passes still held (without the no-show rule
@@ -61,17 +62,7 @@ describe("admission that follows the stock", () => {
   });
 
   it("sells out through 40% no-shows, with a wait estimated for those let in and its error measured", async () => {
-    const result = await runDrop(stack.api, {
-      people: 40,
-      bots: 4,
-      stock: 8,
-      noShowShare: 0.4,
-      seed: 7,
-      patienceMs: [PASS_TTL_SEC * 1000, PASS_TTL_SEC * 1000],
-      thinkMs: [500, 3_000],
-      admitPerSec: 4,
-      passTtlSec: PASS_TTL_SEC,
-    });
+    const result = await drop({ people: 40, bots: 4, stock: 8, noShowShare: 0.4, seed: 7, admitPerSec: 4 });
     console.log(
       `40% no-shows: sold out ${(result.sellOutMs ?? Number.NaN) / 1000} s after the start; wait error p50 ${result.estimateError.median} s, p90 ${result.estimateError.p90} s over ${result.estimateError.count} estimates`,
     );

@@ -20,6 +20,7 @@ import {
   waitingRoomProgressKeys,
 } from "../../src/shared/keys.ts";
 import { drawKey, drawOrder } from "../../src/shared/waiting-room-draw.ts";
+import { parseProgress } from "../../src/shared/waiting-room-progress.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "queue-lua-test-token";
@@ -96,30 +97,11 @@ async function join(
 const LONG_GRACE_MS = 3_600_000;
 
 async function progress(saleId: string, maxAdmit = 5000, graceMs = LONG_GRACE_MS) {
-  const reply = (await redis
+  const reply = await redis
     .createScript(lua("waiting-room-progress"))
-    .exec(
-      waitingRoomProgressKeys(saleId, BUCKETS),
-      [maxAdmit, BUCKETS, graceMs, Math.max(60_000, 2 * graceMs)].map(String),
-    )) as unknown[];
-  expect(reply[0]).toBe("waiting-room-progress/2");
-  const n = (i: number) => Number(reply[i]);
-  return {
-    at: n(1),
-    admitted: n(2),
-    joined: n(3),
-    remaining: n(4),
-    used: n(5),
-    expired: n(6),
-    starts: n(7),
-    state: String(reply[10]),
-    drawn: n(11),
-    fresh: n(12),
-    noShows: n(13),
-    window: { ms: n(14), admitted: n(15), returned: n(16) },
-    taken: n(17),
-    notice: String(reply[19]),
-  };
+    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [maxAdmit, BUCKETS, graceMs, Math.max(60_000, 2 * graceMs)].map(String));
+  const { at, startsAt: starts, ...rest } = parseProgress(reply);
+  return { at, starts, ...rest };
 }
 
 /** One merged checkout call: each buyer with the place its pass names ("" for no pass). */

@@ -9,26 +9,20 @@ import { redisFor } from "../../src/redis/client";
 import { pushLaggingSales } from "../../src/sales/sync-upkeep";
 import type { QueuePosition, QueueStats } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
-import { api, bearer, createSale, eventually, fetchWithVars, freshAddress, redis, userToken } from "./helpers";
+import {
+  api,
+  bearer,
+  createSale,
+  eventually,
+  fetchWithVars,
+  freshAddress,
+  type InLine,
+  joinInOrder,
+  redis,
+  userToken,
+} from "./helpers";
 
-interface Waiter {
-  userId: string;
-  token: string;
-  ticket: string;
-}
-
-async function joinAll(saleId: string, userIds: readonly string[]): Promise<Waiter[]> {
-  const waiters: Waiter[] = [];
-  for (const userId of userIds) {
-    const token = await userToken(userId);
-    const joined = await api.joinWaitingRoom(saleId, token);
-    if (!joined.body) throw new Error(`${userId} could not join: ${joined.status} ${joined.code}`);
-    waiters.push({ userId, token, ticket: joined.body.ticket });
-  }
-  return waiters;
-}
-
-async function poll(saleId: string, waiter: Waiter): Promise<QueuePosition> {
+async function poll(saleId: string, waiter: InLine): Promise<QueuePosition> {
   const res = await api.pollQueue(saleId, waiter.token, waiter.ticket);
   if (!res.body) throw new Error(`poll: ${res.status} ${res.code}`);
   return res.body;
@@ -48,7 +42,7 @@ describe("holding admission", () => {
     const sale = await liveQueuedSale(10);
     const held = ok(await api.holdAdmission(sale.id, "pause", "Checkout is catching up: your place is kept."));
     expect(held).toMatchObject({ paused: true, notice: "Checkout is catching up: your place is kept.", syncPending: false });
-    const waiters = await joinAll(sale.id, ["hold-a", "hold-b", "hold-c", "hold-d"]);
+    const waiters = await joinInOrder(sale.id, ["hold-a", "hold-b", "hold-c", "hold-d"]);
     for (const [i, waiter] of waiters.entries()) {
       expect(await poll(sale.id, waiter)).toMatchObject({
         place: i + 1,
@@ -68,7 +62,7 @@ describe("holding admission", () => {
 
     const resumed = ok(await api.holdAdmission(sale.id, "resume"));
     expect(resumed).toMatchObject({ paused: false, admitted: 4 });
-    const first = waiters[0] as Waiter;
+    const first = waiters[0] as InLine;
     expect(await poll(sale.id, first)).toMatchObject({ state: "admitted", place: 1 });
     expect((await api.queueStats(sale.id)).actions.map((a) => a.action)).toEqual(["resume-admission", "pause-admission"]);
   });
@@ -83,7 +77,7 @@ describe("holding admission", () => {
 describe("the rate, changed live", () => {
   it("applies from the line's next move: the answer already shows it, and every isolate's next look", async () => {
     const sale = await liveQueuedSale(100, 1);
-    const waiters = await joinAll(
+    const waiters = await joinInOrder(
       sale.id,
       Array.from({ length: 12 }, (_, i) => `rate-${sale.id}-${i}`),
     );
@@ -94,7 +88,7 @@ describe("the rate, changed live", () => {
     expect(after).toMatchObject({ queue: { admitPerSec: 1_000 }, admitted: 12 });
     expect(after.actions[0]).toMatchObject({ action: "admission-rate", admitPerSec: 1_000 });
     // Another isolate (its own progress copy) sees it once its copy is older than a second.
-    const last = waiters[11] as Waiter;
+    const last = waiters[11] as InLine;
     const elsewhere = await eventually("the last place admitted as another isolate sees it", async () => {
       await new Promise((r) => setTimeout(r, 300));
       const res = await fetchWithVars({}, `/api/sales/${sale.id}/queue`, {
@@ -130,10 +124,10 @@ describe("putting a live sale behind the waiting room", () => {
       "checkout to ask for a pass",
       async () => (await api.checkout(sale.id, late)).code === "QUEUE_PASS_REQUIRED",
     );
-    const [waiter] = await joinAll(sale.id, [`late-${sale.id}`]);
+    const [waiter] = await joinInOrder(sale.id, [`late-${sale.id}`]);
     const turn = await eventually("the late buyer's turn", async () => {
       await new Promise((r) => setTimeout(r, 300));
-      const p = await poll(sale.id, waiter as Waiter);
+      const p = await poll(sale.id, waiter as InLine);
       return p.state === "admitted" && p;
     });
     expect(turn.place).toBe(1);
@@ -161,13 +155,13 @@ describe("putting a live sale behind the waiting room", () => {
 describe("the notice", () => {
   it("reaches the sale page and everyone waiting, and comes down with null", async () => {
     const sale = await liveQueuedSale(10);
-    const [waiter] = await joinAll(sale.id, [`notice-${sale.id}`]);
+    const [waiter] = await joinInOrder(sale.id, [`notice-${sale.id}`]);
     const shown = ok(await api.setNotice(sale.id, "Sizes EU 41 and 42 come back at 10:00."));
     expect(shown.notice).toBe("Sizes EU 41 and 42 come back at 10:00.");
     expect((await api.sale(sale.id)).notice).toBe("Sizes EU 41 and 42 come back at 10:00.");
     await eventually("the notice in the line", async () => {
       await new Promise((r) => setTimeout(r, 300));
-      return (await poll(sale.id, waiter as Waiter)).notice === "Sizes EU 41 and 42 come back at 10:00.";
+      return (await poll(sale.id, waiter as InLine)).notice === "Sizes EU 41 and 42 come back at 10:00.";
     });
     ok(await api.setNotice(sale.id, null));
     expect((await api.sale(sale.id)).notice).toBeNull();
