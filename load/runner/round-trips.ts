@@ -60,7 +60,7 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   try {
     // Every sale first: each creation evicts its cached pages again a moment later, a round
     // trip of its own that must not land inside a figure.
-    const [sale, ended, throttled, crowd, sized] = await Promise.all([
+    const [sale, ended, throttled, crowd, sized, laned] = await Promise.all([
       api.createSale({ stock: 2, name: "round trips" }),
       api.createSale({
         name: "ended",
@@ -77,8 +77,19 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
           { id: "m", label: "M", stock: 5 },
         ],
       }),
+      // A members' lane open now, the public an hour away: every checkout names a code.
+      api.createSale({
+        stock: 100,
+        name: "lanes",
+        startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+        lanes: [{ name: "members", startsAt: new Date(Date.now() - 1_000).toISOString() }],
+      }),
     ]);
-    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id, sized.id]);
+    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id, sized.id, laned.id]);
+    const codes = await api.codeBatch(laned.id, "members", { count: 51 });
+    if (codes.status !== 201) throw new Error(`codes for the lanes sale: ${codes.status} ${codes.code}`);
+    const [firstCode, ...crowdCodes] = codes.body?.codes ?? [];
     const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => api.userToken(`${sale.id}-${u}`)))) as [
       string,
       string,
@@ -166,6 +177,28 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
       roundTrips: stampede.roundTrips / crowdTokens.length,
       redisCommands: stampede.redisCommands / crowdTokens.length,
       note: "merged script calls; includes settlement's outbox clears",
+    });
+
+    // A code holder in a presale lane: the code is checked, bound and spent in the same call.
+    const acceptedCode = await measure(stack, redis, async () => {
+      await expectStatus(api.checkoutWithCode(laned.id, a, firstCode as string), 202);
+      await waitForOutboxEmpty(redis, laned.id);
+    });
+    costs.push({
+      outcome: "accepted with an access code (a presale lane)",
+      ...acceptedCode,
+      note: "includes 1 round trip of its settlement (outbox clear)",
+    });
+    const holders = await Promise.all(crowdCodes.map((_, i) => api.userToken(`${laned.id}-rt-holder-${i}`)));
+    const codeStampede = await measure(stack, redis, async () => {
+      await Promise.all(holders.map((t, i) => expectStatus(api.checkoutWithCode(laned.id, t, crowdCodes[i] as string), 202)));
+      await waitForOutboxEmpty(redis, laned.id);
+    });
+    costs.push({
+      outcome: `accepted with codes, ${holders.length} holders at once (per buyer)`,
+      roundTrips: codeStampede.roundTrips / holders.length,
+      redisCommands: codeStampede.redisCommands / holders.length,
+      note: "merged script calls carry the codes; includes settlement's outbox clears",
     });
 
     // 200 clients polling the sale page at once, twice, 600 ms apart, once its record is in
