@@ -18,7 +18,7 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,
       "Access-Control-Allow-Methods": "GET, POST",
-      "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
+      "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key, Access-Code",
       "Access-Control-Max-Age": "600",
       Vary: "Origin",
     });

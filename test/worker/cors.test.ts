@@ -18,7 +18,7 @@ describe("CORS", () => {
     expect(res.status).toBe(204);
     expect(res.headers.get("Access-Control-Allow-Origin")).toBe(SHOP);
     expect(res.headers.get("Access-Control-Allow-Methods")).toBe("GET, POST");
-    expect(res.headers.get("Access-Control-Allow-Headers")).toBe("Authorization, Content-Type, Idempotency-Key");
+    expect(res.headers.get("Access-Control-Allow-Headers")).toBe("Authorization, Content-Type, Idempotency-Key, Access-Code");
     expect(res.headers.get("Access-Control-Allow-Credentials")).toBeNull();
     expect(res.headers.get("Vary")).toContain("Origin");
   });
