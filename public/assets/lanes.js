@@ -93,6 +93,7 @@ export class LanePanel {
     $("lane-list").replaceChildren();
     delete $("lane-list").dataset.key;
     this.input().oninput = null;
+    this.input().value = "";
   }
 
   /** The sale as the page last read it. @param {any} sale */

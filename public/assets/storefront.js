@@ -130,8 +130,16 @@ $("sign-in").addEventListener("submit", async (event) => {
   }
   $("account-status").textContent = "";
   identity.set(answer.body.token, { keep: true });
-  // The form is gone: focus goes where the buyer is headed next.
-  $(current instanceof SalePage ? (current.drawPanel ? "draw-enter" : "buy-button") : "sign-out").focus();
+  // The form is gone: focus goes where the buyer is headed next (a lane's code before Buy).
+  const next =
+    current instanceof SalePage
+      ? current.drawPanel
+        ? "draw-enter"
+        : current.lanes?.open()
+          ? "access-code"
+          : "buy-button"
+      : "sign-out";
+  $(next).focus();
 });
 
 $("sign-out").addEventListener("click", () => {
