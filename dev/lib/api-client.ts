@@ -230,6 +230,18 @@ export class ApiClient {
     return (await res.json()) as CatalogPage;
   }
 
+  /** The first sale of the catalog (upcoming and live, by start) that `match` picks, read a page at a time. */
+  async findInCatalog(match: (sale: SaleView) => boolean): Promise<SaleView | undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.catalog(cursor);
+      const found = page.sales.find(match);
+      if (found) return found;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return undefined;
+  }
+
   report(saleId: string): Promise<ReconciliationReport> {
     return this.adminJson<ReconciliationReport>(`/admin/sales/${saleId}/report`);
   }
