@@ -249,9 +249,10 @@ export class ApiClient {
     });
   }
 
-  /** POST /api/sales/:saleId/queue: join the waiting room. */
-  joinWaitingRoom(saleId: string, token: string): Promise<ApiResult<QueueJoined>> {
-    return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+  /** POST /api/sales/:saleId/queue: join the waiting room (a presale lane's own line with `accessCode`, while one is open). */
+  joinWaitingRoom(saleId: string, token: string, accessCode?: string): Promise<ApiResult<QueueJoined>> {
+    const headers = { Authorization: `Bearer ${token}`, ...(accessCode !== undefined && { "Access-Code": accessCode }) };
+    return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers });
   }
 
   /** GET /api/sales/:saleId/queue with the ticket. */
@@ -338,9 +339,12 @@ export class ApiClient {
     return this.adminResult(`/admin/sales/${saleId}/bypass`, { method: "POST", body: JSON.stringify({ userId }) });
   }
 
-  /** A checkout with a Queue-Pass (none when undefined), as it answered. */
-  checkoutWithPass(saleId: string, token: string, pass: string | undefined): Promise<Answer> {
-    return this.answer(checkoutPath(saleId), token, undefined, pass === undefined ? {} : { "Queue-Pass": pass });
+  /** A checkout with a Queue-Pass (none when undefined) and, in a presale lane's window, an Access-Code, as it answered. */
+  checkoutWithPass(saleId: string, token: string, pass: string | undefined, code?: string): Promise<Answer> {
+    return this.answer(checkoutPath(saleId), token, undefined, {
+      ...(pass !== undefined && { "Queue-Pass": pass }),
+      ...(code !== undefined && { "Access-Code": code }),
+    });
   }
 
   /** GET /healthz, the trivial route benchmarks set beside checkout: code OK when it answered 200. */
