@@ -260,14 +260,15 @@ export class ApiClient {
     return this.result(`/api/sales/${saleId}/queue`, { headers: { Authorization: `Bearer ${token}`, "Queue-Ticket": ticket } });
   }
 
-  /** GET /admin/sales/:saleId/queue: the waiting room's counts. */
-  queueStats(saleId: string): Promise<QueueStats> {
-    return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue`);
+  /** GET /admin/sales/:saleId/queue: the waiting room's counts (of a presale lane's own line with `lane`). */
+  queueStats(saleId: string, lane?: string): Promise<QueueStats> {
+    return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue${lane === undefined ? "" : `?lane=${lane}`}`);
   }
 
-  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
-  queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
-    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
+  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place (of a presale lane's own line with `lane`). */
+  queuePlaces(saleId: string, from = 1, lane?: string): Promise<QueuePlaces> {
+    const ofLane = lane === undefined ? "" : `&lane=${lane}`;
+    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}${ofLane}`);
   }
 
   /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */

@@ -12,7 +12,7 @@ import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
 import {
-  allBuckets,
+  allLineBuckets,
   type BucketSplit,
   type JoinKind,
   type Line,
@@ -243,15 +243,16 @@ export async function standing(
   return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
 }
 
-/** A page of the line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
+/** A page of a line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
 export async function linePage(
   redis: Redis,
   saleId: string,
   buckets: number,
+  line: Line,
   from: number,
   count: number,
 ): Promise<{ drawn: number; userIds: string[] }> {
-  const every = allBuckets(saleId, buckets);
+  const every = allLineBuckets(saleId, line, buckets);
   const sizes = (await Promise.all(every.map((b) => redis.zcard(b.preQueue)))).map(Number);
   const drawn = sizes.reduce((n, size) => n + size, 0);
   const last = from + count - 1;

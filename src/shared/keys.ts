@@ -123,7 +123,7 @@ export function lineBucketKeys(saleId: string, line: Line, bucket: number, bucke
 }
 
 /** Every bucket of a line, bucket 0 first. */
-const allLineBuckets = (saleId: string, line: Line, buckets: number): LineBucketKeys[] =>
+export const allLineBuckets = (saleId: string, line: Line, buckets: number): LineBucketKeys[] =>
   Array.from({ length: buckets }, (_, b) => lineBucketKeys(saleId, line, b, buckets));
 
 /** The keys of `userId`'s bucket of a line. */

@@ -87,6 +87,12 @@ describe("a lane with its own waiting room", () => {
     const counted = await api.codeBatches(sale.id);
     expect(counted.batches[0]).toMatchObject({ bound: 3, spent: 0 }); // bound at the join, nothing spent
     expect(await redis.exists(waitingRoomKeys(sale.id).counters)).toBe(0); // the public line untouched
+    // The console reads each line: the lane's by name, the public one without.
+    const places = await api.queuePlaces(sale.id, 1, "members");
+    expect(places.places.map((p) => p.userId)).toEqual([ann.userId, bob.userId, cat.userId]);
+    expect(await api.queueStats(sale.id, "members")).toMatchObject({ joined: 3, admitted: 0, remaining: 3 });
+    expect((await api.queueStats(sale.id)).joined).toBe(0);
+    await expect(api.queuePlaces(sale.id, 1, "nobody")).rejects.toMatchObject({ code: "LANE_NOT_FOUND" });
 
     // The lane's start: its line admits, at most its allotment's three.
     const turns = await Promise.all([annIn, bobIn, catIn].map((who) => waitForTurn(sale.id, who)));
@@ -141,4 +147,28 @@ describe("a lane with its own waiting room", () => {
     expect(codesUsed?.spent).toBeLessThanOrEqual((codesUsed?.count ?? 0) * (codesUsed?.uses ?? 0));
     expect(new Set(inLane.map((o) => o.access_code)).size).toBe(inLane.length); // one use each: a code per order
   }, 60_000);
+
+  it("keeps a queued sale's lanes and waiting room as they are once its first lane's line opens", async () => {
+    const now = Date.now();
+    const queue = { mode: "random" as const, prequeueSec: 120, admitPerSec: 10, passTtlSec: 60 };
+    const laned = (laneIn: number) =>
+      api.createSale({
+        startsAt: iso(now + 3_600_000),
+        endsAt: iso(now + 7_200_000),
+        queue,
+        lanes: [{ name: "members", startsAt: iso(now + laneIn) }],
+      });
+    // Its line opened a minute ago, an hour before the public line opens.
+    const open = await laned(60_000);
+    expect((await api.editSale(open.id, { lanes: [{ name: "vip", startsAt: iso(now + 60_000) }] })).code).toBe("QUEUE_OPEN");
+    expect((await api.editSale(open.id, { queue: { admitPerSec: 20 } })).code).toBe("QUEUE_OPEN");
+    // Not open yet: both change.
+    const later = await laned(1_800_000);
+    const edited = await api.editSale(later.id, {
+      lanes: [{ name: "vip", startsAt: iso(now + 1_800_000) }],
+      queue: { admitPerSec: 20 },
+    });
+    expect(edited.status).toBe(200);
+    expect(edited.body?.lanes.map((l) => l.name)).toEqual(["vip"]);
+  });
 });
