@@ -37,6 +37,22 @@ function laneOpenAt(sale, now) {
   return (sale.lanes ?? []).filter((/** @type {any} */ lane) => Date.parse(lane.startsAt) <= now).at(-1);
 }
 
+/**
+ * For a sale with a waiting room, the lane whose own line takes joiners at `now` (from its
+ * start less the pre-queue's length until the next lane's start, or the public start): the
+ * code is sent with the join there, before the lane itself opens.
+ * @param {any} sale @param {number} now @returns {any}
+ */
+function laneJoinableAt(sale, now) {
+  if (!sale.queue || sale.queue.mode === "off" || now >= Date.parse(sale.startsAt)) return undefined;
+  const early = sale.queue.prequeueSec * 1000;
+  const lanes = sale.lanes ?? [];
+  return lanes.find((/** @type {any} */ lane, /** @type {number} */ i) => {
+    const closes = Date.parse(lanes[i + 1]?.startsAt ?? sale.startsAt);
+    return Date.parse(lane.startsAt) - early <= now && now < closes;
+  });
+}
+
 /** The lane that opens after `now`, if one is still to come. @param {any} sale @param {number} now @returns {any} */
 const laneAfter = (sale, now) => (sale.lanes ?? []).find((/** @type {any} */ lane) => Date.parse(lane.startsAt) > now);
 
@@ -107,14 +123,20 @@ export class LanePanel {
     return this.sale && laneOpenAt(this.sale, serverNow());
   }
 
+  /** The lane a code is asked for now: the open one, or one whose own line takes joiners already. @returns {any} */
+  asking() {
+    return this.sale && (laneOpenAt(this.sale, serverNow()) ?? laneJoinableAt(this.sale, serverNow()));
+  }
+
   /** The lanes and the code field as things stand: on every read and every tick of the page. */
   paint() {
     if (!this.sale) return;
     const now = serverNow();
     const open = laneOpenAt(this.sale, now);
     this.paintList(open);
-    $("access-code-field").hidden = !open;
-    if (open) setText("access-code-label", `${laneLabel(open.name)}: enter your code`);
+    const asking = open ?? laneJoinableAt(this.sale, now);
+    $("access-code-field").hidden = !asking;
+    if (asking) setText("access-code-label", `${laneLabel(asking.name)}: enter your code`);
     const name = open?.name ?? "";
     if (this.shownLane === name) return;
     // A lane opening while the buyer watches is news; the public start the page says itself.
@@ -161,9 +183,9 @@ export class LanePanel {
     return now < starts ? { label: "Everyone can buy in", ms: starts - now } : undefined;
   }
 
-  /** The code to send as Access-Code: the one typed, while a lane is open. */
+  /** The code to send as Access-Code: the one typed, while a lane is open or its line takes joiners. */
   code() {
-    return this.open() ? this.input().value.trim() || undefined : undefined;
+    return this.asking() ? this.input().value.trim() || undefined : undefined;
   }
 
   /** Why Buy cannot be pressed in a lane's window, or "" when it can; undefined when no lane is open. */
@@ -192,7 +214,7 @@ export class LanePanel {
   refusal(answer, size) {
     switch (answer.code) {
       case "ACCESS_CODE_REQUIRED":
-        return `Until ${formatClock(this.sale.startsAt)} only code holders can buy: enter your code beside Buy.`;
+        return `Until ${formatClock(this.sale.startsAt)} only code holders can buy or join the line: enter your code in the field for it.`;
       case "ACCESS_CODE_INVALID":
         this.input().setAttribute("aria-invalid", "true");
         return "That code is not valid for you: check it as written. A code buys for one account only, and only from its lane's start.";

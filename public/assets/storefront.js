@@ -571,6 +571,8 @@ class SalePage {
           token: this.humanCheck?.token(),
           reset: () => this.humanCheck?.reset(),
         }),
+        accessCode: () => this.lanes?.code(),
+        codeRefusal: (answer) => this.lanes?.refusal(answer, undefined),
       });
     }
     this.room?.render(sale, Boolean(sale.humanCheck));

@@ -150,6 +150,39 @@ describe("presale lanes on the storefront", () => {
   }, 90_000);
 });
 
+describe("a presale lane with its own line", () => {
+  it("has the code holder join the lane's line with the code, lets them in at the lane's start, and sells with the lane's pass", async () => {
+    const now = Date.now();
+    const sale = await api.createSale({
+      name: "Members' line",
+      stock: 2,
+      startsAt: iso(now + 30 * 60_000),
+      endsAt: iso(now + 2 * 3_600_000),
+      queue: { mode: "fifo", prequeueSec: 60, admitPerSec: 100, passTtlSec: 120 },
+      lanes: [{ name: "members", startsAt: iso(now + 8_000), stock: 1 }],
+    });
+    const [code] = (await api.codeBatch(sale.id, "members", { count: 1 })).body?.codes ?? [];
+    const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
+    await page.goto(`${BASE}/?sale=${sale.id}`);
+    await page.getByRole("heading", { name: "Members' line" }).waitFor();
+    await signIn(page, `${sale.id}-dee`);
+    await reads(page, "queue-note", "^The code holders' line is open\\. Enter your code, then join the line");
+    // Without a code the line is for code holders only; with one, the shopper joins the lane's line.
+    await page.getByRole("button", { name: "Join the line" }).click();
+    await reads(page, "status", "only code holders can buy or join the line");
+    await page.getByLabel("Members: enter your code").fill(code as string);
+    await page.getByRole("button", { name: "Join the line" }).click();
+    await reads(page, "queue-note", "^(You are in line|You are next in line)", 15_000);
+    // The lane's start: the shopper's turn, and Buy sends the lane's pass with the code.
+    await reads(page, "queue-note", "^Your turn: buy now\\.", 60_000);
+    await page.getByRole("button", { name: "Buy now" }).click();
+    await reads(page, "status", "^Accepted: order ");
+    await expect.poll(async () => (await api.sale(sale.id)).lanes[0]?.remaining).toBe(0);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  }, 120_000);
+});
+
 describe("the console's Lanes and codes", () => {
   it("creates a sale with lanes, makes codes shown once, copies and downloads them, revokes a batch, and counts per lane", async () => {
     const context = await newContext(browser(), { locale: "en-US", permissions: ["clipboard-read", "clipboard-write"] });
