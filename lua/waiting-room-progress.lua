@@ -26,9 +26,17 @@ call admits at most ARGV[1] places; the next call goes on. A quiet joiner's plac
 (waiting-room-join.lua: a line member "\1<user id>", a pre-queue member "<draw key>:q:<user id>")
 is let in as nobody's: no pass, and counted expired at once, so it holds no unit back.
 
+A presale lane's own line (ARGV 3; docs/lanes.md, "Lanes with a waiting room") moves the same
+way over its own keys (its own counters, passes, no-shows, pace and snapshots), from the lane's
+start until the next lane's start or the public start (its startsMs and endsMs in the reply), and
+its units bound is what the lane may still sell: its allotment and those of the capped lanes
+right before it, less what they sold (as lua/checkout.lua counts it), never more than the sale's
+remaining. Only one line sells at a time (checkout.lua takes a lane's passes in its window only,
+the public line's from the public start), so each line's bound holds on its own.
+
 It measures the line as it goes, for the polls' estimates: two snapshots of (time, admitted,
 units given back: meta `rtn`, counted by return.lua), the older between half a window and a
-window (ARGV 4) old, taken afresh whenever the pace restarts; the reply gives what happened
+window (ARGV 5) old, taken afresh whenever the pace restarts; the reply gives what happened
 since the older one.
 
 It also keeps waiting-room-join.lua's running totals true (counters `drawn` and the Fenwick tree
@@ -36,9 +44,9 @@ of the pre-queue's bucket sizes): it reads every bucket's size anyway, and when 
 missing (a sale stored before the totals were kept, or none joined its pre-queue yet) or is
 not their sum (a join by a Worker that did not keep them), it writes them afresh.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout"); all but 1 are the line's
   1  sale meta hash   qmode, qrate, qttl, qopens, qpaused, notice, starts, ends, state, remaining, stock,
-                      limit, rtn, buckets (see checkout.lua, sale-sync.lua)
+                      limit, rtn, buckets, lanes, la:<lane>, ls:<lane> (see checkout.lua, sale-sync.lua)
   2  counters hash    admitted, used, expired; lined, drawn (waiting-room-join.lua); noshow, nscut (the
                       expiry up to which passes were counted no-shows); prate, pat, pbase, pstop (the
                       pace: its rate, since when, from which place; held since); m1t, m1a, m1r, m2t,
@@ -56,18 +64,20 @@ ARGV
   1  the most places this call admits
   2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
      absent), nothing is done and the reply's state is "buckets-changed"
-  3  the no-show grace (ms)   4  the measuring window (ms)
+  3  the line: "" the public line, else the lane whose line the KEYS are
+  4  the no-show grace (ms)   5  the measuring window (ms)
 Reply
   { "waiting-room-progress/2", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
     qrate, state, drawn, fresh, noshow, windowMs, windowAdmitted, windowReturned, taken, limit, notice,
     nextNoShowAt, holdMs }
   state  active | paused (the sale, or admission held) | cancelled, or "missing" (all numbers 0)
-         when Redis does not hold the sale, or "buckets-changed" (all numbers 0, nothing done) when
-         ARGV 2 or the bucket KEYS are not the sale's count
+         when Redis does not hold the sale (or the line's lane), or "buckets-changed" (all numbers
+         0, nothing done) when ARGV 2 or the bucket KEYS are not the sale's count
+  remaining  the units the line may still offer (a lane's line: what its lane may still sell)
   drawn  a random sale's pre-queue joiners (places 1..drawn)
   fresh  passes alive that were given less than a grace ago   noshow  passes counted no-shows so far
   windowMs, windowAdmitted, windowReturned  since the older snapshot (all 0 before the first)
-  taken  units checkouts have taken, those given back since included (stock - remaining + rtn)
+  taken  units checkouts have taken from the sale, those given back since included (stock - remaining + rtn)
   limit  units one buyer may hold   notice  the operator's notice ("" for none)
   nextNoShowAt  when the oldest fresh pass stops holding its unit if it is not used (0: no fresh pass)
   holdMs        how long a pass holds its unit unused: the grace, or qttl when that is shorter
@@ -75,7 +85,8 @@ Time comes from the Redis server (TIME).
 ]]
 
 local meta, counters, drawSizes = KEYS[1], KEYS[2], KEYS[3]
-local maxAdmit, splitBy, grace, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local maxAdmit, splitBy, lineLane = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local grace, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local SALE_KEYS, PER_BUCKET = 3, 4
 local buckets = (#KEYS - SALE_KEYS) / PER_BUCKET
 -- Bucket b's (0-based) passes hash, live zset, pre-queue range and line.
@@ -90,8 +101,16 @@ local function nothing(state)
   return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, state, 0, 0, 0, 0, 0, 0, 0, 0, '', 0, 0 }
 end
 local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets',
-  'qpaused', 'qopens', 'notice', 'stock', 'limit', 'rtn')
-if not sale[4] then
+  'qpaused', 'qopens', 'notice', 'stock', 'limit', 'rtn', 'lanes')
+-- A lane's line: the sale's lanes in order (names, starts) and the line's rank among them.
+local laneNames, laneStarts, lineRank = {}, {}, nil
+for name, from in string.gmatch(lineLane ~= '' and sale[15] or '', '([^,=]+)=(%d+)') do
+  laneNames[#laneNames + 1], laneStarts[#laneStarts + 1] = name, tonumber(from)
+  if name == lineLane then
+    lineRank = #laneNames
+  end
+end
+if not sale[4] or (lineLane ~= '' and not lineRank) then
   return nothing('missing')
 end
 if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
@@ -100,6 +119,22 @@ end
 local mode, rate, ttlMs = sale[1] or 'off', tonumber(sale[2]) or 1, (tonumber(sale[3]) or 0) * 1000
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
 local held, opens, returnedUnits = sale[9] == '1', tonumber(sale[10]) or 0, tonumber(sale[14]) or 0
+local saleRemaining = remaining
+if lineRank then
+  -- The lane's window, and no more passes alive than the lane may still sell.
+  starts, ends = laneStarts[lineRank], laneStarts[lineRank + 1] or starts
+  local allotted, sold, capped = 0, 0, false
+  for j = lineRank, 1, -1 do
+    local counts = redis.call('HMGET', meta, 'la:' .. laneNames[j], 'ls:' .. laneNames[j])
+    if not counts[1] then
+      break
+    end
+    capped, allotted, sold = true, allotted + tonumber(counts[1]), sold + (tonumber(counts[2]) or 0)
+  end
+  if capped then
+    remaining = math.min(remaining, math.max(0, allotted - sold))
+  end
+end
 local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired', 'lined', 'drawn', 'noshow', 'nscut',
   'prate', 'pat', 'pbase', 'pstop', 'm1t', 'm1a', 'm1r', 'm2t', 'm2a', 'm2r')
 local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
@@ -185,7 +220,8 @@ local function restartPace(at, base)
     'm1t', at, 'm1a', base, 'm1r', returnedUnits, 'm2t', at, 'm2a', base, 'm2r', returnedUnits)
 end
 if running and not paceRate then
-  restartPace(math.max(starts, opens), 0)
+  -- qopens is the public line's opening: a lane's line counts from its own start.
+  restartPace(lineRank and starts or math.max(starts, opens), 0)
 elseif running and (paceRate ~= rate or count[11] == '1') then
   restartPace(nowMs, admitted)
 elseif not running and paceRate and count[11] ~= '1' and mode ~= 'off' and nowMs >= starts and nowMs < ends then
@@ -254,4 +290,4 @@ local graceOf = shortPass and ttlMs or grace -- how long a pass holds its unit u
 return { 'waiting-room-progress/2', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate,
   (state == 'active' and held) and 'paused' or state, drawn, fresh, noshow,
   measured and nowMs - m1t or 0, measured and admitted - m1a or 0, measured and math.max(0, returnedUnits - m1r) or 0,
-  stock - remaining + returnedUnits, limit, sale[11] or '', oldest and oldest - ttlMs + graceOf or 0, graceOf }
+  stock - saleRemaining + returnedUnits, limit, sale[11] or '', oldest and oldest - ttlMs + graceOf or 0, graceOf }

@@ -68,7 +68,7 @@ export const app = root
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
   .route("/admin", laneAdminRoutes) //      access codes (POST .../lanes/:lane/codes, GET|DELETE .../codes), staff passes (.../bypass)
-  .route("/admin", dropControlRoutes) //     a waiting room's view and live controls (GET|PATCH .../queue, .../queue/pause|resume|enable), PUT .../notice
+  .route("/admin", dropControlRoutes) //     a waiting room's view, places and live controls (GET|PATCH .../queue, GET .../queue/places, .../queue/pause|resume|enable), PUT .../notice
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

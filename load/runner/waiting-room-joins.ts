@@ -15,6 +15,7 @@ import {
   bucketKeyOf,
   bucketsFor,
   newBucketKey,
+  PUBLIC_LINE,
   saleKeys,
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
@@ -79,7 +80,7 @@ export async function measureJoinCost(
     const progressCall = (saleId: string, buckets: number) => {
       const keys = waitingRoomProgressKeys(saleId, buckets);
       // Admits nobody (the cost measured is the join's); a grace and window as the defaults have them.
-      return [keys.length, ...keys, "0", String(buckets), "30000", "60000"] as const;
+      return [keys.length, ...keys, "0", String(buckets), PUBLIC_LINE, "30000", "60000"] as const;
     };
     const join = async (saleId: string, split: BucketSplit, user: string, random: boolean) => {
       const key = random ? await drawKey(SEED, user) : "";

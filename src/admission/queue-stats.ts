@@ -7,6 +7,7 @@ import { recentActions } from "../sales/live-controls";
 import { appliedVersion } from "../sales/live-state";
 import { queueView, type Sale, syncPendingOf } from "../sales/sale";
 import type { QueueStats, SaleActionView } from "../shared/api-types";
+import { type Line, PUBLIC_LINE } from "../shared/keys";
 import { log } from "../shared/log";
 import type { Progress } from "../shared/waiting-room-progress";
 import { measuredAdmitRate } from "./wait-estimate";
@@ -31,20 +32,21 @@ const twoPlaces = (n: number) => Math.round(n * 100) / 100;
 
 /**
  * The view of a sale's waiting room (a sale without one has no counts: its notice is shown on
- * its sale page). `readRedis` false: Redis was just found unreachable, so it is not asked again
- * (each ask would wait out the timeout); the counts are null then, as they are when the ask fails.
+ * its sale page): its public line's counts, or `line`'s. `readRedis` false: Redis was just found
+ * unreachable, so it is not asked again (each ask would wait out the timeout); the counts are
+ * null then, as they are when the ask fails.
  */
 export async function queueStats(
   db: D1Database,
   redis: Redis,
   sale: Sale,
   rules: LineRules,
-  { readRedis = true } = {},
+  { readRedis = true, line = PUBLIC_LINE }: { readRedis?: boolean; line?: Line } = {},
 ): Promise<QueueStats> {
   const queued = sale.queue.mode !== "off";
   const live = readRedis
     ? Promise.all([
-        queued ? readFreshProgress(redis, sale.id, sale.buckets, rules) : undefined,
+        queued ? readFreshProgress(redis, sale.id, sale.buckets, rules, line) : undefined,
         appliedVersion(redis, sale.id),
       ]).catch((err) => {
         log.warn("waiting room's counts not read: Redis cannot be reached", { saleId: sale.id }, err);

@@ -137,17 +137,4 @@ export const adminDocs: readonly RouteDoc[] = [
     responses: { 200: { description: "the last five minutes", body: Bodies.SaleStats } },
     errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "UNAVAILABLE"],
   },
-  {
-    method: "get",
-    path: "/admin/sales/:saleId/queue/places",
-    tag: "admin",
-    summary: "Who holds each place in the waiting room, 1,000 places a page",
-    description:
-      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue).",
-    auth: "admin",
-    params: Requests.SaleIdParam,
-    query: Requests.QueuePlacesQuery,
-    responses: { 200: { description: "a page of places", body: Bodies.QueuePlaces } },
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
-  },
 ];

@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { linePage, lineRulesOf, readFreshProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, retryAfter } from "../http/errors";
@@ -29,25 +28,16 @@ import { pushOrSchedule } from "../sales/sync-upkeep";
 import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
-import type { AdminSaleView, QueuePlaces, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
+import type { AdminSaleView, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
 import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, createdStock, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, createdStock, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
   if (!sale) throw new ApiError("SALE_NOT_FOUND");
-  return sale;
-}
-
-/** Places per page of GET /admin/sales/:saleId/queue/places. */
-const PLACES_PAGE = 1_000;
-
-async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
-  const sale = await recordedSale(db, saleId);
-  if (sale.queue.mode === "off") throw new ApiError("QUEUE_OFF");
   return sale;
 }
 
@@ -315,24 +305,4 @@ export const adminRoutes = new Hono<AppEnv>()
     );
     const view = adminSaleView(sale, reportedRemaining(sale, report), now, syncPendingOf(sale, applied));
     return c.json({ sale: view, series, report } satisfies SaleStats);
-  })
-  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
-  // sale, anyone handed this list can recompute the draw.
-  .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
-    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const from = Number(c.req.valid("query").from ?? 1);
-    const redis = redisFor(c.env);
-    const [page, progress] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      Promise.all([
-        linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE),
-        readFreshProgress(redis, sale.id, sale.buckets, lineRulesOf(settingsOf(c.env))),
-      ]),
-    );
-    return c.json({
-      saleId: sale.id,
-      drawn: page.drawn,
-      admittedThrough: progress.admitted,
-      places: page.userIds.map((userId, i) => ({ place: from + i, userId })),
-      next: from + page.userIds.length <= progress.joined && page.userIds.length > 0 ? from + page.userIds.length : null,
-    } satisfies QueuePlaces);
   });

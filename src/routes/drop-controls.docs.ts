@@ -30,11 +30,12 @@ export const dropControlsDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "The waiting room: its counts, its measured pace, its hold and notice, and the operators' actions",
     description:
-      "Moves the line forward to now first, as a poll would. Answers while Redis cannot be reached too: the counts are null then.",
+      "Moves the line forward to now first, as a poll would. The public line's counts, or with ?lane= a presale lane's own line's (docs/lanes.md; remaining is then what the lane may still sell). Answers while Redis cannot be reached too: the counts are null then.",
     auth: "admin",
     params: Requests.SaleIdParam,
+    query: Requests.QueueLineQuery,
     responses: queueView("the waiting room, and the seed once the sale is over"),
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "QUEUE_OFF"],
+    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF"],
   },
   {
     method: "patch",
@@ -73,11 +74,11 @@ export const dropControlsDocs: readonly RouteDoc[] = [
     path: "/admin/sales/:saleId/queue/enable",
     tag: "admin",
     summary: "Put a live sale without a waiting room behind one, first come first served from now",
-    description: `From the moment Redis has it, checkout asks for a Queue-Pass: buyers join the line in the order they come, and are let in at the sale's queue.admitPerSec from now. A sale already queued is answered as it is. ${RECORDED}`,
+    description: `From the moment Redis has it, checkout asks for a Queue-Pass: buyers join the line in the order they come, and are let in at the sale's queue.admitPerSec from now. A sale already queued is answered as it is. A sale with presale lanes is put behind it from its public start only (SALE_NOT_STARTED before). ${RECORDED}`,
     auth: "admin",
     params: Requests.SaleIdParam,
     responses: queueView("the waiting room, open"),
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "DRAW_ONLY", "SALE_CANCELLED", "SALE_ENDED"],
+    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "DRAW_ONLY", "SALE_NOT_STARTED", "SALE_CANCELLED", "SALE_ENDED"],
   },
   {
     method: "put",
@@ -91,5 +92,18 @@ export const dropControlsDocs: readonly RouteDoc[] = [
     example: { body: { message: "Sizes EU 41 and 42 come back at 10:00." } },
     responses: queueView("the waiting room (no counts for a sale without one)"),
     errors: ["BAD_REQUEST", "SALE_NOT_FOUND"],
+  },
+  {
+    method: "get",
+    path: "/admin/sales/:saleId/queue/places",
+    tag: "admin",
+    summary: "Who holds each place in the waiting room, 1,000 places a page",
+    description:
+      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue). The public line's, or with ?lane= a presale lane's own line, drawn with the seed derived from the sale's for that lane (docs/lanes.md).",
+    auth: "admin",
+    params: Requests.SaleIdParam,
+    query: Requests.QueuePlacesQuery,
+    responses: { 200: { description: "a page of places", body: Bodies.QueuePlaces } },
+    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
   },
 ];

@@ -15,6 +15,7 @@ import {
   buyerKeys,
   checkoutScriptKeys,
   type JoinKind,
+  PUBLIC_LINE,
   saleKeys,
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
@@ -99,7 +100,13 @@ const LONG_GRACE_MS = 3_600_000;
 async function progress(saleId: string, maxAdmit = 5000, graceMs = LONG_GRACE_MS) {
   const reply = await redis
     .createScript(lua("waiting-room-progress"))
-    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [maxAdmit, BUCKETS, graceMs, Math.max(60_000, 2 * graceMs)].map(String));
+    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [
+      String(maxAdmit),
+      String(BUCKETS),
+      PUBLIC_LINE,
+      String(graceMs),
+      String(Math.max(60_000, 2 * graceMs)),
+    ]);
   const { at, startsAt: starts, ...rest } = parseProgress(reply);
   return { at, starts, ...rest };
 }
@@ -114,7 +121,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
   );
   const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), ""]);
   const reply = parseCheckoutReply(
-    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", ...args]),
+    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", ...args]),
     buyers.length,
   );
   if (!reply.reservations) throw new Error(`the sale is split into ${reply.buckets} buckets`);

@@ -134,7 +134,7 @@ describe("putting a live sale behind the waiting room", () => {
     expect((await api.checkoutWithPass(sale.id, late, turn.pass as string)).status).toBe(202);
   });
 
-  it("is refused for a sale sold by draw, a cancelled one and one that ended", async () => {
+  it("is refused for a sale sold by draw, one selling by its presale lanes before its public start, a cancelled one and one that ended", async () => {
     const inMs = (ms: number) => new Date(Date.now() + ms).toISOString();
     const drawn = await createSale({
       startsAt: inMs(3_600_000),
@@ -142,6 +142,13 @@ describe("putting a live sale behind the waiting room", () => {
       draw: { opensAt: inMs(60_000), closesAt: inMs(1_800_000) },
     });
     expect((await api.enableWaitingRoom(drawn.id)).code).toBe("DRAW_ONLY");
+    const laned = await createSale({
+      startsAt: inMs(3_600_000),
+      endsAt: inMs(7_200_000),
+      lanes: [{ name: "members", startsAt: inMs(1_800_000), stock: 3 }],
+    });
+    expect((await api.enableWaitingRoom(laned.id)).code).toBe("SALE_NOT_STARTED");
+    expect((await api.sale(laned.id)).queue.mode).toBe("off");
     const cancelled = await createSale();
     expect((await api.setSaleState(cancelled.id, "cancel")).status).toBe(200);
     expect((await api.enableWaitingRoom(cancelled.id)).code).toBe("SALE_CANCELLED");
