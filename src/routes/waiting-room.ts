@@ -45,6 +45,10 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
   return sale;
 }
 
+/** The line's progress as this isolate last read it (readProgress), under the deployment's rules. */
+const lineProgress = (c: Context<AppEnv>, saleId: string, buckets: number, line: Line) =>
+  readProgress(redisFor(c.env), saleId, buckets, lineRulesOf(settingsOf(c.env)), keepAliveOf(c), line);
+
 /** A ticket or pass's claim of the line it belongs to: none for the public line. */
 const lineClaim = (line: Line) => (line === PUBLIC_LINE ? {} : { l: line });
 
@@ -204,14 +208,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const kind = await joinAdmission(c, sale, userId, line);
       if (typeof kind === "object") return kind;
       const { ticket, place } = await join(c, sale, { userId, kind, line, codeHash });
-      const progress = await readProgress(
-        redisFor(c.env),
-        saleId,
-        sale.buckets,
-        lineRulesOf(settingsOf(c.env)),
-        keepAliveOf(c),
-        line,
-      );
+      const progress = await lineProgress(c, saleId, sale.buckets, line);
       const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, line, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
     });
@@ -237,14 +234,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
         // The sale's split: read from D1 once per isolate while it is kept (src/sales/known-sales.ts).
         const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAliveOf(c)));
         const line = ticket.l ?? PUBLIC_LINE;
-        const progress = await readProgress(
-          redisFor(c.env),
-          saleId,
-          split.count,
-          lineRulesOf(settingsOf(c.env)),
-          keepAliveOf(c),
-          line,
-        );
+        const progress = await lineProgress(c, saleId, split.count, line);
         let place = ticket.p;
         const started = progress.at >= progress.startsAt && progress.state !== "missing";
         // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.
