@@ -24,8 +24,26 @@ function setText(/** @type {string} */ id, /** @type {string} */ text) {
 }
 
 /**
+ * When the ticket's line lets people in from: a presale lane's own line (the ticket's `l`
+ * claim, readable by anyone: only its mac is secret) from its lane's start, the public line from
+ * the sale's.
+ * @param {any} sale
+ * @param {string | undefined} ticket
+ */
+function lineStartsAt(sale, ticket) {
+  let lane;
+  try {
+    lane = JSON.parse(atob((ticket ?? "").split(".")[1]?.replace(/-/g, "+").replace(/_/g, "/") ?? "")).l;
+  } catch {
+    lane = undefined; // no ticket yet, or not one this page can read: the public line
+  }
+  const own = lane === undefined ? undefined : (sale.lanes ?? []).find((/** @type {any} */ l) => l.name === lane);
+  return Date.parse(own ? own.startsAt : sale.startsAt);
+}
+
+/**
  * Where the buyer stands, as the room's one status line says it.
- * @param {{ sale: any, now: number, ticket: boolean, position: any, waitUntil: number | undefined, passExpiresAt: number | undefined, bought: boolean, remaining: number, humanCheck: boolean }} at
+ * @param {{ sale: any, now: number, ticket: boolean, lineStartsAt: number, position: any, waitUntil: number | undefined, passExpiresAt: number | undefined, bought: boolean, remaining: number, humanCheck: boolean }} at
  */
 function roomLine(at) {
   const { sale, now, position: p } = at;
@@ -40,8 +58,10 @@ function roomLine(at) {
   if (!at.ticket) return lineToJoin(at);
   if (!p) return "Finding your place in the line…";
   if (p.state === "closed") return "Your turn has passed: your place went to the next person in line.";
+  const startsAt = at.lineStartsAt;
   if (p.place === null && p.aheadOfYou === 0) {
-    return `You are in the line. Places are drawn when the sale starts, ${formatWait(Date.parse(sale.startsAt) - now)}. Keep this page open.`;
+    const what = startsAt === Date.parse(sale.startsAt) ? "the sale" : "your lane";
+    return `You are in the line. Places are drawn when ${what} starts, ${formatWait(startsAt - now)}. Keep this page open.`;
   }
   if (p.state === "paused")
     return "The shop is holding the line for now: nobody is let in, and your place is kept. Keep this page open.";
@@ -56,7 +76,6 @@ function roomLine(at) {
       : "You are next in line. Keep this page open: Buy opens on your turn.";
   }
   const ahead = `${p.aheadOfYou} ${p.aheadOfYou === 1 ? "person is" : "people are"} ahead of you`;
-  const startsAt = Date.parse(sale.startsAt);
   if (now < startsAt)
     return `You are in line: ${ahead}. Buyers are let in from the start, ${formatWait(startsAt - now)}.${likelyGone}`;
   if (at.waitUntil === undefined) return `You are in line: ${ahead}; there is no estimate of your turn yet.${likelyGone}`;
@@ -230,6 +249,7 @@ export class WaitingRoom {
         sale,
         now,
         ticket: this.ticket !== undefined,
+        lineStartsAt: lineStartsAt(sale, this.ticket),
         position: p,
         waitUntil: this.waitUntil,
         passExpiresAt: this.passExpiresAt,
