@@ -51,7 +51,9 @@ one table: docs/architecture.md, "The sale's Redis layout")
   then six keys for each bucket the call's buyers live in (the call names only those):
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)
-  +3 pending hash    order id -> "<units>:<user id>", units as in ARGV below
+  +3 pending hash    order id -> "<units>[|<lane>|<code hash>][|<traceparent>]:<user id>", units as in
+                     ARGV below, the lane and code for a code holder's order in a lane's window,
+                     the traceparent when the buyer's request had one (src/shared/keys.ts, parsePendingRecord)
   +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<units>", for checkouts that sent one
   +5 passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
   +6 live zset       user ids of passes not used yet, scored by expiry (ms)
@@ -59,11 +61,12 @@ ARGV
   1  the bucket count the Worker split the buyers by: when the sale's own (meta `buckets`,
      1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
   2  how many code keys follow the sale's four (0, or 1 + the code shards named)
-  then sextuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
+  then septuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
   place its Queue-Pass names, "draw" for a draw's offer, "" for none), which of the call's
-  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...) and the
+  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...), the
   access code ("<n>:<code hash>", n the code shard among the code keys, 1 for the first; ""
-  for none): 1 to 100 sextuples. The quantity may name a variant: "<quantity>@<variant id>"
+  for none) and the W3C traceparent of the buyer's request ("" for none), kept in the outbox
+  record: 1 to 100 septuples. The quantity may name a variant: "<quantity>@<variant id>"
   (recorded so in pending and keys for a sale with variants only)
 Reply: one flat array in one layout, whatever the outcomes (src/shared/checkout-reply.ts reads it)
   1  "checkout/5"     the layout; the Worker refuses any other
@@ -101,13 +104,13 @@ Time comes from the Redis server (TIME), never from the caller.
 ]]
 
 local meta, admission, stats, queueCounters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SALE_KEYS, KEYS_PER_BUCKET, PER_BUYER = 4, 6, 6
+local SALE_KEYS, KEYS_PER_BUCKET, PER_BUYER = 4, 6, 7
 local splitBy, codeKeys = tonumber(ARGV[1]), tonumber(ARGV[2])
 local FIRST_BUYER = 3
 local buyerCount = (#ARGV - FIRST_BUYER + 1) / PER_BUYER
 if #ARGV < FIRST_BUYER - 1 + PER_BUYER or #ARGV > FIRST_BUYER - 1 + 100 * PER_BUYER or buyerCount % 1 ~= 0
   or not codeKeys or codeKeys == 1 or (#KEYS - SALE_KEYS - codeKeys) % KEYS_PER_BUCKET ~= 0 then
-  return redis.error_reply('checkout.lua takes a bucket count, a code key count, then 1 to 100 sextuples of user id, quantity, idempotency key, pass place, bucket and access code')
+  return redis.error_reply('checkout.lua takes a bucket count, a code key count, then 1 to 100 septuples of user id, quantity, idempotency key, pass place, bucket, access code and traceparent')
 end
 local codeBatches = codeKeys > 0 and KEYS[SALE_KEYS + 1]
 -- The keys of the call's `n`th bucket.
@@ -476,9 +479,12 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
           laneLeft[s] = laneLeft[s] - quantity
         end
       end
-      w.pending[#w.pending + 1] = units .. '|' .. lanes[lane].name .. '|' .. code.hash .. ':' .. user
+    end
+    local trace = ARGV[i + 6] ~= '' and ('|' .. ARGV[i + 6]) or ''
+    if code then
+      w.pending[#w.pending + 1] = units .. '|' .. lanes[lane].name .. '|' .. code.hash .. trace .. ':' .. user
     else
-      w.pending[#w.pending + 1] = units .. ':' .. user
+      w.pending[#w.pending + 1] = units .. trace .. ':' .. user
     end
     if keyField then
       keysHere[keyField] = orderId .. ':' .. units

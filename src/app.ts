@@ -9,6 +9,7 @@ import { requireJsonBodies } from "./http/json-bodies";
 import { limitPerIp } from "./http/limits";
 import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
+import { traceRequests } from "./http/trace";
 import { onOrdersEnded } from "./orders/order-changes";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
@@ -37,7 +38,7 @@ const root = new Hono<AppEnv>();
 
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
 export const app = root
-  .use(securityHeaders, noStoreByDefault)
+  .use(traceRequests, securityHeaders, noStoreByDefault)
   // A known path asked with another method: 405 with Allow, from this app's own routes.
   .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
   .use(loopbackHostsOnly)

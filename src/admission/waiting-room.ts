@@ -1,6 +1,7 @@
 // A sale's waiting room: joining, the line's progress and a buyer's standing in it. The
 // scripts are lua/waiting-room-join.lua and lua/waiting-room-progress.lua; lua/checkout.lua enforces the
 // pass. docs/architecture.md ("Admission") says where this sits among the other layers.
+import { countFunnel } from "../analytics/funnel";
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
@@ -48,7 +49,7 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/1" || reply.length !== 12) {
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 13) {
     throw new Error(
       `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
     );
@@ -85,7 +86,9 @@ async function advance(redis: Redis, saleId: string, buckets: number): Promise<P
     String(buckets),
   ]);
   if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
-  return parseProgress(reply);
+  const progress = parseProgress(reply);
+  countFunnel("admitted", saleId, Number((reply as unknown[])[12]));
+  return progress;
 }
 
 /**

@@ -31,6 +31,7 @@ import type { OrderIdCipher } from "../shared/public-order-id";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
+import { currentTraceparent } from "../shared/trace";
 
 /** What a 503 says when Redis or D1 cannot be reached: nothing was reserved. */
 const UNREACHABLE = "the sale cannot be reached right now; try again shortly";
@@ -220,7 +221,7 @@ async function reserved(
     return await reserve(
       redis,
       saleId,
-      { userId, quantity, variant, idempotencyKey, passPlace, accessCode },
+      { userId, quantity, variant, idempotencyKey, passPlace, accessCode, traceparent: currentTraceparent() },
       {
         keepAlive,
         buckets,
@@ -315,6 +316,8 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     }
     if (reservation.code !== "OK")
       return refusalResponse(c, namesOrder(reservation) ? await withPublicId(reservation, ids) : reservation);
+    // The request's line of the order's trace (its traceId comes from the request's trace).
+    if (!reservation.repeated) log.info("checkout: order reserved", { saleId, orderId: reservation.orderId, quantity });
     const accepted: CheckoutAccepted = {
       orderId: (await ids).toPublic(reservation.orderId),
       status: "pending",

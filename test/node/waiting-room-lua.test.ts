@@ -96,7 +96,7 @@ async function progress(saleId: string, maxAdmit = 5000) {
   const reply = (await redis
     .createScript(lua("waiting-room-progress"))
     .exec(waitingRoomProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
-  expect(reply[0]).toBe("waiting-room-progress/1");
+  expect(reply[0]).toBe("waiting-room-progress/2");
   const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
   return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]), drawn: Number(reply[11]) };
 }
@@ -109,7 +109,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
     SPLIT,
     buyers.map(([user]) => user),
   );
-  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), ""]);
+  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), "", ""]);
   const reply = parseCheckoutReply(
     await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", ...args]),
     buyers.length,
