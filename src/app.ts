@@ -16,6 +16,7 @@ import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
 import { drawAdminRoutes, drawRoutes } from "./routes/draws";
 import { eventEndpointRoutes } from "./routes/event-endpoints";
+import { funnelRoutes } from "./routes/funnel";
 import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
 import { laneAdminRoutes } from "./routes/lanes";
@@ -68,6 +69,7 @@ export const app = root
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
   .route("/admin", laneAdminRoutes) //      access codes (POST .../lanes/:lane/codes, GET|DELETE .../codes), staff passes (.../bypass)
+  .route("/admin", funnelRoutes) //          GET  /admin/sales/:saleId/funnel, /admin/funnel (Analytics Engine)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

@@ -3,6 +3,7 @@ import * as z from "zod/mini";
 import { codeHash, readCode } from "../admission/access-codes";
 import { type AdmissionRefusal, type AdmissionRequest, admittedAtCheckout, checkAdmission } from "../admission/gate";
 import { readPass } from "../admission/signed-claims";
+import { countFunnel } from "../analytics/funnel";
 import { CLOCK_SKEW_MS, localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
@@ -167,6 +168,8 @@ async function admitted(
       return { turnedAway, buckets: bucketSplitOf(sale), sale: sale ?? null };
     }));
   if (admission.turnedAway) countLocalRefusal(redis, saleId, admission.turnedAway.counted, keepAlive);
+  // A denied caller, answered as a person would be, is the funnel's quiet turn-away.
+  if (admission.turnedAway?.counted === "DENIED") countFunnel("turned_away", saleId, 1);
   return admission;
 }
 

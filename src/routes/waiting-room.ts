@@ -3,6 +3,7 @@ import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
 import { checkAdmission, losesQuietly } from "../admission/gate";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
 import { holdsPlace, joinWaitingRoom, type Progress, readProgress, standing } from "../admission/waiting-room";
+import { countFunnel } from "../analytics/funnel";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -81,7 +82,6 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
  */
 async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Promise<JoinKind | Refusal> {
   const redis = redisFor(c.env);
-  const keepAlive = keepAliveOf(c);
   const settings = settingsOf(c.env);
   const address = clientAddress(c);
   // One account, one seat, where no human check decides instead (docs/bots-and-limits.md).
@@ -92,6 +92,17 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
     beyondAccountsPerAddress(redis, sale.id, address, userId, { limit: seats, ttlSeconds }),
   ]);
   if (held) return "person"; // the script answers the place held, of the kind it was given
+  const kind = await newJoinerKind(c, sale, userId, beyond);
+  // A new joiner reaches the funnel's first step; one who loses quietly its "turned_away" too.
+  if (kind === "person" || kind === "quiet") countFunnel("joined", sale.id, 1);
+  if (kind === "quiet") countFunnel("turned_away", sale.id, 1);
+  return kind;
+}
+
+/** How a caller who holds no place yet joins: the admission checks, then one account, one seat. */
+async function newJoinerKind(c: Context<AppEnv>, sale: Sale, userId: string, beyond: boolean): Promise<JoinKind | Refusal> {
+  const redis = redisFor(c.env);
+  const keepAlive = keepAliveOf(c);
   const { turnedAway } = await checkAdmission(
     c.env.DB,
     {
@@ -101,7 +112,7 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
       keepAlive,
       stage: "queue-join",
     },
-    settings,
+    settingsOf(c.env),
   );
   if (turnedAway) {
     countLocalRefusal(redis, sale.id, turnedAway.counted, keepAlive);
