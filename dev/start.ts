@@ -35,6 +35,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { SaleView } from "../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../src/shared/order-events.ts";
+import { startAnalyticsStandIn } from "./analytics/stand-in.ts";
 import { spawnGateway } from "./gateway/process.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
@@ -45,6 +46,7 @@ import { localBeacon } from "./stack/local-beacon.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
+import { keepWorkerLog, workerLogFile } from "./stack/worker-log.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
 import { withoutCronWarning } from "./stack/wrangler-output.ts";
 import { startSiteverify } from "./turnstile/siteverify.ts";
@@ -184,8 +186,15 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
       detached: true,
     },
   );
-  child.stdout?.pipe(withoutCronWarning()).pipe(process.stdout);
-  child.stderr?.pipe(withoutCronWarning()).pipe(process.stderr);
+  // The Worker's log lines are kept in the state directory as they pass (npm run trace reads them).
+  child.stdout
+    ?.pipe(keepWorkerLog(workerLogFile(STATE)))
+    .pipe(withoutCronWarning())
+    .pipe(process.stdout);
+  child.stderr
+    ?.pipe(keepWorkerLog(workerLogFile(STATE)))
+    .pipe(withoutCronWarning())
+    .pipe(process.stderr);
   const wrangler: RecordedProcess = { name: "wrangler dev", pid: child.pid as number, group: true, marker: "wrangler" };
   record.add(wrangler);
   const killGroup = (signal: NodeJS.Signals) => {
@@ -247,6 +256,9 @@ async function main() {
   stops.push(() => siteverify.stop());
   const beacon = await localBeacon(STATE, BEACON_PORT);
   stops.push(() => beacon.stop());
+  // The funnel's data points: the local runtime's Analytics Engine binding keeps none.
+  const analytics = await startAnalyticsStandIn({ file: path.join(STATE, "analytics.jsonl") });
+  stops.push(() => analytics.stop());
   const devVars = path.join(STATE, "dev.vars");
   writeFileSync(
     devVars,
@@ -264,7 +276,7 @@ async function main() {
     ].join("\n"),
     { mode: 0o600 },
   );
-  const overrides = varOverrides({ TURNSTILE_VERIFY_URL: siteverify.url });
+  const overrides = varOverrides({ TURNSTILE_VERIFY_URL: siteverify.url, ANALYTICS_STAND_IN_URL: analytics.url });
   const base = `http://127.0.0.1:${WORKER_PORT}`;
   const child = startWranglerDev(devVars, overrides.flags);
   child.once("exit", (code) => {
