@@ -46,7 +46,7 @@ import { localBeacon } from "./stack/local-beacon.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
-import { keepWorkerLog, workerLogFile } from "./stack/worker-log.ts";
+import { workerLogFile } from "./stack/worker-log.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
 import { withoutCronWarning } from "./stack/wrangler-output.ts";
 import { startSiteverify } from "./turnstile/siteverify.ts";
@@ -181,20 +181,15 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
     {
       cwd: ROOT,
       // Its output comes through a pipe (withoutCronWarning): colours as on a terminal where there is one.
-      env: offlineWranglerEnv(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}),
+      // Wrangler writes every line of its log, the Worker's included whatever --log-level prints,
+      // to its debug log: kept in the state directory for npm run trace.
+      env: offlineWranglerEnv({ WRANGLER_LOG_PATH: workerLogFile(STATE), ...(process.stdout.isTTY && { FORCE_COLOR: "1" }) }),
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     },
   );
-  // The Worker's log lines are kept in the state directory as they pass (npm run trace reads them).
-  child.stdout
-    ?.pipe(keepWorkerLog(workerLogFile(STATE)))
-    .pipe(withoutCronWarning())
-    .pipe(process.stdout);
-  child.stderr
-    ?.pipe(keepWorkerLog(workerLogFile(STATE)))
-    .pipe(withoutCronWarning())
-    .pipe(process.stderr);
+  child.stdout?.pipe(withoutCronWarning()).pipe(process.stdout);
+  child.stderr?.pipe(withoutCronWarning()).pipe(process.stderr);
   const wrangler: RecordedProcess = { name: "wrangler dev", pid: child.pid as number, group: true, marker: "wrangler" };
   record.add(wrangler);
   const killGroup = (signal: NodeJS.Signals) => {

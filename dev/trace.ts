@@ -4,14 +4,13 @@
 // since, all found by the order's traceparent. The order id may be the public one a buyer was
 // given or the internal one the logs and D1 keep. Reads npm start's state directory (its
 // secrets, the Worker's kept log lines) and asks its Worker for the order with the admin token.
-import { existsSync, readFileSync } from "node:fs";
 import { decodeOrderId } from "../src/shared/order-id.ts";
 import { traceIdOf } from "../src/shared/trace.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { orderIdCipher } from "./lib/order-ids.ts";
 import { ROOT } from "./lib/project.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
-import { type KeptLogLine, workerLogFile } from "./stack/worker-log.ts";
+import { readWorkerLog, workerLogFile } from "./stack/worker-log.ts";
 
 const [orderArg] = process.argv.slice(2);
 if (!orderArg || !/^\d{1,20}$/.test(orderArg)) {
@@ -50,12 +49,7 @@ interface Step {
 const steps: Step[] = [];
 
 const logFile = workerLogFile(state);
-const lines = existsSync(logFile)
-  ? readFileSync(logFile, "utf8")
-      .split("\n")
-      .filter((line) => line !== "")
-      .map((line) => JSON.parse(line) as KeptLogLine)
-  : [];
+const lines = readWorkerLog(logFile);
 for (const line of lines) {
   if ((traceId === undefined || line.traceId !== traceId) && line.orderId !== internal) continue;
   const where = line.message.startsWith("settlement:") ? "queue -> D1" : "request";

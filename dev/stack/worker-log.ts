@@ -1,49 +1,35 @@
-// The Worker's own log lines as npm start keeps them for `npm run trace`: wrangler dev prints
-// them among its own output; each line that is one of the Worker's JSON log objects
-// (src/shared/log.ts) is appended to a file as it passes, stamped with when it arrived
-// (Workers Logs stamps its lines likewise), and everything passes on unchanged.
-import { appendFileSync } from "node:fs";
+// The Worker's log lines on the local stack, for `npm run trace`. wrangler dev writes every
+// line of its log to a debug log file whatever --log-level prints (WRANGLER_LOG_PATH; npm start
+// points it into its state directory), each entry stamped with when it was written:
+//   --- <ISO time> <level>
+//   <the line>
+//   ---
+// The Worker's own lines are its JSON log objects (src/shared/log.ts), as Workers Logs keeps them.
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Transform } from "node:stream";
 
-/** Where npm start keeps the Worker's log lines in its state directory. */
-export const workerLogFile = (stateDir: string) => path.join(stateDir, "worker.log");
+/** Where npm start has wrangler keep its log, the Worker's lines included. */
+export const workerLogFile = (stateDir: string) => path.join(stateDir, "wrangler.log");
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: wrangler colours its lines.
-const COLOURS = /\x1b\[[0-9;]*m/g;
+/** One of the Worker's log lines: when wrangler wrote it, then what the Worker wrote. */
+export type WorkerLogLine = { at: string; level: string; message: string } & Record<string, unknown>;
 
-/** A line of the Worker's logs, as kept in the file: when it arrived, then what the Worker wrote. */
-export type KeptLogLine = { at: string; level: string; message: string } & Record<string, unknown>;
+const ENTRY = /^--- (\S+) \w+\n([\s\S]*?)\n---$/gm;
 
-function keptLine(line: string): KeptLogLine | undefined {
-  const plain = line.replace(COLOURS, "").trim();
-  const start = plain.indexOf('{"level":');
-  if (start < 0) return undefined;
-  try {
-    const parsed = JSON.parse(plain.slice(start)) as Record<string, unknown>;
-    return { at: new Date().toISOString(), ...parsed } as KeptLogLine;
-  } catch {
-    return undefined;
+/** The Worker's JSON log lines in wrangler's log file `file`, oldest first ([] when there is none). */
+export function readWorkerLog(file: string): WorkerLogLine[] {
+  if (!existsSync(file)) return [];
+  const lines: WorkerLogLine[] = [];
+  for (const [, at, text] of readFileSync(file, "utf8").matchAll(ENTRY)) {
+    for (const line of (text as string).split("\n")) {
+      const start = line.indexOf('{"level":');
+      if (start < 0) continue;
+      try {
+        lines.push({ at: at as string, ...(JSON.parse(line.slice(start)) as { level: string; message: string }) });
+      } catch {
+        // Not one of the Worker's lines after all.
+      }
+    }
   }
-}
-
-/** Passes wrangler's output on, appending the Worker's JSON log lines to `file`. */
-export function keepWorkerLog(file: string): Transform {
-  let partial = "";
-  const keep = (line: string) => {
-    const kept = keptLine(line);
-    if (kept) appendFileSync(file, `${JSON.stringify(kept)}\n`);
-  };
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      const lines = (partial + chunk.toString("utf8")).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) keep(line);
-      done(null, chunk);
-    },
-    flush(done) {
-      keep(partial);
-      done();
-    },
-  });
+  return lines;
 }
