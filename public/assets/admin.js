@@ -10,6 +10,7 @@
 // console; never in localStorage, never in the URL; Lock forgets it.
 
 import { drawPanel } from "./console-draw.js";
+import { funnelPanel } from "./console-funnel.js";
 import { loadShopSettings } from "./console-settings.js";
 import { createForm } from "./create-form.js";
 import { denyRulesPanel } from "./deny-rules.js";
@@ -79,6 +80,7 @@ const orderEvents = orderEventsPanel(admin);
 const saleOrders = saleOrdersPanel(admin, adminFile);
 const denyRules = denyRulesPanel(admin);
 const drawing = drawPanel(admin);
+const funnel = funnelPanel(admin);
 const creating = createForm(admin, (sale) => {
   void salesList.reload();
   watch(sale.id);
@@ -120,6 +122,7 @@ async function unlock(token, kept) {
   void salesList.reload();
   void orderEvents.load();
   void loadShopSettings();
+  funnel.start();
   if (!kept) focusShownSection();
 }
 
@@ -141,6 +144,7 @@ function lock(message) {
   $("orders-none").hidden = false;
   saleOrders.forget();
   drawing.forget();
+  funnel.forget();
   orderEvents.forget();
   denyRules.forget();
   creating.forget();
@@ -237,6 +241,7 @@ function watch(saleId) {
   watchedSale = undefined;
   editing.forget();
   drawing.forget();
+  funnel.watch(saleId);
   $("orders-none").hidden = true;
   saleOrders.show(saleId);
   void poll(run);
