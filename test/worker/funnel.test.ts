@@ -1,4 +1,11 @@
-import { createScheduledController, env, SELF } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  env,
+  SELF,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { FunnelSeries } from "../../src/shared/api-types";
@@ -63,7 +70,7 @@ function captureLogs(): Record<string, unknown>[] {
 afterEach(() => vi.restoreAllMocks());
 
 describe("the funnel in Analytics Engine", () => {
-  it("counts every order step where it happens: reserved, settled, paid, cancelled, expired, returned, and a quiet turn-away", async () => {
+  it("counts every order step where it happens: reserved, settled, paid, cancelled, expired, returned, failed, and a quiet turn-away", async () => {
     const sale = await createSale({ stock: 10, price: 500, currency: "EUR", paymentWindowSec: 600 });
     const reserved = await Promise.all(["f-paid", "f-cancel", "f-expire", "f-wait"].map((u) => reserve(sale.id, u)));
     const [paid, cancelled, expired] = reserved as [Reserved, Reserved, Reserved];
@@ -75,6 +82,32 @@ describe("the funnel in Analytics Engine", () => {
       .bind(internalId(expired.orderId))
       .run();
     await worker.scheduled(createScheduledController(), env);
+    // An order whose queue sends fail (FAULT INJECTION: send throws) stays in the outbox; its
+    // dead letter records it failed and returns its unit.
+    const failingQueue = { send: () => Promise.reject(new Error("Queue send failed (injected)")) } as unknown as Queue;
+    const ctx = createExecutionContext();
+    const lost = await worker.fetch(
+      new Request(`${BASE}/api/sales/${sale.id}/checkout`, { method: "POST", headers: bearer(await userToken("f-fail")) }),
+      { ...env, ORDERS: failingQueue },
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(lost.status).toBe(202);
+    const failed = internalId(((await lost.json()) as { orderId: string }).orderId);
+    const letter = {
+      orderId: failed,
+      saleId: sale.id,
+      userId: "f-fail",
+      quantity: 1,
+      variant: "default",
+      reservedAt: Date.now(),
+    };
+    await worker.queue(
+      createMessageBatch("flash-sale-orders-dlq", [
+        { id: `dead-${failed}`, timestamp: new Date(), attempts: 1, body: { orders: [letter], reason: "injected" } },
+      ]),
+      env,
+    );
     // A denied caller is refused as a person would be (SOLD_OUT), and counted as turned away.
     const rule = await SELF.fetch(`${BASE}/admin/deny-rules`, {
       method: "POST",
@@ -85,18 +118,19 @@ describe("the funnel in Analytics Engine", () => {
     expect((await checkout(sale.id, await userToken("f-bot"))).status).toBe(409);
 
     const funnel = await funnelReaching(sale.id, {
-      reserved: 4,
+      reserved: 5,
       settled: 4,
       paid: 1,
       cancelled: 1,
       expired: 1,
-      returned: 2,
+      returned: 3,
+      failed: 1,
       turned_away: 1,
     });
-    expect(funnel.totals).toMatchObject({ joined: 0, admitted: 0, failed: 0 });
+    expect(funnel.totals).toMatchObject({ joined: 0, admitted: 0 });
     // Per second: every point's counts add up to the totals.
     const summed = funnel.points.reduce((n, p) => n + p.counts.reserved, 0);
-    expect(summed).toBe(4);
+    expect(summed).toBe(5);
     expect(funnel.points.every((p) => p.at >= funnel.from && p.at <= funnel.to)).toBe(true);
     await SELF.fetch(`${BASE}/admin/deny-rules/${((await rule.json()) as { id: string }).id}`, {
       method: "DELETE",
@@ -104,7 +138,7 @@ describe("the funnel in Analytics Engine", () => {
     });
   });
 
-  it("counts a waiting room's joins and admissions", async () => {
+  it("counts a waiting room's joins, quiet joiners and admissions (passes given, quiet places not)", async () => {
     const sale = await createSale({
       stock: 5,
       startsAt: inMs(1_500),
@@ -113,6 +147,15 @@ describe("the funnel in Analytics Engine", () => {
     });
     const buyers = ["q1", "q2", "q3"];
     for (const userId of buyers) expect((await api.joinWaitingRoom(sale.id, await userToken(userId))).status).toBe(200);
+    // A denied caller joins quietly: a place that never comes up, counted as turned away.
+    const rule = await SELF.fetch(`${BASE}/admin/deny-rules`, {
+      method: "POST",
+      headers: admin,
+      body: JSON.stringify({ kind: "user", value: "q-bot" }),
+    });
+    expect((await api.joinWaitingRoom(sale.id, await userToken("q-bot"))).status).toBe(200);
+    // Joining again is the same place: no second count.
+    expect((await api.joinWaitingRoom(sale.id, await userToken("q1"))).status).toBe(200);
     // Once the sale starts, a read of the line's progress admits them.
     const funnel = await eventually(
       "the waiting room's joiners to be admitted",
@@ -120,11 +163,15 @@ describe("the funnel in Analytics Engine", () => {
         await new Promise((r) => setTimeout(r, 300));
         const stats = await SELF.fetch(`${BASE}/admin/sales/${sale.id}/queue`, { headers: admin });
         const { admitted } = (await stats.json()) as { admitted: number };
-        return admitted === buyers.length && (await funnelReaching(sale.id, { joined: 3, admitted: 3 }));
+        return admitted === buyers.length + 1 && (await funnelReaching(sale.id, { joined: 4, turned_away: 1, admitted: 3 }));
       },
       60_000,
     );
-    expect(funnel.totals).toMatchObject({ joined: 3, admitted: 3, turned_away: 0 });
+    expect(funnel.totals).toMatchObject({ joined: 4, turned_away: 1, admitted: 3 });
+    await SELF.fetch(`${BASE}/admin/deny-rules/${((await rule.json()) as { id: string }).id}`, {
+      method: "DELETE",
+      headers: admin,
+    });
   });
 
   it("answers 503 ANALYTICS_UNAVAILABLE where neither the SQL API nor a stand-in is configured", async () => {
