@@ -82,10 +82,11 @@ const sync = (keys: { meta: string }, args: (string | number)[]) =>
 type Keys = ReturnType<typeof oneBucketKeys>;
 const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
 /**
- * Buyers as "user" (one unit), ["user", units], or ["user", units, Idempotency-Key]; units a
- * quantity, or "<quantity>@<variant>" for a sale with variants.
+ * Buyers as "user" (one unit), ["user", units], ["user", units, Idempotency-Key] or ["user",
+ * units, Idempotency-Key, traceparent]; units a quantity, or "<quantity>@<variant>" for a sale
+ * with variants.
  */
-type Buyer = string | [string, number | string] | [string, number | string, string];
+type Buyer = string | [string, number | string] | [string, number | string, string] | [string, number | string, string, string];
 const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
     [
@@ -106,7 +107,7 @@ const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
       "1",
       "0",
       ...buyers.flatMap((b) =>
-        typeof b === "string" ? [b, "1", "", "", "1", "", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", "", ""],
+        typeof b === "string" ? [b, "1", "", "", "1", "", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", "", b[3] ?? ""],
       ),
     ],
   );
@@ -168,24 +169,7 @@ describe("checkout.lua", () => {
   it("keeps the buyer's traceparent in the outbox record, where the re-drive reads it", async () => {
     const { keys } = await newSale({ stock: 5, limit: 2 });
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    const raw = await redis
-      .createScript<unknown>(lua("checkout"))
-      .exec(
-        [
-          keys.meta,
-          keys.admission,
-          statsKey(keys),
-          keys.queue.counters,
-          keys.buyers,
-          keys.outbox,
-          keys.pending,
-          keys.checkoutKeys,
-          keys.passes,
-          keys.live,
-        ],
-        ["1", "0", "alice", "1", "", "", "1", "", traceparent, "bob", "1", "", "", "1", "", ""],
-      );
-    const [traced, untraced] = parseCheckoutReply(raw, 2).reservations as Reservation[];
+    const [traced, untraced] = await checkoutAll(keys, [["alice", 1, "", traceparent], "bob"]);
     const record = await redis.hget<string>(keys.pending, String(orderOf(traced as Reservation)));
     expect(record).toBe(`1|${traceparent}:alice`);
     expect(parsePendingRecord(String(record))).toEqual({ quantity: 1, variant: "default", userId: "alice", traceparent });
