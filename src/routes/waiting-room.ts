@@ -47,7 +47,12 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
  * quiet place is signed as any other: it is a place nobody else holds that never comes up, so
  * its ticket needs no mark of its own.
  */
-async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promise<{ ticket: string; place: number | null }> {
+async function join(
+  env: Env,
+  sale: Sale,
+  userId: string,
+  kind: JoinKind,
+): Promise<{ ticket: string; place: number | null; joined: boolean }> {
   const joined = await joinWaitingRoom(redisFor(env), sale, userId, kind);
   switch (joined.code) {
     case "JOINED": {
@@ -58,14 +63,18 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
         p: joined.place,
         ...(joined.place === null && joined.drawKey && { d: joined.drawKey }),
       };
-      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place, joined: true };
     }
     case "QUEUE_NOT_OPEN":
       throw queueNotOpen(sale);
     case "QUEUE_OFF":
       throw queueOff();
     case "QUEUE_CLOSED":
-      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), { s: sale.id, u: userId, p: null }), place: null };
+      return {
+        ticket: await signTicket(signingSecret(env, WAITING_ROOM), { s: sale.id, u: userId, p: null }),
+        place: null,
+        joined: false,
+      };
     case "SALE_NOT_FOUND":
       log.error("queue: the sale exists in D1 but not in Redis", { saleId: sale.id });
       throw unavailable("the sale is temporarily unavailable", 30);
@@ -80,7 +89,7 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
  * Redis commands whichever way it goes, so the answer's timing tells nothing: one round trip
  * for the place held and the address's seat together, then the join's script.
  */
-async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Promise<JoinKind | Refusal> {
+async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Promise<NewJoin | Refusal> {
   const redis = redisFor(c.env);
   const settings = settingsOf(c.env);
   const address = clientAddress(c);
@@ -91,12 +100,22 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
     holdsPlace(redis, sale, userId),
     beyondAccountsPerAddress(redis, sale.id, address, userId, { limit: seats, ttlSeconds }),
   ]);
-  if (held) return "person"; // the script answers the place held, of the kind it was given
+  if (held) return { kind: "person", fresh: false }; // the script answers the place held, of the kind it was given
   const kind = await newJoinerKind(c, sale, userId, beyond);
-  // A new joiner reaches the funnel's first step; one who loses quietly its "turned_away" too.
-  if (kind === "person" || kind === "quiet") countFunnel("joined", sale.id, 1);
-  if (kind === "quiet") countFunnel("turned_away", sale.id, 1);
-  return kind;
+  return typeof kind === "object" ? kind : { kind, fresh: true };
+}
+
+/** How a caller joins, and whether it holds no place yet (a join the funnel counts). */
+interface NewJoin {
+  kind: JoinKind;
+  fresh: boolean;
+}
+
+/** A new joiner placed reaches the funnel's first step; one who lost quietly its "turned_away" too. */
+function countJoin(saleId: string, { kind, fresh }: NewJoin, placed: boolean): void {
+  if (!fresh || !placed) return;
+  countFunnel("joined", saleId, 1);
+  if (kind === "quiet") countFunnel("turned_away", saleId, 1);
 }
 
 /** How a caller who holds no place yet joins: the admission checks, then one account, one seat. */
@@ -155,9 +174,10 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const sale = await queuedSale(c.env.DB, saleId, keepAliveOf(c));
       // Before the checks: a token is not spent on a line that is not open yet.
       if (Date.now() < waitingRoomOpensAt(sale)) throw queueNotOpen(sale);
-      const kind = await joinAdmission(c, sale, userId);
-      if (typeof kind === "object") return kind;
-      const { ticket, place } = await join(c.env, sale, userId, kind);
+      const admission = await joinAdmission(c, sale, userId);
+      if ("code" in admission) return admission;
+      const { ticket, place, joined } = await join(c.env, sale, userId, admission.kind);
+      countJoin(saleId, admission, joined);
       const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c));
       const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
