@@ -146,7 +146,7 @@ async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string
   const { userId, kind, line, codeHash } = joiner;
   const { keys, args } = waitingRoomJoinCall(sale.id, userId, bucketSplitOf(sale), drawKey, kind, line, codeHash);
   const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, keys, args);
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/2")
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/3")
     throw new Error("lua/waiting-room-join.lua replied in an unknown layout");
   if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
   return reply;
@@ -156,7 +156,8 @@ async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string
  * Puts the buyer in a line of the sale, once, as a person or quietly; again, the same place, of
  * the kind it was given (lua/waiting-room-join.lua). A random sale draws each line apart, with
  * the line's seed (lineSeed). A line whose running totals the script does not find yet has them
- * written by a read of the line's progress, then is joined.
+ * written by a read of the line's progress, then is joined. A buyer this call placed is counted
+ * in the funnel.
  */
 export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner): Promise<JoinOutcome> {
   const { seed } = sale.queue;
@@ -169,8 +170,16 @@ export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner):
   const place = Number(reply[3]);
   const outcome = String(reply[2]);
   switch (outcome) {
-    case "JOINED":
-      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet: reply[6] === 1 };
+    case "JOINED": {
+      const quiet = reply[6] === 1;
+      // Placed by this call (not a place held before): the funnel's first step, and a quiet
+      // joiner's "turned_away" too. Counted by the script's answer, so two joins at once count one.
+      if (reply[7] === 1) {
+        countFunnel("joined", sale.id, 1);
+        if (quiet) countFunnel("turned_away", sale.id, 1);
+      }
+      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet };
+    }
     case "NOT_OPEN":
       return { code: "QUEUE_NOT_OPEN" };
     case "OFF":

@@ -6,7 +6,6 @@ import { checkAdmission, losesQuietly } from "../admission/gate";
 import { lineForJoin, openLaneLines } from "../admission/lane-lines";
 import { readTicket, signPass, signTicket } from "../admission/signed-claims";
 import { holdsPlace, type Joiner, joinWaitingRoom, type Progress, readProgress, standing } from "../admission/waiting-room";
-import { countFunnel } from "../analytics/funnel";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -54,11 +53,7 @@ const lineClaim = (line: Line) => (line === PUBLIC_LINE ? {} : { l: line });
  * up, so its ticket needs no mark of its own. A code a lane's line refused as invalid counts
  * against the caller's allowance of such refusals.
  */
-async function join(
-  c: Context<AppEnv>,
-  sale: Sale,
-  joiner: Joiner,
-): Promise<{ ticket: string; place: number | null; joined: boolean }> {
+async function join(c: Context<AppEnv>, sale: Sale, joiner: Joiner): Promise<{ ticket: string; place: number | null }> {
   const { env } = c;
   const { userId, line } = joiner;
   const joined = await joinWaitingRoom(redisFor(env), sale, joiner);
@@ -72,7 +67,7 @@ async function join(
         ...(joined.place === null && joined.drawKey && { d: joined.drawKey }),
         ...lineClaim(line),
       };
-      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place, joined: true };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place };
     }
     case "QUEUE_NOT_OPEN":
       throw queueNotOpen(sale);
@@ -80,7 +75,7 @@ async function join(
       throw queueOff();
     case "QUEUE_CLOSED": {
       const claims = { s: sale.id, u: userId, p: null, ...lineClaim(line) };
-      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: null, joined: false };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: null };
     }
     case "ACCESS_CODE_INVALID":
       countCodeFailure(c, userId, keepAliveOf(c));
@@ -136,8 +131,9 @@ async function lineToJoin(
  * Redis commands whichever way it goes, so the answer's timing tells nothing: one round trip
  * for the place held and the address's seat together, then the join's script.
  */
-async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string, line: Line): Promise<NewJoin | Refusal> {
+async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string, line: Line): Promise<JoinKind | Refusal> {
   const redis = redisFor(c.env);
+  const keepAlive = keepAliveOf(c);
   const settings = settingsOf(c.env);
   const address = clientAddress(c);
   // One account, one seat, where no human check decides instead (docs/bots-and-limits.md).
@@ -147,28 +143,7 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string, lin
     holdsPlace(redis, sale, userId, line),
     beyondAccountsPerAddress(redis, sale.id, address, userId, { limit: seats, ttlSeconds }),
   ]);
-  if (held) return { kind: "person", fresh: false }; // the script answers the place held, of the kind it was given
-  const kind = await newJoinerKind(c, sale, userId, beyond);
-  return typeof kind === "object" ? kind : { kind, fresh: true };
-}
-
-/** How a caller joins, and whether it holds no place yet (a join the funnel counts). */
-interface NewJoin {
-  kind: JoinKind;
-  fresh: boolean;
-}
-
-/** A new joiner placed reaches the funnel's first step; one who lost quietly its "turned_away" too. */
-function countJoin(saleId: string, { kind, fresh }: NewJoin, placed: boolean): void {
-  if (!fresh || !placed) return;
-  countFunnel("joined", saleId, 1);
-  if (kind === "quiet") countFunnel("turned_away", saleId, 1);
-}
-
-/** How a caller who holds no place yet joins: the admission checks, then one account, one seat. */
-async function newJoinerKind(c: Context<AppEnv>, sale: Sale, userId: string, beyond: boolean): Promise<JoinKind | Refusal> {
-  const redis = redisFor(c.env);
-  const keepAlive = keepAliveOf(c);
+  if (held) return "person"; // the script answers the place held, of the kind it was given
   const { turnedAway } = await checkAdmission(
     c.env.DB,
     {
@@ -178,7 +153,7 @@ async function newJoinerKind(c: Context<AppEnv>, sale: Sale, userId: string, bey
       keepAlive,
       stage: "queue-join",
     },
-    settingsOf(c.env),
+    settings,
   );
   if (turnedAway) {
     countLocalRefusal(redis, sale.id, turnedAway.counted, keepAlive);
@@ -225,10 +200,9 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const now = Date.now();
       if (now < firstLineOpensAt(sale)) throw queueNotOpen(sale);
       const { line, codeHash } = await lineToJoin(c, sale, userId, now);
-      const admission = await joinAdmission(c, sale, userId, line);
-      if ("code" in admission) return admission;
-      const { ticket, place, joined } = await join(c, sale, { userId, kind: admission.kind, line, codeHash });
-      countJoin(saleId, admission, joined);
+      const kind = await joinAdmission(c, sale, userId, line);
+      if (typeof kind === "object") return kind;
+      const { ticket, place } = await join(c, sale, { userId, kind, line, codeHash });
       const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c), line);
       const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, line, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
