@@ -19,6 +19,8 @@ import type {
   ErrorBody,
   MyEntry,
   OrderView,
+  QueueDrawPlacesPage,
+  QueueDrawView,
   QueueJoined,
   QueuePlaces,
   QueuePosition,
@@ -267,6 +269,16 @@ export class ApiClient {
   /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
   queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
     return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
+  }
+
+  /** GET /api/sales/:saleId/queue/draw: a random waiting room's draw as anyone may check it. */
+  queueDraw(saleId: string): Promise<ApiResult<QueueDrawView>> {
+    return this.result(`/api/sales/${saleId}/queue/draw`, {});
+  }
+
+  /** GET /api/sales/:saleId/queue/draw/places?cursor=: a page of the published pre-queue. */
+  queueDrawPlaces(saleId: string, cursor?: string): Promise<ApiResult<QueueDrawPlacesPage>> {
+    return this.result(`/api/sales/${saleId}/queue/draw/places${cursor === undefined ? "" : `?cursor=${cursor}`}`, {});
   }
 
   /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */

@@ -161,11 +161,15 @@ export function laneRemaining(lanes: readonly SaleLane[], k: number, live: Remai
 export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number =>
   sale.startsAt - sale.queue.prequeueSec * 1000;
 
+/** Ended or cancelled: from then on a random sale's seed is public, and its pre-queue published. */
+export const saleIsOver = (sale: Pick<Sale, "endsAt" | "state">, now: number): boolean =>
+  now >= sale.endsAt || sale.state === "cancelled";
+
 /** The waiting room as the public sees it: the commitment of a random sale, its seed once the sale is over. */
 export function queueView(sale: Pick<Sale, "endsAt" | "state" | "queue">, now: number): QueueView {
   const { mode, prequeueSec, admitPerSec, passTtlSec, seed, seedCommitment } = sale.queue;
   const random = mode === "random";
-  const over = now >= sale.endsAt || sale.state === "cancelled";
+  const over = saleIsOver(sale, now);
   return {
     mode,
     prequeueSec,

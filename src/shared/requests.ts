@@ -341,6 +341,9 @@ export const DrawEntriesQuery = z.object({
   cursor: z.optional(z.string().check(z.regex(/^\d{1,7}$/, "cursor must be a next this API gave"))),
 });
 
+/** GET /api/sales/:saleId/queue/draw/places?cursor=: the page to read, from the last page's next (the same shape). */
+export const QueueDrawPlacesQuery = DrawEntriesQuery;
+
 /**
  * GET /api/sales/:saleId/queue: the ticket POST .../queue gave. Required; whatever it holds
  * is read as a ticket, so a malformed one (empty, too long, not base64url...) is refused as
