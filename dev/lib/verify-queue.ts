@@ -3,13 +3,15 @@
 // creation, the published places are numbered 1..drawn and their leaves hash to the published
 // root, and they are in draw-key order, which is the draw. With a user id, that user's draw key
 // (HMAC-SHA256 of the seed over the id) and the place it holds, which must be one, and with the
-// place the sale gave them (their poll showed it), that it is that one. No token: `npm run
-// verify-queue` prints what this finds; the tests run it against real sales and tampered pages.
+// place the sale gave them (their poll showed it), that it is that one. A presale lane's own
+// line (`lane`) is published apart, its draw keys under the seed derived from the sale's for it
+// (lineSeed). No token: `npm run verify-queue` prints what this finds; the tests run it against
+// real sales and tampered pages.
 import type { QueueDrawPlace, QueueDrawPlacesPage, QueueDrawView } from "../../src/shared/api-types.ts";
 import { treeHash } from "../../src/shared/draw-proof.ts";
 import { hexBytes, toHex } from "../../src/shared/hex.ts";
 import { DRAW_KEY_PATTERN, placeLeafHash } from "../../src/shared/queue-draw-proof.ts";
-import { drawKey, seedCommitment } from "../../src/shared/waiting-room-draw.ts";
+import { drawKey, lineSeed, seedCommitment } from "../../src/shared/waiting-room-draw.ts";
 import { getJson } from "./public-json.ts";
 
 export interface QueueVerdict {
@@ -48,16 +50,19 @@ class ChunkedTree {
 
 /**
  * Verifies the pre-queue of sale `saleId` at the API `baseUrl` (the Worker's origin), reading its
- * public routes with `fetcher`; `userId`: also find that user's place, and with `place` (the
- * place the sale gave them) check it is that one.
+ * public routes with `fetcher`; `lane`: that presale lane's own line rather than the public
+ * one; `userId`: also find that user's place, and with `place` (the place the sale gave them)
+ * check it is that one.
  */
 export async function verifyQueue(
   baseUrl: string,
   saleId: string,
-  { userId, place }: { userId?: string; place?: number } = {},
+  { lane, userId, place }: { lane?: string; userId?: string; place?: number } = {},
   fetcher: typeof fetch = fetch,
 ): Promise<QueueVerdict> {
-  const view = await getJson<QueueDrawView>(fetcher, `${baseUrl}/api/sales/${saleId}/queue/draw`);
+  const routes = `${baseUrl}/api/sales/${saleId}/queue/draw`;
+  const ofLane = lane === undefined ? "" : `lane=${encodeURIComponent(lane)}`;
+  const view = await getJson<QueueDrawView>(fetcher, ofLane ? `${routes}?${ofLane}` : routes);
   if (view.state !== "ready" || view.seed === null || view.placesRoot === null || view.drawn === null) {
     const why =
       view.seed === null
@@ -68,7 +73,7 @@ export async function verifyQueue(
   const problems: string[] = [];
   if ((await seedCommitment(view.seed)) !== view.seedCommitment)
     problems.push(`the seed does not hash to the commitment published at the sale's creation (${view.seedCommitment})`);
-  const userKey = userId === undefined ? undefined : await drawKey(view.seed, userId);
+  const userKey = userId === undefined ? undefined : await drawKey(await lineSeed(view.seed, lane ?? ""), userId);
 
   // The list, a page at a time (a million places are never held at once): places 1..drawn, each
   // a draw key, in draw-key order (the draw), the user's key found; its leaves to the root.
@@ -78,7 +83,7 @@ export async function verifyQueue(
   let count = 0;
   let userPlace: number | null = null;
   for (let cursor: string | null = "0"; cursor !== null; ) {
-    const page: QueueDrawPlacesPage = await getJson(fetcher, `${baseUrl}/api/sales/${saleId}/queue/draw/places?cursor=${cursor}`);
+    const page: QueueDrawPlacesPage = await getJson(fetcher, `${routes}/places?${ofLane && `${ofLane}&`}cursor=${cursor}`);
     for (const p of page.places) {
       count++;
       if (p.place !== count) misplaced.push(`the published place at position ${count} is numbered ${p.place}`);

@@ -1,6 +1,8 @@
 // A random sale's pre-queue, published once the sale is over (docs/api.md, "Verifying a
 // draw"): every place with its holder's draw key, no user ids, and the RFC 6962 root over them,
-// built in bounded steps as a draw's tree is (src/admission/draw-run.ts). The first step counts
+// for each line of its waiting room (the public line, and each presale lane's own), built in
+// bounded steps as a draw's tree is (src/admission/draw-run.ts), one line after another. The
+// lines' runs start together, in one D1 batch. A line's first step counts
 // each bucket's range of the pre-queue, which stopped growing at the start by Redis' clock; each
 // later step reads one page of places from Redis (a ZRANGE of the buckets it spans), hashes it,
 // and writes it with the run's next position in one batch, so a step cut short is done again to
@@ -9,10 +11,10 @@
 // request. The jobs queue runs the steps; the first read of the publication or the cron starts
 // the run, and the cron restarts one that stalled.
 import { hashFields, type Redis } from "../redis/client";
-import { type Sale, saleIsOver } from "../sales/sale";
+import { type Sale, saleIsOver, waitingLines } from "../sales/sale";
 import { treeHash } from "../shared/draw-proof";
 import { hexBytes, toHex } from "../shared/hex";
-import { allBuckets, saleKeys } from "../shared/keys";
+import { allLineBuckets, type Line, saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import { DRAW_KEY_PATTERN, placeLeafHash } from "../shared/queue-draw-proof";
@@ -20,12 +22,12 @@ import { CHUNK_LEAVES } from "./draw-records";
 import { runSteps, STALLED_MS, type StepOutcome } from "./draw-run";
 import {
   deleteQueueDrawPages,
-  findQueueDrawRun,
+  findQueueDrawRuns,
   insertPlacesPage,
   moveQueueDrawRun,
   placesPageRoots,
   type QueueDrawRun,
-  startQueueDrawRun,
+  startQueueDrawRuns,
 } from "./queue-draw-records";
 
 /** What the publication's steps need. */
@@ -40,20 +42,23 @@ export interface QueueDrawDeps {
 export const publishesPreQueue = (sale: Sale, now: number): boolean =>
   sale.queue.mode === "random" && saleIsOver(sale, now) && sale.archivedAt === null;
 
-/** Each bucket's size of the pre-queue (one pipelined call). */
-const countPreQueue = async (redis: Redis, saleId: string, buckets: number): Promise<number[]> =>
-  (await Promise.all(allBuckets(saleId, buckets).map((b) => redis.zcard(b.preQueue)))).map(Number);
+/** The lines whose pre-queues a random sale publishes: each presale lane's own, and the public line. */
+const publishedLines = (sale: Sale): Line[] => waitingLines(sale).map((l) => l.lane);
+
+/** Each bucket's size of a line's pre-queue (one pipelined call). */
+const countPreQueue = async (redis: Redis, saleId: string, line: Line, buckets: number): Promise<number[]> =>
+  (await Promise.all(allLineBuckets(saleId, line, buckets).map((b) => redis.zcard(b.preQueue)))).map(Number);
 
 /**
- * Count: each bucket's size of the pre-queue, once it can no longer grow: Redis' clock past the
- * start (later joiners go behind it), or the sale cancelled there; a sale Redis does not hold
- * takes no join either.
+ * Count: each bucket's size of the line's pre-queue, once it can no longer grow: Redis' clock
+ * past the sale's start (later joiners go behind it; a lane's line stopped at the lane's, before
+ * it), or the sale cancelled there; a sale Redis does not hold takes no join either.
  */
 async function count(deps: QueueDrawDeps, sale: Sale, run: QueueDrawRun): Promise<StepOutcome> {
   const [time, [starts, state], counted] = await Promise.all([
     deps.redis.time(),
     hashFields(deps.redis, saleKeys(sale.id).meta, "starts", "state"),
-    countPreQueue(deps.redis, sale.id, sale.buckets),
+    countPreQueue(deps.redis, sale.id, run.line, sale.buckets),
   ]);
   const redisNow = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   if (starts !== null && state !== "cancelled" && redisNow < Number(starts))
@@ -63,11 +68,11 @@ async function count(deps: QueueDrawDeps, sale: Sale, run: QueueDrawRun): Promis
   return { next: "step" };
 }
 
-/** The members holding ranks from..to - 1 of the pre-queue (bucket after bucket is the draw), as counted. */
-async function membersBetween(redis: Redis, sale: Sale, sizes: number[], from: number, to: number): Promise<string[]> {
+/** The members holding ranks from..to - 1 of the run's line's pre-queue (bucket after bucket is the draw), as counted. */
+async function membersBetween(redis: Redis, run: QueueDrawRun, sizes: number[], from: number, to: number): Promise<string[]> {
   const reads: Promise<string[]>[] = [];
   let offset = 0;
-  for (const [b, { preQueue }] of allBuckets(sale.id, sizes.length).entries()) {
+  for (const [b, { preQueue }] of allLineBuckets(run.saleId, run.line, sizes.length).entries()) {
     const size = sizes[b] ?? 0;
     const lo = Math.max(from, offset);
     const hi = Math.min(to, offset + size);
@@ -90,46 +95,47 @@ async function pages(deps: QueueDrawDeps, sale: Sale, run: QueueDrawRun): Promis
   if (run.pages < pageCount) {
     const from = run.pages * run.pageLeaves;
     const to = Math.min(from + run.pageLeaves, run.drawn);
-    const members = await membersBetween(deps.redis, sale, run.sizes ?? [], from, to);
+    const members = await membersBetween(deps.redis, run, run.sizes ?? [], from, to);
     if (members.length !== to - from)
       throw new Error(`sale ${sale.id}: the pre-queue holds ${members.length} of places ${from + 1}..${to} counted`);
     const drawKeys = members.map(drawKeyOf);
     const hashes = await Promise.all(drawKeys.map((key, i) => placeLeafHash(from + i + 1, key)));
     const root = toHex(await treeHash(hashes.map(hexBytes)));
     await deps.db.batch([
-      insertPlacesPage(deps.db, sale.id, { page: run.pages, drawKeys, root }),
+      insertPlacesPage(deps.db, run, { page: run.pages, drawKeys, root }),
       moveQueueDrawRun(deps.db, run, { pages: run.pages + 1 }),
     ]);
     return { next: "step" };
   }
   // The pre-queue stops growing at the start (lua/waiting-room-join.lua): a count that moved
   // since means pages read from two lists, so the publication starts again rather than publish them.
-  const sizes = await countPreQueue(deps.redis, sale.id, run.sizes?.length ?? sale.buckets);
+  const sizes = await countPreQueue(deps.redis, sale.id, run.line, run.sizes?.length ?? sale.buckets);
   if (sizes.some((size, b) => size !== run.sizes?.[b])) {
-    log.error("waiting room: the pre-queue changed while it was published; publishing it again", { saleId: sale.id });
+    log.error("waiting room: the pre-queue changed while it was published; publishing it again", { saleId: sale.id, line: run.line });
     await deps.db.batch([
-      deleteQueueDrawPages(deps.db, sale.id),
+      deleteQueueDrawPages(deps.db, run),
       moveQueueDrawRun(deps.db, run, { phase: "count", sizes: null, drawn: 0, pages: 0 }),
     ]);
     return { next: "step" };
   }
-  const roots = await placesPageRoots(deps.db, sale.id);
+  const roots = await placesPageRoots(deps.db, run);
   if (roots.length !== pageCount)
     throw new Error(`sale ${sale.id}: ${roots.length} pages of places written, ${pageCount} counted`);
   const placesRoot = toHex(await treeHash(roots.map(hexBytes)));
   await moveQueueDrawRun(deps.db, run, { phase: "ready", placesRoot, publishedAt: Date.now() }).run();
-  log.info("waiting room: pre-queue published", { saleId: sale.id, drawn: run.drawn, placesRoot });
-  return { next: "done" };
+  log.info("waiting room: pre-queue published", { saleId: sale.id, line: run.line, drawn: run.drawn, placesRoot });
+  return { next: "step" };
 }
 
-/** One step of the sale's publication, starting it when the sale is over. */
+/** One step of the sale's publication (of its first line not published yet), starting it when the sale is over. */
 export async function queueDrawStep(deps: QueueDrawDeps, sale: Sale): Promise<StepOutcome> {
-  let run = await findQueueDrawRun(deps.db, sale.id);
-  if (!run) {
+  let runs = await findQueueDrawRuns(deps.db, sale.id);
+  if (runs.length === 0) {
     if (!publishesPreQueue(sale, Date.now())) return { next: "done" };
-    run = (await startQueueDrawRun(deps.db, sale.id, deps.pageLeaves ?? CHUNK_LEAVES))?.run;
+    runs = (await startQueueDrawRuns(deps.db, sale.id, publishedLines(sale), deps.pageLeaves ?? CHUNK_LEAVES)).runs;
   }
-  if (!run || run.phase === "ready") return { next: "done" };
+  const run = runs.find((r) => r.phase !== "ready");
+  if (!run) return { next: "done" };
   return run.phase === "count" ? count(deps, sale, run) : pages(deps, sale, run);
 }
 
@@ -140,21 +146,28 @@ export const runQueueDraw = (deps: QueueDrawDeps, sale: Sale): Promise<number | 
 const stepMessage = (saleId: string) => ({ body: { kind: "queue-draw-step", saleId } as const, contentType: "json" as const });
 
 /**
- * The publication's run as it stands; the first read of a sale over starts it and sends its
- * first step (later reads find it started). Undefined while the sale is not over.
+ * The publication's run of `line` as it stands; the first read of a sale over starts its lines'
+ * and sends their first step (later reads find them started). Undefined while the sale is not over.
  */
-export async function readQueueDraw(db: D1Database, jobs: Queue<JobMessage>, sale: Sale): Promise<QueueDrawRun | undefined> {
-  const run = await findQueueDrawRun(db, sale.id);
-  if (run || !publishesPreQueue(sale, Date.now())) return run;
-  const start = await startQueueDrawRun(db, sale.id, CHUNK_LEAVES);
-  if (start?.started) await jobs.send(stepMessage(sale.id).body, { contentType: "json" });
-  return start?.run;
+export async function readQueueDraw(
+  db: D1Database,
+  jobs: Queue<JobMessage>,
+  sale: Sale,
+  line: Line,
+): Promise<QueueDrawRun | undefined> {
+  let runs = await findQueueDrawRuns(db, sale.id);
+  if (runs.length === 0 && publishesPreQueue(sale, Date.now())) {
+    const start = await startQueueDrawRuns(db, sale.id, publishedLines(sale), CHUNK_LEAVES);
+    if (start.started) await jobs.send(stepMessage(sale.id).body, { contentType: "json" });
+    runs = start.runs;
+  }
+  return runs.find((r) => r.line === line);
 }
 
 /**
  * The cron's part (every minute, the jobs queue's backstop): random sales over, whose keys are
- * not being archived, whose pre-queue is not published (not started, or a run that stalled) are sent a step.
- * Returns the sales it sent one.
+ * not being archived, whose pre-queue is not published (not started, or a run that stalled: no
+ * line of it moved for a while) are sent a step. Returns the sales it sent one.
  */
 export async function superviseQueueDraws(db: D1Database, jobs: Queue<JobMessage>, now = Date.now()): Promise<string[]> {
   const { results } = await db
@@ -162,7 +175,8 @@ export async function superviseQueueDraws(db: D1Database, jobs: Queue<JobMessage
       `SELECT s.id FROM sales s LEFT JOIN queue_draw_runs r ON r.sale_id = s.id
        WHERE s.queue_mode = 'random' AND (s.ends_at <= ?1 OR s.state = 'cancelled') AND s.archived_at IS NULL
          AND NOT EXISTS (SELECT 1 FROM sale_archives a WHERE a.sale_id = s.id)
-         AND (r.phase IS NULL OR (r.phase != 'ready' AND r.updated_at < ?2))`,
+       GROUP BY s.id
+       HAVING COUNT(r.sale_id) = 0 OR (SUM(r.phase != 'ready') > 0 AND MAX(r.updated_at) < ?2)`,
     )
     .bind(now, now - STALLED_MS)
     .all<{ id: number }>();
@@ -172,7 +186,9 @@ export async function superviseQueueDraws(db: D1Database, jobs: Queue<JobMessage
   return stepped;
 }
 
-/** Whether the sale's pre-queue is published, or it has none to publish: the clean-up may remove its keys. */
+/** Whether the sale's pre-queue is published, every line of it, or it has none to publish: the clean-up may remove its keys. */
 export async function preQueuePublished(db: D1Database, sale: Sale): Promise<boolean> {
-  return sale.queue.mode !== "random" || (await findQueueDrawRun(db, sale.id))?.phase === "ready";
+  if (sale.queue.mode !== "random") return true;
+  const runs = await findQueueDrawRuns(db, sale.id);
+  return runs.length > 0 && runs.every((r) => r.phase === "ready");
 }

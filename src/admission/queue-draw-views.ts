@@ -18,9 +18,9 @@ export function queueDrawView(sale: Sale, run: QueueDrawRun | undefined, now = D
   };
 }
 
-/** Page `cursor` of a published run's places (none past the last), and the next page's cursor. */
+/** Page `cursor` of a published line's places (none past the last), and the next page's cursor. */
 export async function publishedPlaces(db: D1Database, run: QueueDrawRun, cursor: number): Promise<QueueDrawPlacesPage> {
-  const page = await findPlacesPage(db, run.saleId, cursor);
+  const page = await findPlacesPage(db, run, cursor);
   if (!page) return { places: [], next: null };
   const first = cursor * run.pageLeaves + 1;
   return {

@@ -175,8 +175,10 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
   QUEUE_PASS_EXPIRED: { when: "the Queue-Pass's time ran out; the next place was let in" },
   ACCESS_CODE_USED: { when: "the Access-Code's uses are all spent" },
   QUEUE_OFF: { when: "the sale has no waiting room" },
-  QUEUE_NOT_OPEN: { when: "before startsAt - queue.prequeueSec" },
-  QUEUE_OPEN: { when: "the waiting room's settings, once joining opened" },
+  QUEUE_NOT_OPEN: {
+    when: "before startsAt - queue.prequeueSec (a sale with lanes and a waiting room: before its first lane's startsAt - queue.prequeueSec)",
+  },
+  QUEUE_OPEN: { when: "the waiting room's settings, or a queued sale's lanes, once joining its first line opened" },
   QUEUE_NOT_RANDOM: { when: "a random waiting room's published draw, asked of a sale whose waiting room is off or fifo" },
   QUEUE_DRAW_PENDING: {
     when: "the published places read before the sale ended (or was cancelled) and its pre-queue was published; GET /api/sales/{saleId}/queue/draw says where it stands",

@@ -341,9 +341,6 @@ export const DrawEntriesQuery = z.object({
   cursor: z.optional(z.string().check(z.regex(/^\d{1,7}$/, "cursor must be a next this API gave"))),
 });
 
-/** GET /api/sales/:saleId/queue/draw/places?cursor=: the page to read, from the last page's next (the same shape). */
-export const QueueDrawPlacesQuery = DrawEntriesQuery;
-
 /**
  * GET /api/sales/:saleId/queue: the ticket POST .../queue gave. Required; whatever it holds
  * is read as a ticket, so a malformed one (empty, too long, not base64url...) is refused as
@@ -352,7 +349,16 @@ export const QueueDrawPlacesQuery = DrawEntriesQuery;
 export const QueueTicketHeader = z.object({ "queue-ticket": z.string() });
 
 /** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
+/** GET /admin/sales/:saleId/queue and GET /api/sales/:saleId/queue/draw: which line, a presale lane's own (docs/lanes.md) or, without, the public one. */
+export const QueueLineQuery = z.object({
+  lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN, "a lane's name is 1 to 32 of a-z, 0-9 and -"))),
+});
+
+/** GET /api/sales/:saleId/queue/draw/places?cursor=&lane=: the line, and the page to read from the last page's next. */
+export const QueueDrawPlacesQuery = z.object({ ...QueueLineQuery.shape, ...DrawEntriesQuery.shape });
+
 export const QueuePlacesQuery = z.object({
+  ...QueueLineQuery.shape,
   from: z.optional(z.string().check(z.regex(/^[1-9][0-9]{0,8}$/, "from must be a place, 1 or more"))),
 });
 

@@ -1,13 +1,14 @@
 // A random waiting room's pre-queue published once the sale is over (workerd, local D1 and
 // the jobs queue, a real redis-server behind the project's gateway): the public pages and root
 // against the line the admin route shows, `verify-queue` passing from public routes alone (no
-// token) and failing on a changed leaf, a reordered page and a page tampered with in D1, a
-// publication cut short at every other step giving the same pages and root, and one whose
-// pre-queue changed under it starting again.
+// token) and failing on a changed leaf, a reordered page, a page tampered with in D1 and an
+// admitted place changed, a publication cut short at every other step giving the same pages and
+// root, one whose pre-queue changed under it starting again, and a presale lane's own line
+// published apart under its own seed.
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { verifyQueue } from "../../dev/lib/verify-queue";
-import { findQueueDrawRun } from "../../src/admission/queue-draw-records";
+import { findQueueDrawRuns } from "../../src/admission/queue-draw-records";
 import { queueDrawStep, superviseQueueDraws } from "../../src/admission/queue-draw-run";
 import { redisFor } from "../../src/redis/client";
 import { findSale } from "../../src/sales/repository";
@@ -16,7 +17,7 @@ import type { QueueDrawPlacesPage } from "../../src/shared/api-types";
 import { merkleRoot } from "../../src/shared/draw-proof";
 import { bucketKeys, prePartitionOf } from "../../src/shared/keys";
 import { placeLeafHash } from "../../src/shared/queue-draw-proof";
-import { drawKey, seedCommitment } from "../../src/shared/waiting-room-draw";
+import { drawKey, lineSeed, seedCommitment } from "../../src/shared/waiting-room-draw";
 import { everyOtherBatchFails } from "./held-db";
 import { api, BASE, eventually, redis, userToken } from "./helpers";
 
@@ -54,11 +55,14 @@ async function joinedSale(n: number, prefix: string): Promise<{ sale: Sale; user
   return { sale: (await findSale(env.DB, created.id)) as Sale, userIds };
 }
 
-/** Every published place, page after page. */
-async function publishedPlaces(saleId: string): Promise<{ place: number; drawKey: string }[]> {
+/** The publication's run of the sale's public line. */
+const publicRun = async (saleId: string) => (await findQueueDrawRuns(env.DB, saleId)).find((r) => r.line === "");
+
+/** Every published place of a line (the public one without `lane`), page after page. */
+async function publishedPlaces(saleId: string, lane?: string): Promise<{ place: number; drawKey: string }[]> {
   const places = [];
   for (let cursor: string | undefined = "0"; cursor !== undefined; ) {
-    const page = await api.queueDrawPlaces(saleId, cursor);
+    const page = await api.queueDrawPlaces(saleId, cursor, lane);
     if (!page.body) throw new Error(`places page ${cursor}: ${page.status} ${page.code}`);
     places.push(...page.body.places);
     cursor = page.body.next ?? undefined;
@@ -174,7 +178,7 @@ describe("a random sale's published pre-queue", () => {
       }
     }
     expect(cuts).toBeGreaterThan(2);
-    expect(await findQueueDrawRun(env.DB, sale.id)).toMatchObject({ phase: "ready", drawn: 11, pages: 3, pageLeaves: 4 });
+    expect(await publicRun(sale.id)).toMatchObject({ phase: "ready", drawn: 11, pages: 3, pageLeaves: 4 });
 
     // Three pages of 4, 4 and 3 places, each pointing at the next; the whole checks out.
     const pages = [await api.queueDrawPlaces(sale.id, "0"), await api.queueDrawPlaces(sale.id, "2")];
@@ -209,7 +213,7 @@ describe("a random sale's published pre-queue", () => {
     expect((await api.setSaleState(sale.id, "cancel")).status).toBe(200);
     const cancelled = (await findSale(env.DB, sale.id)) as Sale;
     const deps = { db: env.DB, redis: redisFor(env), pageLeaves: 4 };
-    while (((await findQueueDrawRun(env.DB, sale.id))?.pages ?? 0) < 2) await queueDrawStep(deps, cancelled);
+    while (((await publicRun(sale.id))?.pages ?? 0) < 2) await queueDrawStep(deps, cancelled);
 
     // Every page written, the root not yet: a member more. The join script refuses one after the
     // start, so it is written straight into Redis here, standing for a change nothing else can cause.
@@ -219,9 +223,48 @@ describe("a random sale's published pre-queue", () => {
     await redis.zadd(preQueue, { score: 0, member: `${key}:0:changed-${sale.id}-late` });
     for (let steps = 0; steps < 20 && (await queueDrawStep(deps, cancelled)).next !== "done"; steps++);
 
-    expect(await findQueueDrawRun(env.DB, sale.id)).toMatchObject({ phase: "ready", drawn: 7, pages: 2 });
+    expect(await publicRun(sale.id)).toMatchObject({ phase: "ready", drawn: 7, pages: 2 });
     const keys = (await Promise.all([...userIds, `changed-${sale.id}-late`].map((u) => drawKey(seed, u)))).sort();
     expect((await publishedPlaces(sale.id)).map((p) => p.drawKey)).toEqual(keys);
     expect((await verifyQueue(BASE, sale.id, {}, publicFetch)).problems).toEqual([]);
+  });
+
+  it("publishes each presale lane's own line apart, its draw keys under the lane's seed, checked with --lane", async () => {
+    const sale = await api.createSale({
+      stock: 5,
+      startsAt: inMs(2 * HOUR),
+      endsAt: inMs(3 * HOUR),
+      queue: { mode: "random", prequeueSec: 3 * 3_600, admitPerSec: 1_000 },
+      lanes: [{ name: "members", startsAt: inMs(HOUR), stock: 3 }],
+    });
+    const codes = (await api.codeBatch(sale.id, "members", { count: 4 })).body?.codes ?? [];
+    const members = codes.map((_, i) => `lane-${sale.id}-m${i}`);
+    const others = Array.from({ length: 5 }, (_, i) => `lane-${sale.id}-p${i}`);
+    // Code holders join the members' line, the others the public one (both pre-queues are open).
+    await Promise.all(members.map(async (u, i) => expect((await api.joinWaitingRoom(sale.id, await userToken(u), codes[i])).status).toBe(200)));
+    await Promise.all(others.map(async (u) => expect((await api.joinWaitingRoom(sale.id, await userToken(u))).status).toBe(200)));
+    expect((await api.queueDraw(sale.id, "nobody")).code).toBe("LANE_NOT_FOUND");
+
+    expect((await api.setSaleState(sale.id, "cancel")).status).toBe(200);
+    await eventually("both lines published", async () => {
+      const views = await Promise.all([api.queueDraw(sale.id), api.queueDraw(sale.id, "members")]);
+      return views.every((v) => v.body?.state === "ready");
+    });
+    const seed = (await api.queueDraw(sale.id)).body?.seed as string;
+    const laneSeed = await lineSeed(seed, "members");
+    expect((await publishedPlaces(sale.id, "members")).map((p) => p.drawKey)).toEqual(
+      (await Promise.all(members.map((u) => drawKey(laneSeed, u)))).sort(),
+    );
+    expect((await publishedPlaces(sale.id)).map((p) => p.drawKey)).toEqual((await Promise.all(others.map((u) => drawKey(seed, u)))).sort());
+
+    // verify-queue --lane: the line checks out, and a member finds the place the lane's line gave them; not in the public line.
+    const member = members[2] as string;
+    const given = (await api.queuePlaces(sale.id, 1, "members")).places.find((p) => p.userId === member)?.place as number;
+    const verdict = await verifyQueue(BASE, sale.id, { lane: "members", userId: member, place: given }, publicFetch);
+    expect(verdict.problems).toEqual([]);
+    expect(verdict).toMatchObject({ ok: true, places: 4, user: { place: given } });
+    const elsewhere = await verifyQueue(BASE, sale.id, { userId: member }, publicFetch);
+    expect(elsewhere.problems).toEqual([expect.stringMatching(/holds no place in the pre-queue/)]);
+    expect(elsewhere.places).toBe(5);
   });
 });
