@@ -111,7 +111,10 @@ async function pages(deps: QueueDrawDeps, sale: Sale, run: QueueDrawRun): Promis
   // since means pages read from two lists, so the publication starts again rather than publish them.
   const sizes = await countPreQueue(deps.redis, sale.id, run.line, run.sizes?.length ?? sale.buckets);
   if (sizes.some((size, b) => size !== run.sizes?.[b])) {
-    log.error("waiting room: the pre-queue changed while it was published; publishing it again", { saleId: sale.id, line: run.line });
+    log.error("waiting room: the pre-queue changed while it was published; publishing it again", {
+      saleId: sale.id,
+      line: run.line,
+    });
     await deps.db.batch([
       deleteQueueDrawPages(deps.db, run),
       moveQueueDrawRun(deps.db, run, { phase: "count", sizes: null, drawn: 0, pages: 0 }),

@@ -106,6 +106,7 @@ describe("the OpenAPI document", () => {
     await call(`/api/sales/${random.id}/queue/draw`);
     await call(`/api/sales/${random.id}/queue/draw/places`); // 409 QUEUE_DRAW_PENDING
     await call(`/api/sales/${queued.id}/queue/draw`); // 409 QUEUE_NOT_RANDOM
+    await call(`/api/sales/${random.id}/queue/draw?lane=nobody`); // 404 LANE_NOT_FOUND
     await call(`/admin/sales/${random.id}/cancel`, { method: "POST", headers: admin() });
     await eventually("the pre-queue's publication", async () => {
       const res = await SELF.fetch(`${BASE}/api/sales/${random.id}/queue/draw`);

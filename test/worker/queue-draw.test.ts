@@ -241,7 +241,9 @@ describe("a random sale's published pre-queue", () => {
     const members = codes.map((_, i) => `lane-${sale.id}-m${i}`);
     const others = Array.from({ length: 5 }, (_, i) => `lane-${sale.id}-p${i}`);
     // Code holders join the members' line, the others the public one (both pre-queues are open).
-    await Promise.all(members.map(async (u, i) => expect((await api.joinWaitingRoom(sale.id, await userToken(u), codes[i])).status).toBe(200)));
+    await Promise.all(
+      members.map(async (u, i) => expect((await api.joinWaitingRoom(sale.id, await userToken(u), codes[i])).status).toBe(200)),
+    );
     await Promise.all(others.map(async (u) => expect((await api.joinWaitingRoom(sale.id, await userToken(u))).status).toBe(200)));
     expect((await api.queueDraw(sale.id, "nobody")).code).toBe("LANE_NOT_FOUND");
 
@@ -255,7 +257,9 @@ describe("a random sale's published pre-queue", () => {
     expect((await publishedPlaces(sale.id, "members")).map((p) => p.drawKey)).toEqual(
       (await Promise.all(members.map((u) => drawKey(laneSeed, u)))).sort(),
     );
-    expect((await publishedPlaces(sale.id)).map((p) => p.drawKey)).toEqual((await Promise.all(others.map((u) => drawKey(seed, u)))).sort());
+    expect((await publishedPlaces(sale.id)).map((p) => p.drawKey)).toEqual(
+      (await Promise.all(others.map((u) => drawKey(seed, u)))).sort(),
+    );
 
     // verify-queue --lane: the line checks out, and a member finds the place the lane's line gave them; not in the public line.
     const member = members[2] as string;
