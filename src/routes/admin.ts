@@ -331,8 +331,8 @@ export const adminRoutes = new Hono<AppEnv>()
       remaining: p.remaining,
     } satisfies QueueStats);
   })
-  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
-  // sale, anyone handed this list can recompute the draw.
+  // Who holds each place, by user id: the shop's own list (anyone checks the draw from the
+  // published one, src/routes/queue-draws.ts).
   .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
     const { from: fromPlace, lane } = c.req.valid("query");
