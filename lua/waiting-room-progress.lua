@@ -67,9 +67,9 @@ ARGV
   3  the line: "" the public line, else the lane whose line the KEYS are
   4  the no-show grace (ms)   5  the measuring window (ms)
 Reply
-  { "waiting-room-progress/2", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
+  { "waiting-room-progress/3", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
     qrate, state, drawn, fresh, noshow, windowMs, windowAdmitted, windowReturned, taken, limit, notice,
-    nextNoShowAt, holdMs }
+    nextNoShowAt, holdMs, letIn }
   state  active | paused (the sale, or admission held) | cancelled, or "missing" (all numbers 0)
          when Redis does not hold the sale (or the line's lane), or "buckets-changed" (all numbers
          0, nothing done) when ARGV 2 or the bucket KEYS are not the sale's count
@@ -81,6 +81,7 @@ Reply
   limit  units one buyer may hold   notice  the operator's notice ("" for none)
   nextNoShowAt  when the oldest fresh pass stops holding its unit if it is not used (0: no fresh pass)
   holdMs        how long a pass holds its unit unused: the grace, or qttl when that is shorter
+  letIn         the buyers this call admitted (passes it gave; quiet places lapse uncounted): the funnel's "admitted"
 Time comes from the Redis server (TIME).
 ]]
 
@@ -98,7 +99,7 @@ local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local function nothing(state)
-  return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, state, 0, 0, 0, 0, 0, 0, 0, 0, '', 0, 0 }
+  return { 'waiting-room-progress/3', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, state, 0, 0, 0, 0, 0, 0, 0, 0, '', 0, 0, 0 }
 end
 local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets',
   'qpaused', 'qopens', 'notice', 'stock', 'limit', 'rtn', 'lanes')
@@ -228,6 +229,7 @@ elseif not running and paceRate and count[11] ~= '1' and mode ~= 'off' and nowMs
   redis.call('HSET', counters, 'pstop', 1) -- held or paused: the pace restarts on resuming
 end
 
+local letIn = 0
 if running then
   local paced = paceBase + math.floor((nowMs - paceAt) * rate / 1000) + rate
   local target = math.min(joined, paced, admitted + remaining - fresh, admitted + maxAdmit)
@@ -268,6 +270,7 @@ if running then
       redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
       redis.call('ZADD', liveOf(b), expires, user)
     end
+    letIn = #entries
     -- The quiet places among them: nobody's pass, lapsed at once.
     expired = expired + (target - admitted) - #entries
     fresh = fresh + #entries
@@ -287,7 +290,8 @@ end
 local measured = m1t ~= nil and nowMs > m1t
 local stock, limit = tonumber(sale[12]) or 0, tonumber(sale[13]) or 1
 local graceOf = shortPass and ttlMs or grace -- how long a pass holds its unit unused
-return { 'waiting-room-progress/2', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate,
+return { 'waiting-room-progress/3', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate,
   (state == 'active' and held) and 'paused' or state, drawn, fresh, noshow,
   measured and nowMs - m1t or 0, measured and admitted - m1a or 0, measured and math.max(0, returnedUnits - m1r) or 0,
-  stock - saleRemaining + returnedUnits, limit, sale[11] or '', oldest and oldest - ttlMs + graceOf or 0, graceOf }
+  stock - saleRemaining + returnedUnits, limit, sale[11] or '', oldest and oldest - ttlMs + graceOf or 0, graceOf,
+  letIn }

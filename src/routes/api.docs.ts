@@ -8,11 +8,13 @@ import { denyRulesDocs } from "./deny-rules.docs";
 import { drawsDocs } from "./draws.docs";
 import { dropControlsDocs } from "./drop-controls.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
+import { funnelDocs } from "./funnel.docs";
 import { healthDocs } from "./health.docs";
 import { labDocs } from "./lab.docs";
 import { lanesDocs } from "./lanes.docs";
 import { orderListsDocs } from "./order-lists.docs";
 import { ordersDocs } from "./orders.docs";
+import { queueDrawsDocs } from "./queue-draws.docs";
 import { salesDocs } from "./sales.docs";
 import { scheduledDocs } from "./scheduled.docs";
 import { storefrontDocs } from "./storefront.docs";
@@ -25,6 +27,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...salesDocs,
   ...checkoutDocs,
   ...waitingRoomDocs,
+  ...queueDrawsDocs,
   ...drawsDocs.filter((d) => d.tag !== "admin"),
   // The buyer's list is mounted here, the admin's lists beside the other admin routes.
   ...orderListsDocs,
@@ -35,6 +38,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...drawsDocs.filter((d) => d.tag === "admin"),
   ...lanesDocs,
   ...dropControlsDocs,
+  ...funnelDocs,
   ...adminDocs,
   ...webhooksDocs,
   ...labDocs,

@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { lineNamed } from "../admission/lane-lines";
 import { queueStats } from "../admission/queue-stats";
 import { linePage, lineRulesOf, readFreshProgress } from "../admission/waiting-room";
 import type { AppEnv } from "../http/app-env";
@@ -12,7 +13,7 @@ import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import { pushOrSchedule } from "../sales/sync-upkeep";
 import type { QueuePlaces, QueueStats } from "../shared/api-types";
-import { type Line, PUBLIC_LINE } from "../shared/keys";
+import type { Line } from "../shared/keys";
 import { AdmissionHoldBody, AdmitRateBody, NoticeBody, QueueLineQuery, QueuePlacesQuery, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
@@ -29,9 +30,9 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
 
 /** The line `lane` names: that presale lane's own (docs/lanes.md), or without one the public line. */
 function lineOf(sale: Sale, lane: string | undefined): Line {
-  if (lane === undefined) return PUBLIC_LINE;
-  if (!sale.lanes.some((l) => l.name === lane)) throw new ApiError("LANE_NOT_FOUND");
-  return lane;
+  const line = lineNamed(sale, lane);
+  if (line === undefined) throw new ApiError("LANE_NOT_FOUND");
+  return line;
 }
 
 /**
@@ -102,8 +103,8 @@ export const dropControlRoutes = new Hono<AppEnv>()
     const { message } = c.req.valid("json");
     return c.json(await changed(c, await setNotice(c.env.DB, saleId, message, clientAddress(c))));
   })
-  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
-  // sale, anyone handed this list can recompute the draw.
+  // Who holds each place, by user id: the shop's own list (anyone checks the draw from the
+  // published one, src/routes/queue-draws.ts).
   .get(
     "/sales/:saleId/queue/places",
     requireAdmin,

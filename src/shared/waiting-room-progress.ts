@@ -35,11 +35,13 @@ export interface Progress {
   nextNoShowAt: number;
   /** How long a pass holds its unit unused: the no-show grace, or the pass's life when that is shorter (ms). */
   holdMs: number;
+  /** The buyers this call admitted (passes it gave): the funnel's "admitted". */
+  letIn: number;
 }
 
 /** lua/waiting-room-progress.lua's reply, read; throws on any other layout. */
 export function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 22) {
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/3" || reply.length !== 23) {
     throw new Error(
       `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
     );
@@ -65,5 +67,6 @@ export function parseProgress(reply: unknown): Progress {
     notice: reply[19] === "" || reply[19] === null ? null : String(reply[19]),
     nextNoShowAt: n(20),
     holdMs: n(21),
+    letIn: n(22),
   };
 }
