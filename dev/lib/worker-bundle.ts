@@ -1,5 +1,6 @@
 // The Worker's bundle as `wrangler deploy` ships it, and what it weighs: `npm run build`,
-// `npm run size` and the budget's test (test/node/bundle-budget.test.ts) count it the same way.
+// `npm run size` and the local stacks bundle it the same way; `.ci/run` fails when
+// `npm run build` finds it over budget.
 import { execFileSync, type StdioOptions } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
