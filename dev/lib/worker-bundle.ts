@@ -2,7 +2,7 @@
 // `npm run size` and the local stacks bundle it the same way; `.ci/run` fails when
 // `npm run build` finds it over budget.
 import { execFileSync, type StdioOptions } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./project.ts";
@@ -12,9 +12,12 @@ export const BUDGET_KIB = 80;
 
 /**
  * Bundles the Worker offline into `outdir` as `wrangler deploy` would (its script is index.js,
- * with index.js.map); unminified for a profiler to read.
+ * with index.js.map); unminified for a profiler to read. `outdir` is emptied first: wrangler
+ * leaves the modules of earlier builds there, named by their hashes.
  */
 export function bundleWorker(outdir: string, { minify = true, quiet = false }: { minify?: boolean; quiet?: boolean } = {}): void {
+  rmSync(outdir, { recursive: true, force: true });
+  mkdirSync(outdir, { recursive: true });
   const args = ["deploy", "--dry-run", "--outdir", outdir, ...(minify ? [] : ["--no-minify"])];
   const stdio: StdioOptions = quiet ? ["ignore", "ignore", "inherit"] : "inherit";
   execFileSync(WRANGLER, args, { cwd: ROOT, env: offlineWranglerEnv(quiet ? { WRANGLER_LOG: "error" } : {}), stdio });

@@ -12,8 +12,7 @@ import purgeChunkSource from "../../lua/purge-chunk.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
 import saleSyncSource from "../../lua/sale-sync.lua";
-import slidingWindowLimitSource from "../../lua/sliding-window-limit.lua";
-import slidingWindowRemainingSource from "../../lua/sliding-window-remaining.lua";
+import slidingWindowSource from "../../lua/sliding-window.lua";
 import waitingRoomJoinSource from "../../lua/waiting-room-join.lua";
 import waitingRoomProgressSource from "../../lua/waiting-room-progress.lua";
 
@@ -55,6 +54,5 @@ export const LUA = {
   restore: restoreSource,
   return: returnSource,
   saleSync: saleSyncSource,
-  slidingWindowLimit: slidingWindowLimitSource,
-  slidingWindowRemaining: slidingWindowRemainingSource,
+  slidingWindow: slidingWindowSource,
 } as const;

@@ -1,7 +1,7 @@
 // A sliding window counted in Redis, for limits that must hold across every isolate and
 // location (src/admission/global-limits.ts, src/sales/lookup-budget.ts). It is
 // @upstash/ratelimit's single-region slidingWindow (2.2.0): its limit() and getRemaining(), its
-// keys, its script's counting (lua/sliding-window-*.lua), its ephemeral cache and its timeout,
+// keys, its scripts' counting (lua/sliding-window.lua, both in one), its ephemeral cache and its timeout,
 // and nothing else of it. Written here because the library's one class brings every algorithm,
 // multi-region, deny lists and analytics (with @upstash/core-analytics) into the Worker, about
 // a fourteenth of its bundle, for this one window. The library stays a dev dependency:
@@ -69,7 +69,7 @@ export class SlidingWindow {
   /** What is left of `identifier`'s limit now, counting nothing (the ephemeral cache is not asked). */
   async getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }> {
     const { now, keys, reset } = this.windowOf(`${this.options.prefix}:${identifier}`);
-    const [remaining, limit] = await runScript<Counts>(this.options.redis, LUA.slidingWindowRemaining, keys, this.args(now));
+    const [remaining, limit] = await runScript<Counts>(this.options.redis, LUA.slidingWindow, keys, [...this.args(now), "0"]);
     return { remaining: Math.max(0, remaining), reset, limit };
   }
 
@@ -81,10 +81,7 @@ export class SlidingWindow {
         return { success: false, limit: this.options.tokens, remaining: 0, reset: blockedUntil, reason: "cacheBlock" };
       this.cache.delete(key);
     }
-    const [remaining, limit] = await runScript<Counts>(this.options.redis, LUA.slidingWindowLimit, keys, [
-      ...this.args(now),
-      "1",
-    ]);
+    const [remaining, limit] = await runScript<Counts>(this.options.redis, LUA.slidingWindow, keys, [...this.args(now), "1"]);
     const success = remaining >= 0;
     if (!success) this.cache.set(key, reset);
     return { success, limit, remaining: Math.max(0, remaining), reset };

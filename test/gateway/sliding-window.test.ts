@@ -135,10 +135,10 @@ it("its scripts reply as the library's on every step of a schedule across window
     const args = [String(LIMIT), String(now), String(windowMs)];
     const increment = String(i % 5 === 4 ? 2 : 1);
     const theirs = await redis.eval(library.limit, keysOf("sw:theirs", now), [...args, increment]);
-    const ours = await redis.eval(LUA.slidingWindowLimit, keysOf("sw:ours", now), [...args, increment]);
+    const ours = await redis.eval(LUA.slidingWindow, keysOf("sw:ours", now), [...args, increment]);
     expect([offset, ours]).toEqual([offset, theirs]);
     const theirsLeft = await redis.eval(library.remaining, keysOf("sw:theirs", now), args);
-    const oursLeft = await redis.eval(LUA.slidingWindowRemaining, keysOf("sw:ours", now), args);
+    const oursLeft = await redis.eval(LUA.slidingWindow, keysOf("sw:ours", now), [...args, "0"]);
     expect([offset, oursLeft]).toEqual([offset, theirsLeft]);
   }
 });
