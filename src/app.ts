@@ -20,6 +20,7 @@ import { labRoutes } from "./routes/lab";
 import { laneAdminRoutes } from "./routes/lanes";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
+import { queueDrawRoutes } from "./routes/queue-draws";
 import { saleRoutes } from "./routes/sales";
 import { scheduledRoutes } from "./routes/scheduled";
 import { storefrontRoutes } from "./routes/storefront";
@@ -57,6 +58,7 @@ export const app = root
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/sales", waitingRoomRoutes) // POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .route("/api/sales", queueDrawRoutes) //  GET  /api/sales/:saleId/queue/draw(/places): a random pre-queue published
   .route("/api/sales", drawRoutes) //       POST /api/sales/:saleId/entries, GET|DELETE .../entries/mine, GET .../draw(/entries)
   .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel

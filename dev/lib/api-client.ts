@@ -19,6 +19,8 @@ import type {
   ErrorBody,
   MyEntry,
   OrderView,
+  QueueDrawPlacesPage,
+  QueueDrawView,
   QueueJoined,
   QueuePlaces,
   QueuePosition,
@@ -281,6 +283,17 @@ export class ApiClient {
   queuePlaces(saleId: string, from = 1, lane?: string): Promise<QueuePlaces> {
     const ofLane = lane === undefined ? "" : `&lane=${lane}`;
     return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}${ofLane}`);
+  }
+
+  /** GET /api/sales/:saleId/queue/draw?lane=: a random waiting room's draw (of a lane's own line with `lane`) as anyone may check it. */
+  queueDraw(saleId: string, lane?: string): Promise<ApiResult<QueueDrawView>> {
+    return this.result(`/api/sales/${saleId}/queue/draw${lane === undefined ? "" : `?lane=${lane}`}`, {});
+  }
+
+  /** GET /api/sales/:saleId/queue/draw/places?cursor=&lane=: a page of the published pre-queue (of a lane's own line with `lane`). */
+  queueDrawPlaces(saleId: string, cursor?: string, lane?: string): Promise<ApiResult<QueueDrawPlacesPage>> {
+    const query = new URLSearchParams({ ...(cursor !== undefined && { cursor }), ...(lane !== undefined && { lane }) });
+    return this.result(`/api/sales/${saleId}/queue/draw/places${query.size === 0 ? "" : `?${query}`}`, {});
   }
 
   /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */

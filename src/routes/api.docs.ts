@@ -12,6 +12,7 @@ import { labDocs } from "./lab.docs";
 import { lanesDocs } from "./lanes.docs";
 import { orderListsDocs } from "./order-lists.docs";
 import { ordersDocs } from "./orders.docs";
+import { queueDrawsDocs } from "./queue-draws.docs";
 import { salesDocs } from "./sales.docs";
 import { scheduledDocs } from "./scheduled.docs";
 import { storefrontDocs } from "./storefront.docs";
@@ -24,6 +25,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...salesDocs,
   ...checkoutDocs,
   ...waitingRoomDocs,
+  ...queueDrawsDocs,
   ...drawsDocs.filter((d) => d.tag !== "admin"),
   // The buyer's list is mounted here, the admin's lists beside the other admin routes.
   ...orderListsDocs,

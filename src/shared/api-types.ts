@@ -382,7 +382,7 @@ export const QueueStats = z.object({
 });
 export type QueueStats = z.infer<typeof QueueStats>;
 
-/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (npm run verify-queue reads it). */
+/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (the console reads it). */
 export const QueuePlaces = z.object({
   saleId: z.string(),
   /** Places 1..drawn are a random sale's pre-queue, in draw order; later places joined after the start. */
@@ -393,6 +393,34 @@ export const QueuePlaces = z.object({
   next: z.nullable(z.int()),
 });
 export type QueuePlaces = z.infer<typeof QueuePlaces>;
+
+/** pending: the sale is not over yet (the seed is secret), or its pre-queue is being published; ready: published. */
+export const QueueDrawState = z.enum(["pending", "ready"]);
+export type QueueDrawState = z.infer<typeof QueueDrawState>;
+
+/** GET /api/sales/:saleId/queue/draw: a random sale's pre-queue as anyone may check it (docs/api.md, "Verifying a draw"). */
+export const QueueDrawView = z.object({
+  saleId: z.string(),
+  state: QueueDrawState,
+  /** SHA-256 of the seed, published at the sale's creation. */
+  seedCommitment: z.nullable(z.string()),
+  /** The seed, once the sale is over (ended or cancelled). */
+  seed: z.nullable(z.string()),
+  /** The pre-queue's places (1..drawn), once published. */
+  drawn: z.nullable(z.int()),
+  /** The Merkle root over every place's leaf (hex), once published. */
+  placesRoot: z.nullable(z.string()),
+  publishedAt: z.nullable(z.iso.datetime()),
+});
+export type QueueDrawView = z.infer<typeof QueueDrawView>;
+
+/** One published place: its holder's draw key, HMAC-SHA256(seed, user id), hex. */
+export const QueueDrawPlace = z.object({ place: z.int(), drawKey: z.string() });
+export type QueueDrawPlace = z.infer<typeof QueueDrawPlace>;
+
+/** GET /api/sales/:saleId/queue/draw/places: a page of the published places, in place order. */
+export const QueueDrawPlacesPage = z.object({ places: z.array(QueueDrawPlace), next: z.nullable(z.string()) });
+export type QueueDrawPlacesPage = z.infer<typeof QueueDrawPlacesPage>;
 
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

@@ -97,6 +97,23 @@ describe("the OpenAPI document", () => {
     await call(`/admin/sales/${sale.id}/queue`, { headers: admin() }); // 409 QUEUE_OFF
     await call(`/admin/sales/${queued.id}/queue/places`, { headers: admin() });
     await call(`/admin/sales/${queued.id}/queue/places?from=0`, { headers: admin() }); // 400
+    // A random waiting room's draw: pending until the sale is over (cancelled here), then published.
+    const random = await createSale({
+      startsAt: new Date(Date.now() + 60_000).toISOString(),
+      queue: { mode: "random", prequeueSec: 600 },
+    });
+    await call(`/api/sales/${random.id}/queue`, { method: "POST", headers: queuer });
+    await call(`/api/sales/${random.id}/queue/draw`);
+    await call(`/api/sales/${random.id}/queue/draw/places`); // 409 QUEUE_DRAW_PENDING
+    await call(`/api/sales/${queued.id}/queue/draw`); // 409 QUEUE_NOT_RANDOM
+    await call(`/api/sales/${random.id}/queue/draw?lane=nobody`); // 404 LANE_NOT_FOUND
+    await call(`/admin/sales/${random.id}/cancel`, { method: "POST", headers: admin() });
+    await eventually("the pre-queue's publication", async () => {
+      const res = await SELF.fetch(`${BASE}/api/sales/${random.id}/queue/draw`);
+      return ((await res.json()) as { state: string }).state === "ready";
+    });
+    await call(`/api/sales/${random.id}/queue/draw/places`);
+    await call(`/api/sales/${random.id}/queue/draw/places?cursor=x`); // 400
 
     await waitForConfirmed([orderId, ((await first.json()) as { orderId: string }).orderId]);
     await call(`/api/orders/${orderId}`, { headers: buyer });
