@@ -17,6 +17,7 @@ import type {
   DrawView,
   EntryAnswer,
   ErrorBody,
+  FunnelSeries,
   MyEntry,
   OrderView,
   QueueDrawPlacesPage,
@@ -26,6 +27,7 @@ import type {
   QueuePosition,
   QueueStats,
   ReconciliationReport,
+  SalesFunnel,
   SaleView,
 } from "../../src/shared/api-types.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
@@ -445,6 +447,16 @@ export class ApiClient {
   /** POST /admin/scheduled: the cron's run, now (only where LOOPBACK_HOSTS_ONLY=true, as npm start runs the Worker). */
   runScheduled(): Promise<ApiResult<never>> {
     return this.adminResult("/admin/scheduled", { method: "POST" });
+  }
+
+  /** GET /admin/sales/:saleId/funnel: the sale's funnel per second (Workers Analytics Engine, or its local stand-in). */
+  saleFunnel(saleId: string): Promise<ApiResult<FunnelSeries>> {
+    return this.adminResult(`/admin/sales/${saleId}/funnel`, {});
+  }
+
+  /** GET /admin/funnel: every sale's funnel over the last week. */
+  salesFunnel(): Promise<ApiResult<SalesFunnel>> {
+    return this.adminResult("/admin/funnel", {});
   }
 
   /** GET /admin/orders/:orderId: the order with its history, payments and deliveries. */

@@ -7,6 +7,7 @@ import { checkoutDocs } from "./checkout.docs";
 import { denyRulesDocs } from "./deny-rules.docs";
 import { drawsDocs } from "./draws.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
+import { funnelDocs } from "./funnel.docs";
 import { healthDocs } from "./health.docs";
 import { labDocs } from "./lab.docs";
 import { lanesDocs } from "./lanes.docs";
@@ -35,6 +36,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...scheduledDocs,
   ...drawsDocs.filter((d) => d.tag === "admin"),
   ...lanesDocs,
+  ...funnelDocs,
   ...adminDocs,
   ...webhooksDocs,
   ...labDocs,

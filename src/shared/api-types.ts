@@ -2,6 +2,7 @@
 // bundle cost), while the tests check real responses against the schemas and the API's
 // documentation is generated from them. The Node-side client reads the same shapes.
 import * as z from "zod/mini";
+import { FUNNEL_STEPS } from "./funnel";
 import { DeliveryView } from "./order-events";
 import { ORDER_STATUSES } from "./order-status";
 import "./zod-english";
@@ -176,6 +177,8 @@ export type AdminOrderPage = z.infer<typeof AdminOrderPage>;
 
 /** GET /admin/orders/:orderId: the order, its state changes (its order events), pay attempts and event deliveries. */
 export const AdminOrderDetail = z.extend(AdminOrderView, {
+  /** The W3C traceparent of the request that reserved it (npm run trace follows it); null: settled before traces, or failed. */
+  traceparent: z.nullable(z.string()),
   history: z.array(z.object({ eventId: z.string(), type: z.string(), at: z.iso.datetime() })),
   payments: z.array(
     z.object({
@@ -291,6 +294,34 @@ export const OutcomeSeries = z.object({
   points: z.array(z.object({ at: z.int(), counts: z.record(z.string(), z.int()) })),
 });
 export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
+
+/** A count for each step of the funnel (src/shared/funnel.ts). */
+const FunnelCounts = z.record(z.enum(FUNNEL_STEPS), z.int());
+
+/** GET /admin/sales/:saleId/funnel: one sale's funnel per second (Workers Analytics Engine). */
+export const FunnelSeries = z.object({
+  saleId: z.string(),
+  /** The window, epoch seconds, both ends included. */
+  from: z.int(),
+  to: z.int(),
+  /** The steps in the order a buyer meets them. */
+  steps: z.array(z.enum(FUNNEL_STEPS)),
+  /** The seconds in which any step was counted. */
+  points: z.array(z.object({ at: z.int(), counts: FunnelCounts })),
+  /** Each step over the whole window. */
+  totals: FunnelCounts,
+});
+export type FunnelSeries = z.infer<typeof FunnelSeries>;
+
+/** GET /admin/funnel: every sale's funnel over the window. */
+export const SalesFunnel = z.object({
+  from: z.int(),
+  to: z.int(),
+  steps: z.array(z.enum(FUNNEL_STEPS)),
+  /** The sales with any step counted in the window. */
+  sales: z.array(z.object({ saleId: z.string(), counts: FunnelCounts })),
+});
+export type SalesFunnel = z.infer<typeof SalesFunnel>;
 
 /** GET /admin/sales/:saleId/stats: what the admin console polls. */
 export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });

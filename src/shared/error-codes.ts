@@ -117,6 +117,7 @@ export const ERRORS = {
   UNAVAILABLE: { status: 503, words: "this cannot be done right now; try again shortly", retryAfterSec: 1 },
   BUSY: { status: 503, words: "too many checkouts contend for this sale; try again shortly", retryAfterSec: 1 },
   PAYMENT_UNAVAILABLE: { status: 503, words: "payments cannot be taken on this server", retryAfterSec: 60 },
+  ANALYTICS_UNAVAILABLE: { status: 503, words: "the funnel's analytics cannot be read on this server", retryAfterSec: 60 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -228,4 +229,7 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
   },
   BUSY: { when: "a lab strategy gave up under contention" },
   PAYMENT_UNAVAILABLE: { when: "the dev payment provider on a Host that is not loopback; nothing is charged" },
+  ANALYTICS_UNAVAILABLE: {
+    when: "neither ANALYTICS_ACCOUNT_ID with ANALYTICS_API_TOKEN nor ANALYTICS_STAND_IN_URL is set: the funnel is written but cannot be read here",
+  },
 };

@@ -9,6 +9,7 @@ import {
   SALE_ID_PATTERN,
   VARIANT_ID_PATTERN,
 } from "./limits";
+import { TRACEPARENT_PATTERN } from "./trace";
 import "./zod-english";
 
 /** One accepted order, as settlement needs it. */
@@ -23,6 +24,8 @@ export const OrderMessageSchema = z.object({
   /** Bought in a presale lane (docs/lanes.md): the lane and the access code's hash it spent. */
   lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN))),
   accessCode: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
+  /** The W3C traceparent of the request that reserved it (src/shared/trace.ts); messages sent before traces carry none. */
+  traceparent: z.optional(z.string().check(z.regex(TRACEPARENT_PATTERN))),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
 

@@ -345,6 +345,11 @@ describe("the OpenAPI document", () => {
     });
     await call(`/admin/sales/${laned.id}/bypass`, { headers: admin() });
 
+    // The funnel, read back from the local stand-in: one sale's, every sale's, and a sale that is none.
+    await call(`/admin/sales/${laned.id}/funnel`, { headers: admin() });
+    await call("/admin/sales/999999/funnel", { headers: admin() });
+    await call("/admin/funnel", { headers: admin() });
+
     // Every operation answered with success at least once, and each answer above matched.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods) as { operationId: string }[]);
     const succeeded = new Set([...seen].filter((s) => / 2\d\d$/.test(s)).map((s) => s.split(" ")[0]));
