@@ -11,6 +11,7 @@ import path from "node:path";
 import type { WorkerOptions } from "miniflare";
 import { cached, hashOf } from "../lib/build-cache.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "../lib/project.ts";
+import { bundleWorker } from "../lib/worker-bundle.ts";
 
 const QUIET_WRANGLER = offlineWranglerEnv({ WRANGLER_LOG: "error" });
 
@@ -29,7 +30,7 @@ function wrangler(args: string[], env: NodeJS.ProcessEnv = QUIET_WRANGLER): void
 /** The Worker's bundle, exactly as `wrangler deploy` would build it (unminified for a profiler to read). */
 export function workerBundle({ minify }: { minify: boolean }): string {
   const entry = cached(`worker-${hashOf(BUNDLE_INPUTS)}${minify ? "" : "-unminified"}`, (dir) =>
-    wrangler(["deploy", "--dry-run", "--outdir", dir, ...(minify ? [] : ["--no-minify"])]),
+    bundleWorker(dir, { minify, quiet: true }),
   );
   return path.join(entry, "index.js");
 }

@@ -92,7 +92,7 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       // Bodies carry public order ids: without the key the events wait (retried), never sent with internal ids.
       if (!key) throw new Error("ORDER_ID_KEY is not set: order events wait until it is");
       const { nextDueAt } = await deliverDue(env.DB, {
-        ids: await orderIdCipher(key),
+        ids: orderIdCipher(key),
         secretsKey: settingsOf(env).ORDER_EVENT_SECRETS_KEY,
       });
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;

@@ -286,8 +286,8 @@ const namesOrder = (refusal: Refusal): refusal is NamingOrder =>
   refusal.code === "ALREADY_PURCHASED" && refusal.orderId !== undefined && refusal.orderId !== "";
 
 /** A refusal as the buyer is told it; only one that names an order waits for the cipher (a crowd's refusals wait on no promise). */
-async function withPublicId(refusal: NamingOrder, ids: Promise<OrderIdCipher>): Promise<Refusal> {
-  return { ...refusal, orderId: (await ids).toPublic(refusal.orderId) };
+async function withPublicId(refusal: NamingOrder, ids: OrderIdCipher): Promise<Refusal> {
+  return { ...refusal, orderId: await ids.toPublic(refusal.orderId) };
 }
 
 /**
@@ -328,7 +328,7 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     // The request's line of the order's trace (its traceId comes from the request's trace).
     if (!reservation.repeated) log.info("checkout: order reserved", { saleId, orderId: reservation.orderId, quantity });
     const accepted: CheckoutAccepted = {
-      orderId: (await ids).toPublic(reservation.orderId),
+      orderId: await ids.toPublic(reservation.orderId),
       status: "pending",
       quantity,
       variant: variant ?? DEFAULT_VARIANT,
