@@ -77,6 +77,8 @@ export interface WorkerConfig {
   assets: WorkerOptions["assets"];
   /** The lab's Durable Objects, as [[migrations]] declares them. */
   durableObjects: WorkerOptions["durableObjects"];
+  /** The funnel's Analytics Engine dataset ([[analytics_engine_datasets]]): the local runtime's binding keeps nothing. */
+  analyticsEngineDatasets: WorkerOptions["analyticsEngineDatasets"];
 }
 
 /** wrangler.toml as wrangler reads it; wrangler is loaded only when wrangler.toml changed. */
@@ -96,6 +98,7 @@ export function workerConfig(): WorkerConfig {
       queueConsumers: config.queues.consumers ?? [],
       assets: workerOptions.assets,
       durableObjects: workerOptions.durableObjects,
+      analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
     };
     writeFileSync(path.join(dir, "config.json"), JSON.stringify(read));
   });

@@ -186,17 +186,20 @@ export async function drawStep(deps: DrawDeps, sale: Sale): Promise<StepOutcome>
 const STEPS_PER_JOB = 20;
 
 /**
- * Runs the sale's draw as far as one job may: step after step until it is drawn, must wait,
- * or has taken its share of steps. Returns when to be run again (undefined: drawn).
+ * Runs `step` as far as one job may: step after step until the run is done, must wait, or has
+ * taken its share of steps. Returns when to be run again (undefined: done).
  */
-export async function runDraw(deps: DrawDeps, sale: Sale): Promise<number | undefined> {
+export async function runSteps(step: () => Promise<StepOutcome>): Promise<number | undefined> {
   for (let i = 0; i < STEPS_PER_JOB; i++) {
-    const outcome = await drawStep(deps, sale);
+    const outcome = await step();
     if (outcome.next === "done") return undefined;
     if (outcome.next === "wait") return outcome.ms;
   }
   return 0;
 }
+
+/** Runs the sale's draw as far as one job may. Returns when to be run again (undefined: drawn). */
+export const runDraw = (deps: DrawDeps, sale: Sale): Promise<number | undefined> => runSteps(() => drawStep(deps, sale));
 
 /** An entry's audit path in the committed tree: its index and the hashes from it up to the root. */
 export async function inclusionProof(
@@ -227,7 +230,7 @@ export async function inclusionProof(
 }
 
 /** A run not moved for this long stalled (its message was lost): the cron starts it again. */
-const STALLED_MS = 30_000;
+export const STALLED_MS = 30_000;
 
 /**
  * The cron's part (every minute, the backstop of the jobs queue): draws whose entries closed

@@ -150,7 +150,7 @@ export function saleOrdersCsv(
 
 /** GET /admin/orders/:orderId (the internal id): undefined when D1 has no such order. */
 export async function orderDetail(db: D1Database, orderId: string, ids: OrderIdCipher): Promise<AdminOrderDetail | undefined> {
-  const [found, history, payments] = await db.batch<Record<string, unknown>>([
+  const [found, history, payments, traced] = await db.batch<Record<string, unknown>>([
     db.prepare(`${listedOrders("t.order_id = ?1")} LIMIT 1`).bind(orderId),
     db.prepare("SELECT id, type, created_at FROM order_events WHERE subject = ? ORDER BY seq").bind(orderId),
     db
@@ -158,11 +158,13 @@ export async function orderDetail(db: D1Database, orderId: string, ids: OrderIdC
         "SELECT status, provider_ref, decline_reason, created_at, updated_at FROM payments WHERE order_id = ? ORDER BY created_at",
       )
       .bind(orderId),
+    db.prepare("SELECT traceparent FROM orders WHERE order_id = ?").bind(orderId),
   ]);
   const row = found?.results[0] as ListedRow | undefined;
   if (!row) return undefined;
   return {
     ...adminView(row, ids),
+    traceparent: (traced?.results[0]?.traceparent as string | null | undefined) ?? null,
     history: ((history?.results ?? []) as { id: string; type: string; created_at: number }[]).map((h) => ({
       eventId: h.id,
       type: h.type,

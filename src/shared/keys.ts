@@ -52,7 +52,7 @@ export interface BucketKeys {
   buyers: string;
   /** Sorted set: order ids not settled in D1 yet, scored by when they were last sent (ms). */
   outbox: string;
-  /** Hash: order id -> "<quantity>[@<variant id>]:<user id>", for the orders in the outbox. */
+  /** Hash: order id -> "<quantity>[@<variant id>][|<lane>|<code hash>][|<traceparent>]:<user id>" (parsePendingRecord), for the orders in the outbox. */
   pending: string;
   /** Set: order ids whose units went back on sale (each comes back once). */
   returned: string;
@@ -277,9 +277,11 @@ export const catalogKeys = {
 } as const;
 
 /**
- * A pending order's record, "<quantity>[@<variant id>][|<lane>|<code hash>]:<user id>"
+ * A pending order's record, "<quantity>[@<variant id>][|<lane>|<code hash>][|<traceparent>]:<user id>"
  * (lua/checkout.lua): the first ':' ends the units, whatever the user id holds; no variant is
- * the sale's "default"; a lane and code only for an order bought in a presale lane.
+ * the sale's "default"; a lane and code only for an order bought in a presale lane; the
+ * traceparent of the request that reserved it (src/shared/trace.ts), which records written
+ * before it carry none. The fields after the units tell themselves apart by their count.
  */
 export function parsePendingRecord(record: string): {
   quantity: number;
@@ -287,12 +289,20 @@ export function parsePendingRecord(record: string): {
   userId: string;
   lane?: string;
   accessCode?: string;
+  traceparent?: string;
 } {
   const colon = record.indexOf(":");
-  const [units = "", lane, accessCode] = record.slice(0, colon).split("|");
+  const [units = "", ...more] = record.slice(0, colon).split("|");
   const [quantity = "", variant = DEFAULT_VARIANT] = units.split("@");
-  const bought = { quantity: Number(quantity), variant, userId: record.slice(colon + 1) };
-  return lane === undefined || accessCode === undefined ? bought : { ...bought, lane, accessCode };
+  const [lane, accessCode] = more.length >= 2 ? more : [];
+  const traceparent = more.length % 2 === 1 ? more.at(-1) : undefined;
+  return {
+    quantity: Number(quantity),
+    variant,
+    userId: record.slice(colon + 1),
+    ...(lane !== undefined && accessCode !== undefined && { lane, accessCode }),
+    ...(traceparent !== undefined && { traceparent }),
+  };
 }
 
 /**
