@@ -1,7 +1,8 @@
-// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500]
-//                   [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+// npm run bench -- [<section> ...] [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300]
+//                   [--concurrency 500] [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+//                   [--entries 1000000]
 //
-// Sections (--only picks some; all by default), numbered as the report prints them:
+// Sections (named, or picked with --only; all by default), numbered as the report prints them:
 // 1. strategies: the lab's strategies side by side on the same crowd: time to sell out,
 //    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
 //    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
@@ -27,7 +28,10 @@
 // 12. queue: the waiting room: round trips per 1,000 position polls, checkout with passes
 //    against the same sale unqueued, a pass expiring to the next place let in (queue.ts);
 // 13. global-limits: a route with the global limits against without them, for admitted and
-//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own).
+//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own);
+// 14. draw: a draw of --entries entries through the jobs queue: one entry's round trips,
+//    time, steps, Redis commands and D1 rows per phase, the largest record, verifyDraw (draw.ts,
+//    a stack of its own).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
@@ -40,6 +44,7 @@ import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
 import { measureCpu, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
+import { measureDraw } from "../runner/draw-scale.ts";
 import { measureReadPath } from "../runner/read-path.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
 import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
@@ -49,6 +54,7 @@ import { stackTarget, type Target } from "../runner/target.ts";
 import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
 import { benchCpu, printCpu } from "./cpu.ts";
+import { printDraw } from "./draw.ts";
 import { benchDurableObject, printDurableObject } from "./durable-object.ts";
 import { benchGlobalLimits, printGlobalLimits } from "./global-limits.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
@@ -73,11 +79,13 @@ const SECTIONS = [
   "big-keys",
   "queue",
   "global-limits",
+  "draw",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
-const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys", "global-limits"];
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys", "global-limits", "draw"];
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
     users: { type: "string", default: "2000" },
     attempts: { type: "string", default: "2" },
@@ -86,11 +94,13 @@ const { values } = parseArgs({
     requests: { type: "string", default: "6000" },
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
+    entries: { type: "string", default: "1000000" },
     json: { type: "boolean", default: false },
     only: { type: "string" },
   },
 });
-const only = values.only?.split(",");
+const named = [...(values.only?.split(",") ?? []), ...positionals];
+const only = named.length > 0 ? named : undefined;
 const unknown = only?.filter((s) => !(SECTIONS as readonly string[]).includes(s));
 if (unknown?.length) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
 const want = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
@@ -233,13 +243,17 @@ const profile = want("profile") ? await benchProfile() : undefined;
 const bigKeys = want("big-keys") ? await benchBigKeys(progress, Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES)) : undefined;
 if (want("global-limits")) progress("global limits: GET /api/orders with and without them (stacks of their own)");
 const globalLimits = want("global-limits") ? await benchGlobalLimits() : undefined;
+const drawEntries = Number(values.entries);
+if (want("draw")) progress(`draw: ${drawEntries} entries drawn through the jobs queue (a stack of its own)`);
+const draw = want("draw") ? await measureDraw({ entries: drawEntries, progress }) : undefined;
 if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
-  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys, globalLimits }));
+  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys, globalLimits, draw }));
   else {
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
     if (bigKeys) printBigKeys(bigKeys);
     if (globalLimits) printGlobalLimits(globalLimits, log);
+    if (draw) printDraw(draw, log);
   }
   process.exit(0);
 }
@@ -338,6 +352,7 @@ try {
     locks,
     bigKeys,
     globalLimits,
+    draw,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -477,6 +492,7 @@ try {
     if (locks) printLocks(locks);
     if (bigKeys) printBigKeys(bigKeys);
     if (globalLimits) printGlobalLimits(globalLimits, log);
+    if (draw) printDraw(draw, log);
 
     log("\nMeasurement conditions: the share of both cores other work took during each section");
     log(

@@ -15,10 +15,10 @@ import { type Sale, saleIsOver, waitingLines } from "../sales/sale";
 import { treeHash } from "../shared/draw-proof";
 import { hexBytes, toHex } from "../shared/hex";
 import { allLineBuckets, type Line, saleKeys } from "../shared/keys";
+import { DRAW_CHUNK_LEAVES } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import { DRAW_KEY_PATTERN, placeLeafHash } from "../shared/queue-draw-proof";
-import { CHUNK_LEAVES } from "./draw-records";
 import { runSteps, STALLED_MS, type StepOutcome } from "./draw-run";
 import {
   deleteQueueDrawPages,
@@ -135,7 +135,7 @@ export async function queueDrawStep(deps: QueueDrawDeps, sale: Sale): Promise<St
   let runs = await findQueueDrawRuns(deps.db, sale.id);
   if (runs.length === 0) {
     if (!publishesPreQueue(sale, Date.now())) return { next: "done" };
-    runs = (await startQueueDrawRuns(deps.db, sale.id, publishedLines(sale), deps.pageLeaves ?? CHUNK_LEAVES)).runs;
+    runs = (await startQueueDrawRuns(deps.db, sale.id, publishedLines(sale), deps.pageLeaves ?? DRAW_CHUNK_LEAVES)).runs;
   }
   const run = runs.find((r) => r.phase !== "ready");
   if (!run) return { next: "done" };
@@ -160,7 +160,7 @@ export async function readQueueDraw(
 ): Promise<QueueDrawRun | undefined> {
   let runs = await findQueueDrawRuns(db, sale.id);
   if (runs.length === 0 && publishesPreQueue(sale, Date.now())) {
-    const start = await startQueueDrawRuns(db, sale.id, publishedLines(sale), CHUNK_LEAVES);
+    const start = await startQueueDrawRuns(db, sale.id, publishedLines(sale), DRAW_CHUNK_LEAVES);
     if (start.started) await jobs.send(stepMessage(sale.id).body, { contentType: "json" });
     runs = start.runs;
   }

@@ -214,7 +214,7 @@ async function createdSale(
       description: body.description,
       imageUrl: body.imageUrl ?? null,
       queue,
-      buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
+      buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off" || body.draw !== null),
       variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
       draw: saleDrawOf(body.draw),
       lanes: saleLanesOf(body.lanes),

@@ -237,8 +237,9 @@ export const MAX_BYTES_PER_BUYER_RECORD = 512;
 export const MAX_BUCKETS = 4_096;
 
 /**
- * The crowd a waiting room is sized for: its places, passes, pre-queue and line grow with joiners,
- * not units (docs/benchmarks.md, "A waiting room at a million buyers").
+ * The crowd a waiting room or a draw is sized for: a waiting room's places, passes, pre-queue
+ * and line grow with joiners, a draw's entries with entrants, not units (docs/benchmarks.md,
+ * "A waiting room at a million buyers", "Draws").
  */
 export const QUEUE_PLANNED_JOINERS = 1_000_000;
 
@@ -246,10 +247,11 @@ export const QUEUE_PLANNED_JOINERS = 1_000_000;
  * How many buckets a sale of `stock` units is split into so that, sold out, no per-buyer key
  * holds more than half of `recordLimitBytes` (each buyer and each order adds at most one
  * record to a key; every order holds at least a unit, so there are at most `stock` of each).
- * A sale with a waiting room (`queued`) is sized for QUEUE_PLANNED_JOINERS joiners at least.
+ * A sale whose records grow with its crowd rather than its units (`byCrowd`: a waiting room's
+ * joiners, a draw's entrants) is sized for QUEUE_PLANNED_JOINERS of them at least.
  */
-export function bucketsFor(stock: number, recordLimitBytes: number, queued: boolean): number {
-  const records = queued ? Math.max(stock, QUEUE_PLANNED_JOINERS) : stock;
+export function bucketsFor(stock: number, recordLimitBytes: number, byCrowd: boolean): number {
+  const records = byCrowd ? Math.max(stock, QUEUE_PLANNED_JOINERS) : stock;
   const needed = Math.ceil((records * MAX_BYTES_PER_BUYER_RECORD) / (recordLimitBytes / 2));
   return Math.min(MAX_BUCKETS, Math.max(1, needed));
 }
