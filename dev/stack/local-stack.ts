@@ -47,7 +47,7 @@ export interface StackOptions {
   unsettled?: boolean;
   /** Opens workerd's inspector here, on an unminified bundle (see load/runner/profile.ts). */
   inspectorPort?: number;
-  /** Receives the Worker's console output instead of stdout/stderr. */
+  /** Receives the Worker's console output (by default its warnings and errors go to stderr). */
   onWorkerLog?: (log: { level: string; message: string }) => void;
   /** Independent redis-server + gateway pairs to start for the quorum lock (the lab's redlock); none by default. */
   quorumNodes?: number;

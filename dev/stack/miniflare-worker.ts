@@ -43,6 +43,15 @@ export interface LocalWorker {
   stop(): Promise<void>;
 }
 
+/**
+ * The Worker's log lines a tool shows unless told otherwise: warnings and errors, on stderr. Its
+ * info lines (one per order reserved or settled) would bury a tool's own output, and stdout is
+ * the tool's (a `--json` summary is read from it).
+ */
+function workerWarningsToStderr(log: { level: string; message: string }): void {
+  if (log.level === "warn" || log.level === "error") console.error(log.message);
+}
+
 /** How many of Miniflare's queue lines a worker keeps. */
 const QUEUE_LOG_LINES = 20;
 
@@ -101,7 +110,7 @@ export async function startLocalWorker(opts: {
   unsettled?: boolean;
   /** Opens workerd's inspector (Chrome DevTools protocol) here, on an unminified bundle, for a CPU profiler. */
   inspectorPort?: number;
-  /** Receives the Worker's console output instead of stdout/stderr (e.g. to count or quiet it). */
+  /** Receives the Worker's console output (e.g. to count or quiet it); by default its warnings and errors go to stderr. */
   onLog?: (log: { level: string; message: string }) => void;
   /**
    * A module run as the Worker's main module in place of the bundle's: it imports the bundle
@@ -125,7 +134,7 @@ export async function startLocalWorker(opts: {
     logRequests: false,
     cf: false, // no network: never fetch the `Request.cf` placeholder
     ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
-    ...(opts.onLog && { handleStructuredLogs: opts.onLog }),
+    handleStructuredLogs: opts.onLog ?? workerWarningsToStderr,
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
