@@ -4,8 +4,8 @@
 // writes a JSON and an HTML report, checks the invariants after the settlement queue has
 // drained, and exits 1 on any violation.
 //
-//   --strategy checkout|naive|lock|redlock|optimistic|atomic|durable-object|durable-object-merged|all   what to drive
-//              (default checkout, the real route; all = the lab's six strategies; a comma-separated
+//   --strategy checkout|naive|lock|redlock|optimistic|atomic|durable-object|durable-object-merged|design-card|all   what to drive
+//              (default checkout, the real route; all = the lab's strategies; a comma-separated
 //              list also works; redlock starts three more redis-server + gateway pairs for its quorum)
 //   --users 2000 --attempts 2 --stock 300                  the crowd: each user tries `attempts`
 //              times back to back; every strategy gets the same crowd

@@ -7,6 +7,7 @@ import { isStrategy } from "../lab/keys";
 import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
+import { designCardCheckout } from "../lab/strategies/design-card";
 import { durableObjectCheckout } from "../lab/strategies/durable-object";
 import { durableObjectMergedCheckout } from "../lab/strategies/durable-object-merged";
 import { lockCheckout } from "../lab/strategies/lock";
@@ -23,7 +24,7 @@ import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../sh
 import { settingsOf } from "../shared/settings";
 
 /**
- * The oversell lab: the checkout contract under seven strategies, each selling from its own
+ * The oversell lab: the checkout contract under eight strategies, each selling from its own
  * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
  * "true"; when off, every lab route answers exactly like a route that does not exist.
  */
@@ -36,6 +37,7 @@ const strategies: Record<StrategyName, Strategy> = {
   atomic: atomicCheckout,
   "durable-object": durableObjectCheckout,
   "durable-object-merged": durableObjectMergedCheckout,
+  "design-card": designCardCheckout,
 };
 
 const REDIS_UNREACHABLE = "redis cannot be reached right now";
