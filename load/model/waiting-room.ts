@@ -30,7 +30,7 @@ export interface PhaseLoad {
 }
 
 /** Isolates serving the polls: at least INPUTS.minIsolatesPerLocation per location, more when the polls' CPU needs them. */
-function isolates(pollsPerSec: number): number {
+export function isolates(pollsPerSec: number): number {
   return REGIONS.reduce((sum, region) => {
     const perLocation = (pollsPerSec * region.share) / region.locations;
     const needed = Math.ceil((perLocation * INPUTS.cpuMsPerLocalRefusal) / 1000 / INPUTS.isolateUtilisation);

@@ -19,6 +19,7 @@ import {
   waitingRoomProgressKeys,
 } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import { waitingRetryAfterSec } from "../shared/waiting-room-cadence";
 import { drawKey } from "../shared/waiting-room-draw";
 
 /** Where a sale's line stands, as lua/waiting-room-progress.lua answered (times are Redis', epoch ms). */
@@ -201,8 +202,7 @@ export async function standing(
   const untilStart = Math.max(0, Math.ceil((progress.startsAt - now) / 1000));
   const estimatedWaitSec = untilStart + Math.ceil(aheadOfYou / progress.admitPerSec);
   if (progress.remaining === 0) return { ...base, aheadOfYou, estimatedWaitSec, state: "sold_out", retryAfterSec: 10 };
-  // Often near the front, rarely far back or long before the start; never more than every second.
-  const retryAfterSec = clamp(untilStart > 0 ? untilStart : Math.floor(aheadOfYou / progress.admitPerSec / 2), 1, 15);
+  const retryAfterSec = waitingRetryAfterSec(aheadOfYou, progress.admitPerSec, untilStart);
   return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
 }
 
