@@ -24,6 +24,7 @@ import {
   withoutUpstashOf,
   zeroCounts,
 } from "./counts.ts";
+import { measurePush, type PushFigures } from "./push.ts";
 
 export { countingVars } from "./counting.ts";
 export type { Counts } from "./counts.ts";
@@ -75,6 +76,8 @@ export interface ActionCost {
 /** Every action's cost. */
 export interface ActionCosts {
   actions: ActionCost[];
+  /** Waiting in line by the lab's push channel against polling (load/cost/push.ts), unless only some actions were asked for. */
+  push?: PushFigures;
   /** The gateway's and the Worker's own count of Upstash commands over every action: equal, or the meter missed some. */
   crossCheck: { gatewayCommands: number; meterCommands: number };
 }
@@ -143,8 +146,7 @@ const FEW = 10;
 const WARM_BURST = 20;
 const LIFECYCLE_ORDERS = 5;
 const PAGE_READS = 200;
-/** The two draws' entries, and the units each sells. */
-const DRAW_ENTRIES = [20, 60] as const;
+/** The units each draw sells. */
 const DRAW_STOCK = 5;
 
 /** Joins `shots` to a sale's line one at a time; their tickets. */
@@ -220,9 +222,9 @@ async function pageReads(c: Counting, action: ActionName, label: string, pathnam
   };
 }
 
-/** A draw open now whose entries close in a few seconds (time enough to enter), its sale starting then. */
-function drawSale(api: ApiClient, name: string) {
-  const closesAt = Date.now() + 10_000;
+/** A draw open now whose entries close once `entries` have had time to enter, its sale starting then. */
+function drawSale(api: ApiClient, name: string, entries: number) {
+  const closesAt = Date.now() + 15_000 + entries * 250;
   return api.createSale({
     name,
     stock: DRAW_STOCK,
@@ -362,10 +364,11 @@ const STEPS: Step[] = [
       // Draws of one stock and two entry counts, after one that warms the run's scripts: the
       // run's cost per entry is their difference, its cost per winner what is left.
       const runDraw = async (entries: number) => {
-        const sale = await drawSale(c.api, `cost: a draw of ${entries} entries`);
-        for (const shot of await c.users(`drawn-${sale.id}`, entries)) {
-          const answer = await c.api.enterDraw(sale.id, shot.token);
-          c.expect(`an entry answered ${answer.status} ${answer.code}`, answer.status === 201);
+        const sale = await drawSale(c.api, `cost: a draw of ${entries} entries`, entries);
+        const entrants = await c.users(`drawn-${sale.id}`, entries);
+        for (let i = 0; i < entrants.length; i += 10) {
+          const answers = await Promise.all(entrants.slice(i, i + 10).map((shot) => c.api.enterDraw(sale.id, shot.token)));
+          for (const a of answers) c.expect(`an entry answered ${a.status} ${a.code}`, a.status === 201);
         }
         await eventually(
           "the entries to close",
@@ -385,10 +388,12 @@ const STEPS: Step[] = [
           ),
         );
       };
+      // The draws' entries: few, and three times as many.
+      const sizes = [Math.max(DRAW_STOCK, joins / 2), Math.max(DRAW_STOCK, joins / 2) * 3] as const;
       await runDraw(DRAW_STOCK);
-      const few = await runDraw(DRAW_ENTRIES[0]);
-      const more = await runDraw(DRAW_ENTRIES[1]);
-      const perEntry = atLeastZero(per(minus(more, few), DRAW_ENTRIES[1] - DRAW_ENTRIES[0]));
+      const few = await runDraw(sizes[0]);
+      const more = await runDraw(sizes[1]);
+      const perEntry = atLeastZero(per(minus(more, few), sizes[1] - sizes[0]));
       return [
         cost("draw-entry", "a draw entry", "entry", joins, c.counted(entered)),
         read,
@@ -398,14 +403,14 @@ const STEPS: Step[] = [
           "entry",
           1,
           perEntry,
-          `the difference between draws of ${DRAW_ENTRIES[0]} and ${DRAW_ENTRIES[1]} entries`,
+          `the difference between draws of ${sizes[0]} and ${sizes[1]} entries`,
         ),
         cost(
           "draw-run-winner",
           "the draw run, per winner (the run's own work and its offers: an order each, settled)",
           "winner",
           DRAW_STOCK,
-          atLeastZero(minus(few, times(perEntry, DRAW_ENTRIES[0]))),
+          atLeastZero(minus(few, times(perEntry, sizes[0]))),
           "what is left of the smaller draw (D1's reads grow faster than the entries: a share below zero is kept at zero)",
         ),
       ];
@@ -582,7 +587,10 @@ export async function measureActions(stack: Stack, options: ActionOptions = {}):
       options.progress?.(`counting: ${step.label}`);
       actions.push(...(await step.run(c, sizes)));
     }
-    return { actions: actions.filter((a) => !options.only || options.only.includes(a.action)), crossCheck: c.crossCheck() };
+    if (options.only) return { actions: actions.filter((a) => options.only?.includes(a.action)), crossCheck: c.crossCheck() };
+    options.progress?.("counting: waiting by push against polling");
+    const push = await measurePush(c);
+    return { actions, push, crossCheck: c.crossCheck() };
   } finally {
     c.close();
   }

@@ -25,6 +25,7 @@ import { INPUTS } from "../model/inputs.ts";
 import { isolates, WAITING_ROOM } from "../model/waiting-room.ts";
 import type { ActionCost, ActionName, Counts } from "./actions.ts";
 import { PRICES, UPSTASH_LIMITS } from "./prices.ts";
+import type { PushFigures } from "./push.ts";
 
 export const MODES = ["open", "fifo", "random", "draw"] as const;
 export type Mode = (typeof MODES)[number];
@@ -385,3 +386,51 @@ export async function priceDesignCard(drop: Drop, actions: readonly ActionCost[]
 
 export const describeDrop = (d: Drop) =>
   `${count(d.buyers)} buyers, ${count(d.stock)} units, ${d.mode}, ${d.minutes} min waiting`;
+
+/**
+ * How long a stream is assumed to last before its page opens another (an assumption: networks,
+ * phones going to sleep and deploys drop long connections; EventSource reconnects by itself).
+ */
+export const STREAM_LASTS_SEC = 600;
+
+export interface WaitingByPush {
+  /** The waiting page's polls in the drop, and the Workers bill for them (requests and CPU). */
+  polls: number;
+  pollingUsd: number;
+  /** The same waiting as one stream per buyer (STREAM_LASTS_SEC each), each poll an event on it. */
+  connections: number;
+  pushUsd: number;
+  /** The stream's CPU per event over a poll's, as measured here (load/cost/push.ts). */
+  cpuRatio: number;
+}
+
+/**
+ * The drop's waiting priced by push instead of polling: every request the waiting page made
+ * (the line's polls, the sale page's and the draw's reads) an event on one stream per buyer
+ * instead, whose CPU per event is the poll's times what the lab's stream measured against polls.
+ * Upstash is the same either way (the line's progress read once a second per isolate).
+ */
+export function waitingByPush(p: PricedDrop, push: PushFigures): WaitingByPush {
+  const polls = (["poll", "sale-page", "draw-read"] as const).reduce((n, action) => n + (p.times[action] ?? 0), 0);
+  const perAnswer = (f: PushFigures["polling"]) => f.workerdCpuMs / Math.max(1, f.answers);
+  const cpuRatio = perAnswer(push.stream) / perAnswer(push.polling);
+  const connections = p.drop.buyers * Math.max(1, Math.ceil((p.drop.minutes * 60) / STREAM_LASTS_SEC));
+  const cpuMs = INPUTS.cpuMsPerLocalRefusal;
+  return {
+    polls,
+    pollingUsd: billOf({ ...NO_USE, workerRequests: polls, workerCpuMs: polls * cpuMs }).total,
+    connections,
+    pushUsd: billOf({ ...NO_USE, workerRequests: connections, workerCpuMs: polls * cpuMs * cpuRatio }).total,
+    cpuRatio,
+  };
+}
+
+const NO_USE: Usage = {
+  workerRequests: 0,
+  workerCpuMs: 0,
+  upstashCommands: 0,
+  upstashBytes: 0,
+  queueMessages: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+};

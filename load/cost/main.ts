@@ -7,9 +7,9 @@
 // commands and the largest record. How the drop unfolds: load/cost/drop.ts.
 import { parseArgs } from "node:util";
 import { countedActions } from "./counted.ts";
-import { type Drop, describeDrop, MODES, type Mode, type PricedDrop, priceDesignCard, priceDrop } from "./drop.ts";
+import { type Drop, describeDrop, MODES, type Mode, type PricedDrop, priceDesignCard, priceDrop, waitingByPush } from "./drop.ts";
 import { HOSTED_WAITING_ROOM, PRICES, PRICES_READ_ON, UPSTASH_LIMITS } from "./prices.ts";
-import { actionTable, dropReport } from "./report.ts";
+import { actionTable, dropReport, pushLine } from "./report.ts";
 
 function fail(message: string): never {
   console.error(message);
@@ -72,6 +72,7 @@ if (values.json) {
       prices: { ...PRICES, readOn: PRICES_READ_ON, upstashLimits: UPSTASH_LIMITS },
       counts: { code: counted.code, measuredAt: counted.measuredAt, actions: counted.actions },
       bill: { thisProject: bill(ours), designCard: bill(card), hostedWaitingRoom: HOSTED_WAITING_ROOM },
+      waitingByPush: counted.push && waitingByPush(ours, counted.push),
     }),
   );
   process.exit(0);
@@ -84,3 +85,4 @@ console.log(
   `Prices read ${PRICES_READ_ON}, beyond each plan's included usage; Workers CPU at this machine's CPU per request (an upper bound)`,
 );
 console.log(dropReport(drop, ours, card));
+if (counted.push) console.log(pushLine(waitingByPush(ours, counted.push)));

@@ -3,8 +3,9 @@
 import { fixed, formatTable } from "../runner/table.ts";
 import type { ActionCost, Counts } from "./actions.ts";
 import type { CountedActions } from "./counted.ts";
-import { type Drop, MODES, type PricedDrop, priceDesignCard, priceDrop } from "./drop.ts";
+import { type Drop, MODES, type PricedDrop, priceDesignCard, priceDrop, STREAM_LASTS_SEC, type WaitingByPush } from "./drop.ts";
 import { HOSTED_WAITING_ROOM, PRICES_READ_ON } from "./prices.ts";
+import type { PushFigures } from "./push.ts";
 
 const n = (x: number, digits = 2) => (Number.isInteger(x) ? x.toLocaleString("en-US") : fixed(x, digits));
 export const usd = (x: number) =>
@@ -83,4 +84,27 @@ export async function dropsTable(counted: CountedActions, crowds: readonly numbe
     formatTable(rows),
     `${n(stock)} units, 10 minutes of waiting at the storefront's pace, prices read ${PRICES_READ_ON}; design card: the open drop as it is usually drawn; a hosted waiting room: ${HOSTED_WAITING_ROOM}`,
   ].join("\n");
+}
+
+/** Waiting in line by the lab's stream against polling, as measured here. */
+export function pushMeasured(push: PushFigures): string {
+  const row = (channel: string, f: PushFigures["polling"]) => ({
+    channel,
+    "answers the buyers got": f.answers,
+    "Worker requests": f.counts.workerRequests,
+    "Upstash commands": f.counts.upstashCommands,
+    "workerd CPU ms per answer": fixed(f.workerdCpuMs / Math.max(1, f.answers), 3),
+  });
+  return [
+    `${push.buyers} buyers waiting in a line letting one place in a second, ${push.seconds} s each way`,
+    formatTable([
+      row("polling (GET .../queue as told)", push.polling),
+      row("the lab's stream (server-sent events)", push.stream),
+    ]),
+  ].join("\n");
+}
+
+/** The drop's waiting by push instead of polling, in words. */
+export function pushLine(w: WaitingByPush): string {
+  return `Waiting by push instead (one stream a buyer, reopened every ${STREAM_LASTS_SEC / 60} minutes, each poll an event on it, ${fixed(w.cpuRatio, 2)}x a poll's CPU per event as measured): ${n(Math.round(w.polls))} polls -> ${n(Math.round(w.connections))} requests, Workers ${usd(w.pollingUsd)} -> ${usd(w.pushUsd)}`;
 }

@@ -1,9 +1,12 @@
 import { Hono, type MiddlewareHandler } from "hono";
+import { readTicket } from "../admission/signed-claims";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
+import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
+import { standingStream } from "../lab/queue-stream";
 import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
@@ -20,7 +23,7 @@ import type { CheckoutAccepted } from "../shared/api-types";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated } from "../shared/lab-types";
 import { DEFAULT_VARIANT } from "../shared/limits";
-import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
+import { CreateLabSaleBody, LabSaleIdParam, QueueTicketHeader, ReadPathExperimentBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 /**
@@ -71,6 +74,31 @@ export const labRoutes = new Hono<AppEnv>()
     if (!report) throw new ApiError("SALE_NOT_FOUND", "no such lab sale");
     return c.json(report);
   })
+  // The waiting room's push channel, tried against polling: the standing as server-sent events.
+  .get(
+    "/sales/:saleId/queue/stream",
+    validate("param", SaleIdParam),
+    validate("header", QueueTicketHeader),
+    requireUser,
+    async (c) => {
+      const { saleId } = c.req.valid("param");
+      const userId = c.get("userId");
+      const secret = signingSecret(c.env, "the waiting room is not available");
+      const ticket = await readTicket(secret, c.req.valid("header")["queue-ticket"], saleId, userId);
+      if (!ticket) throw new ApiError("QUEUE_TICKET_INVALID");
+      if (ticket.p === null) throw badRequest("Queue-Ticket: the stream follows places already known; poll until placed");
+      const stream = standingStream({
+        redis: redisFor(c.env),
+        db: c.env.DB,
+        keepAlive: keepAliveOf(c),
+        secret,
+        saleId,
+        userId,
+        place: ticket.p,
+      });
+      return new Response(stream, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store" } });
+    },
+  )
   .post("/:strategy/sales/:labSaleId/checkout", validate("param", LabSaleIdParam), requireUser, async (c) => {
     const { labSaleId } = c.req.valid("param");
     const strategy = c.req.param("strategy");
