@@ -1,4 +1,4 @@
-// npm start: the whole local stack with a demo sale and a demo draw.
+// npm start: the whole local stack with a demo sale, a demo draw and a demo presale.
 //   redis-server (AOF, password) -> the Upstash REST gateway -> wrangler dev with local D1
 //   and Queues, plus the cron the Worker would get in production (wrangler dev fires none):
 //   POST /admin/scheduled every minute, a route only a Worker with LOOPBACK_HOSTS_ONLY=true has
@@ -24,6 +24,8 @@
 // Cloudflare's always-passing test secret and test site key (TURNSTILE_* in the environment override them).
 // Draws: a beacon can no more be reached from here than siteverify, so this process serves the
 // local stand-in for one (dev/stack/local-beacon.ts, on BEACON_PORT) that the demo draw names.
+// Presale lanes: the demo presale's members' lane is open for about ten minutes from the start
+// (dev/stack/demo-presale.ts); each run makes codes for it and prints one.
 // Exposure: everything listens on 127.0.0.1; the Worker (LOOPBACK_HOSTS_ONLY) and the gateway
 // answer loopback Host names only, so a page whose DNS name is rebound to 127.0.0.1 cannot
 // drive them; the gateway refuses administrative commands (inside scripts too); Redis wants
@@ -41,6 +43,7 @@ import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
 import { startRedisServer } from "./lib/redis-server.ts";
 import { webhookSecretFile } from "./lib/webhook-secret-file.ts";
 import { demoDraw } from "./stack/demo-draw.ts";
+import { type DemoPresale, demoPresale } from "./stack/demo-presale.ts";
 import { localBeacon } from "./stack/local-beacon.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
@@ -314,6 +317,7 @@ async function main() {
     { idempotencyKey: `demo-drop-${day}` },
   );
   const draw = await demoDraw(api, beacon);
+  const presale = await demoPresale(api);
   const token = await api.userToken("demo-user-1");
   const endpoint = args["webhook-url"] ? await localEndpoint(api, args["webhook-url"]) : undefined;
   console.log(
@@ -321,6 +325,7 @@ async function main() {
       base,
       saleId: sale.id,
       draw,
+      presale,
       adminToken: secrets.ADMIN_TOKEN,
       buyer: { userId: "demo-user-1", token },
       store: external
@@ -341,15 +346,18 @@ function startedMessage(run: {
   base: string;
   saleId: string;
   draw: SaleView;
+  presale: DemoPresale;
   adminToken: string;
   buyer: { userId: string; token: string };
   store: string;
   endpoint: { url: string; id: string } | undefined;
   envVars: string[];
 }): string {
-  const { base, saleId, draw } = run;
+  const { base, saleId, draw, presale } = run;
   const relative = (file: string) => path.relative(ROOT, file) || file;
-  const closes = new Date(draw.draw?.closesAt ?? draw.startsAt).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  const clock = (iso: string) => new Date(iso).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  const closes = clock(draw.draw?.closesAt ?? draw.startsAt);
+  const everyone = clock(presale.sale.startsAt);
   return `
 Flash-sale checkout is running.
 
@@ -357,11 +365,14 @@ Flash-sale checkout is running.
                the demo sale, sneakers in sizes: sign in with any name and buy
   A draw       ${base}/?sale=${draw.id}
                enter before ${closes}: winners are drawn at random at the close, then pay
+  A presale    ${base}/?sale=${presale.sale.id}
+               members buy first with the code below, everyone from ${everyone}
   Console      ${base}/admin/
                create and watch sales: unlock it with the admin token below
   API docs     ${base}/docs
 
   Admin token  ${run.adminToken}
+  Members' code  ${presale.code} (lane open until ${everyone})
   Buyer token  for ${run.buyer.userId}, valid for an hour (npm run token -- <name> makes more):
                TOKEN=${run.buyer.token}
 
@@ -372,6 +383,7 @@ draw is drawn within a minute of its close.
 For developers
   Demo sale    ${saleId}: ${base}/api/sales/${saleId} (OpenAPI 3.1: ${base}/openapi.json)
   Demo draw    ${draw.id}: ${base}/api/sales/${draw.id}/draw; once drawn, npm run verify-draw -- ${draw.id} --url ${base}
+  Demo presale ${presale.sale.id}: each start makes a batch of ${presale.lane} codes; all of them, and their counts, in ${base}/admin/#lanes
   Stock store  ${run.store}
   Secrets      this stack's others (JWT, order ids, gateway, Redis, payment webhook, order events' key) are in ${relative(path.join(STATE, "secrets.json"))}; local use only${
     run.endpoint

@@ -13,7 +13,10 @@ a buyer at their limit never spends a token nor hides behind a 429.
 A queued sale (qmode fifo or random) sells only to a buyer whose waiting-room pass is
 admitted, unused and unexpired (waiting-room-progress.lua admits them), and marks the pass used in
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
-nothing. The Worker has already checked the pass's signature binds it to buyer and sale.
+nothing. The Worker has already checked the pass's signature binds it to buyer and sale. Each
+presale lane of a queued sale has a line of its own (docs/lanes.md, "Lanes with a waiting
+room"): in a lane's window only a pass of that lane's line buys (its code checked and spent as
+well), and from the public start only a pass of the public line.
 
 A sale sold by draw (qmode draw) sells only its draw's offers: the Worker's own calls for the
 entries the draw selected (src/checkout/draw-offers.ts), each naming the claim "draw" and
@@ -43,25 +46,33 @@ one table: docs/architecture.md, "The sale's Redis layout")
                      (allotments) and ls:<lane>[:<variant>] (units each lane sold)
   2  admission hash  token bucket: tokens, at (ms); expires when idle
   3  stats hash      this minute's outcome counters, "<epoch second>:<outcome>" -> count
-  4  queue counters  admitted, used, expired (waiting-room-progress.lua)
+  4  queue counters  the public line's: admitted, used, expired (waiting-room-progress.lua)
   then, when a buyer names an access code (ARGV 2 > 0), the code keys:
   +1 code batches    "<batch id>:revoked" -> 1, "<batch id>:bound" and ":spent" -> counts
   +2.. code shards   one hash per shard the call's codes live in: code hash ->
                      "<batch id>|<lane>|<uses left>|<expiry ms, 0: none>|<bound user id, or empty>"
-  then six keys for each bucket the call's buyers live in (the call names only those):
+  then, when the call names a lane's line (ARGV 3 not ""):
+  +1 line counters   that line's admitted, used, expired
+  then six keys for each bucket the call's buyers live in (the call names only those), eight
+  when it names a lane's line:
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)
   +3 pending hash    order id -> "<units>:<user id>", units as in ARGV below
   +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<units>", for checkouts that sent one
-  +5 passes hash     user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
-  +6 live zset       user ids of passes not used yet, scored by expiry (ms)
+  +5 passes hash     the public line's: user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
+  +6 live zset       the public line's user ids of passes not used yet, scored by expiry (ms)
+  +7 line passes     the lane's line's passes hash, as +5
+  +8 line live       the lane's line's live zset, as +6
 ARGV
   1  the bucket count the Worker split the buyers by: when the sale's own (meta `buckets`,
      1 when absent) differs, nothing is read or written and every buyer gets BUCKETS_CHANGED
   2  how many code keys follow the sale's four (0, or 1 + the code shards named)
+  3  the lane whose own line's keys the call names ("" for none): the latest lane any of its
+     buyers' passes is of (only that lane's window can be open: its line admits from its start)
   then sextuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
-  place its Queue-Pass names, "draw" for a draw's offer, "" for none), which of the call's
-  buckets is the buyer's (1 for the first six bucket KEYS, 2 for the next six...) and the
+  place its Queue-Pass names, "<place>@<lane>" for a pass of a lane's line, "draw" for a draw's
+  offer, "" for none), which of the call's buckets is the buyer's (1 for the first bucket's
+  KEYS, 2 for the next...) and the
   access code ("<n>:<code hash>", n the code shard among the code keys, 1 for the first; ""
   for none): 1 to 100 sextuples. The quantity may name a variant: "<quantity>@<variant id>"
   (recorded so in pending and keys for a sale with variants only)
@@ -101,23 +112,26 @@ Time comes from the Redis server (TIME), never from the caller.
 ]]
 
 local meta, admission, stats, queueCounters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SALE_KEYS, KEYS_PER_BUCKET, PER_BUYER = 4, 6, 6
-local splitBy, codeKeys = tonumber(ARGV[1]), tonumber(ARGV[2])
-local FIRST_BUYER = 3
+local SALE_KEYS, PER_BUYER = 4, 6
+local splitBy, codeKeys, lineLane = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local FIRST_BUYER = 4
+local lineKeys = lineLane ~= '' and 1 or 0
+local KEYS_PER_BUCKET = 6 + 2 * lineKeys
 local buyerCount = (#ARGV - FIRST_BUYER + 1) / PER_BUYER
 if #ARGV < FIRST_BUYER - 1 + PER_BUYER or #ARGV > FIRST_BUYER - 1 + 100 * PER_BUYER or buyerCount % 1 ~= 0
-  or not codeKeys or codeKeys == 1 or (#KEYS - SALE_KEYS - codeKeys) % KEYS_PER_BUCKET ~= 0 then
-  return redis.error_reply('checkout.lua takes a bucket count, a code key count, then 1 to 100 sextuples of user id, quantity, idempotency key, pass place, bucket and access code')
+  or not codeKeys or codeKeys == 1 or (#KEYS - SALE_KEYS - codeKeys - lineKeys) % KEYS_PER_BUCKET ~= 0 then
+  return redis.error_reply('checkout.lua takes a bucket count, a code key count, a lane line, then 1 to 100 sextuples of user id, quantity, idempotency key, pass, bucket and access code')
 end
 local codeBatches = codeKeys > 0 and KEYS[SALE_KEYS + 1]
+local lineCounters = lineKeys > 0 and KEYS[SALE_KEYS + codeKeys + 1]
 -- The keys of the call's `n`th bucket.
 local function bucketKeys(n)
-  local base = SALE_KEYS + codeKeys + (n - 1) * KEYS_PER_BUCKET
+  local base = SALE_KEYS + codeKeys + lineKeys + (n - 1) * KEYS_PER_BUCKET
   if n < 1 or base + KEYS_PER_BUCKET > #KEYS then
     return nil
   end
   return { buyers = KEYS[base + 1], outbox = KEYS[base + 2], pending = KEYS[base + 3], idempotency = KEYS[base + 4],
-    passes = KEYS[base + 5], live = KEYS[base + 6] }
+    passes = KEYS[base + 5], live = KEYS[base + 6], linePasses = KEYS[base + 7], lineLive = KEYS[base + 8] }
 end
 
 local time = redis.call('TIME')
@@ -182,6 +196,11 @@ if lanes[1] then
   starts = math.min(starts, lanes[1].starts)
 end
 laneName = lane > 0 and lanes[lane].name or ''
+
+-- Whose passes buy now: the public line's, or in a lane's window that lane's line's (named by the
+-- call, when any of its buyers holds a pass of it), in the bucket's keys of that line.
+local passKeys = lane == 0 and { passes = 'passes', live = 'live', counters = queueCounters }
+  or { passes = 'linePasses', live = 'lineLive', counters = lineCounters }
 
 -- A sale sold by draw refuses a call of buyers alone as a whole, whatever its window says.
 local offers = false
@@ -289,15 +308,22 @@ local function variantOf(units)
   return field, tonumber(quantity)
 end
 
--- Why a queued sale's buyer may not buy with the pass naming `place`, if they may not.
+-- Why a queued sale's buyer may not buy with the pass their claim names ("<place>", or
+-- "<place>@<lane>" for a pass of a lane's line), if they may not; else nil and the place.
 local spent, spentCount = {}, 0 -- passes this call used: user id -> place
-local function passProblem(user, place, bucket)
-  if place == '' then
+local function passProblem(user, claim, bucket)
+  local place, passLane = string.match(claim, '^(%d+)@(.+)$')
+  if not place then
+    place, passLane = string.match(claim, '^(%d+)$'), ''
+  end
+  if claim == '' then
     return 'QUEUE_PASS_REQUIRED'
+  elseif not place or passLane ~= laneName or (laneName ~= '' and laneName ~= lineLane) then
+    return 'QUEUE_PASS_INVALID' -- a pass of a line whose window is not open now
   elseif spent[user] then
     return 'QUEUE_PASS_USED'
   end
-  local admittedPlace, expiry = string.match(redis.call('HGET', bucket.passes, user) or '', '^(%d+):(%w+)$')
+  local admittedPlace, expiry = string.match(redis.call('HGET', bucket[passKeys.passes], user) or '', '^(%d+):(%w+)$')
   if admittedPlace ~= place then
     return 'QUEUE_PASS_INVALID' -- never admitted, or a pass of another place
   elseif expiry == 'used' then
@@ -305,7 +331,7 @@ local function passProblem(user, place, bucket)
   elseif tonumber(expiry) <= nowMs then
     return 'QUEUE_PASS_EXPIRED'
   end
-  return nil
+  return nil, place
 end
 
 -- Access codes this call read, by "<shard key>\n<hash>": { batch, lane, uses, expiry, bound, key, hash }.
@@ -384,7 +410,6 @@ local reservedAny = false
 for i = FIRST_BUYER, #ARGV, PER_BUYER do
   local user, key, claim, n = ARGV[i], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
   local offer = claim == 'draw'
-  local place = offer and '' or claim
   local field, quantity, variantRefusal = variantOf(ARGV[i + 1])
   -- What pending and keys record: the variant only where the sale has variants.
   local units = hasVariants and ARGV[i + 1] or tostring(quantity)
@@ -397,8 +422,10 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
   local keyField = key ~= '' and (user .. '\n' .. key) or nil
   local before = keyField and (keysHere[keyField] or redis.call('HGET', bucket.idempotency, keyField))
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
-  -- In a lane's window the buyer's code is what lets them in: the public line has not begun.
-  local passRefusal = not before and queued and lane == 0 and passProblem(user, place, bucket)
+  local passRefusal, place
+  if not before and queued then
+    passRefusal, place = passProblem(user, offer and '' or claim, bucket)
+  end
   -- In a lane's window: the buyer's code, and what the lane may still sell of the buyer's
   -- variant (its total and its own allotment, the smaller; math.huge: no allotment).
   local code, codeRefusal, suffix
@@ -421,10 +448,10 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
     else
       outcome = 'KEY_REUSED'
     end
+  elseif codeRefusal then
+    outcome = codeRefusal -- in a lane's window the code first: without one no line of it lets anyone in
   elseif passRefusal then
     outcome = passRefusal
-  elseif codeRefusal then
-    outcome = codeRefusal
   elseif variantRefusal then
     outcome = variantRefusal
   elseif h.units >= limit then
@@ -453,7 +480,7 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
     reservedAny = true
     local w = writesOf(n, bucket)
     w.buyers[user] = h
-    if queued and lane == 0 then
+    if queued then
       spent[user] = place
       w.spent[user] = place
       spentCount = spentCount + 1
@@ -518,12 +545,12 @@ if reservedAny then
       redis.call('HSET', w.bucket.idempotency, unpack(w.keys))
     end
     for user, place in pairs(w.spent) do
-      redis.call('HSET', w.bucket.passes, user, place .. ':used')
-      redis.call('ZREM', w.bucket.live, user)
+      redis.call('HSET', w.bucket[passKeys.passes], user, place .. ':used')
+      redis.call('ZREM', w.bucket[passKeys.live], user)
     end
   end
   if spentCount > 0 then
-    redis.call('HINCRBY', queueCounters, 'used', spentCount)
+    redis.call('HINCRBY', passKeys.counters, 'used', spentCount)
   end
   for _, code in pairs(codesSpent) do
     redis.call('HSET', code.key, code.hash,

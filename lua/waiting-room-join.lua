@@ -18,6 +18,14 @@ place never comes up: its line member is "\1<user id>" and its pre-queue member
 "<draw key>:q:<user id>", which waiting-room-progress.lua lets in as nobody's (a pass that
 lapsed at once). Its places entry is the place (or "pre") after a "q".
 
+A sale with presale lanes has a line of its own for each lane (ARGV 7 names it; docs/lanes.md,
+"Lanes with a waiting room"), with keys of its own and the sale's mode: it opens as long before
+the lane's start as the public line opens before the public start (qopens), places from the
+lane's start, and closes at the next lane's start or the public start. It takes code holders
+only: a new joiner's access code (ARGV 8, its hash) must be known, not revoked or expired, of
+the line's lane or an earlier one, bound to nobody else and have a use left, as lua/checkout.lua
+reads codes; the join binds it to the joiner (one code queues one account) and spends no use.
+
 The join costs the same whatever the bucket count: it names the joiner's bucket and the one
 range of the pre-queue its draw key falls in, and reads running totals kept with the writes
 (counters `drawn`; the Fenwick tree of the pre-queue's bucket sizes, KEYS[6]), never every
@@ -25,8 +33,8 @@ bucket. A sale whose totals are missing (none joined its pre-queue yet, or it wa
 they were kept) is answered TOTALS_MISSING, with nothing written: waiting-room-progress.lua,
 which names every bucket, sets them.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
-  1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout"); 2 to 6 are the line's
+  1  sale meta hash   qmode (off | fifo | random), qopens, starts, ends (epoch ms), state, buckets, lanes
   2  counters hash    lined: ranks given in the line so far; drawn: the pre-queue's joiners
   3  places hash      the joiner's bucket's: user id -> place, or "pre" while a random sale's
                       pre-queue joiner is unplaced ("q" before either for a quiet joiner)
@@ -34,6 +42,9 @@ KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis lay
   5  pre-queue zset   the draw key's bucket's range of the pre-queue (bucket 0's without one):
                       "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only)
   6  draw sizes       string: Fenwick tree of the pre-queue's size per bucket, u32 #1..#buckets
+  then, for a lane's line when ARGV 8 names a code (see lua/checkout.lua for both):
+  7  code batches     "<batch id>:revoked" -> 1, "<batch id>:bound" -> count
+  8  code shard       code hash -> "<batch id>|<lane>|<uses left>|<expiry ms, 0: none>|<bound user id, or empty>"
   (a pre-queue member carries the user's bucket beside the id, a line member is in the user's
   bucket's line, so waiting-room-progress.lua writes an admitted user's pass into the user's bucket)
 The line is split by the joiner's bucket, not by range of place: a script names every key it
@@ -50,11 +61,15 @@ ARGV
   4  the user's bucket (0-based), which KEYS[3] and KEYS[4] belong to
   5  the pre-queue bucket (0-based) of the draw key (0 without one), which KEYS[5] is
   6  "1": a quiet joiner (when the user id joins for the first time); "0": a person
+  7  the line: "" (or absent) the public line, else the lane whose line KEYS 2 to 6 are
+  8  a lane's line: the hash of the joiner's access code ("" or absent: none)
 Reply
   { "waiting-room-join/2", nowMs, outcome, place, startsMs, endsMs, quiet }
-  outcome  JOINED (now or before) | NOT_OPEN (before qopens) | OFF (no waiting room) |
-           CLOSED (ended or cancelled, and the buyer never joined) | NOT_FOUND | BUCKETS_CHANGED |
-           TOTALS_MISSING
+  outcome  JOINED (now or before) | NOT_OPEN (before the line opens) | OFF (no waiting room) |
+           CLOSED (the line closed or the sale was cancelled, and the buyer never joined) | NOT_FOUND
+           (the sale, or the line's lane) | BUCKETS_CHANGED | TOTALS_MISSING |
+           ACCESS_CODE_REQUIRED | ACCESS_CODE_INVALID | ACCESS_CODE_USED (a lane's line, a new joiner's code)
+  startsMs, endsMs  the line's: when it places from, when it closes
   place    1-based; 0 while unplaced (a random sale's pre-queue) or when not JOINED
   quiet    1 when the place is a quiet one (whatever ARGV 6 said on a later join), else 0
 Time comes from the Redis server (TIME).
@@ -63,11 +78,12 @@ Time comes from the Redis server (TIME).
 local meta, counters, places, line, preQueue, drawSizes = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local user, drawKey, splitBy, bucket, preBucket = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local quietJoin = ARGV[6] == '1'
+local lineLane, code = ARGV[7] or '', ARGV[8] or ''
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'starts', 'ends', 'state', 'buckets')
-local starts, ends = tonumber(sale[3]) or 0, tonumber(sale[4]) or 0
+local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'starts', 'ends', 'state', 'buckets', 'lanes')
+local opens, starts, ends = tonumber(sale[2]) or 0, tonumber(sale[3]) or 0, tonumber(sale[4]) or 0
 local function reply(outcome, place, quiet)
   return { 'waiting-room-join/2', nowMs, outcome, place, starts, ends, quiet and 1 or 0 }
 end
@@ -76,6 +92,22 @@ if not sale[3] then
 end
 if (tonumber(sale[6]) or 1) ~= splitBy or not preBucket or preBucket < 0 or preBucket >= splitBy then
   return reply('BUCKETS_CHANGED', 0, false)
+end
+-- A lane's line: its window, and each lane's rank (a code of the line's lane or an earlier one joins it).
+local laneRank, lineRank = {}, 0
+if lineLane ~= '' then
+  local laneStarts = {}
+  for name, from in string.gmatch(sale[7] or '', '([^,=]+)=(%d+)') do
+    laneStarts[#laneStarts + 1] = tonumber(from)
+    laneRank[name] = #laneStarts
+  end
+  lineRank = laneRank[lineLane] or 0
+  if lineRank == 0 then
+    return reply('NOT_FOUND', 0, false)
+  end
+  -- It opens as long before the lane's start as the public line before the public start, and
+  -- closes at the next lane's start or the public start.
+  opens, starts, ends = laneStarts[lineRank] - (starts - opens), laneStarts[lineRank], laneStarts[lineRank + 1] or starts
 end
 local mode = sale[1] or 'off'
 if mode == 'off' then
@@ -143,8 +175,27 @@ end
 if sale[5] == 'cancelled' or nowMs >= ends then
   return reply('CLOSED', 0, false)
 end
-if nowMs < tonumber(sale[2]) then
+if nowMs < opens then
   return reply('NOT_OPEN', 0, false)
+end
+if lineRank > 0 then
+  -- A lane's line: the code, read as lua/checkout.lua reads it, then bound to the joiner.
+  local codeBatches, shard = KEYS[7], KEYS[8]
+  if code == '' or not shard then
+    return reply('ACCESS_CODE_REQUIRED', 0, false)
+  end
+  local record = redis.call('HGET', shard, code)
+  local batch, codeLane, uses, expiry, bound = string.match(record or '', '^([^|]+)|([^|]+)|(%d+)|(%d+)|(.*)$')
+  if not batch or redis.call('HEXISTS', codeBatches, batch .. ':revoked') == 1
+    or (tonumber(expiry) > 0 and tonumber(expiry) <= nowMs) or (bound ~= '' and bound ~= user)
+    or not laneRank[codeLane] or laneRank[codeLane] > lineRank then
+    return reply('ACCESS_CODE_INVALID', 0, false)
+  elseif tonumber(uses) <= 0 then
+    return reply('ACCESS_CODE_USED', 0, false)
+  elseif bound == '' then
+    redis.call('HSET', shard, code, table.concat({ batch, codeLane, uses, expiry, user }, '|'))
+    redis.call('HINCRBY', codeBatches, batch .. ':bound', 1)
+  end
 end
 local tag = quietJoin and 'q' or ''
 if random and nowMs < starts then

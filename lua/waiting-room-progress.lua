@@ -17,13 +17,19 @@ seconds. A call admits at most ARGV[1] places; the next call goes on. A quiet jo
 (waiting-room-join.lua: a line member "\1<user id>", a pre-queue member "<draw key>:q:<user id>")
 is let in as nobody's: no pass, and counted expired at once, so it holds no unit back.
 
+A presale lane's own line (ARGV 3; docs/lanes.md, "Lanes with a waiting room") moves the same
+way over its own keys, from the lane's start until the next lane's start or the public start
+(its startsMs and endsMs in the reply), and its units bound is what the lane may still sell: its
+allotment and those of the capped lanes right before it, less what they sold (as
+lua/checkout.lua counts it), never more than the sale's remaining.
+
 It also keeps waiting-room-join.lua's running totals true (counters `drawn` and the Fenwick tree
 of the pre-queue's bucket sizes): it reads every bucket's size anyway, and when `drawn` is
 missing (a sale stored before the totals were kept, or none joined its pre-queue yet) or is
 not their sum (a join by a Worker that did not keep them), it writes them afresh.
 
-KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
-  1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets (see checkout.lua)
+KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout"); all but 1 are the line's
+  1  sale meta hash   qmode, qrate, qttl, starts, ends, state, remaining, buckets, lanes, la:<lane>, ls:<lane> (see checkout.lua)
   2  counters hash    admitted, used, expired; lined, drawn (waiting-room-join.lua)
   3  draw sizes       string: the Fenwick tree of the pre-queue's bucket sizes (waiting-room-join.lua)
   then four keys for each of the sale's buckets, bucket 0 first (the pre-queue carries each
@@ -38,18 +44,19 @@ ARGV
   1  the most places this call admits
   2  the bucket count the Worker split by: when it is not the sale's (meta `buckets`, 1 when
      absent), nothing is done and the reply's state is "buckets-changed"
+  3  the line: "" (or absent) the public line, else the lane whose line the KEYS are
 Reply
   { "waiting-room-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
     qrate, state, drawn }
   state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the
-         sale, or "buckets-changed" (all numbers 0, nothing done) when ARGV 2 or the bucket KEYS
+         sale (or the line's lane), or "buckets-changed" (all numbers 0, nothing done) when ARGV 2 or the bucket KEYS
          are not the sale's count
   drawn  a random sale's pre-queue joiners (places 1..drawn)
 Time comes from the Redis server (TIME).
 ]]
 
 local meta, counters, drawSizes = KEYS[1], KEYS[2], KEYS[3]
-local maxAdmit, splitBy = tonumber(ARGV[1]), tonumber(ARGV[2])
+local maxAdmit, splitBy, lineLane = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] or ''
 local SALE_KEYS, PER_BUCKET = 3, 4
 local buckets = (#KEYS - SALE_KEYS) / PER_BUCKET
 -- Bucket b's (0-based) passes hash, live zset, pre-queue range and line.
@@ -60,8 +67,16 @@ local function lineOf(b) return KEYS[SALE_KEYS + PER_BUCKET * b + 4] end
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets')
-if not sale[4] then
+local sale = redis.call('HMGET', meta, 'qmode', 'qrate', 'qttl', 'starts', 'ends', 'state', 'remaining', 'buckets', 'lanes')
+-- A lane's line: the sale's lanes in order (names, starts) and the line's rank among them.
+local laneNames, laneStarts, lineRank = {}, {}, nil
+for name, from in string.gmatch(lineLane ~= '' and sale[9] or '', '([^,=]+)=(%d+)') do
+  laneNames[#laneNames + 1], laneStarts[#laneStarts + 1] = name, tonumber(from)
+  if name == lineLane then
+    lineRank = #laneNames
+  end
+end
+if not sale[4] or (lineLane ~= '' and not lineRank) then
   return { 'waiting-room-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
 end
 if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
@@ -69,6 +84,21 @@ if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
+if lineRank then
+  -- The lane's window, and no more passes alive than the lane may still sell.
+  starts, ends = laneStarts[lineRank], laneStarts[lineRank + 1] or starts
+  local allotted, sold, capped = 0, 0, false
+  for j = lineRank, 1, -1 do
+    local counts = redis.call('HMGET', meta, 'la:' .. laneNames[j], 'ls:' .. laneNames[j])
+    if not counts[1] then
+      break
+    end
+    capped, allotted, sold = true, allotted + tonumber(counts[1]), sold + (tonumber(counts[2]) or 0)
+  end
+  if capped then
+    remaining = math.min(remaining, math.max(0, allotted - sold))
+  end
+end
 local count = redis.call('HMGET', counters, 'admitted', 'used', 'expired', 'lined', 'drawn')
 local admitted, used, expired = tonumber(count[1]) or 0, tonumber(count[2]) or 0, tonumber(count[3]) or 0
 local lined = tonumber(count[4]) or 0

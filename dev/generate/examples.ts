@@ -58,6 +58,9 @@ const FIELDS: Json = {
   events: ["order.paid", "order.expired", "order.refund_due"],
   eventId: "evt_5c1d0a2b9e8f7a6b5c4d3e2f",
   endpointId: "ep_0f1e2d3c4b5a69788796a5b4",
+  batchId: "cb_5c1d0a2b9e8f7a6b",
+  lane: "members",
+  codes: ["7KQ2-M9XD-4TRA", "P3HW-8NCB-Z5EV"],
   secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
   token:
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhbGljZSIsImV4cCI6MTc2NDU4MzYwMH0.0n6HqVvGZ0b7kX4l2c9c8dQ1uGk3b6n8m2p4r6t8v0w",
@@ -141,6 +144,8 @@ const PARAMS: Record<string, string> = {
   deliveryId: "dlv_9a8b7c6d5e4f3a2b1c0d9e8f",
   labSaleId: "3f2b8c1e-6a4d-4e9b-8f7a-2c1d0e9b8a7f",
   strategy: "atomic",
+  lane: "members",
+  batchId: "cb_5c1d0a2b9e8f7a6b",
 };
 
 /** The request headers' values, by name. */

@@ -230,6 +230,18 @@ export class ApiClient {
     return (await res.json()) as CatalogPage;
   }
 
+  /** The first sale of the catalog (upcoming and live, by start) that `match` picks, read a page at a time. */
+  async findInCatalog(match: (sale: SaleView) => boolean): Promise<SaleView | undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.catalog(cursor);
+      const found = page.sales.find(match);
+      if (found) return found;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return undefined;
+  }
+
   report(saleId: string): Promise<ReconciliationReport> {
     return this.adminJson<ReconciliationReport>(`/admin/sales/${saleId}/report`);
   }
@@ -249,9 +261,10 @@ export class ApiClient {
     });
   }
 
-  /** POST /api/sales/:saleId/queue: join the waiting room. */
-  joinWaitingRoom(saleId: string, token: string): Promise<ApiResult<QueueJoined>> {
-    return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+  /** POST /api/sales/:saleId/queue: join the waiting room (a presale lane's own line with `accessCode`, while one is open). */
+  joinWaitingRoom(saleId: string, token: string, accessCode?: string): Promise<ApiResult<QueueJoined>> {
+    const headers = { Authorization: `Bearer ${token}`, ...(accessCode !== undefined && { "Access-Code": accessCode }) };
+    return this.result(`/api/sales/${saleId}/queue`, { method: "POST", headers });
   }
 
   /** GET /api/sales/:saleId/queue with the ticket. */
@@ -259,14 +272,15 @@ export class ApiClient {
     return this.result(`/api/sales/${saleId}/queue`, { headers: { Authorization: `Bearer ${token}`, "Queue-Ticket": ticket } });
   }
 
-  /** GET /admin/sales/:saleId/queue: the waiting room's counts. */
-  queueStats(saleId: string): Promise<QueueStats> {
-    return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue`);
+  /** GET /admin/sales/:saleId/queue: the waiting room's counts (of a presale lane's own line with `lane`). */
+  queueStats(saleId: string, lane?: string): Promise<QueueStats> {
+    return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue${lane === undefined ? "" : `?lane=${lane}`}`);
   }
 
-  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place. */
-  queuePlaces(saleId: string, from = 1): Promise<QueuePlaces> {
-    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}`);
+  /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place (of a presale lane's own line with `lane`). */
+  queuePlaces(saleId: string, from = 1, lane?: string): Promise<QueuePlaces> {
+    const ofLane = lane === undefined ? "" : `&lane=${lane}`;
+    return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}${ofLane}`);
   }
 
   /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */
@@ -338,9 +352,12 @@ export class ApiClient {
     return this.adminResult(`/admin/sales/${saleId}/bypass`, { method: "POST", body: JSON.stringify({ userId }) });
   }
 
-  /** A checkout with a Queue-Pass (none when undefined), as it answered. */
-  checkoutWithPass(saleId: string, token: string, pass: string | undefined): Promise<Answer> {
-    return this.answer(checkoutPath(saleId), token, undefined, pass === undefined ? {} : { "Queue-Pass": pass });
+  /** A checkout with a Queue-Pass (none when undefined) and, in a presale lane's window, an Access-Code, as it answered. */
+  checkoutWithPass(saleId: string, token: string, pass: string | undefined, code?: string): Promise<Answer> {
+    return this.answer(checkoutPath(saleId), token, undefined, {
+      ...(pass !== undefined && { "Queue-Pass": pass }),
+      ...(code !== undefined && { "Access-Code": code }),
+    });
   }
 
   /** GET /healthz, the trivial route benchmarks set beside checkout: code OK when it answered 200. */

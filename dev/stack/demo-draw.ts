@@ -22,7 +22,9 @@ const LEFT_TO_ENTER_MS = 2 * 60_000;
 
 /** The demo draw whose entries are open (found, or made now). */
 export async function demoDraw(api: ApiClient, beacon: BeaconStandIn, now = Date.now()): Promise<SaleView> {
-  const open = await openDemoDraw(api, now);
+  const open = await api.findInCatalog(
+    (s) => s.name === NAME && s.draw !== null && Date.parse(s.draw.closesAt) - now > LEFT_TO_ENTER_MS,
+  );
   if (open) return open;
   // Entries close on a whole minute, ten or eleven minutes from now: a time that reads well.
   const closesAt = Math.ceil((now + OPEN_MS) / 60_000) * 60_000;
@@ -47,18 +49,4 @@ export async function demoDraw(api: ApiClient, beacon: BeaconStandIn, now = Date
     },
     { idempotencyKey: `demo-draw-${closesAt}` },
   );
-}
-
-/** The catalog's demo draw with time left to enter, if any. */
-async function openDemoDraw(api: ApiClient, now: number): Promise<SaleView | undefined> {
-  let cursor: string | undefined;
-  do {
-    const page = await api.catalog(cursor);
-    const open = page.sales.find(
-      (s) => s.name === NAME && s.draw !== null && Date.parse(s.draw.closesAt) - now > LEFT_TO_ENTER_MS,
-    );
-    if (open) return open;
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
-  return undefined;
 }

@@ -275,7 +275,7 @@ async function measureCheckout(redis: IORedis, saleId: string, buyers: number, b
       const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, split, users);
       const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b]), ""]);
       const sent = performance.now();
-      const reply = await redis.evalsha(sha, keys.length, ...keys, String(buckets), "0", ...args);
+      const reply = await redis.evalsha(sha, keys.length, ...keys, String(buckets), "0", "", ...args);
       client.push(performance.now() - sent);
       // Read as the Worker reads it: every buyer must be reserved.
       const refused = parseCheckoutReply(reply, users.length).reservations?.find((r) => r.code !== "OK");

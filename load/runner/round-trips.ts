@@ -60,15 +60,15 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
   try {
     // Every sale first: each creation evicts its cached pages again a moment later, a round
     // trip of its own that must not land inside a figure.
-    const [sale, ended, throttled, crowd, sized] = await Promise.all([
+    const [sale, ended, throttled, crowd, sized, laned] = await Promise.all([
       api.createSale({ stock: 2, name: "round trips" }),
       api.createSale({
         name: "ended",
         startsAt: new Date(Date.now() - 7_200_000).toISOString(),
         endsAt: new Date(Date.now() - 3_600_000).toISOString(),
       }),
-      // A bucket of one token refilled once a second: the second buyer, right after its first, is throttled.
-      api.createSale({ stock: 10, name: "throttled", admission: { rate: 1, burst: 1 } }),
+      // Buckets of one token refilled once a second: the second buyer, right after its first, is throttled.
+      Promise.all([1, 2, 3].map((n) => api.createSale({ stock: 10, name: `throttled ${n}`, admission: { rate: 1, burst: 1 } }))),
       api.createSale({ stock: 200, name: "stampede" }),
       api.createSale({
         name: "sizes",
@@ -77,8 +77,19 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
           { id: "m", label: "M", stock: 5 },
         ],
       }),
+      // A members' lane open now, the public an hour away: every checkout names a code.
+      api.createSale({
+        stock: 100,
+        name: "lanes",
+        startsAt: new Date(Date.now() + 3_600_000).toISOString(),
+        endsAt: new Date(Date.now() + 7_200_000).toISOString(),
+        lanes: [{ name: "members", startsAt: new Date(Date.now() - 1_000).toISOString() }],
+      }),
     ]);
-    await waitForSecondEvictions(redis, [sale.id, ended.id, throttled.id, crowd.id, sized.id]);
+    await waitForSecondEvictions(redis, [sale.id, ended.id, ...throttled.map((t) => t.id), crowd.id, sized.id, laned.id]);
+    const codes = await api.codeBatch(laned.id, "members", { count: 51 });
+    if (codes.status !== 201) throw new Error(`codes for the lanes sale: ${codes.status} ${codes.code}`);
+    const [firstCode, ...crowdCodes] = codes.body?.codes ?? [];
     const [a, b, c] = (await Promise.all(["rt-a", "rt-b", "rt-c"].map((u) => api.userToken(`${sale.id}-${u}`)))) as [
       string,
       string,
@@ -127,20 +138,29 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
     await checkoutCost("ended (first)", ended.id, a, 409);
     await warmCost("ended (warm)", ended.id, b, 409);
 
-    // The bucket holds one token, refilled once a second: a takes it and b, sent right behind
-    // (well inside that second however busy the machine; waiting for a's settlement first
-    // was not), is refused. a's acceptance and settlement, measured alone above, come off.
-    const acceptedThenThrottled = await measure(stack, redis, async () => {
-      await expectStatus(api.checkout(throttled.id, a), 202);
-      await expectStatus(api.checkout(throttled.id, b), 429);
-      await waitForOutboxEmpty(redis, throttled.id);
-    });
-    costs.push({
-      outcome: "rate limited (first)",
-      roundTrips: acceptedThenThrottled.roundTrips - accepted.roundTrips,
-      redisCommands: acceptedThenThrottled.redisCommands - accepted.redisCommands,
-    });
-    await warmCost("rate limited (warm)", throttled.id, c, 429);
+    // The bucket holds one token, refilled once a second: a takes it and b, sent right behind,
+    // is refused. a's acceptance and settlement, measured alone above, come off. On a machine so
+    // busy that a second passed between the two, the refill sold to b: the pair is tried again
+    // on the next such sale, so the figure is always a refusal's.
+    let throttledFirst: OutcomeCost | undefined;
+    for (const bucket of throttled) {
+      let refused = false;
+      const pair = await measure(stack, redis, async () => {
+        await expectStatus(api.checkout(bucket.id, a), 202);
+        refused = (await api.checkout(bucket.id, b)).status === 429;
+        await waitForOutboxEmpty(redis, bucket.id);
+      });
+      if (!refused) continue;
+      throttledFirst = {
+        outcome: "rate limited (first)",
+        roundTrips: pair.roundTrips - accepted.roundTrips,
+        redisCommands: pair.redisCommands - accepted.redisCommands,
+      };
+      await warmCost("rate limited (warm)", bucket.id, c, 429);
+      break;
+    }
+    if (!throttledFirst) throw new Error(`b was never throttled right behind a, in ${throttled.length} tries`);
+    costs.push(throttledFirst);
 
     // A sale in sizes: buying one is the same one script call; a sold-out size is refused warm.
     const acceptedSize = await measure(stack, redis, async () => {
@@ -166,6 +186,28 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
       roundTrips: stampede.roundTrips / crowdTokens.length,
       redisCommands: stampede.redisCommands / crowdTokens.length,
       note: "merged script calls; includes settlement's outbox clears",
+    });
+
+    // A code holder in a presale lane: the code is checked, bound and spent in the same call.
+    const acceptedCode = await measure(stack, redis, async () => {
+      await expectStatus(api.checkoutWithCode(laned.id, a, firstCode as string), 202);
+      await waitForOutboxEmpty(redis, laned.id);
+    });
+    costs.push({
+      outcome: "accepted with an access code (a presale lane)",
+      ...acceptedCode,
+      note: "includes 1 round trip of its settlement (outbox clear)",
+    });
+    const holders = await Promise.all(crowdCodes.map((_, i) => api.userToken(`${laned.id}-rt-holder-${i}`)));
+    const codeStampede = await measure(stack, redis, async () => {
+      await Promise.all(holders.map((t, i) => expectStatus(api.checkoutWithCode(laned.id, t, crowdCodes[i] as string), 202)));
+      await waitForOutboxEmpty(redis, laned.id);
+    });
+    costs.push({
+      outcome: `accepted with codes, ${holders.length} holders at once (per buyer)`,
+      roundTrips: codeStampede.roundTrips / holders.length,
+      redisCommands: codeStampede.redisCommands / holders.length,
+      note: "merged script calls carry the codes; includes settlement's outbox clears",
     });
 
     // 200 clients polling the sale page at once, twice, 600 ms apart, once its record is in

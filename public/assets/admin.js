@@ -3,13 +3,15 @@
 // the storefront lists, or any by number, watched live from one poll of GET
 // /admin/sales/:id/stats every 2 s: outcomes per second, remaining stock, orders by state, the
 // reconciliation; pause, resume or cancel), Orders (order-lists.js), Draw (console-draw.js:
-// a draw sale's entries, commitment, progress and results), Create and edit
+// a draw sale's entries, commitment, progress and results), Lanes and codes (console-lanes.js:
+// a sale's presale lanes, their codes, and staff passes), Create and edit
 // (create-form.js, edit-form.js), Order events (order-events.js), Deny rules (deny-rules.js) and Settings
 // (console-settings.js). This module unlocks it and watches the sale the others act on.
 // The admin token is kept for the tab (sessionStorage), so a reload does not lock the
 // console; never in localStorage, never in the URL; Lock forgets it.
 
 import { drawPanel } from "./console-draw.js";
+import { lanesPanel } from "./console-lanes.js";
 import { loadShopSettings } from "./console-settings.js";
 import { createForm } from "./create-form.js";
 import { denyRulesPanel } from "./deny-rules.js";
@@ -68,9 +70,12 @@ async function admin(path, options = {}) {
   return answer;
 }
 
-/** @param {string} path a file the admin API answers (the CSV export) */
-async function adminFile(path) {
-  const answer = await fetchFile("", path, { adminToken });
+/**
+ * @param {string} path a file the admin API answers (the CSV export, a batch of codes)
+ * @param {{ method?: string, body?: unknown, accept?: string }} [options]
+ */
+async function adminFile(path, options = {}) {
+  const answer = await fetchFile("", path, { ...options, adminToken });
   if (answer.status === 401) lock("The admin token was refused: enter it again.");
   return answer;
 }
@@ -79,6 +84,7 @@ const orderEvents = orderEventsPanel(admin);
 const saleOrders = saleOrdersPanel(admin, adminFile);
 const denyRules = denyRulesPanel(admin);
 const drawing = drawPanel(admin);
+const laning = lanesPanel(admin, adminFile);
 const creating = createForm(admin, (sale) => {
   void salesList.reload();
   watch(sale.id);
@@ -141,6 +147,7 @@ function lock(message) {
   $("orders-none").hidden = false;
   saleOrders.forget();
   drawing.forget();
+  laning.forget();
   orderEvents.forget();
   denyRules.forget();
   creating.forget();
@@ -237,6 +244,7 @@ function watch(saleId) {
   watchedSale = undefined;
   editing.forget();
   drawing.forget();
+  laning.forget();
   $("orders-none").hidden = true;
   saleOrders.show(saleId);
   void poll(run);
@@ -251,6 +259,7 @@ async function poll(run) {
       watchedSale = answer.body.sale;
       render(answer.body);
       drawing.sawSale(answer.body.sale);
+      laning.sawSale(answer.body.sale);
       if (answer.body.sale.queue?.mode !== "off") await renderQueue(run.saleId);
       $("queue-panel").hidden = answer.body.sale.queue?.mode === "off";
       // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.

@@ -1,9 +1,11 @@
 // @ts-check
 // The console's create form: a new sale (POST /admin/sales, with an Idempotency-Key kept
 // across retries of the same form). Prices are typed in the currency's units (lib/money.js),
-// variants as rows (variant-rows.js); a sale sold by draw takes its entries' window and,
-// optionally, a beacon's round (drawSettings). After a create the form starts empty again: nothing of
+// variants as rows (variant-rows.js), presale lanes as rows (lane-rows.js); a sale sold by
+// draw takes its entries' window and, optionally, a beacon's round (drawSettings). After a create the form starts empty again: nothing of
 // the last sale carries over unless the owner asks for it with "Copy this sale".
+
+import { LaneRows } from "./lane-rows.js";
 import { idempotencyKey } from "./lib/api.js";
 import { $, FormProblem, say, showProblem } from "./lib/console-page.js";
 import { fromMinorUnits, isCurrency, priceHint, toMinorUnits } from "./lib/money.js";
@@ -27,6 +29,11 @@ export function createForm(admin, created) {
     add: /** @type {HTMLButtonElement} */ ($("sale-add-variant")),
     currency,
     changed: () => renderHints(),
+  });
+  const lanes = new LaneRows({
+    body: $("sale-lane-rows"),
+    table: $("sale-lane-table"),
+    add: /** @type {HTMLButtonElement} */ ($("sale-add-lane")),
   });
 
   /** The key of the sale being created: kept across retries of the same form, new once it changes. */
@@ -64,6 +71,7 @@ export function createForm(admin, created) {
   function reset() {
     form.reset();
     rows.clear();
+    lanes.clear();
     setDefaultWindow();
     renderDraw();
     renderHints();
@@ -123,6 +131,8 @@ export function createForm(admin, created) {
     }
     if (data.get("humanCheck")) body.humanCheck = true;
     if (data.get("draw")) body.draw = drawSettings(body);
+    const laneList = lanes.read(Date.parse(String(body.startsAt)), Boolean(data.get("draw")));
+    if (laneList.length > 0) body.lanes = laneList;
     return body;
   }
 
@@ -215,8 +225,11 @@ export function createForm(admin, created) {
     } else {
       field("sale-stock").value = String(sale.stock);
     }
+    // A lane keeps its name and units; when it opens is new for each sale, as the window is.
+    for (const lane of sale.lanes ?? []) lanes.add({ name: lane.name, stock: lane.stock });
     renderHints();
-    say("create-status", `Copied from sale ${sale.id}: check the name and the window, then create.`, "good");
+    const opens = sale.lanes?.length > 0 ? ", give each lane the time it opens" : "";
+    say("create-status", `Copied from sale ${sale.id}: check the name and the window${opens}, then create.`, "good");
   }
 
   reset();

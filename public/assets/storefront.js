@@ -1,12 +1,14 @@
 // @ts-check
 // The storefront: the list of sales, a sale's page with its countdown and live stock, buying
-// (or entering its draw: draw-panel.js), and the order followed to its end (paying or
-// cancelling while it waits for payment).
+// (with a presale lane's code before the public start: lanes.js; or entering its draw:
+// draw-panel.js), and the order followed to its end (paying or cancelling while it waits for
+// payment).
 // Plain DOM code: two views and a few forms need no framework, and the page stays a handful
 // of small files with nothing to build.
 
 import { DrawPanel, drawCardLine } from "./draw-panel.js";
 import { HELD_ORDER_STATES, OPEN_ORDER_STATES, orderToShow, rememberFollowed } from "./held-order.js";
+import { LanePanel, laneCardLine } from "./lanes.js";
 import { call, idempotencyKey, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatMoney, formatTime, words } from "./lib/format.js";
 import { humanCheckFor } from "./lib/human-check.js";
@@ -128,8 +130,16 @@ $("sign-in").addEventListener("submit", async (event) => {
   }
   $("account-status").textContent = "";
   identity.set(answer.body.token, { keep: true });
-  // The form is gone: focus goes where the buyer is headed next.
-  $(current instanceof SalePage ? (current.drawPanel ? "draw-enter" : "buy-button") : "sign-out").focus();
+  // The form is gone: focus goes where the buyer is headed next (a lane's code before Buy).
+  const next =
+    current instanceof SalePage
+      ? current.drawPanel
+        ? "draw-enter"
+        : current.lanes?.open()
+          ? "access-code"
+          : "buy-button"
+      : "sign-out";
+  $(next).focus();
 });
 
 $("sign-out").addEventListener("click", () => {
@@ -363,6 +373,7 @@ function saleCard(sale) {
   facts.className = "num";
   const when =
     drawCardLine(sale) ??
+    laneCardLine(sale) ??
     (sale.status === "upcoming" ? `Starts ${formatTime(sale.startsAt)}` : `Ends ${formatTime(sale.endsAt)}`);
   facts.textContent = `${sale.remaining} of ${sale.stock} left · ${when}`;
   item.append(title, stateLine, price, facts);
@@ -392,6 +403,8 @@ class SalePage {
   room;
   /** @type {DrawPanel | undefined} the sale's draw, when it is sold by draw */
   drawPanel;
+  /** @type {LanePanel | undefined} the sale's presale lanes, when it has them */
+  lanes;
   /** @type {import("./lib/human-check.js").HumanCheck | undefined} the widget, where the sale asks for the human check */
   humanCheck;
   /** Why the human check is not on the page, when it could not be shown. */
@@ -434,6 +447,7 @@ class SalePage {
     this.stopped = true;
     this.room?.stop();
     this.drawPanel?.stop();
+    this.lanes?.stop();
     clearInterval(this.ticker);
     for (const id of ["human-check", "queue-human-check", "draw-human-check"]) {
       $(id).hidden = true;
@@ -560,11 +574,22 @@ class SalePage {
           token: this.humanCheck?.token(),
           reset: () => this.humanCheck?.reset(),
         }),
+        accessCode: () => this.lanes?.code(),
+        codeRefusal: (answer) => this.lanes?.refusal(answer, undefined),
       });
     }
     this.room?.render(sale, Boolean(sale.humanCheck));
     if (sale.draw && !this.drawPanel) this.drawPanel = this.newDrawPanel();
     this.drawPanel?.show(sale);
+    if (sale.lanes?.length > 0 && !this.lanes) {
+      this.lanes = new LanePanel(this.saleId, {
+        changed: () => this.renderBuy(),
+        news: (text) => {
+          if (!this.buying && !this.orderId) this.say(text, "good");
+        },
+      });
+    }
+    this.lanes?.show(sale);
     this.renderPrice();
     // An order found before the sale's first read names its size once the sale is known.
     if (first && this.order) this.renderOrder();
@@ -655,7 +680,11 @@ class SalePage {
         ? "Buy opens on your turn in the waiting room."
         : "Your turn to buy has passed.";
     }
-    if (sale.status === "upcoming") return "Opens when the countdown ends.";
+    // In a presale lane's window, code holders buy before the public start.
+    if (sale.status === "upcoming") {
+      const inLane = this.lanes?.blocker();
+      if (inLane !== "") return inLane ?? "Opens when the countdown ends.";
+    }
     // A queued sale asked for the check at the join: its pass carries it.
     if (sale.humanCheck && !this.room && !this.humanCheck?.token())
       return this.humanCheckTrouble || "Complete the check beside Buy first.";
@@ -675,19 +704,20 @@ class SalePage {
   tick() {
     if (this.sale) this.room?.render(this.sale, Boolean(this.sale.humanCheck));
     this.drawPanel?.paint();
+    this.lanes?.paint();
     const sale = this.sale;
     if (sale) {
       const now = serverNow();
       const starts = Date.parse(sale.startsAt);
       const ends = Date.parse(sale.endsAt);
       const upcoming = now < starts;
-      const drawClock = this.drawPanel?.clock();
+      const panelClock = this.drawPanel?.clock() ?? this.lanes?.clock();
       if (sale.status === "cancelled") {
         setText("clock-label", "Cancelled");
         setText("clock", "–");
-      } else if (drawClock) {
-        setText("clock-label", drawClock.label);
-        setText("clock", formatDuration(drawClock.ms));
+      } else if (panelClock) {
+        setText("clock-label", panelClock.label);
+        setText("clock", formatDuration(panelClock.ms));
       } else {
         setText("clock-label", upcoming ? "Starts in" : now < ends ? "Ends in" : "Ended");
         setText("clock", now < ends ? formatDuration((upcoming ? starts : ends) - now) : "00:00");
@@ -712,6 +742,8 @@ class SalePage {
     const key = idempotencyKey();
     // A token passes once: this purchase's retries send it again (a refusal asks for a fresh check).
     const humanCheckToken = this.room ? undefined : this.humanCheck?.token();
+    // The code typed, while a lane is open (from the public start none is asked for).
+    const accessCode = this.lanes?.code();
     this.buying = true;
     this.renderBuy();
     this.say("Buying…", "wait");
@@ -726,12 +758,19 @@ class SalePage {
             "Idempotency-Key": key,
             ...(this.room?.pass && { "Queue-Pass": this.room.pass }),
             ...(humanCheckToken && { "Human-Check": humanCheckToken }),
+            ...(accessCode && { "Access-Code": accessCode }),
           },
         });
         if (answer.status === 202) {
           this.room?.used();
           this.say(`Accepted: order ${answer.body.orderId} is reserved for you and being confirmed.`, "good");
           void this.follow(answer.body.orderId);
+          return;
+        }
+        // A refusal about the lanes (a code, a lane's units) is said in their words, and ends the purchase.
+        const laneRefusal = this.lanes?.refusal(answer, variant && variantOf(this.sale, variant)?.label);
+        if (laneRefusal) {
+          this.say(laneRefusal, "bad");
           return;
         }
         if (answer.status === 429) {

@@ -4,7 +4,8 @@
 // with buttons. In the edit form a variant the sale has keeps its id and cannot be removed
 // (the API adds and changes variants, never takes one away), its stock only grows, and its
 // price is fixed once the sale has started.
-import { FormProblem, rowButton } from "./lib/console-page.js";
+import { FormProblem } from "./lib/console-page.js";
+import { FormRows, rowInput } from "./lib/form-rows.js";
 import { fromMinorUnits, toMinorUnits } from "./lib/money.js";
 
 /** The API's variant ids: 1 to 32 letters, digits or . _ - */
@@ -12,29 +13,15 @@ const VARIANT_ID = /^[A-Za-z0-9._-]{1,32}$/;
 
 /** @typedef {{ id: string, label: string, stock: number, price?: number }} VariantInput */
 
-/** @param {string} name @param {Record<string, string>} attributes */
-function input(name, attributes) {
-  const field = document.createElement("input");
-  field.name = name;
-  for (const [key, value] of Object.entries(attributes)) field.setAttribute(key, value);
-  return field;
-}
-
-export class VariantRows {
+export class VariantRows extends FormRows {
   /**
    * @param {{ body: HTMLElement, table: HTMLElement, add: HTMLButtonElement, currency: () => string, changed?: () => void }} parts
    *   the table's body and its box (hidden while there are no rows), the add button, the
    *   currency prices are typed in, and who hears of every change
    */
   constructor(parts) {
-    this.parts = parts;
-    parts.add.addEventListener("click", () => this.add().focus());
-    parts.body.addEventListener("input", () => parts.changed?.());
-  }
-
-  /** @returns {HTMLTableRowElement[]} */
-  rows() {
-    return /** @type {HTMLTableRowElement[]} */ ([...this.parts.body.querySelectorAll("tr")]);
+    super(parts, "Variant", ["id", "label", "stock", "price"]);
+    this.currency = parts.currency;
   }
 
   /**
@@ -43,68 +30,25 @@ export class VariantRows {
    * @param {{ kept?: boolean, priceFixed?: boolean }} [options] kept: a variant the sale has (edit)
    */
   add(values = {}, { kept = false, priceFixed = false } = {}) {
-    const currency = this.parts.currency();
-    const id = input("variantId", { maxlength: "32", autocomplete: "off" });
+    const currency = this.currency();
+    const id = rowInput("variantId", { maxlength: "32", autocomplete: "off" });
     id.value = values.id ?? "";
     id.readOnly = kept;
-    const label = input("variantLabel", { maxlength: "200", autocomplete: "off" });
+    const label = rowInput("variantLabel", { maxlength: "200", autocomplete: "off" });
     label.value = values.label ?? "";
-    const stock = input("variantStock", {
+    const stock = rowInput("variantStock", {
       type: "number",
       min: String(kept ? (values.stock ?? 1) : 1),
       max: "1000000",
       step: "1",
     });
     stock.value = values.stock === undefined ? "" : String(values.stock);
-    const price = input("variantPrice", { inputmode: "decimal", autocomplete: "off", placeholder: "the sale's" });
+    const price = rowInput("variantPrice", { inputmode: "decimal", autocomplete: "off", placeholder: "the sale's" });
     price.value = values.price === undefined ? "" : fromMinorUnits(values.price, currency);
     price.disabled = priceFixed;
-    const tr = document.createElement("tr");
+    const tr = this.append([id, label, stock, price], !kept);
     if (kept) tr.dataset.kept = values.id;
-    for (const field of [id, label, stock, price]) {
-      const td = document.createElement("td");
-      td.append(field);
-      tr.append(td);
-    }
-    const last = document.createElement("td");
-    if (!kept) last.append(rowButton("Remove", "", () => this.remove(tr)));
-    tr.append(last);
-    this.parts.body.append(tr);
-    this.renumber();
-    this.parts.changed?.();
     return id;
-  }
-
-  /** @param {HTMLTableRowElement} tr */
-  remove(tr) {
-    const next = /** @type {HTMLTableRowElement | null} */ (tr.nextElementSibling ?? tr.previousElementSibling);
-    tr.remove();
-    this.renumber();
-    this.parts.changed?.();
-    // The keyboard stays in the table (on the row that took its place), else goes back to Add.
-    (next?.querySelector("button") ?? this.parts.add).focus();
-  }
-
-  /** Each row's fields say which row they are in ("Variant 2 stock"), however rows come and go. */
-  renumber() {
-    const rows = this.rows();
-    this.parts.table.hidden = rows.length === 0;
-    rows.forEach((tr, i) => {
-      const [id, label, stock, price] = /** @type {HTMLInputElement[]} */ ([...tr.querySelectorAll("input")]);
-      const which = `Variant ${i + 1}`;
-      id?.setAttribute("aria-label", `${which} id`);
-      label?.setAttribute("aria-label", `${which} label`);
-      stock?.setAttribute("aria-label", `${which} stock`);
-      price?.setAttribute("aria-label", `${which} price`);
-      const hidden = tr.querySelector("button .visually-hidden");
-      if (hidden) hidden.textContent = ` variant ${i + 1}`;
-    });
-  }
-
-  /** No rows. */
-  clear() {
-    this.parts.body.replaceChildren();
-    this.renumber();
   }
 
   /**
@@ -113,7 +57,7 @@ export class VariantRows {
    * @throws {FormProblem} naming the row and field to fix
    */
   read() {
-    const currency = this.parts.currency();
+    const currency = this.currency();
     const seen = new Set();
     return this.rows().map((tr, i) => {
       const [id, label, stock, price] = /** @type {HTMLInputElement[]} */ ([...tr.querySelectorAll("input")]);

@@ -49,14 +49,25 @@ function roomLine(at) {
   return `You are in line. Your turn comes ${wait}. Keep this page open: Buy opens then.`;
 }
 
-/** When the line opens: joining is refused before then. @param {any} sale */
-const opensAt = (sale) => Date.parse(sale.startsAt) - sale.queue.prequeueSec * 1000;
+/**
+ * When the first line opens: joining is refused before then. A sale with presale lanes opens
+ * each lane's own line the pre-queue's length before that lane's start (its code holders join
+ * with their code), the public line as long before the sale's start.
+ * @param {any} sale
+ */
+const opensAt = (sale) =>
+  Math.min(...[sale.startsAt, ...(sale.lanes ?? []).map((/** @type {any} */ l) => l.startsAt)].map(Date.parse)) -
+  sale.queue.prequeueSec * 1000;
 
 /** What a buyer without a place is told: when the line opens, or how to join it. @param {{ sale: any, now: number, humanCheck: boolean }} at */
 function lineToJoin({ sale, now, humanCheck }) {
   if (now < opensAt(sale))
     return `The line opens ${formatWait(opensAt(sale) - now)} (${formatTime(opensAt(sale))}). Come back then to join it.`;
   const first = humanCheck ? "Complete the check beside Join the line, then join" : "Join the line";
+  // A presale lane's own line takes its code holders (their code in the field for it) until the public line opens.
+  if ((sale.lanes ?? []).length > 0 && now < Date.parse(sale.startsAt) - sale.queue.prequeueSec * 1000) {
+    return `The code holders' line is open. Enter your code, then ${first.charAt(0).toLowerCase()}${first.slice(1)}: they are let in from their lane's start.`;
+  }
   if (now < Date.parse(sale.startsAt)) {
     return sale.queue.mode === "random"
       ? `The line is open. ${first}: places are drawn when the sale starts.`
@@ -83,7 +94,7 @@ export class WaitingRoom {
   /**
    * @param {string} api the API's origin
    * @param {string} saleId
-   * @param {{ token: () => string, userId: () => string, say: (text: string, tone?: "good" | "bad" | "wait" | "") => void, changed: () => void, humanCheck: () => { needed: boolean, token: string | undefined, reset: () => void } }} page
+   * @param {{ token: () => string, userId: () => string, say: (text: string, tone?: "good" | "bad" | "wait" | "") => void, changed: () => void, humanCheck: () => { needed: boolean, token: string | undefined, reset: () => void }, accessCode: () => string | undefined, codeRefusal: (answer: import("./lib/api.js").Answer) => string | undefined }} page
    */
   constructor(api, saleId, page) {
     this.api = api;
@@ -123,10 +134,12 @@ export class WaitingRoom {
     if (!this.page.token()) return this.page.say("Sign in above to join the line.", "bad");
     const check = this.page.humanCheck();
     if (check.needed && !check.token) return this.page.say("Complete the check beside Join the line first.", "bad");
+    // A presale lane's line is joined with its code (bound to the buyer there; spent only at checkout).
+    const code = this.page.accessCode();
     const answer = await call(this.api, `/api/sales/${this.saleId}/queue`, {
       method: "POST",
       token: this.page.token(),
-      headers: check.token ? { "Human-Check": check.token } : {},
+      headers: { ...(check.token && { "Human-Check": check.token }), ...(code && { "Access-Code": code }) },
     });
     // A token passes once: a join that did not take it asks for a fresh check.
     if (check.token) check.reset();
@@ -140,6 +153,8 @@ export class WaitingRoom {
     }
     if (answer.code === "QUEUE_NOT_OPEN")
       return this.page.say("The line is not open yet: it opens when the countdown ends.", "wait");
+    const aboutTheCode = this.page.codeRefusal(answer);
+    if (aboutTheCode) return this.page.say(aboutTheCode, "bad");
     this.page.say(`Could not join the line: ${answer.message}`, "bad");
   }
 

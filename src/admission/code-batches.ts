@@ -95,6 +95,12 @@ export async function createBatch(
   return { batchId, codes };
 }
 
+/** The lane of the code whose hash is `hash`, as Redis holds it: one HGET; undefined when it holds none. */
+export async function laneOfCode(redis: Redis, saleId: string, hash: string): Promise<string | undefined> {
+  const record = await redis.hget<string>(accessCodeKeys(saleId).shard(codeShardOf(hash)), hash);
+  return record === null ? undefined : String(record).split("|")[1];
+}
+
 /** Every batch of the sale, oldest first, with how many of its codes are bound and its uses spent. */
 export async function listBatches(db: D1Database, redis: Redis, saleId: string): Promise<CodeBatch[]> {
   const [{ results }, counters] = await Promise.all([

@@ -6,9 +6,14 @@
 // holds that secret can sign in as any buyer already, so a second secret would protect nothing
 // more, and there is none to provision. Kinds: "qt1" (ticket), "qp1" (pass).
 //
+// A ticket or pass of a presale lane's own line (docs/lanes.md, "Lanes with a waiting room")
+// names the lane (`l`); one of the public line names none, as every one did before lanes.
+//
 // A quiet ticket (a caller that loses quietly: src/admission/gate.ts) is a ticket like any
 // other: its place is one Redis gave it and nobody else, which never comes up
 // (lua/waiting-room-join.lua), so nothing in the ticket needs to, or does, tell it apart.
+
+import { LANE_NAME_PATTERN } from "../shared/limits";
 
 /**
  * A ticket: the buyer's place in a sale's line (null while a random sale's pre-queue is
@@ -20,6 +25,8 @@ export interface TicketClaims {
   u: string;
   p: number | null;
   d?: string;
+  /** The presale lane whose own line the place is in; absent: the public line. */
+  l?: string;
 }
 
 /** A pass: the buyer's admitted place, and when its time to check out ends (epoch ms). */
@@ -28,7 +35,12 @@ export interface PassClaims {
   u: string;
   p: number;
   e: number;
+  /** The presale lane whose own line admitted it; absent: the public line. */
+  l?: string;
 }
+
+/** A lane claim, when present, is a lane's name. */
+const laneClaimOk = (l: unknown) => l === undefined || (typeof l === "string" && LANE_NAME_PATTERN.test(l));
 
 type Kind = "qt1" | "qp1";
 
@@ -121,6 +133,7 @@ export async function readTicket(
   const c = await verified(secret, "qt1", token);
   if (c?.s !== saleId || c.u !== userId || !(c.p === null || Number.isSafeInteger(c.p))) return undefined;
   if (c.d !== undefined && !(typeof c.d === "string" && /^[0-9a-f]{64}$/.test(c.d))) return undefined;
+  if (!laneClaimOk(c.l)) return undefined;
   return c as unknown as TicketClaims;
 }
 
@@ -128,5 +141,6 @@ export async function readTicket(
 export async function readPass(secret: string, token: string, saleId: string, userId: string): Promise<PassClaims | undefined> {
   const c = await verified(secret, "qp1", token);
   if (c?.s !== saleId || c.u !== userId || !Number.isSafeInteger(c.p) || !Number.isSafeInteger(c.e)) return undefined;
+  if (!laneClaimOk(c.l)) return undefined;
   return c as unknown as PassClaims;
 }

@@ -1,6 +1,8 @@
 // A sale's waiting room: joining, the line's progress and a buyer's standing in it. The
 // scripts are lua/waiting-room-join.lua and lua/waiting-room-progress.lua; lua/checkout.lua enforces the
-// pass. docs/architecture.md ("Admission") says where this sits among the other layers.
+// pass. docs/architecture.md ("Admission") says where this sits among the other layers. A sale
+// with presale lanes has a line of its own for each lane beside the public one (docs/lanes.md,
+// "Lanes with a waiting room"): every function here takes the line it works on.
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
@@ -10,17 +12,19 @@ import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
 import type { QueueState } from "../shared/api-types";
 import {
-  allBuckets,
+  allLineBuckets,
   type BucketSplit,
-  buyerKeys,
   type JoinKind,
+  type Line,
+  lineKeysOf,
+  PUBLIC_LINE,
   QUIET_LINE_MARK,
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
 } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import { waitingRetryAfterSec } from "../shared/waiting-room-cadence";
-import { drawKey } from "../shared/waiting-room-draw";
+import { drawKey, lineSeed } from "../shared/waiting-room-draw";
 
 /** Where a sale's line stands, as lua/waiting-room-progress.lua answered (times are Redis', epoch ms). */
 export interface Progress {
@@ -41,8 +45,10 @@ export interface Progress {
 
 /** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
 const sales = new IsolateCache<Sale | null>({ ttlMs: 1_000, maxEntries: 1_000 });
-/** The line's progress, read at most once per QUEUE_PROGRESS_TTL_MS per isolate and sale, whoever polls. */
+/** A line's progress, read at most once per QUEUE_PROGRESS_TTL_MS per isolate, sale and line, whoever polls. */
 const progressCache = new IsolateCache<Progress>({ ttlMs: QUEUE_PROGRESS_TTL_MS, maxEntries: 1_000 });
+/** The progress cache's key: a lane's name holds no line break. */
+const progressKey = (saleId: string, line: Line) => `${saleId}\n${line}`;
 
 export async function recordedSale(db: D1Database, saleId: string, keepAlive: KeepAlive): Promise<Sale | undefined> {
   return (await sales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null, keepAlive)) ?? undefined;
@@ -80,10 +86,11 @@ export class BucketsChanged extends Error {
 }
 
 /** Moves the line forward to now and reads it: one script call. */
-async function advance(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
-  const reply = await runScript<unknown>(redis, LUA.waitingRoomProgress, waitingRoomProgressKeys(saleId, buckets), [
+async function advance(redis: Redis, saleId: string, buckets: number, line: Line): Promise<Progress> {
+  const reply = await runScript<unknown>(redis, LUA.waitingRoomProgress, waitingRoomProgressKeys(saleId, buckets, line), [
     String(QUEUE_ADMIT_PER_CALL),
     String(buckets),
+    line,
   ]);
   if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
   return parseProgress(reply);
@@ -93,14 +100,25 @@ async function advance(redis: Redis, saleId: string, buckets: number): Promise<P
  * The line's progress: from this isolate's last read when it is under a second old, else one
  * script call shared by every poll waiting. `buckets`: the sale's bucket count.
  */
-export function readProgress(redis: Redis, saleId: string, buckets: number, keepAlive: KeepAlive): Promise<Progress> {
-  return progressCache.getOrLoad(saleId, () => advance(redis, saleId, buckets), keepAlive);
+export function readProgress(
+  redis: Redis,
+  saleId: string,
+  buckets: number,
+  keepAlive: KeepAlive,
+  line: Line = PUBLIC_LINE,
+): Promise<Progress> {
+  return progressCache.getOrLoad(progressKey(saleId, line), () => advance(redis, saleId, buckets, line), keepAlive);
 }
 
 /** The line's progress now (one script call), for the console: it also refreshes this isolate's copy. */
-export async function readFreshProgress(redis: Redis, saleId: string, buckets: number): Promise<Progress> {
-  const progress = await advance(redis, saleId, buckets);
-  progressCache.set(saleId, progress);
+export async function readFreshProgress(
+  redis: Redis,
+  saleId: string,
+  buckets: number,
+  line: Line = PUBLIC_LINE,
+): Promise<Progress> {
+  const progress = await advance(redis, saleId, buckets, line);
+  progressCache.set(progressKey(saleId, line), progress);
   return progress;
 }
 
@@ -110,10 +128,21 @@ export type JoinOutcome =
    * the buyer's, for a random sale; quiet: the place is a quiet one, which never comes up.
    */
   | { code: "JOINED"; place: number | null; drawKey?: string; quiet: boolean }
-  | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" };
+  | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" }
+  /** A lane's line: the new joiner's access code (lua/waiting-room-join.lua). */
+  | { code: "ACCESS_CODE_REQUIRED" | "ACCESS_CODE_INVALID" | "ACCESS_CODE_USED" };
 
-async function runJoin(redis: Redis, sale: Sale, userId: string, drawKey: string, kind: JoinKind): Promise<unknown[]> {
-  const { keys, args } = waitingRoomJoinCall(sale.id, userId, bucketSplitOf(sale), drawKey, kind);
+/** Who joins which line: `codeHash` the joiner's access code, for a lane's line. */
+export interface Joiner {
+  userId: string;
+  kind: JoinKind;
+  line: Line;
+  codeHash?: string;
+}
+
+async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string): Promise<unknown[]> {
+  const { userId, kind, line, codeHash } = joiner;
+  const { keys, args } = waitingRoomJoinCall(sale.id, userId, bucketSplitOf(sale), drawKey, kind, line, codeHash);
   const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, keys, args);
   if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/2")
     throw new Error("lua/waiting-room-join.lua replied in an unknown layout");
@@ -122,19 +151,22 @@ async function runJoin(redis: Redis, sale: Sale, userId: string, drawKey: string
 }
 
 /**
- * Puts the buyer in the sale's line, once, as a person or quietly (`kind`); again, the same
- * place, of the kind it was given (lua/waiting-room-join.lua). A sale whose running totals the
- * script does not find yet has them written by a read of the line's progress, then is joined.
+ * Puts the buyer in a line of the sale, once, as a person or quietly; again, the same place, of
+ * the kind it was given (lua/waiting-room-join.lua). A random sale draws each line apart, with
+ * the line's seed (lineSeed). A line whose running totals the script does not find yet has them
+ * written by a read of the line's progress, then is joined.
  */
-export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string, kind: JoinKind): Promise<JoinOutcome> {
-  const key = sale.queue.mode === "random" && sale.queue.seed ? await drawKey(sale.queue.seed, userId) : "";
-  let reply = await runJoin(redis, sale, userId, key, kind);
+export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner): Promise<JoinOutcome> {
+  const { seed } = sale.queue;
+  const key = sale.queue.mode === "random" && seed ? await drawKey(await lineSeed(seed, joiner.line), joiner.userId) : "";
+  let reply = await runJoin(redis, sale, joiner, key);
   if (reply[2] === "TOTALS_MISSING") {
-    await readFreshProgress(redis, sale.id, sale.buckets);
-    reply = await runJoin(redis, sale, userId, key, kind);
+    await readFreshProgress(redis, sale.id, sale.buckets, joiner.line);
+    reply = await runJoin(redis, sale, joiner, key);
   }
   const place = Number(reply[3]);
-  switch (String(reply[2])) {
+  const outcome = String(reply[2]);
+  switch (outcome) {
     case "JOINED":
       return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet: reply[6] === 1 };
     case "NOT_OPEN":
@@ -143,6 +175,10 @@ export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string, 
       return { code: "QUEUE_OFF" };
     case "CLOSED":
       return { code: "QUEUE_CLOSED" };
+    case "ACCESS_CODE_REQUIRED":
+    case "ACCESS_CODE_INVALID":
+    case "ACCESS_CODE_USED":
+      return { code: outcome };
     case "TOTALS_MISSING":
       throw new Error("lua/waiting-room-join.lua found no running totals after waiting-room-progress.lua wrote them");
     default:
@@ -150,9 +186,9 @@ export async function joinWaitingRoom(redis: Redis, sale: Sale, userId: string, 
   }
 }
 
-/** Whether the buyer holds a place in the sale's line already (a person's or a quiet one): one HGET. */
-export async function holdsPlace(redis: Redis, sale: Sale, userId: string): Promise<boolean> {
-  return (await redis.hget(buyerKeys(sale.id, userId, bucketSplitOf(sale)).places, userId)) !== null;
+/** Whether the buyer holds a place in the line already (a person's or a quiet one): one HGET. */
+export async function holdsPlace(redis: Redis, sale: Sale, userId: string, line: Line): Promise<boolean> {
+  return (await redis.hget(lineKeysOf(sale.id, line, userId, bucketSplitOf(sale)).places, userId)) !== null;
 }
 
 /** A buyer's standing in the line, as the poll answers it (the pass is signed by the caller). */
@@ -169,14 +205,15 @@ export interface Standing {
 const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(min, n));
 
 /**
- * Where the buyer at `place` stands, from the line's progress. Costs no Redis command unless
- * the place is admitted: then one read of the buyer's pass record (its expiry, or used).
+ * Where the buyer at `place` of `line` stands, from the line's progress. Costs no Redis command
+ * unless the place is admitted: then one read of the buyer's pass record (its expiry, or used).
  */
 export async function standing(
   redis: Redis,
   saleId: string,
   split: BucketSplit,
   userId: string,
+  line: Line,
   place: number | null,
   progress: Progress,
   now = Date.now(),
@@ -185,7 +222,7 @@ export async function standing(
   const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
-    const record = await redis.hget<string>(buyerKeys(saleId, userId, split).passes, userId);
+    const record = await redis.hget<string>(lineKeysOf(saleId, line, userId, split).passes, userId);
     const [admittedPlace, expiry] = String(record ?? "").split(":");
     const expiresAt = Number(expiry);
     if (Number(admittedPlace) === place && expiresAt > now) {
@@ -206,15 +243,16 @@ export async function standing(
   return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
 }
 
-/** A page of the line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
+/** A page of a line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */
 export async function linePage(
   redis: Redis,
   saleId: string,
   buckets: number,
+  line: Line,
   from: number,
   count: number,
 ): Promise<{ drawn: number; userIds: string[] }> {
-  const every = allBuckets(saleId, buckets);
+  const every = allLineBuckets(saleId, line, buckets);
   const sizes = (await Promise.all(every.map((b) => redis.zcard(b.preQueue)))).map(Number);
   const drawn = sizes.reduce((n, size) => n + size, 0);
   const last = from + count - 1;

@@ -118,10 +118,11 @@ function knownRefusal(
   if (window?.startsAt !== undefined && now < window.startsAt - CLOCK_SKEW_MS) {
     return { code: "SALE_NOT_STARTED", startsAt: window.startsAt };
   }
-  if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
+  // In a lane's window the code comes first, as lua/checkout.lua asks: without one no line lets anyone in.
   const publicStartsAt = hasCode || !trustBuyers ? undefined : codesOnly.get(saleId, now);
   if (publicStartsAt !== undefined && now < publicStartsAt - CLOCK_SKEW_MS)
     return { code: "ACCESS_CODE_REQUIRED", publicStartsAt };
+  if (!hasPass && trustBuyers && queued.get(saleId, now)) return { code: "QUEUE_PASS_REQUIRED" };
   const orderId = trustBuyers ? atLimit.get(buyerKey(saleId, userId), now) : undefined;
   if (orderId !== undefined) return { code: "ALREADY_PURCHASED", orderId: orderId || undefined };
   if (trustBuyers && soldOut.get(soldOutKey(saleId, variant), now)) return { code: "SOLD_OUT", variant: variant || undefined };

@@ -2,7 +2,7 @@ import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { parseCheckoutReply, ReplyLayoutError, type Reservation } from "../shared/checkout-reply";
-import { type BucketSplit, checkoutScriptKeys } from "../shared/keys";
+import { type BucketSplit, checkoutScriptKeys, type Line, PUBLIC_LINE } from "../shared/keys";
 import { DEFAULT_VARIANT, QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import type { OrderMessage } from "../shared/messages";
 import { memo, refusalWhileWaiting } from "./isolate-memo";
@@ -22,6 +22,8 @@ export interface CheckoutItem {
   variant?: string;
   idempotencyKey?: string;
   passPlace?: number;
+  /** The presale lane whose own line gave the pass (docs/lanes.md); absent: the public line's, or no pass. */
+  passLane?: string;
   /** A draw's offer to one of its selected entries (src/checkout/draw-offers.ts), never a buyer's own checkout. */
   drawOffer?: true;
   /** The hash of the access code the buyer sent (src/admission/access-codes.ts); checked only while a presale lane is open. */
@@ -58,6 +60,8 @@ interface ReserveOptions {
    * nothing and names it, and the call is sent again split by that.
    */
   buckets: BucketSplit;
+  /** The sale's presale lanes in start order: a call names the line of the latest lane its passes are of (lineOfCall). */
+  lanes?: readonly string[];
   /** The request's waitUntil: keeps it alive while others may wait on its call. */
   keepAlive: KeepAlive;
   /**
@@ -76,8 +80,24 @@ const isPlain = (item: CheckoutItem) =>
   item.accessCode === undefined &&
   !item.drawOffer;
 
-/** The item's claim as lua/checkout.lua takes it: a pass's place, "draw" for a draw's offer, "" for none. */
-const claimOf = (item: CheckoutItem) => (item.drawOffer ? "draw" : item.passPlace === undefined ? "" : String(item.passPlace));
+/** The item's claim as lua/checkout.lua takes it: a pass's place (and "@<lane>" for a lane's line), "draw" for a draw's offer, "" for none. */
+function claimOf(item: CheckoutItem): string {
+  if (item.drawOffer) return "draw";
+  if (item.passPlace === undefined) return "";
+  return item.passLane === undefined ? String(item.passPlace) : `${item.passPlace}@${item.passLane}`;
+}
+
+/**
+ * The lane's line a call names the keys of: the latest lane (in `lanes`' order) any of its
+ * passes is of. Only that lane's window can be open: a line admits from its lane's start, so a
+ * pass of it means the lanes before it have closed. PUBLIC_LINE when no pass is a lane's.
+ */
+function lineOfCall(items: readonly CheckoutItem[], lanes: readonly string[]): Line {
+  let line: Line = PUBLIC_LINE;
+  for (const { passLane } of items)
+    if (passLane !== undefined && (line === PUBLIC_LINE || lanes.indexOf(passLane) > lanes.indexOf(line))) line = passLane;
+  return line;
+}
 
 /**
  * The whole atomic reservation (lua/checkout.lua). Checkouts this isolate holds for the
@@ -92,7 +112,7 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     return refusal;
   };
   const call = async (items: CheckoutItem[]) => {
-    const reservations = await reserveAll(redis, saleId, items, options.buckets);
+    const reservations = await reserveAll(redis, saleId, items, options);
     const checkouts = items.map((i) => ({ userId: i.userId, variant: i.variant, plain: isPlain(i) }));
     memo.learnFromCall(saleId, checkouts, reservations);
     let sequence = 0;
@@ -109,9 +129,15 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
   return calls.submit(saleId, item, call, options.keepAlive, answerHere);
 }
 
-async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], buckets: BucketSplit): Promise<Reservation[]> {
+async function reserveAll(
+  redis: Redis,
+  saleId: string,
+  items: CheckoutItem[],
+  { buckets, lanes = [] }: ReserveOptions,
+): Promise<Reservation[]> {
   // The counters' minute by this isolate's clock; the fields carry Redis' own second.
   const minute = Math.floor(Date.now() / 60_000);
+  const line = lineOfCall(items, lanes);
   let splitBy = buckets;
   for (let attempt = 0; attempt < 2; attempt++) {
     const { keys, bucketSlots, codeKeyCount, codeRefs } = checkoutScriptKeys(
@@ -120,6 +146,7 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
       splitBy,
       items.map((item) => item.userId),
       items.map((item) => item.accessCode),
+      line,
     );
     const args = items.flatMap((item, i) => [
       item.userId,
@@ -130,7 +157,7 @@ async function reserveAll(redis: Redis, saleId: string, items: CheckoutItem[], b
       codeRefs[i] as string,
     ]);
     const reply = parseCheckoutReply(
-      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), String(codeKeyCount), ...args]),
+      await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), String(codeKeyCount), line, ...args]),
       items.length,
       items.map((item) => item.variant),
     );

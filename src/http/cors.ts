@@ -17,8 +17,9 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (!allowed) throw new ApiError("CORS_ORIGIN_DENIED");
     return c.body(null, 204, {
       "Access-Control-Allow-Origin": origin,
-      "Access-Control-Allow-Methods": "GET, POST",
-      "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
+      "Access-Control-Allow-Methods": "GET, POST, DELETE",
+      "Access-Control-Allow-Headers":
+        "Authorization, Content-Type, Idempotency-Key, Queue-Pass, Queue-Ticket, Human-Check, Access-Code",
       "Access-Control-Max-Age": "600",
       Vary: "Origin",
     });
@@ -30,7 +31,10 @@ export const publicCors: MiddlewareHandler<AppEnv> = async (c, next) => {
   headers.append("Vary", "Origin");
   if (allowed) {
     headers.set("Access-Control-Allow-Origin", origin);
-    headers.set("Access-Control-Expose-Headers", "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset");
+    headers.set(
+      "Access-Control-Expose-Headers",
+      "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Queue-Ticket",
+    );
   }
 };
 

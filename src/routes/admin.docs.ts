@@ -158,11 +158,13 @@ export const adminDocs: readonly RouteDoc[] = [
     path: "/admin/sales/:saleId/queue",
     tag: "admin",
     summary: "The waiting room's counts: joined, waiting, admitted, passes used and expired",
-    description: "Moves the line forward to now first, as a poll would.",
+    description:
+      "Moves the line forward to now first, as a poll would. The public line's, or with ?lane= a presale lane's own line (docs/lanes.md); remaining is then what the lane may still sell.",
     auth: "admin",
     params: Requests.SaleIdParam,
+    query: Requests.QueueLineQuery,
     responses: { 200: { description: "the counts, and the seed once the sale is over", body: Bodies.QueueStats } },
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
+    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
   },
   {
     method: "get",
@@ -170,11 +172,11 @@ export const adminDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Who holds each place in the waiting room, 1,000 places a page",
     description:
-      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue).",
+      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue). The public line's, or with ?lane= a presale lane's own line, drawn with the seed derived from the sale's for that lane (docs/lanes.md).",
     auth: "admin",
     params: Requests.SaleIdParam,
     query: Requests.QueuePlacesQuery,
     responses: { 200: { description: "a page of places", body: Bodies.QueuePlaces } },
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
+    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
   },
 ];

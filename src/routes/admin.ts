@@ -29,10 +29,10 @@ import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
 import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
-import { bucketsFor } from "../shared/keys";
+import { bucketsFor, type Line, PUBLIC_LINE } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, createdStock, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, createdStock, QueueLineQuery, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
@@ -48,6 +48,13 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await recordedSale(db, saleId);
   if (sale.queue.mode === "off") throw new ApiError("QUEUE_OFF");
   return sale;
+}
+
+/** The line `lane` names: that presale lane's own (docs/lanes.md), or without one the public line. */
+function lineOf(sale: Sale, lane: string | undefined): Line {
+  if (lane === undefined) return PUBLIC_LINE;
+  if (!sale.lanes.some((l) => l.name === lane)) throw new ApiError("LANE_NOT_FOUND");
+  return lane;
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
@@ -306,10 +313,11 @@ export const adminRoutes = new Hono<AppEnv>()
     return c.json({ sale: view, series, report } satisfies SaleStats);
   })
   // The console's waiting-room panel: one script call, which also moves the line forward.
-  .get("/sales/:saleId/queue", validate("param", SaleIdParam), async (c) => {
+  .get("/sales/:saleId/queue", validate("param", SaleIdParam), validate("query", QueueLineQuery), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
+    const line = lineOf(sale, c.req.valid("query").lane);
     const p = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      readFreshProgress(redisFor(c.env), sale.id, sale.buckets),
+      readFreshProgress(redisFor(c.env), sale.id, sale.buckets, line),
     );
     return c.json({
       saleId: sale.id,
@@ -326,10 +334,15 @@ export const adminRoutes = new Hono<AppEnv>()
   // sale, anyone handed this list can recompute the draw.
   .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const from = Number(c.req.valid("query").from ?? 1);
+    const { from: fromPlace, lane } = c.req.valid("query");
+    const from = Number(fromPlace ?? 1);
+    const line = lineOf(sale, lane);
     const redis = redisFor(c.env);
     const [page, progress] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      Promise.all([linePage(redis, sale.id, sale.buckets, from, PLACES_PAGE), readFreshProgress(redis, sale.id, sale.buckets)]),
+      Promise.all([
+        linePage(redis, sale.id, sale.buckets, line, from, PLACES_PAGE),
+        readFreshProgress(redis, sale.id, sale.buckets, line),
+      ]),
     );
     return c.json({
       saleId: sale.id,

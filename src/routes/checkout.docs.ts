@@ -22,7 +22,7 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "Queue-Pass": {
         required: false,
         description:
-          "a sale with a waiting room (queue.mode fifo or random) sells only with the pass its poll gave the buyer: admitted, unused, unexpired; it buys once",
+          "a sale with a waiting room (queue.mode fifo or random) sells only with the pass its poll gave the buyer: admitted, unused, unexpired; it buys once. In a presale lane's window only a pass of that lane's own line buys (with the code), and from startsAt only one of the public line",
       },
       "Human-Check": {
         required: false,
@@ -42,7 +42,10 @@ export const checkoutDocs: readonly RouteDoc[] = [
       "BAD_REQUEST",
       "VARIANT_REQUIRED",
       "QUEUE_PASS_REQUIRED",
-      "QUEUE_PASS_INVALID",
+      [
+        "QUEUE_PASS_INVALID",
+        "also a pass of a line whose window is not open: a lane's outside its window, the public line's in a lane's",
+      ],
       ["HUMAN_CHECK_REQUIRED", "here: a sale with humanCheck and no waiting room, since a queued sale asks at its join"],
       "HUMAN_CHECK_FAILED",
       "SALE_NOT_FOUND",

@@ -129,15 +129,23 @@ function refusedHere(checkout: Checkout): Refusal | undefined {
   return refusal;
 }
 
+/** What a verified pass tells checkout: its place, and the presale lane whose own line gave it (none: the public line). */
+interface PassClaim {
+  place: number;
+  lane?: string;
+}
+
 /**
  * Step 2, a queued sale's pass: its signature binds it to this buyer and sale (checked here,
- * no network); whether it is admitted, unused and unexpired, lua/checkout.lua decides.
+ * no network); whether it is admitted, unused, unexpired and of the line whose window is open,
+ * lua/checkout.lua decides.
  */
-async function passPlace(checkout: Checkout): Promise<number | undefined | Refusal> {
+async function passOf(checkout: Checkout): Promise<PassClaim | undefined | Refusal> {
   const { passHeader, env, saleId, userId } = checkout;
   if (passHeader === undefined) return undefined;
   const pass = await readPass(signingSecret(env, "queued checkouts are not available"), passHeader, saleId, userId);
-  return pass ? pass.p : { code: "QUEUE_PASS_INVALID" };
+  if (!pass) return { code: "QUEUE_PASS_INVALID" };
+  return pass.l === undefined ? { place: pass.p } : { place: pass.p, lane: pass.l };
 }
 
 /**
@@ -211,8 +219,8 @@ function reportLoss({ env, saleId, keepAlive }: Checkout, fence: boolean) {
  */
 async function reserved(
   checkout: Checkout,
-  buckets: BucketSplit,
-  passPlace: number | undefined,
+  sale: { buckets: BucketSplit; lanes: readonly string[] },
+  pass: PassClaim | undefined,
   accessCode: string | undefined,
 ): Promise<Reservation> {
   const { saleId, userId, quantity, variant, idempotencyKey, env, redis, keepAlive } = checkout;
@@ -220,10 +228,11 @@ async function reserved(
     return await reserve(
       redis,
       saleId,
-      { userId, quantity, variant, idempotencyKey, passPlace, accessCode },
+      { userId, quantity, variant, idempotencyKey, passPlace: pass?.place, passLane: pass?.lane, accessCode },
       {
         keepAlive,
-        buckets,
+        buckets: sale.buckets,
+        lanes: sale.lanes,
         onReserved: (orders, sequence) => {
           keepAlive(enqueueOrders(env.ORDERS, orders));
           // These orders are on their way and will be accounted for; the sale stops selling from here.
@@ -298,15 +307,16 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     const { saleId, userId, quantity, variant } = checkout;
     const known = refusedHere(checkout);
     if (known) return refusalResponse(c, namesOrder(known) ? await withPublicId(known, ids) : known);
-    const place = await passPlace(checkout);
-    if (typeof place === "object") return refusalResponse(c, place);
+    const pass = await passOf(checkout);
+    if (pass !== undefined && "code" in pass) return refusalResponse(c, pass);
     const { turnedAway, buckets, sale } = await admitted(c, checkout);
     if (turnedAway) return refusalResponse(c, turnedAway.refusal);
     const code = codeOf(c, checkout, sale);
     if (code !== undefined && "code" in code) return refusalResponse(c, code);
 
     const askedAt = Date.now();
-    const answered = await reserved(checkout, buckets, place, await code);
+    const lanes = sale?.lanes.map((l) => l.name) ?? [];
+    const answered = await reserved(checkout, { buckets, lanes }, pass, await code);
     const reservation = (answered.code === "SALE_NOT_FOUND" && (await overInD1(checkout))) || answered;
     memo.learn(saleId, userId, reservation, askedAt, variant);
     if (reservation.code === "ACCESS_CODE_INVALID") countCodeFailure(c, userId, checkout.keepAlive);

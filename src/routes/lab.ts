@@ -1,5 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
+import { queuePosition } from "../admission/queue-position";
 import { readTicket } from "../admission/signed-claims";
+import { readProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
@@ -19,7 +21,9 @@ import { optimisticCheckout } from "../lab/strategies/optimistic";
 import { redlockCheckout } from "../lab/strategies/redlock";
 import type { Strategy } from "../lab/strategy";
 import { quorumRedisFor, redisFor } from "../redis/client";
+import { bucketSplitOf, knownSale } from "../sales/known-sales";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { PUBLIC_LINE } from "../shared/keys";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated } from "../shared/lab-types";
 import { DEFAULT_VARIANT } from "../shared/limits";
@@ -83,19 +87,18 @@ export const labRoutes = new Hono<AppEnv>()
     async (c) => {
       const { saleId } = c.req.valid("param");
       const userId = c.get("userId");
-      const secret = signingSecret(c.env, "the waiting room is not available");
+      const secret = signingSecret(c.env, "the lab's stream is not available");
       const ticket = await readTicket(secret, c.req.valid("header")["queue-ticket"], saleId, userId);
       if (!ticket) throw new ApiError("QUEUE_TICKET_INVALID");
-      if (ticket.p === null) throw badRequest("Queue-Ticket: the stream follows places already known; poll until placed");
-      const stream = standingStream({
-        redis: redisFor(c.env),
-        db: c.env.DB,
-        keepAlive: keepAliveOf(c),
-        secret,
-        saleId,
-        userId,
-        place: ticket.p,
-      });
+      const place = ticket.p;
+      if (place === null) throw badRequest("Queue-Ticket: the stream follows places already known; poll until placed");
+      const line = ticket.l ?? PUBLIC_LINE;
+      const keepAlive = keepAliveOf(c);
+      const stream = standingStream(async () => {
+        const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAlive));
+        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAlive, line);
+        return queuePosition(redisFor(c.env), secret, saleId, split, userId, line, place, progress);
+      }, keepAlive);
       return new Response(stream, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store" } });
     },
   )

@@ -1,22 +1,26 @@
 import { type Context, Hono } from "hono";
+import { codeHash, readCode } from "../admission/access-codes";
 import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
+import { laneOfCode } from "../admission/code-batches";
 import { checkAdmission, losesQuietly } from "../admission/gate";
-import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { holdsPlace, joinWaitingRoom, type Progress, readProgress, standing } from "../admission/waiting-room";
+import { lineForJoin, openLaneLines } from "../admission/lane-lines";
+import { lineClaim, queuePosition } from "../admission/queue-position";
+import { readTicket, signTicket } from "../admission/signed-claims";
+import { holdsPlace, type Joiner, joinWaitingRoom, type Progress, readProgress } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
 import { callerAddress, clientAddress } from "../http/client-address";
 import { ApiError, orUnavailable, refusalResponse, unavailable } from "../http/errors";
-import { limitGlobally, limitPerUser } from "../http/limits";
+import { countCodeFailure, limitGlobally, limitPerUser, refuseCodeGuesser } from "../http/limits";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
 import { bucketSplitOf, knownSale } from "../sales/known-sales";
-import { type Sale, waitingRoomOpensAt } from "../sales/sale";
-import type { QueueJoined, QueuePosition } from "../shared/api-types";
-import type { BucketSplit, JoinKind } from "../shared/keys";
+import { firstLineOpensAt, type Sale, waitingRoomOpensAt } from "../sales/sale";
+import type { QueueJoined } from "../shared/api-types";
+import { type BucketSplit, type JoinKind, type Line, PUBLIC_LINE } from "../shared/keys";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
@@ -41,13 +45,18 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
   return sale;
 }
 
+/** A ticket or pass's claim of the line it belongs to: none for the public line. */
+
 /**
- * The buyer's place (joining if need be, as a person or quietly): the ticket to poll with. A
- * quiet place is signed as any other: it is a place nobody else holds that never comes up, so
- * its ticket needs no mark of its own.
+ * The buyer's place in a line (joining if need be, as a person or quietly): the ticket to poll
+ * with. A quiet place is signed as any other: it is a place nobody else holds that never comes
+ * up, so its ticket needs no mark of its own. A code a lane's line refused as invalid counts
+ * against the caller's allowance of such refusals.
  */
-async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promise<{ ticket: string; place: number | null }> {
-  const joined = await joinWaitingRoom(redisFor(env), sale, userId, kind);
+async function join(c: Context<AppEnv>, sale: Sale, joiner: Joiner): Promise<{ ticket: string; place: number | null }> {
+  const { env } = c;
+  const { userId, line } = joiner;
+  const joined = await joinWaitingRoom(redisFor(env), sale, joiner);
   switch (joined.code) {
     case "JOINED": {
       // An undrawn ticket carries the buyer's draw key: polls estimate its standing from it.
@@ -56,6 +65,7 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
         u: userId,
         p: joined.place,
         ...(joined.place === null && joined.drawKey && { d: joined.drawKey }),
+        ...lineClaim(line),
       };
       return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: joined.place };
     }
@@ -63,12 +73,54 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
       throw queueNotOpen(sale);
     case "QUEUE_OFF":
       throw queueOff();
-    case "QUEUE_CLOSED":
-      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), { s: sale.id, u: userId, p: null }), place: null };
+    case "QUEUE_CLOSED": {
+      const claims = { s: sale.id, u: userId, p: null, ...lineClaim(line) };
+      return { ticket: await signTicket(signingSecret(env, WAITING_ROOM), claims), place: null };
+    }
+    case "ACCESS_CODE_INVALID":
+      countCodeFailure(c, userId, keepAliveOf(c));
+      throw new ApiError(joined.code);
+    case "ACCESS_CODE_REQUIRED":
+    case "ACCESS_CODE_USED":
+      throw new ApiError(joined.code);
     case "SALE_NOT_FOUND":
-      log.error("queue: the sale exists in D1 but not in Redis", { saleId: sale.id });
+      log.error("queue: the sale (or the line's lane) exists in D1 but not in Redis", { saleId: sale.id, line });
       throw unavailable("the sale is temporarily unavailable", 30);
   }
+}
+
+/**
+ * Which line the caller joins, and with which code (docs/lanes.md, "Lanes with a waiting room"):
+ * while lanes' lines are open the Access-Code decides (lineForJoin); its lane is looked up (one
+ * HGET) only when more than one of them is open, to pick the one that takes it. A caller past
+ * its allowance of refused codes is refused 429 first; a header that cannot be a code is
+ * refused here and counted like any invalid one. Nothing is spent on a refusal.
+ */
+async function lineToJoin(
+  c: Context<AppEnv>,
+  sale: Sale,
+  userId: string,
+  now: number,
+): Promise<Pick<Joiner, "line" | "codeHash">> {
+  const header = c.req.header("Access-Code");
+  const open = openLaneLines(sale, now);
+  if (header === undefined || open.length === 0) {
+    const line = lineForJoin(sale, undefined, now);
+    if (line !== "ACCESS_CODE_REQUIRED") return { line };
+    throw new ApiError(
+      "ACCESS_CODE_REQUIRED",
+      `only code holders join now: send your code in the Access-Code header, or join the public line from ${new Date(waitingRoomOpensAt(sale)).toISOString()}`,
+    );
+  }
+  refuseCodeGuesser(c, userId);
+  const code = readCode(header);
+  if (code === undefined) {
+    countCodeFailure(c, userId, keepAliveOf(c));
+    throw new ApiError("ACCESS_CODE_INVALID");
+  }
+  const hash = await codeHash(sale.id, code);
+  const lane = open.length > 1 ? await laneOfCode(redisFor(c.env), sale.id, hash) : undefined;
+  return { line: lineForJoin(sale, { lane }, now) as Line, codeHash: hash };
 }
 
 /**
@@ -79,7 +131,7 @@ async function join(env: Env, sale: Sale, userId: string, kind: JoinKind): Promi
  * Redis commands whichever way it goes, so the answer's timing tells nothing: one round trip
  * for the place held and the address's seat together, then the join's script.
  */
-async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Promise<JoinKind | Refusal> {
+async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string, line: Line): Promise<JoinKind | Refusal> {
   const redis = redisFor(c.env);
   const keepAlive = keepAliveOf(c);
   const settings = settingsOf(c.env);
@@ -88,7 +140,7 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
   const seats = sale.humanCheck ? 0 : settings.ACCOUNTS_PER_ADDRESS;
   const ttlSeconds = Math.max(60, Math.ceil((sale.endsAt - Date.now()) / 1000));
   const [held, beyond] = await Promise.all([
-    holdsPlace(redis, sale, userId),
+    holdsPlace(redis, sale, userId, line),
     beyondAccountsPerAddress(redis, sale.id, address, userId, { limit: seats, ttlSeconds }),
   ]);
   if (held) return "person"; // the script answers the place held, of the kind it was given
@@ -112,22 +164,16 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string): Pr
   return "quiet";
 }
 
-/** The poll's answer for the buyer at `place`, its pass signed when admitted. */
-async function position(
+/** The poll's answer for the buyer at `place` of `line`. */
+const position = (
   env: Env,
   saleId: string,
   split: BucketSplit,
   userId: string,
+  line: Line,
   place: number | null,
   progress: Progress,
-): Promise<QueuePosition> {
-  const { pass, ...rest } = await standing(redisFor(env), saleId, split, userId, place, progress);
-  return {
-    ...rest,
-    pass: pass && (await signPass(signingSecret(env, WAITING_ROOM), { s: saleId, u: userId, p: pass.place, e: pass.expiresAt })),
-    passExpiresAt: pass && new Date(pass.expiresAt).toISOString(),
-  };
-}
+) => queuePosition(redisFor(env), signingSecret(env, WAITING_ROOM), saleId, split, userId, line, place, progress);
 
 /**
  * The waiting room: POST /api/sales/:saleId/queue joins, GET polls with the ticket. Before
@@ -142,13 +188,15 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
     const userId = c.get("userId");
     const answer = await orUnavailable(UNREACHABLE, { saleId }, async () => {
       const sale = await queuedSale(c.env.DB, saleId, keepAliveOf(c));
-      // Before the checks: a token is not spent on a line that is not open yet.
-      if (Date.now() < waitingRoomOpensAt(sale)) throw queueNotOpen(sale);
-      const kind = await joinAdmission(c, sale, userId);
+      // Before the checks: a token is not spent on a line that is not open yet, or not the caller's to join.
+      const now = Date.now();
+      if (now < firstLineOpensAt(sale)) throw queueNotOpen(sale);
+      const { line, codeHash } = await lineToJoin(c, sale, userId, now);
+      const kind = await joinAdmission(c, sale, userId, line);
       if (typeof kind === "object") return kind;
-      const { ticket, place } = await join(c.env, sale, userId, kind);
-      const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c));
-      const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, place, progress);
+      const { ticket, place } = await join(c, sale, { userId, kind, line, codeHash });
+      const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c), line);
+      const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, line, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
     });
     return "code" in answer ? refusalResponse(c, answer) : c.json(answer satisfies QueueJoined);
@@ -172,18 +220,22 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const answer = await orUnavailable(UNREACHABLE, { saleId }, async () => {
         // The sale's split: read from D1 once per isolate while it is kept (src/sales/known-sales.ts).
         const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAliveOf(c)));
-        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAliveOf(c));
+        const line = ticket.l ?? PUBLIC_LINE;
+        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAliveOf(c), line);
         let place = ticket.p;
         const started = progress.at >= progress.startsAt && progress.state !== "missing";
         // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.
         const estimate = place === null && started && ticket.d ? estimatedPlace(ticket.d, progress) : undefined;
-        if (estimate !== undefined) return { ...(await position(c.env, saleId, split, userId, estimate, progress)), place: null };
+        if (estimate !== undefined)
+          return { ...(await position(c.env, saleId, split, userId, line, estimate, progress)), place: null };
         if (place === null && started) {
-          const placed = await join(c.env, await queuedSale(c.env.DB, saleId, keepAliveOf(c)), userId, "person");
+          // The place the buyer holds in the ticket's line: the join answers it before any code is asked for.
+          const sale = await queuedSale(c.env.DB, saleId, keepAliveOf(c));
+          const placed = await join(c, sale, { userId, kind: "person", line });
           place = placed.place;
           if (place !== null) c.header("Queue-Ticket", placed.ticket);
         }
-        return position(c.env, saleId, split, userId, place, progress);
+        return position(c.env, saleId, split, userId, line, place, progress);
       });
       return c.json(answer);
     },

@@ -3,7 +3,7 @@
 // included). The admin report shows it; past half the limit it warns, in the report and in
 // the logs. How big each key grows with the crowd: docs/big-keys.md.
 import type { Redis } from "../redis/client";
-import { allBuckets, saleKeys } from "../shared/keys";
+import { allBuckets, laneLineKeys, saleKeys } from "../shared/keys";
 import { log } from "../shared/log";
 import type { Sale } from "./sale";
 
@@ -18,10 +18,23 @@ export interface LargestKey {
   share: number;
 }
 
-/** Every key of a sale that can grow: the sale-wide ones, the waiting room's and each bucket's. */
-export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets">): string[] {
+/** Every key of a sale that can grow: the sale-wide ones, the waiting room's, each bucket's and the lanes' own lines'. */
+export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets" | "lanes">): string[] {
   const { meta, admission, queue, draw } = saleKeys(sale.id);
-  return [meta, admission, ...Object.values(queue), draw, ...allBuckets(sale.id, sale.buckets).flatMap((b) => Object.values(b))];
+  const lines = laneLineKeys(
+    sale.id,
+    sale.lanes.map((l) => l.name),
+    sale.buckets,
+  );
+  return [
+    meta,
+    admission,
+    ...Object.values(queue),
+    draw,
+    ...allBuckets(sale.id, sale.buckets).flatMap((b) => Object.values(b)),
+    ...lines.small,
+    ...lines.perBucket,
+  ];
 }
 
 /**
@@ -31,7 +44,7 @@ export function growingSaleKeys(sale: Pick<Sale, "id" | "buckets">): string[] {
  */
 export async function largestSaleKey(
   redis: Redis,
-  sale: Pick<Sale, "id" | "buckets">,
+  sale: Pick<Sale, "id" | "buckets" | "lanes">,
   limitBytes: number,
 ): Promise<LargestKey | null> {
   const keys = growingSaleKeys(sale);

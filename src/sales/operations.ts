@@ -13,7 +13,7 @@ import { drawProblem as drawSettingsProblem, lanesProblem, windowProblem } from 
 import { evictSale, isolateReads } from "./catalog";
 import { preloadSale } from "./live-state";
 import { findSale, type SaleChanges, setSaleState, updateSale } from "./repository";
-import { opensToBuyersAt, type Sale, type SaleState, type SaleVariant, waitingRoomOpensAt } from "./sale";
+import { firstLineOpensAt, opensToBuyersAt, type Sale, type SaleState, type SaleVariant } from "./sale";
 import { waitingRoomFrom } from "./waiting-room-settings";
 
 /** What an edit asks for: the waiting room's settings and the variants are merged over the sale's own. */
@@ -112,8 +112,10 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   const { seed: _, seedCommitment: __, ...settings } = sale.queue;
   const queueMoves =
     changes.queue !== undefined && Object.entries(settings).some(([k, v]) => changes.queue?.[k as keyof typeof settings] !== v);
-  // Joiners already hold tickets of this mode and pace, and a random draw's commitment is out.
-  if (queueMoves && now >= waitingRoomOpensAt(sale)) return { code: "QUEUE_OPEN" };
+  // Joiners already hold tickets of this mode and pace, and a random draw's commitment is out;
+  // a lane's own line holds tickets of its lane (docs/lanes.md), so a queued sale's lanes stay too.
+  const queued = sale.queue.mode !== "off";
+  if ((queueMoves || (queued && lanesMove)) && now >= firstLineOpensAt(sale)) return { code: "QUEUE_OPEN" };
   if (next.stock !== sale.stock) {
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };

@@ -4,7 +4,7 @@
 // budget that a run shares across its sales, and the emptied keys are unlinked at the end.
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
-import { allBuckets, SALE_STATS_TTL_SECONDS, saleCardKeys, saleKeys, saleStatsKey } from "../shared/keys";
+import { allBuckets, laneLineKeys, SALE_STATS_TTL_SECONDS, saleCardKeys, saleKeys, saleStatsKey } from "../shared/keys";
 import type { Sale } from "./sale";
 
 /**
@@ -36,9 +36,12 @@ export class PurgeBudget {
   }
 }
 
-/** The keys that may hold many members, in the order they are emptied: every bucket's. */
-const bigKeys = (sale: Pick<Sale, "id" | "buckets">) =>
-  allBuckets(sale.id, sale.buckets).flatMap((b) => [
+/** A sale as its keys are named: its id, bucket count and lanes (each may have a line of its own). */
+type PurgedSale = Pick<Sale, "id" | "buckets" | "lanes">;
+
+/** The keys that may hold many members, in the order they are emptied: every bucket's, then the lanes' lines'. */
+const bigKeys = (sale: PurgedSale) => [
+  ...allBuckets(sale.id, sale.buckets).flatMap((b) => [
     b.buyers,
     b.checkoutKeys,
     b.pending,
@@ -50,7 +53,17 @@ const bigKeys = (sale: Pick<Sale, "id" | "buckets">) =>
     b.preQueue,
     b.line,
     b.entries,
-  ]);
+  ]),
+  ...laneLines(sale).perBucket,
+];
+
+/** The keys of the lanes' own lines a sale may have (docs/lanes.md), whatever its mode: absent keys cost an EXISTS. */
+const laneLines = (sale: PurgedSale) =>
+  laneLineKeys(
+    sale.id,
+    sale.lanes.map((l) => l.name),
+    sale.buckets,
+  );
 
 /**
  * The sale's per-minute outcome counters that can still exist: each expires
@@ -77,7 +90,7 @@ function liveStatsKeys(saleId: string, now: number): string[] {
  */
 export async function purgeSaleKeys(
   redis: Redis,
-  sale: Pick<Sale, "id" | "buckets">,
+  sale: PurgedSale,
   budget: PurgeBudget,
   otherKeys: string[] = [],
 ): Promise<boolean> {
@@ -105,6 +118,8 @@ export async function purgeSaleKeys(
     redis.unlink(
       keys.admission,
       keys.queue.counters,
+      keys.queue.drawSizes,
+      ...laneLines(sale).small,
       keys.draw,
       ...candidates,
       ...liveStatsKeys(saleId, Date.now()),

@@ -157,9 +157,44 @@ export function laneRemaining(lanes: readonly SaleLane[], k: number, live: Remai
   return (lanes[k] as SaleLane).stock === null ? live.total : Math.min(live.total, Math.max(0, allotted - sold));
 }
 
-/** When joining the sale's waiting room opens (epoch ms). */
+/** When joining the sale's public line opens (epoch ms). */
 export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number =>
   sale.startsAt - sale.queue.prequeueSec * 1000;
+
+/**
+ * When joining any line of the sale's waiting room opens: its first lane's (docs/lanes.md), or
+ * the public line's. From then its settings, lanes and bucket count stay as joiners found them.
+ */
+export const firstLineOpensAt = (sale: Pick<Sale, "startsAt" | "queue" | "lanes">): number =>
+  opensToBuyersAt(sale) - sale.queue.prequeueSec * 1000;
+
+/**
+ * One line of a queued sale's waiting room and its window (epoch ms): joining opens at
+ * `opensAt`, places are admitted from `startsAt`, and it closes at `endsAt`. `lane` is the
+ * presale lane whose own line it is, or "" for the public line.
+ */
+export interface WaitingLine {
+  lane: string;
+  opensAt: number;
+  startsAt: number;
+  endsAt: number;
+}
+
+/**
+ * A queued sale's lines, as lua/waiting-room-join.lua and lua/waiting-room-progress.lua keep
+ * them: each lane's own in start order, opening the pre-queue's length before the lane's start
+ * and closing at the next lane's start or the public start; then the public line.
+ */
+export function waitingLines(sale: Pick<Sale, "startsAt" | "endsAt" | "queue" | "lanes">): WaitingLine[] {
+  const lead = sale.queue.prequeueSec * 1000;
+  const lanes = sale.lanes.map((lane, k) => ({
+    lane: lane.name,
+    opensAt: lane.startsAt - lead,
+    startsAt: lane.startsAt,
+    endsAt: sale.lanes[k + 1]?.startsAt ?? sale.startsAt,
+  }));
+  return [...lanes, { lane: "", opensAt: waitingRoomOpensAt(sale), startsAt: sale.startsAt, endsAt: sale.endsAt }];
+}
 
 /** The waiting room as the public sees it: the commitment of a random sale, its seed once the sale is over. */
 export function queueView(sale: Pick<Sale, "endsAt" | "state" | "queue">, now: number): QueueView {

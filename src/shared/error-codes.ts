@@ -173,8 +173,10 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
   QUEUE_PASS_EXPIRED: { when: "the Queue-Pass's time ran out; the next place was let in" },
   ACCESS_CODE_USED: { when: "the Access-Code's uses are all spent" },
   QUEUE_OFF: { when: "the sale has no waiting room" },
-  QUEUE_NOT_OPEN: { when: "before startsAt - queue.prequeueSec" },
-  QUEUE_OPEN: { when: "the waiting room's settings, once joining opened" },
+  QUEUE_NOT_OPEN: {
+    when: "before startsAt - queue.prequeueSec (a sale with lanes and a waiting room: before its first lane's startsAt - queue.prequeueSec)",
+  },
+  QUEUE_OPEN: { when: "the waiting room's settings, or a queued sale's lanes, once joining its first line opened" },
   DRAW_OPEN: { when: "the draw's times or beacon, the stock or the human check of a draw sale, once its entries opened" },
   DRAW_ONLY: { when: "a checkout or a queue join of a sale sold by draw" },
   DRAW_NOT_OPEN: { when: "before the draw's opensAt" },

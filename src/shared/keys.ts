@@ -88,9 +88,57 @@ export interface BucketKeys {
   line: string;
 }
 
-function waitingRoomKeys(saleId: string): WaitingRoomKeys {
-  const prefix = `fs:{sale:${saleId}}:queue`;
+/**
+ * A line of a sale's waiting room: "" for the public line, else the presale lane whose own line
+ * it is (docs/lanes.md, "Lanes with a waiting room"). Each line has keys of its own: the public
+ * line's are the names the waiting room always had, a lane's add `lane:<lane>:` before them.
+ */
+export type Line = string;
+
+/** The public line: the waiting room of a sale without lanes, and of every sale from its public start. */
+export const PUBLIC_LINE: Line = "";
+
+const linePrefix = (saleId: string, line: Line) => `fs:{sale:${saleId}}${line === PUBLIC_LINE ? "" : `:lane:${line}`}:queue`;
+
+/** A line's sale-wide keys (the public line's by default). */
+export function waitingRoomKeys(saleId: string, line: Line = PUBLIC_LINE): WaitingRoomKeys {
+  const prefix = linePrefix(saleId, line);
   return { counters: prefix, drawSizes: `${prefix}:draw-sizes` };
+}
+
+/** A line's keys in one bucket: its places, passes, live passes, pre-queue range and line after the pre-queue (see BucketKeys). */
+export type LineBucketKeys = Pick<BucketKeys, "places" | "passes" | "live" | "preQueue" | "line">;
+
+/** Bucket `bucket` of `buckets` of a line's keys. */
+export function lineBucketKeys(saleId: string, line: Line, bucket: number, buckets: number): LineBucketKeys {
+  const prefix = linePrefix(saleId, line);
+  const suffix = buckets === 1 ? "" : `:b${bucket}`;
+  return {
+    places: `${prefix}:places${suffix}`,
+    passes: `${prefix}:passes${suffix}`,
+    live: `${prefix}:live${suffix}`,
+    preQueue: `${prefix}:pre${suffix}`,
+    line: `${prefix}:arrivals${suffix}`,
+  };
+}
+
+/** Every bucket of a line, bucket 0 first. */
+export const allLineBuckets = (saleId: string, line: Line, buckets: number): LineBucketKeys[] =>
+  Array.from({ length: buckets }, (_, b) => lineBucketKeys(saleId, line, b, buckets));
+
+/** The keys of `userId`'s bucket of a line. */
+export const lineKeysOf = (saleId: string, line: Line, userId: string, split: BucketSplit): LineBucketKeys =>
+  lineBucketKeys(saleId, line, bucketOf(userId, split), split.count);
+
+/**
+ * Every key of the presale lanes' own lines (a queued sale with lanes: docs/lanes.md): `perBucket`
+ * grow with the lanes' joiners, `small` are each line's counters and draw sizes.
+ */
+export function laneLineKeys(saleId: string, lanes: readonly Line[], buckets: number): { small: string[]; perBucket: string[] } {
+  return {
+    small: lanes.flatMap((lane) => Object.values(waitingRoomKeys(saleId, lane))),
+    perBucket: lanes.flatMap((lane) => allLineBuckets(saleId, lane, buckets).flatMap((b) => Object.values(b))),
+  };
 }
 
 export function saleKeys(saleId: string): SaleKeys {
@@ -111,11 +159,7 @@ export function bucketKeys(saleId: string, bucket: number, buckets: number): Buc
     pending: `${prefix}:pending${suffix}`,
     returned: `${prefix}:returned${suffix}`,
     checkoutKeys: `${prefix}:keys${suffix}`,
-    places: `${prefix}:queue:places${suffix}`,
-    passes: `${prefix}:queue:passes${suffix}`,
-    live: `${prefix}:queue:live${suffix}`,
-    preQueue: `${prefix}:queue:pre${suffix}`,
-    line: `${prefix}:queue:arrivals${suffix}`,
+    ...lineBucketKeys(saleId, PUBLIC_LINE, bucket, buckets),
     entries: `${prefix}:draw:entries${suffix}`,
   };
 }
@@ -278,9 +322,12 @@ export const codeShardOf = (codeHash: string): number => Number.parseInt(codeHas
 /**
  * lua/checkout.lua's KEYS, in its header's order, counting outcomes into `minute`'s counters:
  * the sale-wide keys, the code keys when a checkout names a code (the batches hash, then each
- * shard named, once), then the keys of each bucket `userIds` live in, once, in order of first
- * appearance. `bucketSlots[i]` is which of those buckets (1-based) holds `userIds[i]`;
- * `codeRefs[i]` is the code as ARGV names it ("<shard among the code keys>:<hash>", "" for none).
+ * shard named, once), a lane's line's counters when the call names that line (`line`: the lane
+ * of the call's lane passes, PUBLIC_LINE for none), then the keys of each bucket `userIds` live
+ * in, once, in order of first appearance (with the named line's passes and live passes of the
+ * bucket after its own six). `bucketSlots[i]` is which of those buckets (1-based) holds
+ * `userIds[i]`; `codeRefs[i]` is the code as ARGV names it ("<shard among the code keys>:<hash>",
+ * "" for none).
  */
 export function checkoutScriptKeys(
   saleId: string,
@@ -288,6 +335,7 @@ export function checkoutScriptKeys(
   split: BucketSplit,
   userIds: string[],
   codeHashes: (string | undefined)[] = [],
+  line: Line = PUBLIC_LINE,
 ): { keys: string[]; bucketSlots: number[]; codeKeyCount: number; codeRefs: string[] } {
   const sale = saleKeys(saleId);
   const keys = [sale.meta, sale.admission, saleStatsKey(saleId, minute), sale.queue.counters];
@@ -307,6 +355,7 @@ export function checkoutScriptKeys(
     return `${slot}:${hash}`;
   });
   const codeKeyCount = slotOfShard.size === 0 ? 0 : slotOfShard.size + 1;
+  if (line !== PUBLIC_LINE) keys.push(waitingRoomKeys(saleId, line).counters);
   const slotOfBucket = new Map<number, number>();
   const bucketSlots = userIds.map((userId) => {
     const bucket = bucketOf(userId, split);
@@ -316,6 +365,10 @@ export function checkoutScriptKeys(
       slotOfBucket.set(bucket, slot);
       const k = bucketKeys(saleId, bucket, split.count);
       keys.push(k.buyers, k.outbox, k.pending, k.checkoutKeys, k.passes, k.live);
+      if (line !== PUBLIC_LINE) {
+        const own = lineBucketKeys(saleId, line, bucket, split.count);
+        keys.push(own.passes, own.live);
+      }
     }
     return slot;
   });
@@ -333,9 +386,11 @@ export type JoinKind = "person" | "quiet";
 
 /**
  * lua/waiting-room-join.lua's KEYS and ARGV, in its header's order, for `userId`'s join of a
- * sale split by `split`: the sale-wide keys, `userId`'s bucket's, the pre-queue range of its
- * draw key (a random sale's; bucket 0's without one). A fixed number of keys whatever the
- * bucket count: a join costs the same at one bucket and at thousands.
+ * line of a sale split by `split`: the sale's meta, the line's counters, `userId`'s bucket's
+ * keys of the line, the pre-queue range of its draw key (a random sale's; bucket 0's without
+ * one), the line's draw sizes, then for a lane's line the access code's keys when `codeHash`
+ * names one. A fixed number of keys whatever the bucket count: a join costs the same at one
+ * bucket and at thousands.
  */
 export function waitingRoomJoinCall(
   saleId: string,
@@ -343,25 +398,40 @@ export function waitingRoomJoinCall(
   split: BucketSplit,
   drawKey: string,
   kind: JoinKind,
+  line: Line = PUBLIC_LINE,
+  codeHash = "",
 ): { keys: string[]; args: string[] } {
-  const { meta, queue } = saleKeys(saleId);
+  const queue = waitingRoomKeys(saleId, line);
   const bucket = bucketOf(userId, split);
-  const own = bucketKeys(saleId, bucket, split.count);
+  const own = lineBucketKeys(saleId, line, bucket, split.count);
   const preBucket = drawKey ? prePartitionOf(drawKey, split.count) : 0;
+  const codes = accessCodeKeys(saleId);
   return {
-    keys: [meta, queue.counters, own.places, own.line, bucketKeys(saleId, preBucket, split.count).preQueue, queue.drawSizes],
-    args: [userId, drawKey, String(split.count), String(bucket), String(preBucket), kind === "quiet" ? "1" : "0"],
+    keys: [
+      saleKeys(saleId).meta,
+      queue.counters,
+      own.places,
+      own.line,
+      lineBucketKeys(saleId, line, preBucket, split.count).preQueue,
+      queue.drawSizes,
+      ...(codeHash === "" ? [] : [codes.batches, codes.shard(codeShardOf(codeHash))]),
+    ],
+    args: [userId, drawKey, String(split.count), String(bucket), String(preBucket), kind === "quiet" ? "1" : "0", line, codeHash],
   };
 }
 
-/** lua/waiting-room-progress.lua's KEYS, in its header's order: the sale-wide keys, then each bucket's passes, live set, range of the pre-queue and line. */
-export function waitingRoomProgressKeys(saleId: string, buckets: number): string[] {
-  const { meta, queue } = saleKeys(saleId);
+/**
+ * lua/waiting-room-progress.lua's KEYS, in its header's order: the sale's meta, the line's
+ * counters and draw sizes, then each bucket's passes, live set, range of the pre-queue and line
+ * of the line.
+ */
+export function waitingRoomProgressKeys(saleId: string, buckets: number, line: Line = PUBLIC_LINE): string[] {
+  const queue = waitingRoomKeys(saleId, line);
   return [
-    meta,
+    saleKeys(saleId).meta,
     queue.counters,
     queue.drawSizes,
-    ...allBuckets(saleId, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line]),
+    ...allLineBuckets(saleId, line, buckets).flatMap((b) => [b.passes, b.live, b.preQueue, b.line]),
   ];
 }
 

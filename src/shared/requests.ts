@@ -349,7 +349,13 @@ export const DrawEntriesQuery = z.object({
 export const QueueTicketHeader = z.object({ "queue-ticket": z.string() });
 
 /** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
+/** GET /admin/sales/:saleId/queue: which line, a presale lane's own (docs/lanes.md) or, without, the public one. */
+export const QueueLineQuery = z.object({
+  lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN, "a lane's name is 1 to 32 of a-z, 0-9 and -"))),
+});
+
 export const QueuePlacesQuery = z.object({
+  ...QueueLineQuery.shape,
   from: z.optional(z.string().check(z.regex(/^[1-9][0-9]{0,8}$/, "from must be a place, 1 or more"))),
 });
 

@@ -8,11 +8,23 @@ export async function seedCommitment(seedHex: string): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", hexBytes(seedHex)));
 }
 
-/** A buyer's draw key: HMAC-SHA256 keyed with the seed's bytes, over the user id's UTF-8, hex. */
-export async function drawKey(seedHex: string, userId: string): Promise<string> {
+/** HMAC-SHA256 keyed with the seed's bytes, over `text`'s UTF-8, hex. */
+async function hmacHex(seedHex: string, text: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", hexBytes(seedHex), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(userId)));
+  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(text)));
 }
+
+/** A buyer's draw key: HMAC-SHA256 keyed with the seed's bytes, over the user id's UTF-8, hex. */
+export const drawKey = (seedHex: string, userId: string): Promise<string> => hmacHex(seedHex, userId);
+
+/**
+ * The seed of a line of the waiting room (docs/lanes.md, "Lanes with a waiting room"): the
+ * sale's own for the public line (""), and for a presale lane's own line HMAC-SHA256 keyed with
+ * the sale's seed over "lane:<lane>", hex. Each line is drawn apart, and anyone holding the
+ * sale's seed, revealed once it ends, derives every line's and recomputes its draw.
+ */
+export const lineSeed = (seedHex: string, line: string): Promise<string> =>
+  line === "" ? Promise.resolve(seedHex) : hmacHex(seedHex, `lane:${line}`);
 
 /**
  * The pre-queue's places: by draw key, then (never needed in practice) by user id, comparing

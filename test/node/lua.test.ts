@@ -100,10 +100,11 @@ const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
       keys.live,
     ],
     // Split by one bucket; every buyer's is the call's first.
-    // No access codes (test/node/lanes-lua.test.ts tests them).
+    // No access codes (test/node/lane-lines-lua.test.ts and test/worker/lanes.test.ts test them), no lane's line.
     [
       "1",
       "0",
+      "",
       ...buyers.flatMap((b) =>
         typeof b === "string" ? [b, "1", "", "", "1", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", ""],
       ),
@@ -493,7 +494,7 @@ describe("a sale split into buckets", () => {
     );
     const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i]), ""]);
     const reply = parseCheckoutReply(
-      await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), "0", ...args]),
+      await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), "0", "", ...args]),
       buyers.length,
     );
     return { keys, reply };
@@ -569,7 +570,7 @@ describe("a sale split into buckets", () => {
     const id = await splitSale(10);
     const { keys } = checkoutScriptKeys(id, 0, SPLIT, ["a"]);
     await expect(
-      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "0", "a", "1", "", "", "2", ""]),
+      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", "a", "1", "", "", "2", ""]),
     ).rejects.toThrow(/names bucket 2/);
     expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
   });

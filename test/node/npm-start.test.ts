@@ -13,6 +13,7 @@ import { eventually } from "../../dev/lib/wait.ts";
 import type { StackRecord } from "../../dev/stack/stack-record.ts";
 import {
   demoDrawSaleId,
+  demoPresale,
   demoSaleId,
   type NpmStartRun,
   npmStart,
@@ -70,6 +71,7 @@ describe("npm start", () => {
     expect(firstOutput).toContain("Flash-sale checkout is running");
     expect(firstOutput).toContain("Vars from the environment: REDIS_MAX_REQUEST_BYTES, IP_RATE_LIMIT");
     const saleId = demoSaleId(firstOutput);
+    const occurrences = (text: string) => firstOutput.split(text).length - 1;
     // What a shop owner opens comes first, before any token; wrangler's warning that scheduled
     // Workers do not run locally is left out (npm start runs the cron, and says so).
     const base = `http://127.0.0.1:${ports.WORKER_PORT}`;
@@ -108,13 +110,33 @@ describe("npm start", () => {
     expect((info.genesis_time + info.period * (beacon.round - 1)) * 1000).toBeGreaterThan(closes.getTime());
     expect((await api().enterDraw(drawId, await api().userToken("entrant"), { variant: "eu-42" })).status).toBe(201);
 
+    // The demo presale: its members' lane open now, the public start about ten minutes on, and
+    // the members' code printed once; the code buys in the lane (which the sale view shows),
+    // and nobody buys without one.
+    const presale = demoPresale(firstOutput);
+    const presaleView = await api().sale(presale.saleId);
+    expect(presaleView.status).toBe("upcoming");
+    expect(presaleView.lanes).toEqual([{ name: "members", startsAt: expect.any(String), stock: 8, remaining: 8 }]);
+    expect(Date.parse(presaleView.lanes[0]?.startsAt as string)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(presaleView.startsAt) - Date.now()).toBeGreaterThan(9 * 60_000);
+    const everyone = new Date(presaleView.startsAt).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+    expect(firstOutput).toContain(`A presale    ${base}/?sale=${presale.saleId}`);
+    expect(firstOutput).toContain(`Members' code  ${presale.code} (lane open until ${everyone})`);
+    expect(occurrences(presale.code)).toBe(1);
+    const member = await api().userToken("member");
+    expect((await api().checkout(presale.saleId, member, 1, "eu-42")).code).toBe("ACCESS_CODE_REQUIRED");
+    expect((await api().checkoutWithCode(presale.saleId, member, presale.code, 1, "eu-42")).status).toBe(202);
+    await eventually(
+      "the members' lane to count the pair (the sale's read is cached for half a second)",
+      async () => (await api().sale(presale.saleId)).lanes[0]?.remaining === 7,
+    );
+
     // Its exposure: random secrets of its own, printed; the Worker and the gateway answer
     // loopback Host names only (DNS rebinding); no administrative commands; Redis wants AUTH.
     const stored = stackSecrets(stateDir);
     expect(new Set(Object.values(stored)).size).toBe(Object.keys(stored).length); // each its own
     for (const value of Object.values(stored)) expect(value.length).toBeGreaterThanOrEqual(32);
     // The admin token and a buyer's token, once each; the other secrets stay in the file it names.
-    const occurrences = (text: string) => firstOutput.split(text).length - 1;
     expect(firstOutput).toContain(`Admin token  ${stored.ADMIN_TOKEN}`);
     expect(occurrences(stored.ADMIN_TOKEN)).toBe(1);
     const buyerToken = /TOKEN=(\S+)/.exec(firstOutput)?.[1] as string;
@@ -203,6 +225,18 @@ describe("npm start", () => {
     expect(demoSaleId(secondOutput)).toBe(saleId); // same state: the same demo sale, with its order
     // The same draw, its entries still open, with the entry; the beacon at the same URL, with the same rounds.
     expect(demoDrawSaleId(secondOutput)).toBe(drawId);
+    // The same presale, its lane still open, with a fresh code that buys for another member.
+    const presaleAgain = demoPresale(secondOutput);
+    expect(presaleAgain.saleId).toBe(presale.saleId);
+    expect(presaleAgain.code).not.toBe(presale.code);
+    const another = await api().checkoutWithCode(
+      presale.saleId,
+      await api().userToken("member-2"),
+      presaleAgain.code,
+      1,
+      "eu-43",
+    );
+    expect(another.status).toBe(202);
     expect((await api().myEntry(drawId, await api().userToken("entrant"))).body?.status).toBe("entered");
     expect(await (await fetch(`${beacon.url}/info`)).json()).toEqual(info);
     const again = await api().checkout(saleId, await api().userToken("survivor"), 1, "eu-43");

@@ -30,6 +30,13 @@ it("a stampede on one sale shares script calls: far less than one round trip per
   expect(perBuyer).toBeLessThan(0.25);
 });
 
+it("a code holder in a presale lane costs the same one round trip, and merged calls carry the codes", () => {
+  expect(roundTrips("accepted with an access code (a presale lane)")).toBe(2);
+  const perHolder = roundTrips("accepted with codes, 50 holders at once (per buyer)");
+  expect(perHolder).toBeGreaterThan(0);
+  expect(perHolder).toBeLessThan(0.5);
+});
+
 it("warm-isolate refusals cost no round trip of their own: a burst shares one write of the console's counters", () => {
   for (const outcome of [
     "repeat buyer (warm)",

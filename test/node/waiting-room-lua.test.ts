@@ -111,7 +111,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
   );
   const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), ""]);
   const reply = parseCheckoutReply(
-    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", ...args]),
+    await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", ...args]),
     buyers.length,
   );
   if (!reply.reservations) throw new Error(`the sale is split into ${reply.buckets} buckets`);

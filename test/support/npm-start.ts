@@ -76,6 +76,12 @@ export const demoSaleId = (output: string) => /Demo sale +(\d+)/.exec(output)?.[
 /** The demo draw npm start announced. */
 export const demoDrawSaleId = (output: string) => /Demo draw +(\d+)/.exec(output)?.[1] as string;
 
+/** The demo presale npm start announced, and the members' code it printed. */
+export const demoPresale = (output: string) => ({
+  saleId: /Demo presale +(\d+)/.exec(output)?.[1] as string,
+  code: /Members' code +(\S+)/.exec(output)?.[1] as string,
+});
+
 /** The secrets a run keeps in its state directory. */
 export const stackSecrets = (stateDir: string) =>
   JSON.parse(readFileSync(path.join(stateDir, "secrets.json"), "utf8")) as LocalSecrets;

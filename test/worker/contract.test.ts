@@ -9,7 +9,17 @@ import { app } from "../../src/app";
 import { ROUTE_DOCS } from "../../src/routes/api.docs";
 import { saleKeys } from "../../src/shared/keys";
 import { checkedFetch, seen } from "./contract";
-import { BASE, bearer, createSale, fetchWithVars, LOOPBACK_BASE, redis, userToken, waitForConfirmed } from "./helpers";
+import {
+  BASE,
+  bearer,
+  createSale,
+  eventually,
+  fetchWithVars,
+  LOOPBACK_BASE,
+  redis,
+  userToken,
+  waitForConfirmed,
+} from "./helpers";
 
 const call = (path: string, init?: RequestInit) => checkedFetch((req) => SELF.fetch(req), `${BASE}${path}`, init);
 const admin = (extra: Record<string, string> = {}) => ({
@@ -249,6 +259,74 @@ describe("the OpenAPI document", () => {
       method: "POST",
       headers: admin(),
     });
+
+    // A sale sold by draw: an entry, changed and withdrawn, then one that is drawn, and its public record.
+    const closesAt = Date.now() + 1_500;
+    const drawn = (await (
+      await call("/admin/sales", {
+        method: "POST",
+        headers: admin(),
+        body: JSON.stringify({
+          name: "contract draw",
+          stock: 1,
+          startsAt: new Date(closesAt).toISOString(),
+          endsAt: new Date(closesAt + 60_000).toISOString(),
+          draw: { opensAt: new Date(Date.now() - 1_000).toISOString(), closesAt: new Date(closesAt).toISOString() },
+        }),
+      })
+    ).json()) as { id: string };
+    const entrant = bearer(await userToken("contract-entrant"));
+    await call(`/api/sales/${drawn.id}/entries`, { method: "POST", headers: entrant });
+    await call(`/api/sales/${drawn.id}/entries/mine`, { method: "DELETE", headers: entrant });
+    await call(`/api/sales/${drawn.id}/entries`, { method: "POST", headers: entrant });
+    await call(`/api/sales/${drawn.id}/entries/mine`, { headers: entrant });
+    await call(`/api/sales/${drawn.id}/draw`);
+    await call(`/api/sales/${drawn.id}/draw/entries`); // 409: not committed yet
+    await new Promise((r) => setTimeout(r, Math.max(0, closesAt - Date.now() + 100)));
+    await call(`/admin/sales/${drawn.id}/draw`, { method: "POST", headers: admin() });
+    await eventually("the draw's entries to be committed", async () => {
+      const res = await SELF.fetch(`${BASE}/api/sales/${drawn.id}/draw/entries`);
+      return res.status === 200;
+    });
+    await call(`/api/sales/${drawn.id}/draw/entries`);
+
+    // Presale lanes: a batch of codes made, listed and revoked; a staff pass minted and listed.
+    const laned = (await (
+      await call("/admin/sales", {
+        method: "POST",
+        headers: admin(),
+        body: JSON.stringify({
+          name: "contract lanes",
+          stock: 2,
+          startsAt: new Date(Date.now() + 60_000).toISOString(),
+          endsAt: new Date(Date.now() + 120_000).toISOString(),
+          lanes: [{ name: "members", startsAt: new Date(Date.now() - 1_000).toISOString(), stock: 1 }],
+          queue: { mode: "fifo" },
+        }),
+      })
+    ).json()) as { id: string };
+    const batch = (await (
+      await call(`/admin/sales/${laned.id}/lanes/members/codes`, {
+        method: "POST",
+        headers: admin(),
+        body: JSON.stringify({ count: 2 }),
+      })
+    ).json()) as { batchId: string; codes: string[] };
+    await call(`/admin/sales/${laned.id}/lanes/nobody/codes`, {
+      method: "POST",
+      headers: admin(),
+      body: JSON.stringify({ count: 2 }),
+    });
+    await call(`/api/sales/${laned.id}/checkout`, { method: "POST", headers: buyer }); // ACCESS_CODE_REQUIRED
+    await call(`/api/sales/${laned.id}/checkout`, { method: "POST", headers: { ...buyer, "Access-Code": "0000-0000-0000" } });
+    await call(`/admin/sales/${laned.id}/codes`, { headers: admin() });
+    await call(`/admin/sales/${laned.id}/codes/${batch.batchId}`, { method: "DELETE", headers: admin() });
+    await call(`/admin/sales/${laned.id}/bypass`, {
+      method: "POST",
+      headers: admin(),
+      body: JSON.stringify({ userId: "contract-staff" }),
+    });
+    await call(`/admin/sales/${laned.id}/bypass`, { headers: admin() });
 
     // Every operation answered with success at least once, and each answer above matched.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods) as { operationId: string }[]);

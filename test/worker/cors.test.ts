@@ -17,8 +17,10 @@ describe("CORS", () => {
     const res = await preflight(`/api/sales/${sale.id}/checkout`, SHOP);
     expect(res.status).toBe(204);
     expect(res.headers.get("Access-Control-Allow-Origin")).toBe(SHOP);
-    expect(res.headers.get("Access-Control-Allow-Methods")).toBe("GET, POST");
-    expect(res.headers.get("Access-Control-Allow-Headers")).toBe("Authorization, Content-Type, Idempotency-Key");
+    expect(res.headers.get("Access-Control-Allow-Methods")).toBe("GET, POST, DELETE");
+    expect(res.headers.get("Access-Control-Allow-Headers")).toBe(
+      "Authorization, Content-Type, Idempotency-Key, Queue-Pass, Queue-Ticket, Human-Check, Access-Code",
+    );
     expect(res.headers.get("Access-Control-Allow-Credentials")).toBeNull();
     expect(res.headers.get("Vary")).toContain("Origin");
   });
@@ -37,7 +39,7 @@ describe("CORS", () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get("Access-Control-Allow-Origin")).toBe(SHOP);
     expect(limited.headers.get("Access-Control-Expose-Headers")).toBe(
-      "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
+      "Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Queue-Ticket",
     );
     expect(limited.headers.get("Retry-After")).toBeTruthy();
     await waitForConfirmed([((await accepted.json()) as { orderId: string }).orderId]);

@@ -68,7 +68,8 @@ async function enterCrowd(saleId: string, n: number) {
 
 describe("a draw crowd", () => {
   it("draws winners per size from the committed list, sends units that come back down the waitlist, and checks out from public data", async () => {
-    const sale = await drawSale(5_000, 2);
+    // Long enough for the payer to pay on a busy machine, short enough for the others to lapse.
+    const sale = await drawSale(5_000, 8);
     const crowd = await enterCrowd(sale.id, 30);
     // Double entries change the entry (still one each); withdrawals leave the list.
     for (const c of crowd.slice(0, 5)) expect((await api.enterDraw(sale.id, c.token, c.entry)).status).toBe(200);
@@ -119,7 +120,7 @@ describe("a draw crowd", () => {
       async () => (await api.order(payer.m?.orderId as string, payer.c.token)).body?.status === "awaiting_payment",
     );
     expect((await loopbackApi.pay(payer.m.orderId, payer.c.token, "tok_visa", `draw-pay-${sale.id}`)).status).toBe(200);
-    // The lapsed orders expire (2 s window) and their units go to the next waitlisted entries.
+    // The lapsed orders expire (8 s window) and their units go to the next waitlisted entries.
     const offeredLater = await eventually(
       "units that came back to reach the waitlist",
       async () => {

@@ -45,7 +45,8 @@ async function waitForTurn(saleId: string, buyer: Buyer): Promise<QueuePosition>
     async () => {
       await new Promise((r) => setTimeout(r, 300));
       const p = await poll(saleId, buyer);
-      return p !== undefined && p.state !== "waiting" && p;
+      // sold_out may be passing: a unit on its way back (a cancelled order's) is not back yet.
+      return p !== undefined && (p.state === "admitted" || p.state === "closed") && p;
     },
     90_000,
   );

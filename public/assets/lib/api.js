@@ -54,17 +54,26 @@ export async function call(base, path, options = {}) {
 }
 
 /**
- * A file the API answers (a CSV export): its bytes and the name its Content-Disposition gives;
- * for an error, its status and message. The whole file is read before it is handed over.
- * @param {string} base @param {string} path @param {{ adminToken?: string }} options
+ * A file the API answers (a CSV export, or a batch of codes made as CSV): its bytes and the
+ * name its Content-Disposition gives; for an error, its status and message. The whole file is
+ * read before it is handed over.
+ * @param {string} base @param {string} path
+ * @param {{ adminToken?: string, method?: string, body?: unknown, accept?: string }} options
  * @returns {Promise<{ status: number, file?: Blob, filename: string, message: string }>}
  */
 export async function fetchFile(base, path, options) {
   /** @type {Record<string, string>} */
   const headers = options.adminToken ? { Authorization: `Bearer ${options.adminToken}` } : {};
+  if (options.accept) headers.Accept = options.accept;
+  if (options.body !== undefined) headers["Content-Type"] = "application/json";
   let res;
   try {
-    res = await fetch(`${base}${path}`, { headers, cache: "no-store" });
+    res = await fetch(`${base}${path}`, {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      cache: "no-store",
+    });
   } catch {
     return { status: 0, filename: "", message: "the server could not be reached" };
   }

@@ -64,3 +64,17 @@ export const words = (/** @type {string} */ code) =>
 
 /** A moment to the second (events a few seconds apart): "Nov 26, 2026, 1:34:05 AM". @param {string | number} iso */
 export const formatMoment = (iso) => new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+/**
+ * A moment as a time of day, with the date only when it is not today: "10:30 AM", or
+ * "Nov 29, 10:30 AM". For lines that list a day's times (a sale's lanes).
+ * @param {string | number} iso
+ */
+export function formatClock(iso) {
+  const at = new Date(iso);
+  const today = at.toDateString() === new Date().toDateString();
+  return at.toLocaleString(
+    undefined,
+    today ? { timeStyle: "short" } : { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" },
+  );
+}

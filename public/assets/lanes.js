@@ -1,0 +1,235 @@
+// @ts-check
+// A sale's presale lanes on its page (docs/lanes.md): who may buy when, in words ("Members
+// from 10:00 AM · 3 left · open now", "Fans from 10:30 AM", "Everyone from 11:00 AM"), and,
+// while a lane is open and the public start has not come, the code field beside Buy, labelled
+// for the open lane ("Members: enter your code") and sent as the Access-Code header. What the
+// buyer types is kept in this module's memory for the page's life, never in storage (a code
+// buys like a card). From the public start the field goes: codes are no longer asked for.
+// Which lane is open is the server's clock against the lanes' starts, so the field comes and
+// goes on time between two reads of the sale.
+import { serverNow } from "./lib/api.js";
+import { formatClock } from "./lib/format.js";
+
+/** @param {string} id */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+/** Writes text only when it changed: a label or note is announced on every write. */
+function setText(/** @type {string} */ id, /** @type {string} */ text) {
+  const node = $(id);
+  if (node.textContent !== text) node.textContent = text;
+}
+
+/** The codes typed on this page, by sale: a buyer who looks at another sale and comes back finds theirs. */
+const typed = new Map();
+
+/** A lane's name as a buyer reads it: "members" reads "Members", "early-birds" "Early birds". @param {string} name */
+const laneLabel = (name) => {
+  const spaced = name.replaceAll("-", " ");
+  return spaced.charAt(0).toUpperCase() + spaced.slice(1);
+};
+
+/**
+ * The lane open at `now`: the last one started, while the public start has not come.
+ * @param {any} sale @param {number} now @returns {any}
+ */
+function laneOpenAt(sale, now) {
+  if (now >= Date.parse(sale.startsAt)) return undefined;
+  return (sale.lanes ?? []).filter((/** @type {any} */ lane) => Date.parse(lane.startsAt) <= now).at(-1);
+}
+
+/**
+ * For a sale with a waiting room, the lane whose own line takes joiners at `now` (from its
+ * start less the pre-queue's length until the next lane's start, or the public start): the
+ * code is sent with the join there, before the lane itself opens.
+ * @param {any} sale @param {number} now @returns {any}
+ */
+function laneJoinableAt(sale, now) {
+  if (!sale.queue || sale.queue.mode === "off" || now >= Date.parse(sale.startsAt)) return undefined;
+  const early = sale.queue.prequeueSec * 1000;
+  const lanes = sale.lanes ?? [];
+  return lanes.find((/** @type {any} */ lane, /** @type {number} */ i) => {
+    const closes = Date.parse(lanes[i + 1]?.startsAt ?? sale.startsAt);
+    return Date.parse(lane.startsAt) - early <= now && now < closes;
+  });
+}
+
+/** The lane that opens after `now`, if one is still to come. @param {any} sale @param {number} now @returns {any} */
+const laneAfter = (sale, now) => (sale.lanes ?? []).find((/** @type {any} */ lane) => Date.parse(lane.startsAt) > now);
+
+/** What a lane still holds, in words. @param {number} remaining */
+const unitsLeft = (remaining) => (remaining > 0 ? `${remaining} left` : "none left in this lane");
+
+/**
+ * The catalog's line for a sale whose lanes come before its public start ("Members now,
+ * everyone from 11:00 AM"); undefined for any other sale, or once everyone can buy.
+ * @param {any} sale
+ */
+export function laneCardLine(sale) {
+  const now = serverNow();
+  if (!sale.lanes?.length || now >= Date.parse(sale.startsAt)) return undefined;
+  const open = laneOpenAt(sale, now);
+  const first = open ?? sale.lanes[0];
+  return `${laneLabel(first.name)} ${open ? "now" : `from ${formatClock(first.startsAt)}`}, everyone from ${formatClock(sale.startsAt)}`;
+}
+
+/**
+ * @typedef {object} LanePage what the sale's page lends the panel
+ * @property {() => void} changed the open lane or the code changed: Buy's note is drawn again
+ * @property {(text: string) => void} news a lane just opened: said unless the buyer is busy buying
+ */
+
+export class LanePanel {
+  /** @type {any} the sale as last read */
+  sale;
+  /** @type {string | undefined} the lane open when last painted ("" for none; undefined before the first paint) */
+  shownLane;
+
+  /** @param {string} saleId @param {LanePage} page */
+  constructor(saleId, page) {
+    this.saleId = saleId;
+    this.page = page;
+    const input = this.input();
+    input.value = typed.get(saleId) ?? "";
+    input.removeAttribute("aria-invalid");
+    input.oninput = () => {
+      typed.set(saleId, input.value);
+      input.removeAttribute("aria-invalid");
+      page.changed();
+    };
+    $("lanes").hidden = false;
+  }
+
+  input() {
+    return /** @type {HTMLInputElement} */ ($("access-code"));
+  }
+
+  stop() {
+    $("lanes").hidden = true;
+    $("access-code-field").hidden = true;
+    $("lane-list").replaceChildren();
+    delete $("lane-list").dataset.key;
+    this.input().oninput = null;
+    this.input().value = "";
+  }
+
+  /** The sale as the page last read it. @param {any} sale */
+  show(sale) {
+    this.sale = sale;
+    this.paint();
+  }
+
+  /** The lane open now, by the server's clock. @returns {any} */
+  open() {
+    return this.sale && laneOpenAt(this.sale, serverNow());
+  }
+
+  /** The lane a code is asked for now: the open one, or one whose own line takes joiners already. @returns {any} */
+  asking() {
+    return this.sale && (laneOpenAt(this.sale, serverNow()) ?? laneJoinableAt(this.sale, serverNow()));
+  }
+
+  /** The lanes and the code field as things stand: on every read and every tick of the page. */
+  paint() {
+    if (!this.sale) return;
+    const now = serverNow();
+    const open = laneOpenAt(this.sale, now);
+    this.paintList(open);
+    const asking = open ?? laneJoinableAt(this.sale, now);
+    $("access-code-field").hidden = !asking;
+    if (asking) setText("access-code-label", `${laneLabel(asking.name)}: enter your code`);
+    const name = open?.name ?? "";
+    if (this.shownLane === name) return;
+    // A lane opening while the buyer watches is news; the public start the page says itself.
+    if (this.shownLane !== undefined && open) this.page.news(`${laneLabel(open.name)} can buy now: enter your code beside Buy.`);
+    this.shownLane = name;
+    this.page.changed();
+  }
+
+  /** One line per lane and one for everyone, the open lane marked; built again only when a line changes. @param {any} open */
+  paintList(open) {
+    const lines = [
+      ...this.sale.lanes.map((/** @type {any} */ lane) => ({
+        text: `${laneLabel(lane.name)} from ${formatClock(lane.startsAt)}${lane === open ? ` · ${unitsLeft(lane.remaining)}` : ""}`,
+        open: lane === open,
+      })),
+      { text: `Everyone from ${formatClock(this.sale.startsAt)}`, open: false },
+    ];
+    const list = $("lane-list");
+    const key = JSON.stringify(lines);
+    if (list.dataset.key === key) return;
+    list.dataset.key = key;
+    list.replaceChildren(
+      ...lines.map((line) => {
+        const item = document.createElement("li");
+        item.textContent = line.text;
+        if (line.open) {
+          item.setAttribute("aria-current", "true");
+          const mark = document.createElement("strong");
+          mark.textContent = " · open now";
+          item.append(mark);
+        }
+        return item;
+      }),
+    );
+  }
+
+  /** The page's countdown before the public start: to the next lane, then to everyone. */
+  clock() {
+    if (!this.sale) return undefined;
+    const now = serverNow();
+    const next = laneAfter(this.sale, now);
+    if (next) return { label: `${laneLabel(next.name)} can buy in`, ms: Date.parse(next.startsAt) - now };
+    const starts = Date.parse(this.sale.startsAt);
+    return now < starts ? { label: "Everyone can buy in", ms: starts - now } : undefined;
+  }
+
+  /** The code to send as Access-Code: the one typed, while a lane is open or its line takes joiners. */
+  code() {
+    return this.asking() ? this.input().value.trim() || undefined : undefined;
+  }
+
+  /** Why Buy cannot be pressed in a lane's window, or "" when it can; undefined when no lane is open. */
+  blocker() {
+    const open = this.open();
+    if (!open) return undefined;
+    if (open.remaining === 0) return this.soldInLane(open, undefined);
+    if (this.input().value.trim() === "")
+      return `Enter your code to buy now, or come back at ${formatClock(this.sale.startsAt)} when everyone can.`;
+    return "";
+  }
+
+  /** What a lane sold out means, and where more may come from. @param {any} lane @param {string | undefined} size */
+  soldInLane(lane, size) {
+    const next = laneAfter(this.sale, serverNow());
+    const later = next
+      ? `${laneLabel(next.name)} from ${formatClock(next.startsAt)}`
+      : `everyone can buy from ${formatClock(this.sale.startsAt)}, if any are left`;
+    return `${laneLabel(lane.name)}: this lane's units${size ? ` of ${size}` : ""} are sold. A later lane may have more: ${later}.`;
+  }
+
+  /**
+   * A refused checkout in words, where the refusal is about the lanes; undefined otherwise.
+   * @param {import("./lib/api.js").Answer} answer @param {string | undefined} size the size bought, as the buyer reads it
+   */
+  refusal(answer, size) {
+    switch (answer.code) {
+      case "ACCESS_CODE_REQUIRED":
+        return `Until ${formatClock(this.sale.startsAt)} only code holders can buy or join the line: enter your code in the field for it.`;
+      case "ACCESS_CODE_INVALID":
+        this.input().setAttribute("aria-invalid", "true");
+        return "That code is not valid for you: check it as written. A code buys for one account only, and only from its lane's start.";
+      case "ACCESS_CODE_USED":
+        this.input().setAttribute("aria-invalid", "true");
+        return "That code is used up: it has bought all it may.";
+      case "SOLD_OUT": {
+        const open = this.open();
+        return open && answer.message.includes("lane") ? this.soldInLane(open, size) : undefined;
+      }
+      case "RATE_LIMITED":
+        if (!answer.message.includes("access code")) return undefined;
+        return `Too many codes were refused: wait ${Math.ceil(answer.retryAfterMs / 1000) || 60} s, check your code, then try again.`;
+      default:
+        return undefined;
+    }
+  }
+}
