@@ -18,6 +18,12 @@
 //              that hammer checkout without a pass, with passes copied from other accounts and
 //              replayed; --admit places let in per second. Exits 1 unless every unit went to a
 //              holder of their own pass, no bot got one, and the places let in are one run from 1.
+//   --scenario million   a million joiners at once, rehearsed (load/runner/waiting-room-million.ts):
+//              --users joiners (default 1,000,000) in a fifo sale's pre-queue, --sample of them
+//              (default 1,000, spread over the line) joining, polling and buying through the Worker, the rest joined
+//              straight into Redis with the Worker's script; --stock, --admit as above. Prints
+//              joins, polls and Redis commands a second and the largest record (npm run model
+//              extrapolates them); exits 1 on any violation of the sale's or the line's rules.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis as IORedis } from "ioredis";
@@ -33,6 +39,7 @@ import { type RunStrategy, runLoad, runSummary } from "./run.ts";
 import { fixed, formatTable, seconds } from "./table.ts";
 import { remoteTarget, stackTarget, type Target } from "./target.ts";
 import { acceptedSamples, queueViolations, runQueueCrowd } from "./waiting-room-crowd.ts";
+import { millionReport, rehearseMillion } from "./waiting-room-million.ts";
 
 function fail(message: string): never {
   console.error(message);
@@ -57,6 +64,7 @@ const { values } = (() => {
         json: { type: "boolean", default: false },
         scenario: { type: "string", default: "crowd" },
         admit: { type: "string", default: "100" },
+        sample: { type: "string", default: "1000" },
       },
     });
   } catch (err) {
@@ -136,6 +144,31 @@ if (values.scenario === "queue") {
     process.exitCode = violations.length > 0 ? 1 : 0;
   } finally {
     await queueStack.stop();
+  }
+  process.exit();
+}
+
+if (values.scenario === "million") {
+  if (values["base-url"])
+    fail("--scenario million runs on the local stack; against a deployment, run load/waiting-room.js with k6");
+  const joiners = process.argv.some((a) => a.startsWith("--users")) ? positive("users", values.users) : 1_000_000;
+  const sampled = positive("sample", values.sample);
+  if (sampled > joiners) fail("--sample must be at most --users");
+  if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
+  const millionStack = await startStack({ vars: { USER_RATE_LIMIT: "0" } });
+  try {
+    const figures = await rehearseMillion(millionStack, {
+      joiners,
+      sampled,
+      stock: positive("stock", values.stock),
+      admitPerSec: positive("admit", values.admit),
+      progress: values.json ? undefined : (label) => console.error(`${label}...`),
+    });
+    if (values.json) console.log(JSON.stringify({ scenario: "million", ...figures }));
+    else console.log(millionReport(figures));
+    process.exitCode = figures.violations.length > 0 ? 1 : 0;
+  } finally {
+    await millionStack.stop();
   }
   process.exit();
 }
