@@ -52,6 +52,17 @@ export interface Usage {
   d1RowsWritten: number;
 }
 
+/** Nothing used yet. */
+const NO_USE: Usage = {
+  workerRequests: 0,
+  workerCpuMs: 0,
+  upstashCommands: 0,
+  upstashBytes: 0,
+  queueMessages: 0,
+  d1RowsRead: 0,
+  d1RowsWritten: 0,
+};
+
 export interface Bill {
   workersRequests: number;
   workersCpu: number;
@@ -257,15 +268,7 @@ export async function priceDrop(drop: Drop, actions: readonly ActionCost[]): Pro
   afterSale();
 
   // What the drop uses: each action's own counts times how often, and the shared ones per isolate-second.
-  const usage: Usage = {
-    workerRequests: 0,
-    workerCpuMs: 0,
-    upstashCommands: 0,
-    upstashBytes: 0,
-    queueMessages: 0,
-    d1RowsRead: 0,
-    d1RowsWritten: 0,
-  };
+  const usage: Usage = { ...NO_USE };
   const use = (c: Counts, n: number, cpuMs: number) => {
     usage.workerRequests += c.workerRequests * n;
     usage.workerCpuMs += c.workerRequests * n * cpuMs;
@@ -424,13 +427,3 @@ export function waitingByPush(p: PricedDrop, push: PushFigures): WaitingByPush {
     cpuRatio,
   };
 }
-
-const NO_USE: Usage = {
-  workerRequests: 0,
-  workerCpuMs: 0,
-  upstashCommands: 0,
-  upstashBytes: 0,
-  queueMessages: 0,
-  d1RowsRead: 0,
-  d1RowsWritten: 0,
-};
