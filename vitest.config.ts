@@ -121,6 +121,8 @@ export default defineConfig({
                 TURNSTILE_VERIFY_URL: inject("siteverifyUrl"),
                 TURNSTILE_SECRET_KEY: TURNSTILE_TEST_SECRETS.passes,
                 TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY,
+                // The funnel's data points: the local stand-in (test/setup/global-setup.ts) keeps them.
+                ANALYTICS_STAND_IN_URL: inject("analyticsStandInUrl"),
                 TEST_MIGRATIONS: await readD1Migrations(path.join(import.meta.dirname, "migrations")),
               },
             },

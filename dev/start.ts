@@ -37,6 +37,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import type { SaleView } from "../src/shared/api-types.ts";
 import { ORDER_EVENT_TYPES } from "../src/shared/order-events.ts";
+import { startAnalyticsStandIn } from "./analytics/stand-in.ts";
 import { spawnGateway } from "./gateway/process.ts";
 import { ApiClient } from "./lib/api-client.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "./lib/project.ts";
@@ -48,6 +49,7 @@ import { localBeacon } from "./stack/local-beacon.ts";
 import { localSecrets, stateDir } from "./stack/local-secrets.ts";
 import { portOwner } from "./stack/port-owner.ts";
 import { type RecordedProcess, StackRecordFile, stopProcesses } from "./stack/stack-record.ts";
+import { workerLogFile } from "./stack/worker-log.ts";
 import { prepareLocalD1, workerConfig } from "./stack/wrangler-cache.ts";
 import { withoutCronWarning } from "./stack/wrangler-output.ts";
 import { startSiteverify } from "./turnstile/siteverify.ts";
@@ -182,7 +184,9 @@ function startWranglerDev(devVarsFile: string, varFlags: string[]): ChildProcess
     {
       cwd: ROOT,
       // Its output comes through a pipe (withoutCronWarning): colours as on a terminal where there is one.
-      env: offlineWranglerEnv(process.stdout.isTTY ? { FORCE_COLOR: "1" } : {}),
+      // Wrangler writes every line of its log, the Worker's included whatever --log-level prints,
+      // to its debug log: kept in the state directory for npm run trace.
+      env: offlineWranglerEnv({ WRANGLER_LOG_PATH: workerLogFile(STATE), ...(process.stdout.isTTY && { FORCE_COLOR: "1" }) }),
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     },
@@ -250,6 +254,9 @@ async function main() {
   stops.push(() => siteverify.stop());
   const beacon = await localBeacon(STATE, BEACON_PORT);
   stops.push(() => beacon.stop());
+  // The funnel's data points: the local runtime's Analytics Engine binding keeps none.
+  const analytics = await startAnalyticsStandIn({ file: path.join(STATE, "analytics.jsonl") });
+  stops.push(() => analytics.stop());
   const devVars = path.join(STATE, "dev.vars");
   writeFileSync(
     devVars,
@@ -267,7 +274,7 @@ async function main() {
     ].join("\n"),
     { mode: 0o600 },
   );
-  const overrides = varOverrides({ TURNSTILE_VERIFY_URL: siteverify.url });
+  const overrides = varOverrides({ TURNSTILE_VERIFY_URL: siteverify.url, ANALYTICS_STAND_IN_URL: analytics.url });
   const base = `http://127.0.0.1:${WORKER_PORT}`;
   const child = startWranglerDev(devVars, overrides.flags);
   child.once("exit", (code) => {

@@ -57,7 +57,9 @@ one table: docs/architecture.md, "The sale's Redis layout")
   when it names a lane's line:
   +1 buyers hash     user id -> "<units held>:<latest order id>"
   +2 outbox zset     order ids not settled yet, score = reservation time (ms)
-  +3 pending hash    order id -> "<units>:<user id>", units as in ARGV below
+  +3 pending hash    order id -> "<units>[|<lane>|<code hash>][|<traceparent>]:<user id>", units as in
+                     ARGV below, the lane and code for a code holder's order in a lane's window,
+                     the traceparent when the buyer's request had one (src/shared/keys.ts, parsePendingRecord)
   +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<units>", for checkouts that sent one
   +5 passes hash     the public line's: user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
   +6 live zset       the public line's user ids of passes not used yet, scored by expiry (ms)
@@ -69,12 +71,13 @@ ARGV
   2  how many code keys follow the sale's four (0, or 1 + the code shards named)
   3  the lane whose own line's keys the call names ("" for none): the latest lane any of its
      buyers' passes is of (only that lane's window can be open: its line admits from its start)
-  then sextuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
+  then septuples of user id, quantity, Idempotency-Key ("" for none), the buyer's claim (the
   place its Queue-Pass names, "<place>@<lane>" for a pass of a lane's line, "draw" for a draw's
   offer, "" for none), which of the call's buckets is the buyer's (1 for the first bucket's
-  KEYS, 2 for the next...) and the
+  KEYS, 2 for the next...), the
   access code ("<n>:<code hash>", n the code shard among the code keys, 1 for the first; ""
-  for none): 1 to 100 sextuples. The quantity may name a variant: "<quantity>@<variant id>"
+  for none) and the W3C traceparent of the buyer's request ("" for none), kept in the outbox
+  record: 1 to 100 septuples. The quantity may name a variant: "<quantity>@<variant id>"
   (recorded so in pending and keys for a sale with variants only)
 Reply: one flat array in one layout, whatever the outcomes (src/shared/checkout-reply.ts reads it)
   1  "checkout/5"     the layout; the Worker refuses any other
@@ -112,7 +115,7 @@ Time comes from the Redis server (TIME), never from the caller.
 ]]
 
 local meta, admission, stats, queueCounters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local SALE_KEYS, PER_BUYER = 4, 6
+local SALE_KEYS, PER_BUYER = 4, 7
 local splitBy, codeKeys, lineLane = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local FIRST_BUYER = 4
 local lineKeys = lineLane ~= '' and 1 or 0
@@ -120,7 +123,7 @@ local KEYS_PER_BUCKET = 6 + 2 * lineKeys
 local buyerCount = (#ARGV - FIRST_BUYER + 1) / PER_BUYER
 if #ARGV < FIRST_BUYER - 1 + PER_BUYER or #ARGV > FIRST_BUYER - 1 + 100 * PER_BUYER or buyerCount % 1 ~= 0
   or not codeKeys or codeKeys == 1 or (#KEYS - SALE_KEYS - codeKeys - lineKeys) % KEYS_PER_BUCKET ~= 0 then
-  return redis.error_reply('checkout.lua takes a bucket count, a code key count, a lane line, then 1 to 100 sextuples of user id, quantity, idempotency key, pass, bucket and access code')
+  return redis.error_reply('checkout.lua takes a bucket count, a code key count, a lane line, then 1 to 100 septuples of user id, quantity, idempotency key, pass, bucket, access code and traceparent')
 end
 local codeBatches = codeKeys > 0 and KEYS[SALE_KEYS + 1]
 local lineCounters = lineKeys > 0 and KEYS[SALE_KEYS + codeKeys + 1]
@@ -503,9 +506,12 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
           laneLeft[s] = laneLeft[s] - quantity
         end
       end
-      w.pending[#w.pending + 1] = units .. '|' .. lanes[lane].name .. '|' .. code.hash .. ':' .. user
+    end
+    local trace = ARGV[i + 6] ~= '' and ('|' .. ARGV[i + 6]) or ''
+    if code then
+      w.pending[#w.pending + 1] = units .. '|' .. lanes[lane].name .. '|' .. code.hash .. trace .. ':' .. user
     else
-      w.pending[#w.pending + 1] = units .. ':' .. user
+      w.pending[#w.pending + 1] = units .. trace .. ':' .. user
     end
     if keyField then
       keysHere[keyField] = orderId .. ':' .. units

@@ -64,7 +64,7 @@ ARGV
   7  the line: "" (or absent) the public line, else the lane whose line KEYS 2 to 6 are
   8  a lane's line: the hash of the joiner's access code ("" or absent: none)
 Reply
-  { "waiting-room-join/2", nowMs, outcome, place, startsMs, endsMs, quiet }
+  { "waiting-room-join/3", nowMs, outcome, place, startsMs, endsMs, quiet, fresh }
   outcome  JOINED (now or before) | NOT_OPEN (before the line opens) | OFF (no waiting room) |
            CLOSED (the line closed or the sale was cancelled, and the buyer never joined) | NOT_FOUND
            (the sale, or the line's lane) | BUCKETS_CHANGED | TOTALS_MISSING |
@@ -72,6 +72,8 @@ Reply
   startsMs, endsMs  the line's: when it places from, when it closes
   place    1-based; 0 while unplaced (a random sale's pre-queue) or when not JOINED
   quiet    1 when the place is a quiet one (whatever ARGV 6 said on a later join), else 0
+  fresh    1 when this call placed the buyer (a join the funnel counts), 0 when it answered a
+           place held before or did not join
 Time comes from the Redis server (TIME).
 ]]
 
@@ -84,8 +86,8 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'starts', 'ends', 'state', 'buckets', 'lanes')
 local opens, starts, ends = tonumber(sale[2]) or 0, tonumber(sale[3]) or 0, tonumber(sale[4]) or 0
-local function reply(outcome, place, quiet)
-  return { 'waiting-room-join/2', nowMs, outcome, place, starts, ends, quiet and 1 or 0 }
+local function reply(outcome, place, quiet, fresh)
+  return { 'waiting-room-join/3', nowMs, outcome, place, starts, ends, quiet and 1 or 0, fresh and 1 or 0 }
 end
 if not sale[3] then
   return reply('NOT_FOUND', 0, false)
@@ -202,10 +204,10 @@ if random and nowMs < starts then
   redis.call('ZADD', preQueue, 0, preMember(quietJoin))
   countDrawn(preBucket)
   redis.call('HSET', places, user, tag .. 'pre')
-  return reply('JOINED', 0, quietJoin)
+  return reply('JOINED', 0, quietJoin, true)
 end
 local rank = redis.call('HINCRBY', counters, 'lined', 1)
 redis.call('ZADD', line, rank, (quietJoin and '\1' or '') .. user)
 local place = rank + drawn
 redis.call('HSET', places, user, tag .. place)
-return reply('JOINED', place, quietJoin)
+return reply('JOINED', place, quietJoin, true)

@@ -46,12 +46,13 @@ ARGV
      absent), nothing is done and the reply's state is "buckets-changed"
   3  the line: "" (or absent) the public line, else the lane whose line the KEYS are
 Reply
-  { "waiting-room-progress/1", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
-    qrate, state, drawn }
+  { "waiting-room-progress/2", nowMs, admitted, joined, remaining, used, expired, startsMs, endsMs,
+    qrate, state, drawn, letIn }
   state  active | paused | cancelled, or "missing" (all numbers 0) when Redis does not hold the
          sale (or the line's lane), or "buckets-changed" (all numbers 0, nothing done) when ARGV 2 or the bucket KEYS
          are not the sale's count
   drawn  a random sale's pre-queue joiners (places 1..drawn)
+  letIn  the buyers this call admitted (passes it gave; quiet places lapse uncounted): the funnel's "admitted"
 Time comes from the Redis server (TIME).
 ]]
 
@@ -77,10 +78,10 @@ for name, from in string.gmatch(lineLane ~= '' and sale[9] or '', '([^,=]+)=(%d+
   end
 end
 if not sale[4] or (lineLane ~= '' and not lineRank) then
-  return { 'waiting-room-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0 }
+  return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'missing', 0, 0 }
 end
 if (tonumber(sale[8]) or 1) ~= splitBy or buckets ~= splitBy then
-  return { 'waiting-room-progress/1', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'buckets-changed', 0 }
+  return { 'waiting-room-progress/2', nowMs, 0, 0, 0, 0, 0, 0, 0, 0, 'buckets-changed', 0, 0 }
 end
 local mode, rate, ttl = sale[1] or 'off', tonumber(sale[2]) or 1, tonumber(sale[3]) or 0
 local starts, ends, state, remaining = tonumber(sale[4]), tonumber(sale[5]), sale[6], tonumber(sale[7])
@@ -147,6 +148,7 @@ if lapsed > 0 then
   redis.call('HSET', counters, 'expired', expired)
 end
 
+local letIn = 0
 if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   local paced = math.floor((nowMs - starts) * rate / 1000) + rate
   local target = math.min(joined, paced, used + expired + remaining, admitted + maxAdmit)
@@ -187,6 +189,7 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
       redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
       redis.call('ZADD', liveOf(b), expires, user)
     end
+    letIn = #entries
     -- The quiet places among them: nobody's pass, lapsed at once.
     expired = expired + (target - admitted) - #entries
     admitted = target
@@ -194,4 +197,4 @@ if mode ~= 'off' and state == 'active' and nowMs >= starts and nowMs < ends then
   end
 end
 
-return { 'waiting-room-progress/1', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn }
+return { 'waiting-room-progress/2', nowMs, admitted, joined, remaining, used, expired, starts, ends, rate, state, drawn, letIn }

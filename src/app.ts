@@ -9,17 +9,20 @@ import { requireJsonBodies } from "./http/json-bodies";
 import { limitPerIp } from "./http/limits";
 import { loopbackHostsOnly } from "./http/loopback-only";
 import { noStoreByDefault, securityHeaders } from "./http/security-headers";
+import { traceRequests } from "./http/trace";
 import { onOrdersEnded } from "./orders/order-changes";
 import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
 import { drawAdminRoutes, drawRoutes } from "./routes/draws";
 import { eventEndpointRoutes } from "./routes/event-endpoints";
+import { funnelRoutes } from "./routes/funnel";
 import { healthRoutes } from "./routes/health";
 import { labRoutes } from "./routes/lab";
 import { laneAdminRoutes } from "./routes/lanes";
 import { adminOrderRoutes, buyerOrderRoutes } from "./routes/order-lists";
 import { orderRoutes } from "./routes/orders";
+import { queueDrawRoutes } from "./routes/queue-draws";
 import { saleRoutes } from "./routes/sales";
 import { scheduledRoutes } from "./routes/scheduled";
 import { storefrontRoutes } from "./routes/storefront";
@@ -37,7 +40,7 @@ const root = new Hono<AppEnv>();
 
 /** The whole API, mounted in one chain: every route the Worker answers is listed here. */
 export const app = root
-  .use(securityHeaders, noStoreByDefault)
+  .use(traceRequests, securityHeaders, noStoreByDefault)
   // A known path asked with another method: 405 with Allow, from this app's own routes.
   .use(methodNotAllowed({ app: root, onMethodNotAllowed: methodNotAllowedRoute }))
   .use(loopbackHostsOnly)
@@ -57,6 +60,7 @@ export const app = root
   .route("/api/sales", saleRoutes) //        GET  /api/sales/:saleId
   .route("/api/sales", checkoutRoutes) //    POST /api/sales/:saleId/checkout
   .route("/api/sales", waitingRoomRoutes) // POST /api/sales/:saleId/queue (join), GET .../queue (poll)
+  .route("/api/sales", queueDrawRoutes) //  GET  /api/sales/:saleId/queue/draw(/places): a random pre-queue published
   .route("/api/sales", drawRoutes) //       POST /api/sales/:saleId/entries, GET|DELETE .../entries/mine, GET .../draw(/entries)
   .route("/api/orders", buyerOrderRoutes) // GET  /api/orders: the caller's orders
   .route("/api/orders", orderRoutes) //      GET  /api/orders/:orderId, POST .../pay, POST .../cancel
@@ -67,6 +71,7 @@ export const app = root
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
   .route("/admin", laneAdminRoutes) //      access codes (POST .../lanes/:lane/codes, GET|DELETE .../codes), staff passes (.../bypass)
+  .route("/admin", funnelRoutes) //          GET  /admin/sales/:saleId/funnel, /admin/funnel (Analytics Engine)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)
   .route("/lab", labRoutes) //               the oversell lab, when LAB_ENABLED=true

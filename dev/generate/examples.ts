@@ -102,6 +102,17 @@ const IN_SCHEMA: Record<string, Json> = {
   QueueJoined: { state: "waiting" },
   ReconciliationReport: { archivedAt: null, reconciled: true, largestKey: null },
   StorefrontConfig: { turnstileSiteKey: null },
+  // A seed, its SHA-256 and alice's draw key under it, HMAC-SHA256(seed, "alice"): true to each other.
+  QueueDrawView: {
+    state: "ready",
+    seed: "5f1e0c9a7b3d2e4f60718293a4b5c6d7e8f90a1b2c3d4e5f6071829304a5b6c7",
+    seedCommitment: "6b1e05c8d09eff533487569de3dbdcdfd6ed1482f43604aa23964f82cd82a30b",
+    drawn: 25_000,
+    placesRoot: "0c7d2f3a5e81b94c6d0f2a1e3b5c7d9e8f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c",
+    publishedAt: "2026-12-01T10:00:41.207Z",
+  },
+  QueueDrawPlace: { place: 21_703, drawKey: "de429b234a1e3b16ba3be029c3a16e40ad9b34acbd2ec6f6ecdb81617cbe9bf2" },
+  QueueDrawPlacesPage: { next: "22" },
 };
 
 /** The document's schemas with the values above as their `example`s, so the sampler takes them. */

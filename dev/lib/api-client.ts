@@ -17,13 +17,17 @@ import type {
   DrawView,
   EntryAnswer,
   ErrorBody,
+  FunnelSeries,
   MyEntry,
   OrderView,
+  QueueDrawPlacesPage,
+  QueueDrawView,
   QueueJoined,
   QueuePlaces,
   QueuePosition,
   QueueStats,
   ReconciliationReport,
+  SalesFunnel,
   SaleView,
 } from "../../src/shared/api-types.ts";
 import type { StrategyName } from "../../src/shared/lab-strategies.ts";
@@ -283,6 +287,17 @@ export class ApiClient {
     return this.adminJson<QueuePlaces>(`/admin/sales/${saleId}/queue/places?from=${from}${ofLane}`);
   }
 
+  /** GET /api/sales/:saleId/queue/draw?lane=: a random waiting room's draw (of a lane's own line with `lane`) as anyone may check it. */
+  queueDraw(saleId: string, lane?: string): Promise<ApiResult<QueueDrawView>> {
+    return this.result(`/api/sales/${saleId}/queue/draw${lane === undefined ? "" : `?lane=${lane}`}`, {});
+  }
+
+  /** GET /api/sales/:saleId/queue/draw/places?cursor=&lane=: a page of the published pre-queue (of a lane's own line with `lane`). */
+  queueDrawPlaces(saleId: string, cursor?: string, lane?: string): Promise<ApiResult<QueueDrawPlacesPage>> {
+    const query = new URLSearchParams({ ...(cursor !== undefined && { cursor }), ...(lane !== undefined && { lane }) });
+    return this.result(`/api/sales/${saleId}/queue/draw/places${query.size === 0 ? "" : `?${query}`}`, {});
+  }
+
   /** POST /api/sales/:saleId/entries: enter the draw (or change the entry). */
   enterDraw(
     saleId: string,
@@ -432,6 +447,16 @@ export class ApiClient {
   /** POST /admin/scheduled: the cron's run, now (only where LOOPBACK_HOSTS_ONLY=true, as npm start runs the Worker). */
   runScheduled(): Promise<ApiResult<never>> {
     return this.adminResult("/admin/scheduled", { method: "POST" });
+  }
+
+  /** GET /admin/sales/:saleId/funnel: the sale's funnel per second (Workers Analytics Engine, or its local stand-in). */
+  saleFunnel(saleId: string): Promise<ApiResult<FunnelSeries>> {
+    return this.adminResult(`/admin/sales/${saleId}/funnel`, {});
+  }
+
+  /** GET /admin/funnel: every sale's funnel over the last week. */
+  salesFunnel(): Promise<ApiResult<SalesFunnel>> {
+    return this.adminResult("/admin/funnel", {});
   }
 
   /** GET /admin/orders/:orderId: the order with its history, payments and deliveries. */

@@ -6,6 +6,7 @@
 import type { DrawLeaf, DrawView } from "../../src/shared/api-types.ts";
 import { drawKeyOf, leafHash, merkleRoot, Selection, shuffleOrder, shuffler } from "../../src/shared/draw-proof.ts";
 import { seedCommitment } from "../../src/shared/waiting-room-draw.ts";
+import { getJson } from "./public-json.ts";
 
 export interface DrawVerdict {
   /** Everything matched. */
@@ -14,13 +15,6 @@ export interface DrawVerdict {
   problems: string[];
   entries: number;
   winners: number;
-}
-
-/** GETs `url` and reads its JSON, naming what failed. */
-async function getJson<T>(fetcher: typeof fetch, url: string): Promise<T> {
-  const res = await fetcher(url);
-  if (!res.ok) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
-  return (await res.json()) as T;
 }
 
 /**

@@ -137,6 +137,7 @@ export async function startLocalWorker(opts: {
     assets: config.assets,
     // SQLite-backed, in memory: lab sales are throwaway.
     durableObjects: config.durableObjects,
+    analyticsEngineDatasets: config.analyticsEngineDatasets,
     compatibilityDate: config.compatibilityDate,
     compatibilityFlags: config.compatibilityFlags,
     bindings: {

@@ -11,6 +11,7 @@ import path from "node:path";
 import type { WorkerOptions } from "miniflare";
 import { cached, hashOf } from "../lib/build-cache.ts";
 import { offlineWranglerEnv, ROOT, WRANGLER } from "../lib/project.ts";
+import { bundleWorker } from "../lib/worker-bundle.ts";
 
 const QUIET_WRANGLER = offlineWranglerEnv({ WRANGLER_LOG: "error" });
 
@@ -29,7 +30,7 @@ function wrangler(args: string[], env: NodeJS.ProcessEnv = QUIET_WRANGLER): void
 /** The Worker's bundle, exactly as `wrangler deploy` would build it (unminified for a profiler to read). */
 export function workerBundle({ minify }: { minify: boolean }): string {
   const entry = cached(`worker-${hashOf(BUNDLE_INPUTS)}${minify ? "" : "-unminified"}`, (dir) =>
-    wrangler(["deploy", "--dry-run", "--outdir", dir, ...(minify ? [] : ["--no-minify"])]),
+    bundleWorker(dir, { minify, quiet: true }),
   );
   return path.join(entry, "index.js");
 }
@@ -77,6 +78,8 @@ export interface WorkerConfig {
   assets: WorkerOptions["assets"];
   /** The lab's Durable Objects, as [[migrations]] declares them. */
   durableObjects: WorkerOptions["durableObjects"];
+  /** The funnel's Analytics Engine dataset ([[analytics_engine_datasets]]): the local runtime's binding keeps nothing. */
+  analyticsEngineDatasets: WorkerOptions["analyticsEngineDatasets"];
 }
 
 /** wrangler.toml as wrangler reads it; wrangler is loaded only when wrangler.toml changed. */
@@ -96,6 +99,7 @@ export function workerConfig(): WorkerConfig {
       queueConsumers: config.queues.consumers ?? [],
       assets: workerOptions.assets,
       durableObjects: workerOptions.durableObjects,
+      analyticsEngineDatasets: workerOptions.analyticsEngineDatasets,
     };
     writeFileSync(path.join(dir, "config.json"), JSON.stringify(read));
   });

@@ -273,7 +273,7 @@ async function measureCheckout(redis: IORedis, saleId: string, buyers: number, b
       const users = Array.from({ length: perCall }, (_, b) => `${tag}-${call}-${b}`);
       // As src/checkout/reserve.ts sends it: the call names only its buyers' buckets.
       const { keys, bucketSlots } = checkoutScriptKeys(saleId, minute, split, users);
-      const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b]), ""]);
+      const args = users.flatMap((user, b) => [user, "1", randomUUID(), "", String(bucketSlots[b]), "", ""]);
       const sent = performance.now();
       const reply = await redis.evalsha(sha, keys.length, ...keys, String(buckets), "0", "", ...args);
       client.push(performance.now() - sent);

@@ -1,10 +1,11 @@
-// npm run bench -- [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300] [--concurrency 500]
-//                   [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200] [--strategy-rounds 3] [--smallest]
+// npm run bench -- [<section> ...] [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300]
+//                   [--concurrency 500] [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
+//                   [--strategy-rounds 3] [--entries 1000000] [--smallest]
 //
 // --smallest runs every section at its smallest form: a check that each runs and reads its
 // replies (a test runs it), not figures.
 //
-// Sections (--only picks some; all by default), numbered as the report prints them:
+// Sections (named, or picked with --only; all by default), numbered as the report prints them:
 // 0. counts: what each action costs in what the platforms bill (Worker requests and subrequests,
 //    Upstash commands and bytes, Queue messages, D1 rows read and written), counted on a stack
 //    of its own (load/cost/actions.ts), and drops of 10,000 to 1,000,000 buyers priced with
@@ -35,7 +36,10 @@
 // 12. queue: the waiting room: round trips per 1,000 position polls, checkout with passes
 //    against the same sale unqueued, a pass expiring to the next place let in (queue.ts);
 // 13. global-limits: a route with the global limits against without them, for admitted and
-//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own).
+//    blocked callers: round trips and workerd CPU per request (global-limits.ts, stacks of its own);
+// 14. draw: a draw of --entries entries through the jobs queue: one entry's round trips,
+//    time, steps, Redis commands and D1 rows per phase, the largest record, verifyDraw (draw.ts,
+//    a stack of its own).
 //
 // One local stack (redis-server, the Upstash gateway, the Worker on Miniflare with local D1
 // and Queues, LAB_ENABLED=true, three more redis-server + gateway pairs for the quorum lock)
@@ -50,6 +54,7 @@ import { type CountedActions, keepCounts, measureOnOwnStack } from "../cost/coun
 import { actionTable, dropsTable, pushMeasured } from "../cost/report.ts";
 import { measureCpu, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
+import { measureDraw } from "../runner/draw-scale.ts";
 import { measureReadPath } from "../runner/read-path.ts";
 import { measureRoundTrips } from "../runner/round-trips.ts";
 import { type RunResult, runLoad, soldWrong } from "../runner/run.ts";
@@ -59,6 +64,7 @@ import { stackTarget, type Target } from "../runner/target.ts";
 import { benchAdmissionPlacement, benchAdmissionSpike } from "./admission.ts";
 import { type BigKeyFigures, benchBigKeys, type CheckoutFigures } from "./big-keys.ts";
 import { benchCpu, printCpu } from "./cpu.ts";
+import { printDraw } from "./draw.ts";
 import { benchDurableObject, printDurableObject } from "./durable-object.ts";
 import { benchGlobalLimits, printGlobalLimits } from "./global-limits.ts";
 import { benchLifecycle, printLifecycle } from "./lifecycle.ts";
@@ -84,11 +90,13 @@ const SECTIONS = [
   "big-keys",
   "queue",
   "global-limits",
+  "draw",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
-const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["counts", "cpu", "profile", "big-keys", "global-limits"];
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["counts", "cpu", "profile", "big-keys", "global-limits", "draw"];
 
-const { values } = parseArgs({
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
   options: {
     users: { type: "string", default: "2000" },
     attempts: { type: "string", default: "2" },
@@ -98,6 +106,7 @@ const { values } = parseArgs({
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
     "strategy-rounds": { type: "string", default: "3" },
+    entries: { type: "string", default: "1000000" },
     json: { type: "boolean", default: false },
     only: { type: "string" },
     smallest: { type: "boolean", default: false },
@@ -113,9 +122,11 @@ if (smallest) {
     requests: "300",
     "throughput-concurrency": "20",
     "strategy-rounds": "1",
+    entries: "1000",
   });
 }
-const only = values.only?.split(",");
+const named = [...(values.only?.split(",") ?? []), ...positionals];
+const only = named.length > 0 ? named : undefined;
 const unknown = only?.filter((s) => !(SECTIONS as readonly string[]).includes(s));
 if (unknown?.length) throw new Error(`unknown section ${unknown.join(", ")}; the sections are ${SECTIONS.join(", ")}`);
 const want = (section: (typeof SECTIONS)[number]) => !only || only.includes(section);
@@ -337,14 +348,19 @@ const globalLimits = await onItsOwn(
   "global limits: GET /api/orders with and without them (stacks of their own)",
   () => benchGlobalLimits(smallest ? { users: 5, perUser: 4 } : {}),
 );
+const drawEntries = Number(values.entries);
+const draw = await onItsOwn("draw", `draw: ${drawEntries} entries drawn through the jobs queue (a stack of its own)`, () =>
+  measureDraw({ entries: drawEntries, progress }),
+);
 if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
-  if (values.json) console.log(JSON.stringify({ counts: counted, cpu, profile, bigKeys, globalLimits, conditions }));
+  if (values.json) console.log(JSON.stringify({ counts: counted, cpu, profile, bigKeys, globalLimits, draw, conditions }));
   else {
     if (counted && drops) printCounts(counted, drops);
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
     if (bigKeys) printBigKeys(bigKeys);
     if (globalLimits) printGlobalLimits(globalLimits, log);
+    if (draw) printDraw(draw, log);
     printConditions();
   }
   process.exit();
@@ -449,6 +465,7 @@ try {
     locks,
     bigKeys,
     globalLimits,
+    draw,
   };
   if (values.json) {
     console.log(JSON.stringify(summary));
@@ -593,6 +610,7 @@ try {
     if (locks) printLocks(locks);
     if (bigKeys) printBigKeys(bigKeys);
     if (globalLimits) printGlobalLimits(globalLimits, log);
+    if (draw) printDraw(draw, log);
 
     printConditions();
   }

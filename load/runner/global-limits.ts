@@ -1,5 +1,5 @@
 // What the abuse defences cost in Redis, counted at the gateway: a route with the global
-// limits (@upstash/ratelimit) for callers it admits and callers it has blocked, and the polls
+// limits (a sliding window) for callers it admits and callers it has blocked, and the polls
 // of quiet tickets (bots turned away at a queue join). test/node/global-limits.test.ts asserts
 // the figures; `npm run bench -- global-limits` prints them with the Worker's CPU beside.
 import type { Stack } from "../../dev/stack/local-stack.ts";

@@ -11,6 +11,7 @@
 // console; never in localStorage, never in the URL; Lock forgets it.
 
 import { drawPanel } from "./console-draw.js";
+import { funnelPanel } from "./console-funnel.js";
 import { lanesPanel } from "./console-lanes.js";
 import { loadShopSettings } from "./console-settings.js";
 import { createForm } from "./create-form.js";
@@ -85,6 +86,7 @@ const saleOrders = saleOrdersPanel(admin, adminFile);
 const denyRules = denyRulesPanel(admin);
 const drawing = drawPanel(admin);
 const laning = lanesPanel(admin, adminFile);
+const funnel = funnelPanel(admin);
 const creating = createForm(admin, (sale) => {
   void salesList.reload();
   watch(sale.id);
@@ -126,6 +128,7 @@ async function unlock(token, kept) {
   void salesList.reload();
   void orderEvents.load();
   void loadShopSettings();
+  funnel.start();
   if (!kept) focusShownSection();
 }
 
@@ -148,6 +151,7 @@ function lock(message) {
   saleOrders.forget();
   drawing.forget();
   laning.forget();
+  funnel.forget();
   orderEvents.forget();
   denyRules.forget();
   creating.forget();
@@ -245,6 +249,7 @@ function watch(saleId) {
   editing.forget();
   drawing.forget();
   laning.forget();
+  funnel.watch(saleId);
   $("orders-none").hidden = true;
   saleOrders.show(saleId);
   void poll(run);

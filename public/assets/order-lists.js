@@ -145,6 +145,8 @@ export function saleOrdersPanel(admin, download) {
       ["Refund due", order.refundDue ? "yes" : "no"],
     ];
     if (order.failureReason) facts.push(["Why it failed", words(order.failureReason)]);
+    // The request's trace, which finds every log line of the order (npm run trace on the local stack).
+    if (order.traceparent) facts.push(["Trace (traceparent)", order.traceparent]);
     $("detail-facts").replaceChildren(...factItems(facts));
     fillTable(
       "history-rows",

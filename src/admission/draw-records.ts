@@ -2,9 +2,6 @@
 // it committed, the Merkle tree's chunks, and the winners and offers.
 import type { DrawResult } from "../shared/draw-proof";
 
-/** The leaves of one chunk of the tree (a power of two: see treeHash in src/shared/draw-proof.ts). */
-export const CHUNK_LEAVES = 1_024;
-
 export type DrawPhase = "collect" | "tree" | "beacon" | "shuffle" | "select" | "drawn";
 
 /** A draw's run as D1 records it. */
@@ -120,9 +117,6 @@ export const insertEntries = (db: D1Database, saleId: string, entries: Committed
     )
     .bind(Number(saleId), JSON.stringify(entries));
 
-export const countEntries = async (db: D1Database, saleId: string): Promise<number> =>
-  (await db.prepare("SELECT COUNT(*) AS n FROM draw_entries WHERE sale_id = ?").bind(Number(saleId)).first<number>("n")) ?? 0;
-
 /** A leaf as the tree and the public list hold it, with what the draw made of it (null: not selected, or not drawn yet). */
 export interface CommittedLeaf {
   leafHash: string;
@@ -166,6 +160,15 @@ export const insertChunk = (db: D1Database, saleId: string, chunk: TreeChunk): D
     )
     .bind(Number(saleId), chunk.chunk, chunk.firstLeaf, chunk.leaves, chunk.root);
 
+/** Chunk `chunk` of the tree, or undefined past its last. */
+export async function treeChunk(db: D1Database, saleId: string, chunk: number): Promise<TreeChunk | undefined> {
+  const row = await db
+    .prepare("SELECT chunk, first_leaf AS firstLeaf, leaves, root FROM draw_chunks WHERE sale_id = ?1 AND chunk = ?2")
+    .bind(Number(saleId), chunk)
+    .first<TreeChunk>();
+  return row ?? undefined;
+}
+
 export async function treeChunks(db: D1Database, saleId: string): Promise<TreeChunk[]> {
   const { results } = await db
     .prepare("SELECT chunk, first_leaf AS firstLeaf, leaves, root FROM draw_chunks WHERE sale_id = ? ORDER BY chunk")
@@ -174,14 +177,24 @@ export async function treeChunks(db: D1Database, saleId: string): Promise<TreeCh
   return results;
 }
 
-/** Writes a page's shuffle keys (one statement). */
-export const setShuffleKeys = (db: D1Database, saleId: string, keys: { leafHash: string; shuffleKey: string }[]) =>
+/**
+ * One statement that updates a page of entries, each found by its leaf hash: `set` assigns
+ * from `p.value`, the page's element (`?2`, JSON), `where` narrows further. Each element finds
+ * its row by rowid through the primary key: written as a plain join (`draw_entries.leaf_hash =
+ * p.value ->> '$.leafHash'`), SQLite's planner, with no statistics, walked every entry of the
+ * sale for each element, a million rows read per element at a million entries.
+ */
+const updatePage = (db: D1Database, saleId: string, set: string, page: { leafHash: string }[], where = "") =>
   db
     .prepare(
-      `UPDATE draw_entries SET shuffle_key = k.value ->> '$.shuffleKey'
-       FROM json_each(?2) AS k WHERE draw_entries.sale_id = ?1 AND draw_entries.leaf_hash = k.value ->> '$.leafHash'`,
+      `UPDATE draw_entries SET ${set} FROM json_each(?2) AS p
+       WHERE draw_entries.rowid = (SELECT e.rowid FROM draw_entries e WHERE e.sale_id = ?1 AND e.leaf_hash = p.value ->> '$.leafHash')${where}`,
     )
-    .bind(Number(saleId), JSON.stringify(keys));
+    .bind(Number(saleId), JSON.stringify(page));
+
+/** Writes a page's shuffle keys (one statement). */
+export const setShuffleKeys = (db: D1Database, saleId: string, keys: { leafHash: string; shuffleKey: string }[]) =>
+  updatePage(db, saleId, "shuffle_key = p.value ->> '$.shuffleKey'", keys);
 
 /** An entry in shuffle order, for the selection. */
 export interface ShuffledEntry {
@@ -210,13 +223,7 @@ export const setResults = (
   db: D1Database,
   saleId: string,
   results: { leafHash: string; result: Exclude<DrawResult, "not_selected"> }[],
-) =>
-  db
-    .prepare(
-      `UPDATE draw_entries SET result = r.value ->> '$.result'
-       FROM json_each(?2) AS r WHERE draw_entries.sale_id = ?1 AND draw_entries.leaf_hash = r.value ->> '$.leafHash'`,
-    )
-    .bind(Number(saleId), JSON.stringify(results));
+) => updatePage(db, saleId, "result = p.value ->> '$.result'", results);
 
 /** The caller's committed entry, with what the draw made of it. */
 export interface EntryRecord extends CommittedEntry {
@@ -261,7 +268,11 @@ export interface OfferCandidate {
   result: Exclude<DrawResult, "not_selected">;
 }
 
-/** Entries of `result` not offered an order yet, in shuffle order, at most `limit`. */
+/**
+ * Entries of `result` not offered an order yet, in shuffle order, at most `limit`. Through the
+ * results' index, named: left to itself the planner walked the whole shuffle (every entry of
+ * the sale) for its order, to find a few hundred winners among a million.
+ */
 export async function unoffered(
   db: D1Database,
   saleId: string,
@@ -270,7 +281,7 @@ export async function unoffered(
 ): Promise<OfferCandidate[]> {
   const { results } = await db
     .prepare(
-      `SELECT leaf_hash AS leafHash, user_id AS userId, variant, quantity, result FROM draw_entries
+      `SELECT leaf_hash AS leafHash, user_id AS userId, variant, quantity, result FROM draw_entries INDEXED BY draw_entries_offers
        WHERE sale_id = ?1 AND result = ?2 AND order_id IS NULL ORDER BY shuffle_key, leaf_hash LIMIT ?3`,
     )
     .bind(Number(saleId), result, limit)
@@ -280,11 +291,4 @@ export async function unoffered(
 
 /** Records the orders offered (an entry offered before keeps its first order). */
 export const recordOffers = (db: D1Database, saleId: string, offers: { leafHash: string; orderId: string }[]) =>
-  db
-    .prepare(
-      `UPDATE draw_entries SET order_id = o.value ->> '$.orderId'
-       FROM json_each(?2) AS o
-       WHERE draw_entries.sale_id = ?1 AND draw_entries.leaf_hash = o.value ->> '$.leafHash' AND draw_entries.order_id IS NULL`,
-    )
-    .bind(Number(saleId), JSON.stringify(offers))
-    .run();
+  updatePage(db, saleId, "order_id = p.value ->> '$.orderId'", offers, " AND draw_entries.order_id IS NULL").run();

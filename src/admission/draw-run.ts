@@ -12,10 +12,10 @@ import type { Sale } from "../sales/sale";
 import { auditPath, drawKeyOf, entrantHash, leafHash, Selection, shuffler, treeHash } from "../shared/draw-proof";
 import { hexBytes, toHex } from "../shared/hex";
 import { allBuckets, saleKeys } from "../shared/keys";
+import { DRAW_CHUNK_LEAVES, DRAW_PAGE } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import {
-  CHUNK_LEAVES,
   type CommittedEntry,
   type DrawRun,
   findDrawRun,
@@ -31,9 +31,6 @@ import {
   treeChunks,
 } from "./draw-records";
 import { parseEntry } from "./draws";
-
-/** Entries a step reads at most (an HSCAN's COUNT, a page of D1 rows). */
-const PAGE = 1_000;
 
 /** What a draw's steps need. */
 export interface DrawDeps {
@@ -71,14 +68,10 @@ async function collect(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
   const buckets = allBuckets(sale.id, sale.buckets);
   const bucket = buckets[run.bucket];
   if (!bucket) {
-    const entries = await deps.db
-      .prepare("SELECT COUNT(*) AS n FROM draw_entries WHERE sale_id = ?")
-      .bind(Number(sale.id))
-      .first<number>("n");
-    await moveRun(deps.db, run, { phase: "tree", bucket: 0, cursor: "", entries: entries ?? 0 }).run();
+    await moveRun(deps.db, run, { phase: "tree", bucket: 0, cursor: "" }).run();
     return { next: "step" };
   }
-  const [cursor, fields] = (await deps.redis.hscan(bucket.entries, run.cursor || "0", { count: PAGE })) as unknown as [
+  const [cursor, fields] = (await deps.redis.hscan(bucket.entries, run.cursor || "0", { count: DRAW_PAGE })) as unknown as [
     string,
     string[],
   ];
@@ -98,21 +91,22 @@ async function collect(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
   return { next: "step" };
 }
 
-/** Tree: one chunk's root; after the last, the tree's root, published (the commitment). */
+/** Tree: one chunk's root; after the last, the tree's root and its size, published (the commitment). */
 async function tree(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
-  const leaves = await leavesAfter(deps.db, sale.id, run.cursor, CHUNK_LEAVES);
+  const leaves = await leavesAfter(deps.db, sale.id, run.cursor, DRAW_CHUNK_LEAVES);
   if (leaves.length > 0) {
     const root = toHex(await treeHash(leaves.map((l) => hexBytes(l.leafHash))));
     const last = (leaves.at(-1) as { leafHash: string }).leafHash;
     const chunk = { chunk: run.chunks, firstLeaf: (leaves[0] as { leafHash: string }).leafHash, leaves: leaves.length, root };
     await deps.db.batch([insertChunk(deps.db, sale.id, chunk), moveRun(deps.db, run, { cursor: last, chunks: run.chunks + 1 })]);
-    if (leaves.length === CHUNK_LEAVES) return { next: "step" };
+    if (leaves.length === DRAW_CHUNK_LEAVES) return { next: "step" };
     run = { ...run, cursor: last, chunks: run.chunks + 1 };
   }
   const chunks = await treeChunks(deps.db, sale.id);
   const entriesRoot = toHex(await treeHash(chunks.map((c) => hexBytes(c.root))));
-  await moveRun(deps.db, run, { phase: "beacon", cursor: "", entriesRoot, committedAt: Date.now() }).run();
-  log.info("draw: entries committed", { saleId: sale.id, entries: run.entries, entriesRoot });
+  const entries = chunks.reduce((n, c) => n + c.leaves, 0);
+  await moveRun(deps.db, run, { phase: "beacon", cursor: "", entries, entriesRoot, committedAt: Date.now() }).run();
+  log.info("draw: entries committed", { saleId: sale.id, entries, entriesRoot });
   return { next: "step" };
 }
 
@@ -136,7 +130,7 @@ function drawKey(sale: Sale, run: DrawRun): Promise<string> {
 
 /** Shuffle: one page's shuffle keys. */
 async function shuffle(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
-  const leaves = await leavesAfter(deps.db, sale.id, run.cursor, PAGE);
+  const leaves = await leavesAfter(deps.db, sale.id, run.cursor, DRAW_PAGE);
   if (leaves.length === 0) {
     const selection = JSON.stringify(new Selection(stockOf(sale)).state);
     await moveRun(deps.db, run, { phase: "select", cursor: "", selection }).run();
@@ -151,7 +145,7 @@ async function shuffle(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
 
 /** Select: one page of the shuffle, in order; the selection's state carries to the next page. */
 async function select(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
-  const page = await shuffledAfter(deps.db, sale.id, run.cursor, PAGE);
+  const page = await shuffledAfter(deps.db, sale.id, run.cursor, DRAW_PAGE);
   if (page.length === 0) {
     await moveRun(deps.db, run, { phase: "drawn", drawnAt: Date.now() }).run();
     log.info("draw: drawn", { saleId: sale.id, entries: run.entries });
@@ -192,17 +186,20 @@ export async function drawStep(deps: DrawDeps, sale: Sale): Promise<StepOutcome>
 const STEPS_PER_JOB = 20;
 
 /**
- * Runs the sale's draw as far as one job may: step after step until it is drawn, must wait,
- * or has taken its share of steps. Returns when to be run again (undefined: drawn).
+ * Runs `step` as far as one job may: step after step until the run is done, must wait, or has
+ * taken its share of steps. Returns when to be run again (undefined: done).
  */
-export async function runDraw(deps: DrawDeps, sale: Sale): Promise<number | undefined> {
+export async function runSteps(step: () => Promise<StepOutcome>): Promise<number | undefined> {
   for (let i = 0; i < STEPS_PER_JOB; i++) {
-    const outcome = await drawStep(deps, sale);
+    const outcome = await step();
     if (outcome.next === "done") return undefined;
     if (outcome.next === "wait") return outcome.ms;
   }
   return 0;
 }
+
+/** Runs the sale's draw as far as one job may. Returns when to be run again (undefined: drawn). */
+export const runDraw = (deps: DrawDeps, sale: Sale): Promise<number | undefined> => runSteps(() => drawStep(deps, sale));
 
 /** An entry's audit path in the committed tree: its index and the hashes from it up to the root. */
 export async function inclusionProof(
@@ -225,11 +222,15 @@ export async function inclusionProof(
     at,
     chunks.map((c) => hexBytes(c.root)),
   );
-  return { index: at * CHUNK_LEAVES + position, size: chunks.reduce((n, c) => n + c.leaves, 0), path: [...within, ...among] };
+  return {
+    index: at * DRAW_CHUNK_LEAVES + position,
+    size: chunks.reduce((n, c) => n + c.leaves, 0),
+    path: [...within, ...among],
+  };
 }
 
 /** A run not moved for this long stalled (its message was lost): the cron starts it again. */
-const STALLED_MS = 30_000;
+export const STALLED_MS = 30_000;
 
 /**
  * The cron's part (every minute, the backstop of the jobs queue): draws whose entries closed

@@ -3,7 +3,8 @@
 import type { Redis } from "../redis/client";
 import type { Sale } from "../sales/sale";
 import type { DrawLeaf, DrawState, DrawView, EntryStatus, MyEntry } from "../shared/api-types";
-import { CHUNK_LEAVES, type DrawRun, findDrawRun, findEntry, leavesFrom, resultCounts, treeChunks } from "./draw-records";
+import { DRAW_CHUNK_LEAVES } from "../shared/limits";
+import { type DrawRun, findDrawRun, findEntry, leavesFrom, resultCounts, treeChunk } from "./draw-records";
 import { inclusionProof } from "./draw-run";
 import { entryCounts, heldEntry } from "./draws";
 
@@ -69,19 +70,18 @@ export async function drawLeaves(
 ): Promise<{ leaves: DrawLeaf[]; next: string | null } | undefined> {
   const run = await findDrawRun(db, saleId);
   if (!run?.entriesRoot) return undefined;
-  const chunks = await treeChunks(db, saleId);
-  const chunk = chunks[cursor];
+  const chunk = await treeChunk(db, saleId, cursor);
   if (!chunk) return { leaves: [], next: null };
   const drawn = run.phase === "drawn";
   const leaves = (await leavesFrom(db, saleId, chunk.firstLeaf, chunk.leaves)).map((l, i) => ({
-    index: cursor * CHUNK_LEAVES + i,
+    index: cursor * DRAW_CHUNK_LEAVES + i,
     leafHash: l.leafHash,
     entrant: l.entrant,
     variant: l.variant,
     quantity: l.quantity,
     ...(drawn && { result: l.result ?? ("not_selected" as const) }),
   }));
-  return { leaves, next: cursor + 1 < chunks.length ? String(cursor + 1) : null };
+  return { leaves, next: cursor + 1 < run.chunks ? String(cursor + 1) : null };
 }
 
 /** The caller's entry: from D1 once committed (with its proof and result), else as Redis holds it; undefined: none. */

@@ -1,4 +1,5 @@
-// Admission, global layer: limits counted in Redis with @upstash/ratelimit, so they hold across
+// Admission, global layer: limits counted in Redis (src/redis/sliding-window.ts: the sliding
+// window of @upstash/ratelimit, its scripts' counting and its keys), so they hold across
 // every isolate and location (the isolate buckets of src/http/limits.ts are the first,
 // free layer; they count per isolate only). Used where a global count matters and one extra
 // round trip is affordable: failed admin authentications, the payments webhook, and per user
@@ -6,12 +7,12 @@
 // is not given one: a queued sale's pass is its limit, an unqueued sale's bucket in the script
 // is, both in its one round trip.
 //
-// Failing closed: the library's default is to let a request through when Redis is slower than
-// its timeout (it answers `success: true, reason: "timeout"`). Here that answer and a Redis
+// Failing closed: the window's default (the library's) is to let a request through when Redis is
+// slower than its timeout (it answers `success: true, reason: "timeout"`). Here that answer and a Redis
 // error are both "unavailable", which the routes answer 503: never admitted unseen.
-import { Ratelimit } from "@upstash/ratelimit";
 import { BoundedMap } from "../isolate/bounded-map";
 import { type Redis, redisFor } from "../redis/client";
+import { SlidingWindow } from "../redis/sliding-window";
 import { type SettingName, settingsOf } from "../shared/settings";
 
 /** What each global limit counts, and the setting of its allowance per minute. */
@@ -58,14 +59,14 @@ function perMinute(limit: GlobalLimit, env: Env): number | undefined {
 export type Admission = { admitted: true } | { admitted: false; retryAfterSec: number; limit: number } | { unavailable: true };
 
 /**
- * The library's ephemeral cache: once Redis says a caller is blocked, this isolate refuses it
+ * The ephemeral cache: once Redis says a caller is blocked, this isolate refuses it
  * until the window resets without asking Redis again. Kept for the isolate's life, one per limit.
  */
 const ephemeralCaches = new Map<GlobalLimit, Map<string, number>>();
 /** Per Redis client (a test may point one Worker at another Redis), per limit and allowance. */
-const limiters = new WeakMap<Redis, Map<string, Ratelimit>>();
+const limiters = new WeakMap<Redis, Map<string, SlidingWindow>>();
 
-/** Where a limit's counts live in Redis; the library keys its ephemeral cache by `<prefix>:<caller>` too. */
+/** Where a limit's counts live in Redis; the window keys its ephemeral cache by `<prefix>:<caller>` too. */
 const prefixOf = (limit: GlobalLimit) => `fs:admission:${limit}`;
 
 /**
@@ -83,7 +84,7 @@ function ephemeralCache(limit: GlobalLimit): Map<string, number> {
   return cache;
 }
 
-function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit {
+function limiterFor(limit: GlobalLimit, allowance: number, env: Env): SlidingWindow {
   const redis = redisFor(env);
   let ofClient = limiters.get(redis);
   if (!ofClient) {
@@ -93,15 +94,15 @@ function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit 
   const key = `${limit}:${allowance}`;
   let limiter = ofClient.get(key);
   if (!limiter) {
-    limiter = new Ratelimit({
+    limiter = new SlidingWindow({
       redis,
-      limiter: Ratelimit.slidingWindow(allowance, "60 s"),
+      tokens: allowance,
+      windowMs: 60_000,
       prefix: prefixOf(limit),
       ephemeralCache: ephemeralCache(limit),
       // The Redis client bounds each request by REDIS_TIMEOUT_MS and throws past it; the
-      // library's own timer would instead resolve success: true (fail open), see admit().
-      timeout: settingsOf(env).REDIS_TIMEOUT_MS,
-      analytics: false,
+      // window's own timer would instead resolve success: true (fail open), see admit().
+      timeoutMs: settingsOf(env).REDIS_TIMEOUT_MS,
     });
     ofClient.set(key, limiter);
   }
@@ -109,7 +110,7 @@ function limiterFor(limit: GlobalLimit, allowance: number, env: Env): Ratelimit 
 }
 
 const verdict = (result: { success: boolean; reason?: string; reset: number; limit: number }): Admission => {
-  // Failing closed: on a timeout the library answers success: true with reason "timeout";
+  // Failing closed: on a timeout the window answers success: true with reason "timeout";
   // that is no admission, so it is turned into "unavailable" like a Redis error.
   if (result.reason === "timeout") return { unavailable: true };
   if (result.success) return { admitted: true };

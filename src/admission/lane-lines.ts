@@ -30,3 +30,9 @@ export function lineForJoin(
   const from = sale.lanes.find((l) => l.name === code.lane)?.startsAt ?? first.startsAt;
   return (open.find((l) => l.startsAt >= from) ?? first).lane;
 }
+
+/** The line a reader names: the presale lane's own (`lane`), without one the public line; undefined when the sale has no such lane. */
+export function lineNamed(sale: Pick<Sale, "lanes">, lane: string | undefined): Line | undefined {
+  if (lane === undefined) return PUBLIC_LINE;
+  return sale.lanes.some((l) => l.name === lane) ? lane : undefined;
+}

@@ -3,6 +3,7 @@
 // pass. docs/architecture.md ("Admission") says where this sits among the other layers. A sale
 // with presale lanes has a line of its own for each lane beside the public one (docs/lanes.md,
 // "Lanes with a waiting room"): every function here takes the line it works on.
+import { countFunnel } from "../analytics/funnel";
 import { IsolateCache } from "../isolate/isolate-cache";
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
@@ -55,7 +56,7 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
 }
 
 function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/1" || reply.length !== 12) {
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 13) {
     throw new Error(
       `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
     );
@@ -93,7 +94,9 @@ async function advance(redis: Redis, saleId: string, buckets: number, line: Line
     line,
   ]);
   if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
-  return parseProgress(reply);
+  const progress = parseProgress(reply);
+  countFunnel("admitted", saleId, Number((reply as unknown[])[12]));
+  return progress;
 }
 
 /**
@@ -144,7 +147,7 @@ async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string
   const { userId, kind, line, codeHash } = joiner;
   const { keys, args } = waitingRoomJoinCall(sale.id, userId, bucketSplitOf(sale), drawKey, kind, line, codeHash);
   const reply = await runScript<unknown[]>(redis, LUA.waitingRoomJoin, keys, args);
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/2")
+  if (!Array.isArray(reply) || reply[0] !== "waiting-room-join/3")
     throw new Error("lua/waiting-room-join.lua replied in an unknown layout");
   if (reply[2] === "BUCKETS_CHANGED") throw new BucketsChanged(sale.id);
   return reply;
@@ -154,7 +157,8 @@ async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string
  * Puts the buyer in a line of the sale, once, as a person or quietly; again, the same place, of
  * the kind it was given (lua/waiting-room-join.lua). A random sale draws each line apart, with
  * the line's seed (lineSeed). A line whose running totals the script does not find yet has them
- * written by a read of the line's progress, then is joined.
+ * written by a read of the line's progress, then is joined. A buyer this call placed is counted
+ * in the funnel.
  */
 export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner): Promise<JoinOutcome> {
   const { seed } = sale.queue;
@@ -167,8 +171,16 @@ export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner):
   const place = Number(reply[3]);
   const outcome = String(reply[2]);
   switch (outcome) {
-    case "JOINED":
-      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet: reply[6] === 1 };
+    case "JOINED": {
+      const quiet = reply[6] === 1;
+      // Placed by this call (not a place held before): the funnel's first step, and a quiet
+      // joiner's "turned_away" too. Counted by the script's answer, so two joins at once count one.
+      if (reply[7] === 1) {
+        countFunnel("joined", sale.id, 1);
+        if (quiet) countFunnel("turned_away", sale.id, 1);
+      }
+      return { code: "JOINED", place: place > 0 ? place : null, ...(key && { drawKey: key }), quiet };
+    }
     case "NOT_OPEN":
       return { code: "QUEUE_NOT_OPEN" };
     case "OFF":

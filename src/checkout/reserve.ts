@@ -1,3 +1,4 @@
+import { countOrdersInFunnel } from "../analytics/funnel";
 import type { KeepAlive } from "../isolate/shared-work";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
@@ -28,6 +29,8 @@ export interface CheckoutItem {
   drawOffer?: true;
   /** The hash of the access code the buyer sent (src/admission/access-codes.ts); checked only while a presale lane is open. */
   accessCode?: string;
+  /** The request's W3C traceparent (src/shared/trace.ts): its order carries it to the outbox, the queue and D1. */
+  traceparent?: string;
 }
 
 /**
@@ -117,12 +120,21 @@ export function reserve(redis: Redis, saleId: string, item: CheckoutItem, option
     memo.learnFromCall(saleId, checkouts, reservations);
     let sequence = 0;
     const orders = reservations.flatMap((r, i): OrderMessage[] => {
-      const { userId, quantity, variant = DEFAULT_VARIANT, accessCode } = items[i] as CheckoutItem;
+      const { userId, quantity, variant = DEFAULT_VARIANT, accessCode, traceparent } = items[i] as CheckoutItem;
       if (r.code !== "OK" || r.repeated) return [];
       sequence = r.sequence;
-      const order = { orderId: r.orderId, saleId, userId, quantity, variant, reservedAt: r.reservedAt };
+      const order: OrderMessage = {
+        orderId: r.orderId,
+        saleId,
+        userId,
+        quantity,
+        variant,
+        reservedAt: r.reservedAt,
+        ...(traceparent !== undefined && { traceparent }),
+      };
       return [r.lane === undefined ? order : { ...order, lane: r.lane, accessCode }];
     });
+    countOrdersInFunnel("reserved", orders);
     if (orders.length > 0) options.onReserved?.(orders, sequence);
     return reservations;
   };
@@ -155,6 +167,7 @@ async function reserveAll(
       claimOf(item),
       String(bucketSlots[i]),
       codeRefs[i] as string,
+      item.traceparent ?? "",
     ]);
     const reply = parseCheckoutReply(
       await runScript<unknown>(redis, LUA.checkout, keys, [String(splitBy.count), String(codeKeyCount), line, ...args]),

@@ -32,11 +32,8 @@ export function signingSecret(env: Env, what: string): string {
   return secret;
 }
 
-/**
- * The order ids people see (src/shared/public-order-id.ts): 503, thrown at once, while
- * ORDER_ID_KEY is unset; the cipher itself once FF1 is loaded (the first time in an isolate).
- */
-export function orderIdsOf(env: Env): Promise<OrderIdCipher> {
+/** The order ids people see (src/shared/public-order-id.ts): 503 while ORDER_ID_KEY is unset. */
+export function orderIdsOf(env: Env): OrderIdCipher {
   const key = settingsOf(env).ORDER_ID_KEY;
   if (key) return orderIdCipher(key);
   logConfigurationError("ORDER_ID_KEY", "unset");

@@ -1,6 +1,7 @@
-// A Map that holds at most a number of entries, forgetting the one first written: for a
-// library that keeps per-caller state in a Map it is handed (@upstash/ratelimit's ephemeral
-// cache), so a crowd of distinct callers cannot grow an isolate's memory without bound.
+// A Map that holds at most a number of entries, forgetting the one first written: for code
+// that keeps per-caller state in a Map it is handed (the global limits' ephemeral cache, in
+// src/redis/sliding-window.ts), so a crowd of distinct callers cannot grow an isolate's memory
+// without bound.
 
 export class BoundedMap<K, V> extends Map<K, V> {
   constructor(private readonly maxEntries: number) {

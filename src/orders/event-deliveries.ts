@@ -11,7 +11,7 @@ import type { JobMessage } from "../shared/messages";
 import type { DeliveryPage, DeliveryView, OrderEventType } from "../shared/order-events";
 import type { OrderIdCipher } from "../shared/public-order-id";
 import { openSecret, type SecretsKey, SecretUnreadable } from "./endpoint-secrets";
-import { orderView } from "./order-views";
+import { orderView, viewsInTurn } from "./order-views";
 
 /**
  * Seconds to wait after each failed attempt: retries for about a day (85,355 s), then the
@@ -112,11 +112,11 @@ const saleView = (s: SaleSnapshot) => ({
  * /api/orders/:orderId shows it (its public id; the sale's name and the variant's label as
  * they read now: the snapshot D1's trigger took holds neither).
  */
-function eventBody(row: DueRow, ids: OrderIdCipher): string {
+async function eventBody(row: DueRow, ids: OrderIdCipher): Promise<string> {
   const snapshot = JSON.parse(row.snapshot);
   const data = row.type.startsWith("sale.")
     ? { sale: saleView(snapshot) }
-    : { order: orderView({ ...snapshot, sale_name: row.sale_name, variant_label: row.variant_label }, ids) };
+    : { order: await orderView({ ...snapshot, sale_name: row.sale_name, variant_label: row.variant_label }, ids) };
   return JSON.stringify({ id: row.event_id, type: row.type, createdAt: new Date(row.created_at).toISOString(), data });
 }
 
@@ -173,7 +173,7 @@ interface Outcome {
  * is recorded with why, and retried on the schedule.
  */
 async function send(row: DueRow, secrets: Promise<string[]>, fetcher: typeof fetch, ids: OrderIdCipher): Promise<Outcome> {
-  const body = eventBody(row, ids);
+  const body = await eventBody(row, ids);
   const sentAtSec = Math.floor(Date.now() / 1000);
   let signatures: string[];
   try {
@@ -337,14 +337,19 @@ interface DeliveryRow {
 }
 
 /** An order event's subject is the order's id (its public one, shown); a sale event's is sale:<id>. */
-const shownSubject = (subject: string, ids: OrderIdCipher) => (subject.startsWith("sale:") ? subject : ids.toPublic(subject));
+const shownSubject = async (subject: string, ids: OrderIdCipher) =>
+  subject.startsWith("sale:") ? subject : ids.toPublic(subject);
 
-const deliveryView = (r: DeliveryRow, attemptLog: DeliveryView["attemptLog"], ids: OrderIdCipher): DeliveryView => ({
+const deliveryView = async (
+  r: DeliveryRow,
+  attemptLog: DeliveryView["attemptLog"],
+  ids: OrderIdCipher,
+): Promise<DeliveryView> => ({
   id: r.id,
   endpointId: r.endpoint_id,
   eventId: r.event_id,
   type: r.type,
-  subject: shownSubject(r.subject, ids),
+  subject: await shownSubject(r.subject, ids),
   status: r.status,
   attempts: r.attempts,
   lastStatus: r.last_status,
@@ -374,7 +379,7 @@ async function deliveryViews(db: D1Database, rows: DeliveryRow[], ids: OrderIdCi
   const logs = new Map<string, DeliveryView["attemptLog"]>(rows.map((r) => [r.id, []]));
   for (const a of results)
     logs.get(a.delivery_id)?.push({ at: new Date(a.attempted_at).toISOString(), answer: a.status_code, error: a.error });
-  return rows.map((r) => deliveryView(r, logs.get(r.id) ?? [], ids));
+  return viewsInTurn(rows, (r) => deliveryView(r, logs.get(r.id) ?? [], ids));
 }
 
 const DELIVERY_COLUMNS = `d.id, d.endpoint_id, d.event_seq, v.id AS event_id, v.type, d.subject, d.status, d.attempts, d.last_status, d.last_error,

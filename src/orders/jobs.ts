@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { runDraw } from "../admission/draw-run";
+import { runQueueDraw } from "../admission/queue-draw-run";
 import { redisFor } from "../redis/client";
 import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
@@ -35,7 +36,7 @@ const CRON_PERIOD_MS = 60_000;
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
  * cached copies. Heals of a sale Redis lost, until it is rebuilt. Order events to the shop's
- * endpoints. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * endpoints. A draw's steps and offers; a random sale's pre-queue published. A job that fails (D1 or Redis unreachable) is retried with backoff.
  * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env, handlers: JobHandlers): Promise<EndedOrder[]> {
@@ -85,14 +86,15 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       // Bodies carry public order ids: without the key the events wait (retried), never sent with internal ids.
       if (!key) throw new Error("ORDER_ID_KEY is not set: order events wait until it is");
       const { nextDueAt } = await deliverDue(env.DB, {
-        ids: await orderIdCipher(key),
+        ids: orderIdCipher(key),
         secretsKey: settingsOf(env).ORDER_EVENT_SECRETS_KEY,
       });
       if (nextDueAt === null || nextDueAt - Date.now() > CRON_PERIOD_MS) return undefined;
       return Math.max(1, Math.ceil((nextDueAt - Date.now()) / 1000));
     }
-    // A draw's steps and offers go on in a message of their own each time (a retry would count
-    // toward the queue's retries, and a million entries take hundreds of steps).
+    // A draw's steps and offers, and a pre-queue's publication, go on in a message of their own
+    // each time (a retry would count toward the queue's retries, and a million entries take
+    // hundreds of steps).
     case "draw-step": {
       const sale = await findSale(env.DB, job.saleId);
       if (!sale?.draw) return undefined;
@@ -104,6 +106,13 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
     case "draw-offer": {
       const sale = await findSale(env.DB, job.saleId);
       if (sale && (await handlers.offerDraw(sale)).more) await sendJob(env, job);
+      return undefined;
+    }
+    case "queue-draw-step": {
+      const sale = await findSale(env.DB, job.saleId);
+      if (!sale) return undefined;
+      const laterMs = await runQueueDraw({ db: env.DB, redis: redisFor(env) }, sale);
+      if (laterMs !== undefined) await sendJob(env, job, laterMs);
       return undefined;
     }
   }

@@ -7,7 +7,7 @@ import type { AdminOrderDetail, AdminOrderPage, AdminOrderView, BuyerOrderPage }
 import type { OrderIdCipher } from "../shared/public-order-id";
 import { csvRow } from "./csv";
 import { deliveriesOf } from "./event-deliveries";
-import { listedOrders, type OrderRow, orderView } from "./order-views";
+import { listedOrders, type OrderRow, orderView, viewsInTurn } from "./order-views";
 
 /** Rows a CSV export reads at a time: its memory is one page, whatever the sale's size. */
 export const EXPORT_PAGE_SIZE = 1000;
@@ -20,13 +20,15 @@ interface Position {
 }
 
 /** `<createdAt>.<public order id>` of the last order of a page. */
-const encodeCursor = (p: Position, ids: OrderIdCipher) => `${p.createdAt}.${ids.toPublic(p.orderId)}`;
+const encodeCursor = async (p: Position, ids: OrderIdCipher) => `${p.createdAt}.${await ids.toPublic(p.orderId)}`;
 /** A cursor's position; one made before public ids carries the internal id, which stands as it is. */
-const decodeCursor = (cursor: string | undefined, ids: OrderIdCipher): Position => {
-  if (cursor === undefined) return { createdAt: Number.MAX_SAFE_INTEGER, orderId: "" };
+const decodeCursor = async (cursor: string | undefined, ids: OrderIdCipher): Promise<Position> => {
+  if (cursor === undefined) return FIRST;
   const [createdAt, orderId] = cursor.split(".");
-  return { createdAt: Number(createdAt), orderId: ids.toInternal(orderId as string) };
+  return { createdAt: Number(createdAt), orderId: await ids.toInternal(orderId as string) };
 };
+/** Before the newest order: where a list without a cursor starts. */
+const FIRST: Position = { createdAt: Number.MAX_SAFE_INTEGER, orderId: "" };
 
 type Owner = { saleId: string } | { userId: string };
 
@@ -47,8 +49,8 @@ async function page(db: D1Database, owner: Owner, status: string | undefined, af
   return { rows, next };
 }
 
-const adminView = (r: ListedRow, ids: OrderIdCipher): AdminOrderView => ({
-  ...orderView(r, ids),
+const adminView = async (r: ListedRow, ids: OrderIdCipher): Promise<AdminOrderView> => ({
+  ...(await orderView(r, ids)),
   createdAt: new Date(r.created_at).toISOString(),
   closedAt: r.closed_at === null ? null : new Date(r.closed_at).toISOString(),
 });
@@ -60,8 +62,8 @@ export async function listSaleOrders(
   query: { status?: string; cursor?: string; limit: number },
   ids: OrderIdCipher,
 ): Promise<AdminOrderPage> {
-  const { rows, next } = await page(db, { saleId }, query.status, decodeCursor(query.cursor, ids), query.limit);
-  return { orders: rows.map((r) => adminView(r, ids)), nextCursor: next && encodeCursor(next, ids) };
+  const { rows, next } = await page(db, { saleId }, query.status, await decodeCursor(query.cursor, ids), query.limit);
+  return { orders: await viewsInTurn(rows, (r) => adminView(r, ids)), nextCursor: next && (await encodeCursor(next, ids)) };
 }
 
 /** GET /api/orders: the buyer's own orders across sales. */
@@ -72,8 +74,8 @@ export async function listBuyerOrders(
   limit: number,
   ids: OrderIdCipher,
 ): Promise<BuyerOrderPage> {
-  const { rows, next } = await page(db, { userId }, undefined, decodeCursor(cursor, ids), limit);
-  return { orders: rows.map((r) => orderView(r, ids)), nextCursor: next && encodeCursor(next, ids) };
+  const { rows, next } = await page(db, { userId }, undefined, await decodeCursor(cursor, ids), limit);
+  return { orders: await viewsInTurn(rows, (r) => orderView(r, ids)), nextCursor: next && (await encodeCursor(next, ids)) };
 }
 
 /** The export's columns: the list's fields, the amount in the currency's units ("49.00"). */
@@ -121,7 +123,7 @@ export function saleOrdersCsv(
   ids: OrderIdCipher,
 ): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  let after = decodeCursor(undefined, ids);
+  let after = FIRST;
   let headerSent = false;
   let done = false;
   return new ReadableStream<Uint8Array>(
@@ -137,8 +139,8 @@ export function saleOrdersCsv(
         if (next === null) done = true;
         else after = next;
         if (rows.length === 0) return controller.close();
-        const lines = rows.map((r) => {
-          const v = { ...adminView(r, ids), amount: inCurrencyUnits(r.amount, r.currency) };
+        const lines = await viewsInTurn(rows, async (r) => {
+          const v = { ...(await adminView(r, ids)), amount: inCurrencyUnits(r.amount, r.currency) };
           return csvRow(CSV_COLUMNS.map((c) => v[c]));
         });
         controller.enqueue(encoder.encode(lines.join("")));
@@ -150,7 +152,7 @@ export function saleOrdersCsv(
 
 /** GET /admin/orders/:orderId (the internal id): undefined when D1 has no such order. */
 export async function orderDetail(db: D1Database, orderId: string, ids: OrderIdCipher): Promise<AdminOrderDetail | undefined> {
-  const [found, history, payments] = await db.batch<Record<string, unknown>>([
+  const [found, history, payments, traced] = await db.batch<Record<string, unknown>>([
     db.prepare(`${listedOrders("t.order_id = ?1")} LIMIT 1`).bind(orderId),
     db.prepare("SELECT id, type, created_at FROM order_events WHERE subject = ? ORDER BY seq").bind(orderId),
     db
@@ -158,11 +160,13 @@ export async function orderDetail(db: D1Database, orderId: string, ids: OrderIdC
         "SELECT status, provider_ref, decline_reason, created_at, updated_at FROM payments WHERE order_id = ? ORDER BY created_at",
       )
       .bind(orderId),
+    db.prepare("SELECT traceparent FROM orders WHERE order_id = ?").bind(orderId),
   ]);
   const row = found?.results[0] as ListedRow | undefined;
   if (!row) return undefined;
   return {
-    ...adminView(row, ids),
+    ...(await adminView(row, ids)),
+    traceparent: (traced?.results[0]?.traceparent as string | null | undefined) ?? null,
     history: ((history?.results ?? []) as { id: string; type: string; created_at: number }[]).map((h) => ({
       eventId: h.id,
       type: h.type,

@@ -1,5 +1,6 @@
 // The conditional statements that move an order from one state to the next in D1 (expire,
 // cancel, pay, refund, return its units), each decided by D1 in one statement, by D1's clock.
+import { countOrdersInFunnel } from "../analytics/funnel";
 import { NOW_MS } from "./d1-clock";
 import type { OrderRecord } from "./order-records";
 import { claimHeldByAnother, type HeldClaim, type OrderClaimRow, selectOrderClaim } from "./payment-claim";
@@ -61,7 +62,13 @@ export async function expireDue(db: D1Database, orderIds: string[] | undefined, 
         `order_id IN (SELECT order_id FROM orders WHERE status = 'awaiting_payment' AND expires_at <= ${NOW_MS} LIMIT ?1)`,
       ).bind(limit);
   const { results } = await update.all<EndedRow>();
-  return results.map(fromEnded);
+  return counted("expired", results.map(fromEnded));
+}
+
+/** `orders` counted in the funnel at `step`: each statement counts the orders it changed. */
+function counted<T extends EndedOrder>(step: "expired" | "cancelled", orders: T[]): T[] {
+  countOrdersInFunnel(step, orders);
+  return orders;
 }
 
 /** Those of `orderIds` still awaiting payment, with their deadlines. */
@@ -96,7 +103,7 @@ export async function cancelOrdersOfCancelledSales(
     )
     .bind(saleId === undefined ? null : Number(saleId), limit)
     .all<EndedRow>();
-  return results.map(fromEnded);
+  return counted("cancelled", results.map(fromEnded));
 }
 
 /** Cancels the owner's order while it awaits payment and its window is open; undefined when it was not. */
@@ -109,7 +116,7 @@ export async function cancelAwaiting(db: D1Database, orderId: string, userId: st
     )
     .bind(orderId, userId)
     .first<EndedRow>();
-  return row ? fromEnded(row) : undefined;
+  return row ? counted("cancelled", [fromEnded(row)])[0] : undefined;
 }
 
 /**
@@ -125,17 +132,20 @@ export type Landing = { paid: true } | { paid: false; heldBy: HeldClaim | undefi
  * does), decided in one statement; the order is read back in the same batch.
  */
 export async function markPaid(db: D1Database, orderId: string, ref: string, claim: string | null): Promise<Landing> {
-  const [update, after] = await db.batch<OrderClaimRow>([
+  const [update, after] = (await db.batch<unknown>([
     db
       .prepare(
         `UPDATE orders SET status = 'paid', closed_at = ${NOW_MS}, paid_ref = ?2
-         WHERE order_id = ?1 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS} AND payment_claim IS ?3`,
+         WHERE order_id = ?1 AND status = 'awaiting_payment' AND expires_at > ${NOW_MS} AND payment_claim IS ?3
+         RETURNING sale_id, quantity`,
       )
       .bind(orderId, ref, claim),
     selectOrderClaim(db, orderId),
-  ]);
-  const row = after?.results[0];
-  if (update?.meta.changes === 1 || (row?.status === "paid" && row.paid_ref === ref)) return { paid: true };
+  ])) as [D1Result<{ sale_id: number; quantity: number }>, D1Result<OrderClaimRow>];
+  const row = after.results[0];
+  const paidNow = update.results[0];
+  if (paidNow) countOrdersInFunnel("paid", [{ saleId: String(paidNow.sale_id), quantity: paidNow.quantity }]);
+  if (paidNow || (row?.status === "paid" && row.paid_ref === ref)) return { paid: true };
   return { paid: false, heldBy: claimHeldByAnother(row, claim), status: row?.status };
 }
 

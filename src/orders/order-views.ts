@@ -41,14 +41,24 @@ export const listedOrders = (filter: string) =>
    WHERE ${filter}`;
 
 /** What people read beside an order's id: its public id, the short reference, the sale's name and the variant's label. */
-export function orderNames(
+export async function orderNames(
   internalId: string,
   names: { saleName: string; variantLabel: string | null; variant: string },
   ids: OrderIdCipher,
-): Pick<OrderView, "orderId" | "reference" | "saleName" | "variantLabel"> {
-  const orderId = ids.toPublic(internalId);
+): Promise<Pick<OrderView, "orderId" | "reference" | "saleName" | "variantLabel">> {
+  const orderId = await ids.toPublic(internalId);
   const variantLabel = names.variant === DEFAULT_VARIANT ? null : (names.variantLabel ?? names.variant);
   return { orderId, reference: orderReference(orderId), saleName: names.saleName, variantLabel };
+}
+
+/**
+ * Views of `rows` made one after another, not all at once: each public id is ten rounds of
+ * Web Crypto calls, and many ciphered together took about 1.4 times the CPU in workerd.
+ */
+export async function viewsInTurn<Row, View>(rows: readonly Row[], view: (row: Row) => Promise<View>): Promise<View[]> {
+  const views: View[] = [];
+  for (const row of rows) views.push(await view(row));
+  return views;
 }
 
 /** Only the kind of failure: a dead letter's recorded reason is an internal error message. */
@@ -56,8 +66,8 @@ export const failureKind = (status: OrderView["status"], reason: string | null):
   status !== "failed" ? null : reason === REDIS_ROLLBACK ? "REDIS_ROLLBACK" : "SETTLEMENT_FAILED";
 
 /** The order as GET /api/orders/:orderId shows it. */
-export const orderView = (o: OrderRow, ids: OrderIdCipher): OrderView => ({
-  ...orderNames(o.order_id, { saleName: o.sale_name, variantLabel: o.variant_label, variant: o.variant }, ids),
+export const orderView = async (o: OrderRow, ids: OrderIdCipher): Promise<OrderView> => ({
+  ...(await orderNames(o.order_id, { saleName: o.sale_name, variantLabel: o.variant_label, variant: o.variant }, ids)),
   saleId: String(o.sale_id),
   userId: o.user_id,
   status: o.status,

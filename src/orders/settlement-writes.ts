@@ -23,19 +23,31 @@ const insertOrder = (db: D1Database, o: OrderMessage) =>
   db
     .prepare(
       `INSERT INTO orders (order_id, sale_id, user_id, quantity, variant, amount, currency, status, created_at, settled_at, expires_at, closed_at,
-                           lane, access_code)
+                           lane, access_code, traceparent)
        SELECT ?1, s.id, ?3, ?4, ?6, COALESCE(v.price, s.price) * ?4, s.currency,
               CASE WHEN s.state = 'cancelled' THEN 'cancelled' WHEN s.payment_window_sec > 0 THEN 'awaiting_payment' ELSE 'confirmed' END,
               ?5, ${NOW_MS},
               CASE WHEN s.state != 'cancelled' AND s.payment_window_sec > 0 THEN ${NOW_MS} + s.payment_window_sec * 1000 END,
               CASE WHEN s.state = 'cancelled' THEN ${NOW_MS} END,
-              ?7, ?8
+              ?7, ?8, ?9
        FROM sales s LEFT JOIN sale_variants v ON v.sale_id = s.id AND v.variant_id = ?6 WHERE s.id = ?2
        ON CONFLICT DO NOTHING`,
     )
-    .bind(o.orderId, Number(o.saleId), o.userId, o.quantity, o.reservedAt, o.variant, o.lane ?? null, o.accessCode ?? null);
+    .bind(
+      o.orderId,
+      Number(o.saleId),
+      o.userId,
+      o.quantity,
+      o.reservedAt,
+      o.variant,
+      o.lane ?? null,
+      o.accessCode ?? null,
+      o.traceparent ?? null,
+    );
 
 export interface SettleResult {
+  /** Among the orders, those this batch inserted (the others were in D1 already). */
+  inserted: OrderMessage[];
   /** Among the orders, those D1 records as failed: their release must be (re)done. */
   failedIds: Set<string>;
   /** Among the orders, those awaiting payment: each needs its expiry scheduled. */
@@ -46,7 +58,7 @@ export interface SettleResult {
 
 /** Writes all orders in one D1 batch (one transaction, one round trip). */
 export async function settleOrders(db: D1Database, orders: OrderMessage[]): Promise<SettleResult> {
-  if (orders.length === 0) return { failedIds: new Set(), awaiting: [], cancelled: [] };
+  if (orders.length === 0) return { inserted: [], failedIds: new Set(), awaiting: [], cancelled: [] };
   const ids = JSON.stringify(orders.map((o) => o.orderId));
   const results = await db.batch([
     ...orders.map((o) => insertOrder(db, o)),
@@ -72,6 +84,7 @@ export async function settleOrders(db: D1Database, orders: OrderMessage[]): Prom
     D1Result<EndedRow>,
   ];
   return {
+    inserted: orders.filter((_, i) => (results[i]?.meta.changes ?? 0) > 0),
     failedIds: new Set(failed.results.map((r) => r.order_id)),
     awaiting: awaiting.results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at })),
     cancelled: cancelled.results.map(fromEnded),

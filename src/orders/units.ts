@@ -1,3 +1,4 @@
+import { countOrdersInFunnel } from "../analytics/funnel";
 import type { Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import { bucketSplitOf, knownSales } from "../sales/known-sales";
@@ -64,5 +65,7 @@ export async function returnUnits<T extends UnitsToReturn>(redis: Redis, db: D1D
       );
     }),
   );
-  return { now: orders.filter((_, i) => Number(results[i]) === 1), done: orders.filter((_, i) => Number(results[i]) >= 0) };
+  const now = orders.filter((_, i) => Number(results[i]) === 1);
+  countOrdersInFunnel("returned", now);
+  return { now, done: orders.filter((_, i) => Number(results[i]) >= 0) };
 }

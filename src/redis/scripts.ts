@@ -1,3 +1,4 @@
+import type { Redis } from "@upstash/redis/cloudflare";
 import addressSeatSource from "../../lua/address-seat.lua";
 import bloomSource from "../../lua/bloom.lua";
 import cacheEvictSource from "../../lua/cache-evict.lua";
@@ -12,9 +13,9 @@ import purgeChunkSource from "../../lua/purge-chunk.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
 import saleSyncSource from "../../lua/sale-sync.lua";
+import slidingWindowSource from "../../lua/sliding-window.lua";
 import waitingRoomJoinSource from "../../lua/waiting-room-join.lua";
 import waitingRoomProgressSource from "../../lua/waiting-room-progress.lua";
-import type { Redis } from "./client";
 
 // @upstash/redis' Script runs EVALSHA and falls back to EVAL on NOSCRIPT; one per client.
 type Script = ReturnType<Redis["createScript"]>;
@@ -55,4 +56,5 @@ export const LUA = {
   restore: restoreSource,
   return: returnSource,
   saleSync: saleSyncSource,
+  slidingWindow: slidingWindowSource,
 } as const;

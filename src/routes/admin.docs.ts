@@ -172,7 +172,7 @@ export const adminDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Who holds each place in the waiting room, 1,000 places a page",
     description:
-      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them (npm run verify-queue). The public line's, or with ?lane= a presale lane's own line, drawn with the seed derived from the sale's for that lane (docs/lanes.md).",
+      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them; the list anyone may check, without user ids, is GET /api/sales/{saleId}/queue/draw/places (npm run verify-queue reads it). The public line's, or with ?lane= a presale lane's own line, drawn with the seed derived from the sale's for that lane (docs/lanes.md).",
     auth: "admin",
     params: Requests.SaleIdParam,
     query: Requests.QueuePlacesQuery,

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { lineNamed } from "../admission/lane-lines";
 import { linePage, readFreshProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
@@ -29,7 +30,7 @@ import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
 import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
-import { bucketsFor, type Line, PUBLIC_LINE } from "../shared/keys";
+import { bucketsFor, type Line } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
 import { CreateSaleBody, createdStock, QueueLineQuery, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
@@ -52,9 +53,9 @@ async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
 
 /** The line `lane` names: that presale lane's own (docs/lanes.md), or without one the public line. */
 function lineOf(sale: Sale, lane: string | undefined): Line {
-  if (lane === undefined) return PUBLIC_LINE;
-  if (!sale.lanes.some((l) => l.name === lane)) throw new ApiError("LANE_NOT_FOUND");
-  return lane;
+  const line = lineNamed(sale, lane);
+  if (line === undefined) throw new ApiError("LANE_NOT_FOUND");
+  return line;
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
@@ -226,7 +227,7 @@ async function createdSale(
       description: body.description,
       imageUrl: body.imageUrl ?? null,
       queue,
-      buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off"),
+      buckets: bucketsFor(stock, settingsOf(env).REDIS_MAX_RECORD_BYTES, queue.mode !== "off" || body.draw !== null),
       variants: (body.variants ?? []).map((v) => ({ id: v.id, label: v.label, stock: v.stock, price: v.price ?? null })),
       draw: saleDrawOf(body.draw),
       lanes: saleLanesOf(body.lanes),
@@ -330,8 +331,8 @@ export const adminRoutes = new Hono<AppEnv>()
       remaining: p.remaining,
     } satisfies QueueStats);
   })
-  // Who holds each place, for `npm run verify-queue`: with the seed revealed on the public
-  // sale, anyone handed this list can recompute the draw.
+  // Who holds each place, by user id: the shop's own list (anyone checks the draw from the
+  // published one, src/routes/queue-draws.ts).
   .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
     const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
     const { from: fromPlace, lane } = c.req.valid("query");

@@ -7,11 +7,13 @@ import { checkoutDocs } from "./checkout.docs";
 import { denyRulesDocs } from "./deny-rules.docs";
 import { drawsDocs } from "./draws.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
+import { funnelDocs } from "./funnel.docs";
 import { healthDocs } from "./health.docs";
 import { labDocs } from "./lab.docs";
 import { lanesDocs } from "./lanes.docs";
 import { orderListsDocs } from "./order-lists.docs";
 import { ordersDocs } from "./orders.docs";
+import { queueDrawsDocs } from "./queue-draws.docs";
 import { salesDocs } from "./sales.docs";
 import { scheduledDocs } from "./scheduled.docs";
 import { storefrontDocs } from "./storefront.docs";
@@ -24,6 +26,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...salesDocs,
   ...checkoutDocs,
   ...waitingRoomDocs,
+  ...queueDrawsDocs,
   ...drawsDocs.filter((d) => d.tag !== "admin"),
   // The buyer's list is mounted here, the admin's lists beside the other admin routes.
   ...orderListsDocs,
@@ -33,6 +36,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...scheduledDocs,
   ...drawsDocs.filter((d) => d.tag === "admin"),
   ...lanesDocs,
+  ...funnelDocs,
   ...adminDocs,
   ...webhooksDocs,
   ...labDocs,

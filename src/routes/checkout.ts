@@ -3,6 +3,7 @@ import * as z from "zod/mini";
 import { codeHash, readCode } from "../admission/access-codes";
 import { type AdmissionRefusal, type AdmissionRequest, admittedAtCheckout, checkAdmission } from "../admission/gate";
 import { readPass } from "../admission/signed-claims";
+import { countFunnel } from "../analytics/funnel";
 import { CLOCK_SKEW_MS, localRefusal, memo } from "../checkout/isolate-memo";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { firstReport, highestMinted, wentBack } from "../checkout/minted-sequence";
@@ -31,6 +32,7 @@ import type { OrderIdCipher } from "../shared/public-order-id";
 import type { Refusal } from "../shared/refusal";
 import { CheckoutBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
+import { currentTraceparent } from "../shared/trace";
 
 /** What a 503 says when Redis or D1 cannot be reached: nothing was reserved. */
 const UNREACHABLE = "the sale cannot be reached right now; try again shortly";
@@ -174,6 +176,8 @@ async function admitted(
       return { turnedAway, buckets: bucketSplitOf(sale), sale: sale ?? null };
     }));
   if (admission.turnedAway) countLocalRefusal(redis, saleId, admission.turnedAway.counted, keepAlive);
+  // A denied caller, answered as a person would be, is the funnel's quiet turn-away.
+  if (admission.turnedAway?.counted === "DENIED") countFunnel("turned_away", saleId, 1);
   return admission;
 }
 
@@ -228,7 +232,16 @@ async function reserved(
     return await reserve(
       redis,
       saleId,
-      { userId, quantity, variant, idempotencyKey, passPlace: pass?.place, passLane: pass?.lane, accessCode },
+      {
+        userId,
+        quantity,
+        variant,
+        idempotencyKey,
+        passPlace: pass?.place,
+        passLane: pass?.lane,
+        accessCode,
+        traceparent: currentTraceparent(),
+      },
       {
         keepAlive,
         buckets: sale.buckets,
@@ -286,8 +299,8 @@ const namesOrder = (refusal: Refusal): refusal is NamingOrder =>
   refusal.code === "ALREADY_PURCHASED" && refusal.orderId !== undefined && refusal.orderId !== "";
 
 /** A refusal as the buyer is told it; only one that names an order waits for the cipher (a crowd's refusals wait on no promise). */
-async function withPublicId(refusal: NamingOrder, ids: Promise<OrderIdCipher>): Promise<Refusal> {
-  return { ...refusal, orderId: (await ids).toPublic(refusal.orderId) };
+async function withPublicId(refusal: NamingOrder, ids: OrderIdCipher): Promise<Refusal> {
+  return { ...refusal, orderId: await ids.toPublic(refusal.orderId) };
 }
 
 /**
@@ -325,8 +338,10 @@ export const checkoutRoutes = new Hono<AppEnv>().post(
     }
     if (reservation.code !== "OK")
       return refusalResponse(c, namesOrder(reservation) ? await withPublicId(reservation, ids) : reservation);
+    // The request's line of the order's trace (its traceId comes from the request's trace).
+    if (!reservation.repeated) log.info("checkout: order reserved", { saleId, orderId: reservation.orderId, quantity });
     const accepted: CheckoutAccepted = {
-      orderId: (await ids).toPublic(reservation.orderId),
+      orderId: await ids.toPublic(reservation.orderId),
       status: "pending",
       quantity,
       variant: variant ?? DEFAULT_VARIANT,

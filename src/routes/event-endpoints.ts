@@ -62,11 +62,11 @@ export const eventEndpointRoutes = new Hono<AppEnv>()
   .get("/:id/deliveries", validate("param", EndpointIdParam), validate("query", CursorQuery), async (c) => {
     const { id } = c.req.valid("param");
     if (!(await endpointExists(c.env.DB, id))) throw endpointNotFound();
-    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor, await orderIdsOf(c.env)));
+    return c.json(await listDeliveries(c.env.DB, id, c.req.valid("query").cursor, orderIdsOf(c.env)));
   })
   .post("/:id/deliveries/:deliveryId/replay", validate("param", DeliveryIdParam), async (c) => {
     const { id, deliveryId } = c.req.valid("param");
-    const delivery = await replayDelivery(c.env.DB, id, deliveryId, await orderIdsOf(c.env));
+    const delivery = await replayDelivery(c.env.DB, id, deliveryId, orderIdsOf(c.env));
     if (!delivery) throw new ApiError("DELIVERY_NOT_FOUND");
     keepAliveOf(c)(kickOrderEvents(c.env));
     return c.json(delivery, 202);

@@ -22,9 +22,7 @@ export const buyerOrderRoutes = new Hono<AppEnv>().get(
   limitPerUser,
   limitGlobally("order-reads"),
   async (c) =>
-    c.json(
-      await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE, await orderIdsOf(c.env)),
-    ),
+    c.json(await listBuyerOrders(c.env.DB, c.get("userId"), c.req.valid("query").cursor, DEFAULT_ORDER_PAGE, orderIdsOf(c.env))),
 );
 
 /** The admin's order lists: a sale's orders (and as CSV), one order with its history. */
@@ -33,7 +31,7 @@ export const adminOrderRoutes = new Hono<AppEnv>()
   .get("/sales/:saleId/orders", validate("param", SaleIdParam), validate("query", SaleOrdersQuery), async (c) => {
     const { saleId } = c.req.valid("param");
     const { status, cursor, limit } = c.req.valid("query");
-    const ids = await orderIdsOf(c.env);
+    const ids = orderIdsOf(c.env);
     await assertSale(c.env.DB, saleId);
     return c.json(
       await listSaleOrders(c.env.DB, saleId, { status, cursor, limit: limit ? Number(limit) : DEFAULT_ORDER_PAGE }, ids),
@@ -41,7 +39,7 @@ export const adminOrderRoutes = new Hono<AppEnv>()
   })
   .get("/sales/:saleId/orders.csv", validate("param", SaleIdParam), validate("query", OrderExportQuery), async (c) => {
     const { saleId } = c.req.valid("param");
-    const ids = await orderIdsOf(c.env);
+    const ids = orderIdsOf(c.env);
     await assertSale(c.env.DB, saleId);
     return c.body(saleOrdersCsv(c.env.DB, saleId, c.req.valid("query").status, ids), 200, {
       "Content-Type": "text/csv; charset=utf-8",
@@ -49,8 +47,8 @@ export const adminOrderRoutes = new Hono<AppEnv>()
     });
   })
   .get("/orders/:orderId", validate("param", OrderIdParam), async (c) => {
-    const ids = await orderIdsOf(c.env);
-    const detail = await orderDetail(c.env.DB, ids.toInternal(c.req.valid("param").orderId), ids);
+    const ids = orderIdsOf(c.env);
+    const detail = await orderDetail(c.env.DB, await ids.toInternal(c.req.valid("param").orderId), ids);
     if (!detail) throw new ApiError("ORDER_NOT_FOUND");
     return c.json(detail);
   });

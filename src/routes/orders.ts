@@ -28,8 +28,8 @@ const orderNotFound = () => new ApiError("ORDER_NOT_FOUND");
 
 type ShownOrder = OrderRecord | (Omit<OrderRecord, "status"> & { status: "pending" });
 
-const view = (o: ShownOrder, ids: OrderIdCipher): OrderView => ({
-  ...orderNames(o.orderId, o, ids),
+const view = async (o: ShownOrder, ids: OrderIdCipher): Promise<OrderView> => ({
+  ...(await orderNames(o.orderId, o, ids)),
   saleId: o.saleId,
   userId: o.userId,
   status: o.status,
@@ -128,13 +128,13 @@ function payError(outcome: Exclude<PayOutcome, { kind: "paid" }>): ApiError {
 /** GET /api/orders/:orderId, POST .../pay, POST .../cancel: the owner's order and its life after the 202. */
 export const orderRoutes = new Hono<AppEnv>()
   .get("/:orderId", validate("param", OrderIdParam), requireUser, limitPerUser, limitGlobally("order-reads"), async (c) => {
-    const ids = await orderIdsOf(c.env);
-    const orderId = ids.toInternal(c.req.valid("param").orderId);
+    const ids = orderIdsOf(c.env);
+    const orderId = await ids.toInternal(c.req.valid("param").orderId);
     // D1 or Redis unreachable (an outage): the storefront polls this, so an honest 503, never a 500.
     const order = await orUnavailable("order status cannot be read right now", { orderId }, () =>
       ownOrder(c.env, redisFor(c.env), orderId, c.get("userId")),
     );
-    return c.json(view(order, ids));
+    return c.json(await view(order, ids));
   })
   .post(
     "/:orderId/pay",
@@ -144,8 +144,8 @@ export const orderRoutes = new Hono<AppEnv>()
     limitGlobally("order-changes"),
     validate("json", PayBody),
     async (c) => {
-      const ids = await orderIdsOf(c.env);
-      const orderId = ids.toInternal(c.req.valid("param").orderId);
+      const ids = orderIdsOf(c.env);
+      const orderId = await ids.toInternal(c.req.valid("param").orderId);
       const body = c.req.valid("json");
       const idempotency = await idempotencyOf(c, body);
       if (!idempotency) throw badRequest("an Idempotency-Key header is required to pay");
@@ -170,7 +170,7 @@ export const orderRoutes = new Hono<AppEnv>()
         },
       );
       keepAliveOf(c)(ordersChanged(c.env));
-      return c.json(view({ ...paid, status: "paid", expiresAt: null }, ids));
+      return c.json(await view({ ...paid, status: "paid", expiresAt: null }, ids));
     },
   )
   .post(
@@ -180,8 +180,8 @@ export const orderRoutes = new Hono<AppEnv>()
     limitPerUser,
     limitGlobally("order-changes"),
     async (c) => {
-      const ids = await orderIdsOf(c.env);
-      const orderId = ids.toInternal(c.req.valid("param").orderId);
+      const ids = orderIdsOf(c.env);
+      const orderId = await ids.toInternal(c.req.valid("param").orderId);
       const userId = c.get("userId");
       const redis = redisFor(c.env);
       const cancelled = await orUnavailable(
@@ -200,6 +200,6 @@ export const orderRoutes = new Hono<AppEnv>()
         },
       );
       keepAliveOf(c)(ordersChanged(c.env, [{ saleId: cancelled.saleId, userId }]));
-      return c.json(view(cancelled.order, ids));
+      return c.json(await view(cancelled.order, ids));
     },
   );

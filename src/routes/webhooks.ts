@@ -32,7 +32,7 @@ export const webhookRoutes = new Hono<AppEnv>().post("/payments", limitWebhookPe
   const parsed = z.safeParse(PaymentEvent, json);
   if (!parsed.success) throw badRequest(`invalid payment event: ${parsed.error.issues[0]?.message ?? "unknown shape"}`);
   // The provider knows the order by the id the shop gave it: a public one (or, from before them, an internal one).
-  const event = { ...parsed.data, orderId: (await orderIdsOf(c.env)).toInternal(parsed.data.orderId) };
+  const event = { ...parsed.data, orderId: await orderIdsOf(c.env).toInternal(parsed.data.orderId) };
   const order = await findOrderRecord(c.env.DB, event.orderId);
   if (!order) throw new ApiError("ORDER_NOT_FOUND");
   const outcome = await applyPaymentEvent(c.env.DB, event, order, PAYMENT_TIMEOUT_MS);

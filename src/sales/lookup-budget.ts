@@ -5,9 +5,9 @@
 // budgets: this isolate's (in memory, no network) and the deployment's (a sliding window in
 // Redis, one round trip, paid only while the filter is lost). A lookup over budget is refused,
 // not guessed: the route answers 503 and the buyer's page retries.
-import { Ratelimit } from "@upstash/ratelimit";
 import { LocalTokenBuckets } from "../isolate/token-buckets";
 import type { Redis } from "../redis/client";
+import { SlidingWindow } from "../redis/sliding-window";
 import { log } from "../shared/log";
 import { Unavailable } from "../shared/unavailable";
 
@@ -38,7 +38,7 @@ export class LookupBudgetSpent extends Unavailable {
 /** One isolate's side of the budget (kept with its other reads: src/sales/catalog.ts, IsolateReads). */
 export class UnfilteredLookupBudget {
   private readonly isolate: LocalTokenBuckets;
-  private readonly totals = new WeakMap<Redis, Ratelimit>();
+  private readonly totals = new WeakMap<Redis, SlidingWindow>();
   private refusedSinceLog = 0;
   private loggedAt = Number.NEGATIVE_INFINITY;
 
@@ -68,19 +68,19 @@ export class UnfilteredLookupBudget {
     return new LookupBudgetSpent(budget);
   }
 
-  private totalFor(redis: Redis): Ratelimit {
+  private totalFor(redis: Redis): SlidingWindow {
     let total = this.totals.get(redis);
     if (!total) {
-      total = new Ratelimit({
+      total = new SlidingWindow({
         redis,
         // Sliding, not fixed: a fixed window's key lives one window, so a call that reaches Redis
         // over a second late opens its expired window again and spends its budget twice; these
         // keys outlive their window by two more seconds.
-        limiter: Ratelimit.slidingWindow(this.limits.totalPerSecond, "1 s"),
+        tokens: this.limits.totalPerSecond,
+        windowMs: 1_000,
         prefix: TOTAL_PREFIX,
         // Fail closed: a budget Redis cannot confirm is not spent (the default lets it pass after 5 s).
-        timeout: 0,
-        analytics: false,
+        timeoutMs: 0,
       });
       this.totals.set(redis, total);
     }

@@ -168,8 +168,9 @@ export async function editSale(
     if (!changesAnything(sale, changes)) return { sale };
     const problem = editProblem(sale, changes, now);
     if (problem) return problem;
-    const queued = (changes.queue ?? sale.queue).mode !== "off";
-    const edited = await updateSale(db, sale, changes, bucketsFor(changes.stock ?? sale.stock, recordLimitBytes, queued));
+    const byCrowd =
+      (changes.queue ?? sale.queue).mode !== "off" || (changes.draw === undefined ? sale.draw : changes.draw) !== null;
+    const edited = await updateSale(db, sale, changes, bucketsFor(changes.stock ?? sale.stock, recordLimitBytes, byCrowd));
     if (edited === "NO_ID_SLOT") return { code: "NO_ID_SLOT" };
     if (edited) return { sale: edited };
   }

@@ -229,12 +229,13 @@ export interface SaleChanges {
  * concurrent edit makes this one change nothing, and the caller reads again), with a fresh
  * order-id slot for the new window. A change of window or admission applies only while the
  * sale has not started by D1's clock. The bucket count grows to `buckets` (what the new stock
- * needs) only while nobody can have joined or bought, by D1's clock: before the waiting room's
- * first line opens (the start, for a sale without one), when no per-buyer record exists to be
- * found in the wrong bucket; later the sale keeps its count. The waiting room's settings, and a
- * queued sale's lanes (each has a line of its own), change only before that too. Returns the sale as edited, undefined
- * when the version moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken
- * over the new window.
+ * needs) only while nobody can have joined, entered or bought, by D1's clock: before the
+ * waiting room's first line opens or the draw takes entries (the start, for a sale with
+ * neither), when no per-buyer record exists to be found in the wrong bucket; later the sale
+ * keeps its count. The waiting room's settings, and a queued sale's lanes (each has a line of
+ * its own), change only before that too. Returns the sale as edited, undefined when the
+ * version moved on (or the sale started), or "NO_ID_SLOT" when every slot is taken over the
+ * new window.
  */
 export async function updateSale(
   db: D1Database,
@@ -251,7 +252,7 @@ export async function updateSale(
               queue_seed = COALESCE(queue_seed, ?15), queue_seed_commitment = COALESCE(queue_seed_commitment, ?16),
               human_check = ?17, draw_opens_at = ?19, draw_closes_at = ?20, draw_beacon_url = ?21, draw_beacon_round = ?22,
               lanes = ?23, opens_at = ?24,
-              redis_buckets = CASE WHEN CASE queue_mode WHEN 'off' THEN opens_at ELSE opens_at - queue_prequeue_sec * 1000 END
+              redis_buckets = CASE WHEN COALESCE(draw_opens_at, CASE queue_mode WHEN 'off' THEN opens_at ELSE opens_at - queue_prequeue_sec * 1000 END)
                                         > CAST(unixepoch('subsec') * 1000 AS INTEGER)
                                    THEN MAX(redis_buckets, ?18) ELSE redis_buckets END,
               id_slot = CASE WHEN ?24 = opens_at AND ?7 = ends_at THEN id_slot ELSE COALESCE(${FREE_SLOT("?24", "?7", "?1")}, -1) END

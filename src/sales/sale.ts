@@ -161,6 +161,10 @@ export function laneRemaining(lanes: readonly SaleLane[], k: number, live: Remai
 export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number =>
   sale.startsAt - sale.queue.prequeueSec * 1000;
 
+/** Ended or cancelled: from then on a random sale's seed is public, and its pre-queue published. */
+export const saleIsOver = (sale: Pick<Sale, "endsAt" | "state">, now: number): boolean =>
+  now >= sale.endsAt || sale.state === "cancelled";
+
 /**
  * When joining any line of the sale's waiting room opens: its first lane's (docs/lanes.md), or
  * the public line's. From then its settings, lanes and bucket count stay as joiners found them.
@@ -200,7 +204,7 @@ export function waitingLines(sale: Pick<Sale, "startsAt" | "endsAt" | "queue" | 
 export function queueView(sale: Pick<Sale, "endsAt" | "state" | "queue">, now: number): QueueView {
   const { mode, prequeueSec, admitPerSec, passTtlSec, seed, seedCommitment } = sale.queue;
   const random = mode === "random";
-  const over = now >= sale.endsAt || sale.state === "cancelled";
+  const over = saleIsOver(sale, now);
   return {
     mode,
     prequeueSec,

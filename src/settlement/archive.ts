@@ -2,6 +2,7 @@
 // reads from Redis is archived to D1 and the sale's Redis keys are removed, a chunk at a
 // time. Run by the cron every minute; each run is bounded, and any run may be the one that
 // crashed: every step is safe to repeat.
+import { preQueuePublished } from "../admission/queue-draw-run";
 import { Lock, LockTimeoutError, lockKeys } from "../locks";
 import { type Redis, redisFor } from "../redis/client";
 import { findSaleArchive, markSaleArchived, recordSaleArchive, saleIdsToArchive } from "../sales/archives";
@@ -50,7 +51,7 @@ export interface ArchiveRun {
   archived: string[];
   /** A sale whose keys are partly removed: the budget ran out, the next run goes on. */
   inProgress: string[];
-  /** Ended sales with work not settled yet (or Redis figures that do not reconcile): left alone. */
+  /** Ended sales with work not settled yet (Redis figures that do not reconcile, a pre-queue not published yet): left alone. */
   unsettled: string[];
   /** Chunk commands sent and members removed. */
   commands: number;
@@ -71,7 +72,7 @@ export const ARCHIVE_LOCK = "sales:archive";
  * Archives every ended, settled sale it can within its budget. For each sale, in this order,
  * so a crash anywhere leaves something the next run finishes:
  * 1. the report's Redis figures go to D1 (sale_archives), once, only when the sale is settled
- *    for good (see `settledForGood`); a sale with an archive row is not checked again, its
+ *    for good (see `settledForGood`) and a random sale's pre-queue is published; a sale with an archive row is not checked again, its
  *    Redis figures being already half gone;
  * 2. its keys are removed, meta first (purgeSaleKeys): from then on the report reads the
  *    archive row, and no script writes the other keys back;
@@ -125,7 +126,8 @@ async function archiveRun(
     if (!sale || sale.archivedAt !== null) continue;
     if (!(await findSaleArchive(env.DB, saleId))) {
       const report = await reconciliationReport(env, sale);
-      if (!settledForGood(report)) {
+      // A random sale's pre-queue is read from Redis when it is published: its keys wait for that.
+      if (!settledForGood(report) || !(await preQueuePublished(env.DB, sale))) {
         run.unsettled.push(saleId);
         continue;
       }

@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { countOrdersInFunnel } from "../analytics/funnel";
 import { returnEnded, scheduleExpiries } from "../orders/lifecycle";
 import type { AwaitingOrder, EndedOrder } from "../orders/order-transitions";
 import { settleOrders } from "../orders/settlement-writes";
@@ -7,6 +8,7 @@ import { redisFor } from "../redis/client";
 import { QUEUE_MESSAGE_MAX_ORDERS } from "../shared/limits";
 import { log } from "../shared/log";
 import { type OrderMessage, type SettlementMessage, SettlementMessageSchema } from "../shared/messages";
+import { traceIdOf } from "../shared/trace";
 import { clearOutbox } from "./outbox";
 import { failRolledBack } from "./recovery";
 
@@ -91,7 +93,16 @@ export async function settleBatch(batch: MessageBatch<unknown>, env: Env): Promi
   }
 }
 
+/**
+ * What one D1 batch settled: the orders it inserted reach the funnel's "settled", each with a
+ * line of its own trace (the traceparent its message carried).
+ */
 function record(settled: Settled, orders: OrderMessage[], result: Awaited<ReturnType<typeof settleOrders>>): void {
+  countOrdersInFunnel("settled", result.inserted);
+  for (const o of result.inserted) {
+    const trace = o.traceparent === undefined ? {} : { traceId: traceIdOf(o.traceparent), traceparent: o.traceparent };
+    log.info("settlement: order settled", { ...trace, saleId: o.saleId, orderId: o.orderId, reservedAt: o.reservedAt });
+  }
   settled.orders.push(...orders);
   for (const id of result.failedIds) settled.failedIds.add(id);
   settled.awaiting.push(...result.awaiting);

@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { countOrdersInFunnel } from "../analytics/funnel";
 import { recordFailures } from "../orders/settlement-writes";
 import { returnUnits } from "../orders/units";
 import { redisFor } from "../redis/client";
@@ -44,6 +45,8 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, env: Env):
       ),
     ]);
     released = returned.now;
+    // Each failed order is released once (lua/return.lua): counted then, however often its letter comes.
+    countOrdersInFunnel("failed", released);
   }
   batch.ackAll();
   return released;

@@ -1,4 +1,5 @@
 import { superviseDraws } from "../admission/draw-run";
+import { superviseQueueDraws } from "../admission/queue-draw-run";
 import { keepEndpointSecrets } from "../orders/endpoint-secrets";
 import { reportEndedSales } from "../orders/event-deliveries";
 import { sweepOrders } from "../orders/lifecycle";
@@ -16,19 +17,21 @@ import { redriveOutbox } from "./redrive";
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
  * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, send
- * draws on (closed ones drawn, drawn ones' units offered), and seal endpoint secrets still in
+ * draws on (closed ones drawn, drawn ones' units offered), publish the pre-queues of random
+ * sales that are over, and seal endpoint secrets still in
  * plain text and forget replaced ones whose grace is over. Each
  * runs to the end whatever the others do; a failure fails the run, so it shows.
  */
 export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
-  const [redrive, sweep, bloom, archive, recovery, draws, events, secrets] = await Promise.allSettled([
+  const [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets] = await Promise.allSettled([
     redriveOutbox(env),
     sweeping,
     keepBloomFilled(env.DB, redisFor(env)),
     archiveSettledSales(env),
     superviseSales(env),
     superviseDraws(env.DB, env.JOBS),
+    superviseQueueDraws(env.DB, env.JOBS),
     // After the sweep, whose expiries raise events of their own, and whose returns the isolate hears of.
     sweeping
       .catch(() => undefined)
@@ -65,8 +68,10 @@ export async function runScheduledJobs(env: Env): Promise<void> {
   }
   if (draws.status === "fulfilled" && draws.value.stepped.length > 0)
     log.info("draws sent on", { stepped: draws.value.stepped.join(",") });
+  if (queueDraws.status === "fulfilled" && queueDraws.value.length > 0)
+    log.info("pre-queues sent on to their publication", { stepped: queueDraws.value.join(",") });
   if (secrets.status === "fulfilled" && secrets.value > 0) log.info("endpoint secrets sealed", { sealed: secrets.value });
-  const failures = [redrive, sweep, bloom, archive, recovery, draws, events, secrets].flatMap((r) =>
+  const failures = [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets].flatMap((r) =>
     r.status === "rejected" ? [r.reason] : [],
   );
   if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");

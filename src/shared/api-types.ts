@@ -2,6 +2,7 @@
 // bundle cost), while the tests check real responses against the schemas and the API's
 // documentation is generated from them. The Node-side client reads the same shapes.
 import * as z from "zod/mini";
+import { FUNNEL_STEPS } from "./funnel";
 import { DeliveryView } from "./order-events";
 import { ORDER_STATUSES } from "./order-status";
 import "./zod-english";
@@ -176,6 +177,8 @@ export type AdminOrderPage = z.infer<typeof AdminOrderPage>;
 
 /** GET /admin/orders/:orderId: the order, its state changes (its order events), pay attempts and event deliveries. */
 export const AdminOrderDetail = z.extend(AdminOrderView, {
+  /** The W3C traceparent of the request that reserved it (npm run trace follows it); null: settled before traces, or failed. */
+  traceparent: z.nullable(z.string()),
   history: z.array(z.object({ eventId: z.string(), type: z.string(), at: z.iso.datetime() })),
   payments: z.array(
     z.object({
@@ -292,6 +295,34 @@ export const OutcomeSeries = z.object({
 });
 export type OutcomeSeries = z.infer<typeof OutcomeSeries>;
 
+/** A count for each step of the funnel (src/shared/funnel.ts). */
+const FunnelCounts = z.record(z.enum(FUNNEL_STEPS), z.int());
+
+/** GET /admin/sales/:saleId/funnel: one sale's funnel per second (Workers Analytics Engine). */
+export const FunnelSeries = z.object({
+  saleId: z.string(),
+  /** The window, epoch seconds, both ends included. */
+  from: z.int(),
+  to: z.int(),
+  /** The steps in the order a buyer meets them. */
+  steps: z.array(z.enum(FUNNEL_STEPS)),
+  /** The seconds in which any step was counted. */
+  points: z.array(z.object({ at: z.int(), counts: FunnelCounts })),
+  /** Each step over the whole window. */
+  totals: FunnelCounts,
+});
+export type FunnelSeries = z.infer<typeof FunnelSeries>;
+
+/** GET /admin/funnel: every sale's funnel over the window. */
+export const SalesFunnel = z.object({
+  from: z.int(),
+  to: z.int(),
+  steps: z.array(z.enum(FUNNEL_STEPS)),
+  /** The sales with any step counted in the window. */
+  sales: z.array(z.object({ saleId: z.string(), counts: FunnelCounts })),
+});
+export type SalesFunnel = z.infer<typeof SalesFunnel>;
+
 /** GET /admin/sales/:saleId/stats: what the admin console polls. */
 export const SaleStats = z.object({ sale: AdminSaleView, series: OutcomeSeries, report: ReconciliationReport });
 export type SaleStats = z.infer<typeof SaleStats>;
@@ -382,7 +413,7 @@ export const QueueStats = z.object({
 });
 export type QueueStats = z.infer<typeof QueueStats>;
 
-/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (npm run verify-queue reads it). */
+/** GET /admin/sales/:saleId/queue/places: who holds each place, a page at a time (the console reads it). */
 export const QueuePlaces = z.object({
   saleId: z.string(),
   /** Places 1..drawn are a random sale's pre-queue, in draw order; later places joined after the start. */
@@ -393,6 +424,34 @@ export const QueuePlaces = z.object({
   next: z.nullable(z.int()),
 });
 export type QueuePlaces = z.infer<typeof QueuePlaces>;
+
+/** pending: the sale is not over yet (the seed is secret), or its pre-queue is being published; ready: published. */
+export const QueueDrawState = z.enum(["pending", "ready"]);
+export type QueueDrawState = z.infer<typeof QueueDrawState>;
+
+/** GET /api/sales/:saleId/queue/draw: a random sale's pre-queue as anyone may check it (docs/api.md, "Verifying a draw"). */
+export const QueueDrawView = z.object({
+  saleId: z.string(),
+  state: QueueDrawState,
+  /** SHA-256 of the seed, published at the sale's creation. */
+  seedCommitment: z.nullable(z.string()),
+  /** The seed, once the sale is over (ended or cancelled). */
+  seed: z.nullable(z.string()),
+  /** The pre-queue's places (1..drawn), once published. */
+  drawn: z.nullable(z.int()),
+  /** The Merkle root over every place's leaf (hex), once published. */
+  placesRoot: z.nullable(z.string()),
+  publishedAt: z.nullable(z.iso.datetime()),
+});
+export type QueueDrawView = z.infer<typeof QueueDrawView>;
+
+/** One published place: its holder's draw key, HMAC-SHA256(seed, user id), hex. */
+export const QueueDrawPlace = z.object({ place: z.int(), drawKey: z.string() });
+export type QueueDrawPlace = z.infer<typeof QueueDrawPlace>;
+
+/** GET /api/sales/:saleId/queue/draw/places: a page of the published places, in place order. */
+export const QueueDrawPlacesPage = z.object({ places: z.array(QueueDrawPlace), next: z.nullable(z.string()) });
+export type QueueDrawPlacesPage = z.infer<typeof QueueDrawPlacesPage>;
 
 /** GET /healthz. */
 export const Health = z.object({ ok: z.literal(true) });

@@ -47,8 +47,11 @@ export function leafBytes(leaf: Leaf): Uint8Array<ArrayBuffer> {
 const LEAF_PREFIX = new Uint8Array([0]);
 const NODE_PREFIX = new Uint8Array([1]);
 
-/** RFC 6962 leaf hash: SHA-256(0x00 | leaf bytes), hex. The tree's order is these, ascending. */
-export const leafHash = async (leaf: Leaf): Promise<string> => toHex(await sha256(LEAF_PREFIX, leafBytes(leaf)));
+/** RFC 6962 leaf hash of any leaf's bytes: SHA-256(0x00 | bytes), hex. */
+export const hashLeaf = async (bytes: Uint8Array): Promise<string> => toHex(await sha256(LEAF_PREFIX, bytes));
+
+/** An entry's leaf hash. The tree's order is these, ascending. */
+export const leafHash = (leaf: Leaf): Promise<string> => hashLeaf(leafBytes(leaf));
 
 /** RFC 6962 interior node: SHA-256(0x01 | left | right). */
 const node = async (left: Uint8Array, right: Uint8Array) => sha256(NODE_PREFIX, left, right);

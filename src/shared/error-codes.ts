@@ -64,6 +64,8 @@ export const ERRORS = {
   QUEUE_OFF: { status: 409, words: "this sale has no waiting room" },
   QUEUE_NOT_OPEN: { status: 409, words: "the waiting room is not open yet" },
   QUEUE_OPEN: { status: 409, words: "the waiting room's settings change only before joining opens" },
+  QUEUE_NOT_RANDOM: { status: 409, words: "this sale's waiting room is not random: it draws no places" },
+  QUEUE_DRAW_PENDING: { status: 409, words: "the pre-queue's places are published once the sale is over" },
   DRAW_OPEN: { status: 409, words: "what the draw draws from changes only before its entries open" },
   DRAW_ONLY: { status: 409, words: "this sale is sold by draw: enter it instead" },
   DRAW_NOT_OPEN: { status: 409, words: "the draw's entries are not open yet" },
@@ -115,6 +117,7 @@ export const ERRORS = {
   UNAVAILABLE: { status: 503, words: "this cannot be done right now; try again shortly", retryAfterSec: 1 },
   BUSY: { status: 503, words: "too many checkouts contend for this sale; try again shortly", retryAfterSec: 1 },
   PAYMENT_UNAVAILABLE: { status: 503, words: "payments cannot be taken on this server", retryAfterSec: 60 },
+  ANALYTICS_UNAVAILABLE: { status: 503, words: "the funnel's analytics cannot be read on this server", retryAfterSec: 60 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -177,6 +180,10 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
     when: "before startsAt - queue.prequeueSec (a sale with lanes and a waiting room: before its first lane's startsAt - queue.prequeueSec)",
   },
   QUEUE_OPEN: { when: "the waiting room's settings, or a queued sale's lanes, once joining its first line opened" },
+  QUEUE_NOT_RANDOM: { when: "a random waiting room's published draw, asked of a sale whose waiting room is off or fifo" },
+  QUEUE_DRAW_PENDING: {
+    when: "the published places read before the sale ended (or was cancelled) and its pre-queue was published; GET /api/sales/{saleId}/queue/draw says where it stands",
+  },
   DRAW_OPEN: { when: "the draw's times or beacon, the stock or the human check of a draw sale, once its entries opened" },
   DRAW_ONLY: { when: "a checkout or a queue join of a sale sold by draw" },
   DRAW_NOT_OPEN: { when: "before the draw's opensAt" },
@@ -222,4 +229,7 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
   },
   BUSY: { when: "a lab strategy gave up under contention" },
   PAYMENT_UNAVAILABLE: { when: "the dev payment provider on a Host that is not loopback; nothing is charged" },
+  ANALYTICS_UNAVAILABLE: {
+    when: "neither ANALYTICS_ACCOUNT_ID with ANALYTICS_API_TOKEN nor ANALYTICS_STAND_IN_URL is set: the funnel is written but cannot be read here",
+  },
 };

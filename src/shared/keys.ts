@@ -52,7 +52,7 @@ export interface BucketKeys {
   buyers: string;
   /** Sorted set: order ids not settled in D1 yet, scored by when they were last sent (ms). */
   outbox: string;
-  /** Hash: order id -> "<quantity>[@<variant id>]:<user id>", for the orders in the outbox. */
+  /** Hash: order id -> "<quantity>[@<variant id>][|<lane>|<code hash>][|<traceparent>]:<user id>" (parsePendingRecord), for the orders in the outbox. */
   pending: string;
   /** Set: order ids whose units went back on sale (each comes back once). */
   returned: string;
@@ -237,8 +237,9 @@ export const MAX_BYTES_PER_BUYER_RECORD = 512;
 export const MAX_BUCKETS = 4_096;
 
 /**
- * The crowd a waiting room is sized for: its places, passes, pre-queue and line grow with joiners,
- * not units (docs/benchmarks.md, "A waiting room at a million buyers").
+ * The crowd a waiting room or a draw is sized for: a waiting room's places, passes, pre-queue
+ * and line grow with joiners, a draw's entries with entrants, not units (docs/benchmarks.md,
+ * "A waiting room at a million buyers", "Draws").
  */
 export const QUEUE_PLANNED_JOINERS = 1_000_000;
 
@@ -246,10 +247,11 @@ export const QUEUE_PLANNED_JOINERS = 1_000_000;
  * How many buckets a sale of `stock` units is split into so that, sold out, no per-buyer key
  * holds more than half of `recordLimitBytes` (each buyer and each order adds at most one
  * record to a key; every order holds at least a unit, so there are at most `stock` of each).
- * A sale with a waiting room (`queued`) is sized for QUEUE_PLANNED_JOINERS joiners at least.
+ * A sale whose records grow with its crowd rather than its units (`byCrowd`: a waiting room's
+ * joiners, a draw's entrants) is sized for QUEUE_PLANNED_JOINERS of them at least.
  */
-export function bucketsFor(stock: number, recordLimitBytes: number, queued: boolean): number {
-  const records = queued ? Math.max(stock, QUEUE_PLANNED_JOINERS) : stock;
+export function bucketsFor(stock: number, recordLimitBytes: number, byCrowd: boolean): number {
+  const records = byCrowd ? Math.max(stock, QUEUE_PLANNED_JOINERS) : stock;
   const needed = Math.ceil((records * MAX_BYTES_PER_BUYER_RECORD) / (recordLimitBytes / 2));
   return Math.min(MAX_BUCKETS, Math.max(1, needed));
 }
@@ -275,9 +277,11 @@ export const catalogKeys = {
 } as const;
 
 /**
- * A pending order's record, "<quantity>[@<variant id>][|<lane>|<code hash>]:<user id>"
+ * A pending order's record, "<quantity>[@<variant id>][|<lane>|<code hash>][|<traceparent>]:<user id>"
  * (lua/checkout.lua): the first ':' ends the units, whatever the user id holds; no variant is
- * the sale's "default"; a lane and code only for an order bought in a presale lane.
+ * the sale's "default"; a lane and code only for an order bought in a presale lane; the
+ * traceparent of the request that reserved it (src/shared/trace.ts), which records written
+ * before it carry none. The fields after the units tell themselves apart by their count.
  */
 export function parsePendingRecord(record: string): {
   quantity: number;
@@ -285,12 +289,20 @@ export function parsePendingRecord(record: string): {
   userId: string;
   lane?: string;
   accessCode?: string;
+  traceparent?: string;
 } {
   const colon = record.indexOf(":");
-  const [units = "", lane, accessCode] = record.slice(0, colon).split("|");
+  const [units = "", ...more] = record.slice(0, colon).split("|");
   const [quantity = "", variant = DEFAULT_VARIANT] = units.split("@");
-  const bought = { quantity: Number(quantity), variant, userId: record.slice(colon + 1) };
-  return lane === undefined || accessCode === undefined ? bought : { ...bought, lane, accessCode };
+  const [lane, accessCode] = more.length >= 2 ? more : [];
+  const traceparent = more.length % 2 === 1 ? more.at(-1) : undefined;
+  return {
+    quantity: Number(quantity),
+    variant,
+    userId: record.slice(colon + 1),
+    ...(lane !== undefined && accessCode !== undefined && { lane, accessCode }),
+    ...(traceparent !== undefined && { traceparent }),
+  };
 }
 
 /**

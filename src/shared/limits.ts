@@ -109,3 +109,9 @@ export const LANE_NAME_PATTERN = /^[a-z0-9-]{1,32}$/;
 export const MAX_LANES = 10;
 /** Codes one batch makes, at most; uses one code may have, at most. */
 export const CODE_BATCH_LIMITS = { count: { min: 1, max: 100_000 }, uses: { min: 1, max: 1_000 } } as const;
+
+/** The leaves of one chunk of a draw's Merkle tree (a power of two: see treeHash in src/shared/draw-proof.ts). */
+export const DRAW_CHUNK_LEAVES = 1_024;
+
+/** Entries a step of a draw reads at most (an HSCAN's COUNT, a page of D1 rows). */
+export const DRAW_PAGE = 1_000;

@@ -9,6 +9,7 @@ import {
   SALE_ID_PATTERN,
   VARIANT_ID_PATTERN,
 } from "./limits";
+import { TRACEPARENT_PATTERN } from "./trace";
 import "./zod-english";
 
 /** One accepted order, as settlement needs it. */
@@ -23,6 +24,8 @@ export const OrderMessageSchema = z.object({
   /** Bought in a presale lane (docs/lanes.md): the lane and the access code's hash it spent. */
   lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN))),
   accessCode: z.optional(z.string().check(z.regex(/^[0-9a-f]{32}$/))),
+  /** The W3C traceparent of the request that reserved it (src/shared/trace.ts); messages sent before traces carry none. */
+  traceparent: z.optional(z.string().check(z.regex(TRACEPARENT_PATTERN))),
 });
 export type OrderMessage = z.infer<typeof OrderMessageSchema>;
 
@@ -45,7 +48,7 @@ export type DeadLetter = OrderMessage & { reason?: string };
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
  * payment window closes then; evicting a changed sale's cached copies a second time;
  * rebuilding a sale Redis lost or holds behind D1, once that is safe; sending order events;
- * running a draw and offering its units.
+ * running a draw and offering its units; publishing a random sale's pre-queue.
  */
 export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -65,5 +68,7 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("draw-step"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
   /** Offer a drawn sale's units to its winners, or units that came back to its waitlist. */
   z.object({ kind: z.literal("draw-offer"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
+  /** Publish a random sale's pre-queue a few steps further, once the sale is over. */
+  z.object({ kind: z.literal("queue-draw-step"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
 ]);
 export type JobMessage = z.infer<typeof JobMessageSchema>;

@@ -12,8 +12,9 @@
 //   and without the key neither time, slot nor sequence can be read from it, nor a neighbour's
 //   id guessed;
 // - the key can never change: every public id handed out would then name another order.
-// FF1 from @noble/ciphers (audited) rather than a Feistel network written here: about 40 µs an
-// id. Its module is loaded on first use (its AES tables took 9 ms of every isolate's start-up).
+// FF1 as NIST specifies it (src/shared/ff1.ts, over Web Crypto's AES) rather than a Feistel
+// network of this project's own: a standard cipher, held to NIST's sample vectors.
+import { type FF1, ff1 } from "./ff1";
 
 /** Public ids start here; below are internal ids, kept working for clients that hold them. */
 export const PUBLIC_ORDER_ID_FLOOR = 1n << 63n;
@@ -28,50 +29,49 @@ export const ORDER_ID_KEY_PATTERN = /^[0-9a-fA-F]{64}$/;
 
 export interface OrderIdCipher {
   /** The public id of an internal one (below 2^63). */
-  toPublic(internalId: string): string;
+  toPublic(internalId: string): Promise<string>;
   /** The internal id an id a client sent names: a public id deciphered, an internal one as it is. */
-  toInternal(orderId: string): string;
+  toInternal(orderId: string): Promise<string>;
 }
 
 const digitsOf = (n: bigint): number[] =>
   Array.from({ length: DIGITS }, (_, i) => Number((n >> (BigInt(DIGITS - 1 - i) * DIGIT_BITS)) & BigInt(ORDER_ID_RADIX - 1)));
 const numberOf = (digits: number[]): bigint => digits.reduce((n, d) => (n << DIGIT_BITS) | BigInt(d), 0n);
 
-const isPublicOrderId = (orderId: string): boolean => BigInt(orderId) >= PUBLIC_ORDER_ID_FLOOR;
+export const isPublicOrderId = (orderId: string): boolean => BigInt(orderId) >= PUBLIC_ORDER_ID_FLOOR;
 
-/** FF1 keyed, over ORDER_ID_RADIX (as @noble/ciphers' FF1 gives it). */
-export interface FF1Cipher {
-  encrypt(digits: number[]): number[];
-  decrypt(digits: number[]): number[];
+/** The digits FF1 enciphers into a public id: an internal id's 63 bits. */
+export function internalDigits(internalId: string): number[] {
+  if (isPublicOrderId(internalId)) throw new Error(`${internalId} is a public order id already`);
+  return digitsOf(BigInt(internalId));
 }
+/** The public id of enciphered digits. */
+export const publicIdOf = (enciphered: number[]): string => String(PUBLIC_ORDER_ID_FLOOR + numberOf(enciphered));
+/** The enciphered digits a public id carries. */
+export const publicDigits = (publicId: string): number[] => digitsOf(BigInt(publicId) - PUBLIC_ORDER_ID_FLOOR);
+/** The internal id of deciphered digits. */
+export const internalIdOf = (digits: number[]): string => String(numberOf(digits));
 
 /** ORDER_ID_KEY's bytes: an AES-256 key. */
-export function orderIdKeyBytes(keyHex: string): Uint8Array {
+export function orderIdKeyBytes(keyHex: string): Uint8Array<ArrayBuffer> {
   if (!ORDER_ID_KEY_PATTERN.test(keyHex)) throw new Error("an order id key is 64 hex digits");
   return Uint8Array.from(keyHex.match(/../g) as string[], (pair) => Number.parseInt(pair, 16));
 }
 
-/** The cipher of public ids over a keyed FF1. */
-export function cipherOf(ff1: FF1Cipher): OrderIdCipher {
+/** The cipher of public ids over a keyed FF1 over ORDER_ID_RADIX. */
+function cipherOf(cipher: FF1): OrderIdCipher {
   return {
-    toPublic: (internalId) => {
-      if (isPublicOrderId(internalId)) throw new Error(`${internalId} is a public order id already`);
-      return String(PUBLIC_ORDER_ID_FLOOR + numberOf(ff1.encrypt(digitsOf(BigInt(internalId)))));
-    },
-    toInternal: (orderId) =>
-      isPublicOrderId(orderId) ? String(numberOf(ff1.decrypt(digitsOf(BigInt(orderId) - PUBLIC_ORDER_ID_FLOOR)))) : orderId,
+    toPublic: async (internalId) => publicIdOf(await cipher.encrypt(internalDigits(internalId))),
+    toInternal: async (orderId) =>
+      isPublicOrderId(orderId) ? internalIdOf(await cipher.decrypt(publicDigits(orderId))) : orderId,
   };
 }
 
-let cached: { key: string; cipher: Promise<OrderIdCipher> } | undefined;
+let cached: { key: string; cipher: OrderIdCipher } | undefined;
 
-/** The cipher of `keyHex` (ORDER_ID_KEY), made once per isolate: FF1's module and AES key schedule are the costly part. */
-export function orderIdCipher(keyHex: string): Promise<OrderIdCipher> {
-  if (cached?.key !== keyHex) {
-    const key = orderIdKeyBytes(keyHex);
-    const cipher = import("@noble/ciphers/ff1.js").then(({ FF1 }) => cipherOf(FF1(ORDER_ID_RADIX, key)));
-    cached = { key: keyHex, cipher };
-  }
+/** The cipher of `keyHex` (ORDER_ID_KEY), made once per isolate: its AES key is imported once. */
+export function orderIdCipher(keyHex: string): OrderIdCipher {
+  if (cached?.key !== keyHex) cached = { key: keyHex, cipher: cipherOf(ff1(ORDER_ID_RADIX, orderIdKeyBytes(keyHex))) };
   return cached.cipher;
 }
 

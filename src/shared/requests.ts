@@ -349,10 +349,13 @@ export const DrawEntriesQuery = z.object({
 export const QueueTicketHeader = z.object({ "queue-ticket": z.string() });
 
 /** GET /admin/sales/:saleId/queue/places?from=: the first place of the page (1 by default). */
-/** GET /admin/sales/:saleId/queue: which line, a presale lane's own (docs/lanes.md) or, without, the public one. */
+/** GET /admin/sales/:saleId/queue and GET /api/sales/:saleId/queue/draw: which line, a presale lane's own (docs/lanes.md) or, without, the public one. */
 export const QueueLineQuery = z.object({
   lane: z.optional(z.string().check(z.regex(LANE_NAME_PATTERN, "a lane's name is 1 to 32 of a-z, 0-9 and -"))),
 });
+
+/** GET /api/sales/:saleId/queue/draw/places?cursor=&lane=: the line, and the page to read from the last page's next. */
+export const QueueDrawPlacesQuery = z.object({ ...QueueLineQuery.shape, ...DrawEntriesQuery.shape });
 
 export const QueuePlacesQuery = z.object({
   ...QueueLineQuery.shape,

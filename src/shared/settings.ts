@@ -218,6 +218,9 @@ export const SETTINGS = {
   TURNSTILE_VERIFY_URL: url(SITEVERIFY_URL),
   TURNSTILE_HOSTNAMES: hostnames,
   LOCK_QUORUM_NODES: quorumNodes,
+  ANALYTICS_ACCOUNT_ID: text(),
+  ANALYTICS_API_TOKEN: secret(),
+  ANALYTICS_STAND_IN_URL: url(),
 } as const satisfies Record<string, Setting<unknown>>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -296,6 +299,11 @@ export const SETTING_DOCS: Record<SettingName, string> = {
     "the shop's host names a Turnstile token must have been solved on (siteverify's hostname); empty: any host name under LOOPBACK_HOSTS_ONLY, every token refused otherwise",
   LOCK_QUORUM_NODES:
     "the lab's redlock strategy: one Upstash REST URL/token pair per independent database (3 or more); without it redlock answers 503",
+  ANALYTICS_ACCOUNT_ID:
+    "the Cloudflare account whose Workers Analytics Engine holds the funnel (the FUNNEL binding's dataset), which the console's funnel charts query over the SQL API; unset (or ANALYTICS_API_TOKEN unset): the funnel routes answer 503 ANALYTICS_UNAVAILABLE, while data points are written all the same",
+  ANALYTICS_API_TOKEN: "an API token of ANALYTICS_ACCOUNT_ID with Account Analytics Read, for the funnel's SQL queries",
+  ANALYTICS_STAND_IN_URL:
+    "the local stand-in of Analytics Engine: every data point is posted to it as well and the funnel's SQL is asked of it instead of the SQL API; npm start and the tests set it, never in production",
 };
 
 /** A setting that does not parse: every request that needs the settings is refused until it is fixed. */

@@ -1,5 +1,5 @@
 // The console as a shop owner meets it, in Chromium against `npm start`: sections one at a
-// time (watch, orders, draw, lanes and codes, create and edit, order events, rules, settings), each a click away and
+// time (watch, orders, draw, lanes and codes, funnel, create and edit, order events, rules, settings), each a click away and
 // linkable by its fragment; the admin token kept for the tab; no request the console does not
 // use, no 404. The create form: empty again after a create, prices typed in the currency's
 // units and stored in minor units (none for yen), variants as rows, bad input refused with a
@@ -28,6 +28,7 @@ const SECTIONS = [
   ["Orders", "#orders", "Orders"],
   ["Draw", "#draw", "Draw"],
   ["Lanes and codes", "#lanes", "Lanes and codes"],
+  ["Funnel", "#funnel", "Funnel"],
   ["Create and edit", "#create", "Create and edit"],
   ["Order events", "#events", "Order events to the shop"],
   ["Deny rules", "#rules", "Deny rules"],

@@ -344,6 +344,8 @@ describe("the console's orders of a sale", () => {
     expect(await page.locator("#detail-facts").textContent()).toContain("Statepaid");
     expect(await page.locator("#detail-facts").textContent()).toContain(`Order id${paid}`);
     expect(await page.locator("#detail-facts").textContent()).toContain("ProductOrders drop");
+    // The request's trace, kept with the settled order.
+    expect(await page.locator("#detail-facts").textContent()).toMatch(/Trace \(traceparent\)00-[0-9a-f]{32}-[0-9a-f]{16}-01/);
     expect(await page.locator("#history-rows tr td:nth-child(2)").allTextContents()).toEqual([
       "order.reserved",
       "order.awaiting_payment",

@@ -27,6 +27,7 @@ const SECTIONS = [
   "locks",
   "bigKeys",
   "globalLimits",
+  "draw",
 ] as const;
 
 it("runs every section of npm run bench at its smallest form and exits 0", { timeout: 1_800_000 }, async () => {

@@ -1,4 +1,4 @@
-// The bounded Map handed to @upstash/ratelimit as its ephemeral cache (src/isolate/bounded-map.ts).
+// The bounded Map handed to the global limits' sliding window as its ephemeral cache (src/isolate/bounded-map.ts).
 import { expect, it } from "vitest";
 import { BoundedMap } from "../../src/isolate/bounded-map.ts";
 

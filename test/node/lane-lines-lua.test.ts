@@ -119,7 +119,7 @@ async function checkoutAll(saleId: string, line: Line, buyers: Buyer[]): Promise
     buyers.map(([, , code]) => code),
     line,
   );
-  const args = buyers.flatMap(([user, claim], i) => [user, "1", "", claim, String(bucketSlots[i]), codeRefs[i] as string]);
+  const args = buyers.flatMap(([user, claim], i) => [user, "1", "", claim, String(bucketSlots[i]), codeRefs[i] as string, ""]);
   const reply = parseCheckoutReply(
     await redisOf()
       .createScript(lua("checkout"))

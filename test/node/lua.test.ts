@@ -16,6 +16,7 @@ import {
   bucketOf,
   buyerKeys,
   checkoutScriptKeys,
+  parsePendingRecord,
   saleKeys,
 } from "../../src/shared/keys.ts";
 import { BLOOM } from "../../src/shared/limits.ts";
@@ -81,10 +82,11 @@ const sync = (keys: { meta: string }, args: (string | number)[]) =>
 type Keys = ReturnType<typeof oneBucketKeys>;
 const statsKey = (keys: Keys) => keys.meta.replace(":meta", ":stats:test");
 /**
- * Buyers as "user" (one unit), ["user", units], or ["user", units, Idempotency-Key]; units a
- * quantity, or "<quantity>@<variant>" for a sale with variants.
+ * Buyers as "user" (one unit), ["user", units], ["user", units, Idempotency-Key] or ["user",
+ * units, Idempotency-Key, traceparent]; units a quantity, or "<quantity>@<variant>" for a sale
+ * with variants.
  */
-type Buyer = string | [string, number | string] | [string, number | string, string];
+type Buyer = string | [string, number | string] | [string, number | string, string] | [string, number | string, string, string];
 const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
   redis.createScript<unknown>(lua("checkout")).exec(
     [
@@ -106,7 +108,7 @@ const checkoutRaw = (keys: Keys, buyers: Buyer[]) =>
       "0",
       "",
       ...buyers.flatMap((b) =>
-        typeof b === "string" ? [b, "1", "", "", "1", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", ""],
+        typeof b === "string" ? [b, "1", "", "", "1", "", ""] : [b[0], String(b[1]), b[2] ?? "", "", "1", "", b[3] ?? ""],
       ),
     ],
   );
@@ -163,6 +165,34 @@ describe("checkout.lua", () => {
     expect(await redis.hget(keys.buyers, "alice")).toBe(`1:${orderId}`);
     expect(await redis.zrange(keys.outbox, 0, -1)).toEqual([orderId]);
     expect(await redis.hget(keys.pending, String(orderId))).toBe("1:alice");
+  });
+
+  it("keeps the buyer's traceparent in the outbox record, where the re-drive reads it", async () => {
+    const { keys } = await newSale({ stock: 5, limit: 2 });
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const [traced, untraced] = await checkoutAll(keys, [["alice", 1, "", traceparent], "bob"]);
+    const record = await redis.hget<string>(keys.pending, String(orderOf(traced as Reservation)));
+    expect(record).toBe(`1|${traceparent}:alice`);
+    expect(parsePendingRecord(String(record))).toEqual({ quantity: 1, variant: "default", userId: "alice", traceparent });
+    // A buyer without one gets the record orders had before traces.
+    expect(await redis.hget(keys.pending, String(orderOf(untraced as Reservation)))).toBe("1:bob");
+    // With a presale lane's code too, each field is told apart by their count.
+    const code = "0123456789abcdef0123456789abcdef";
+    expect(parsePendingRecord(`2@eu-41|early|${code}|${traceparent}:a:b`)).toEqual({
+      quantity: 2,
+      variant: "eu-41",
+      userId: "a:b",
+      lane: "early",
+      accessCode: code,
+      traceparent,
+    });
+    expect(parsePendingRecord(`2@eu-41|early|${code}:a`)).toEqual({
+      quantity: 2,
+      variant: "eu-41",
+      userId: "a",
+      lane: "early",
+      accessCode: code,
+    });
   });
 
   it("numbers a sale's ids on its clock: never behind the last id's millisecond, at most ID_INDEXES in one", async () => {
@@ -277,13 +307,13 @@ describe("checkout.lua with a batch of buyers", () => {
 
   it("refuses an empty batch and one over 100 buyers, writing nothing", async () => {
     const { keys } = await newSale({ stock: 500 });
-    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 sextuples/);
+    await expect(checkoutRaw(keys, [])).rejects.toThrow(/1 to 100 septuples/);
     await expect(
       checkoutRaw(
         keys,
         Array.from({ length: 101 }, (_, i) => `u${i}`),
       ),
-    ).rejects.toThrow(/1 to 100 sextuples/);
+    ).rejects.toThrow(/1 to 100 septuples/);
     expect(await redis.hget(keys.meta, "remaining")).toBe("500");
     expect(await redis.exists(keys.buyers)).toBe(0);
   });
@@ -492,7 +522,7 @@ describe("a sale split into buckets", () => {
       { ...SPLIT, count: splitBy },
       buyers.map(([user]) => user),
     );
-    const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i]), ""]);
+    const args = buyers.flatMap(([user, key], i) => [user, "1", key, "", String(bucketSlots[i]), "", ""]);
     const reply = parseCheckoutReply(
       await redis.createScript<unknown>(lua("checkout")).exec(keys, [String(splitBy), "0", "", ...args]),
       buyers.length,
@@ -570,7 +600,7 @@ describe("a sale split into buckets", () => {
     const id = await splitSale(10);
     const { keys } = checkoutScriptKeys(id, 0, SPLIT, ["a"]);
     await expect(
-      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", "a", "1", "", "", "2", ""]),
+      redis.createScript<unknown>(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", "a", "1", "", "", "2", "", ""]),
     ).rejects.toThrow(/names bucket 2/);
     expect(await redis.hget(saleKeys(id).meta, "remaining")).toBe("10");
   });

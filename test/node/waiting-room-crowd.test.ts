@@ -70,10 +70,26 @@ it("places 2,000 pre-queue joiners of a random sale by its committed seed: anyon
   const rho = 1 - (6 * d2) / (n * (n * n - 1));
   expect(Math.abs(rho)).toBeLessThan(0.1);
 
-  // npm run verify-queue's check agrees, from the API alone.
-  const verdict = await verifyQueue(api, sale.id);
-  expect(verdict).toMatchObject({ ok: true });
-  expect(verdict.lines.at(-1)).toMatch(/gives each of the 2000 pre-queue places/);
+  // npm run verify-queue's check agrees, from the public routes alone (no token), once the
+  // pre-queue is published; and a buyer finds there the place they were given from their user
+  // id, while a place given otherwise (one changed by one) does not check out.
+  const publicFetch: typeof fetch = (input, init) => {
+    if (new Headers(init?.headers).has("Authorization")) throw new Error("the verifier sent a token");
+    const url = new URL(String(input));
+    return stack.worker.fetch(`${url.pathname}${url.search}`);
+  };
+  await eventually("the pre-queue's publication", async () => (await api.queueDraw(sale.id)).body?.state === "ready");
+  const someone = userIds[1_234] as string;
+  const given = places[1_234] as number;
+  const verdict = await verifyQueue("http://127.0.0.1", sale.id, { userId: someone, place: given }, publicFetch);
+  expect(verdict.problems).toEqual([]);
+  expect(verdict).toMatchObject({ ok: true, places: 2_000, user: { place: given } });
+  const otherPlace = given === 1 ? 2 : given - 1;
+  const changed = await verifyQueue("http://127.0.0.1", sale.id, { userId: someone, place: otherPlace }, publicFetch);
+  expect(changed.ok).toBe(false);
+  expect(changed.problems).toEqual([
+    `user ${someone} was given place ${otherPlace}, but the published draw puts their draw key at place ${given}`,
+  ]);
 });
 
 it("a drop with bots: units only to their own pass holders, admitted places one run from the front, every order settled once", async () => {

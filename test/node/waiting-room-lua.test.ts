@@ -72,7 +72,7 @@ const startNow = (saleId: string) => redis.hset(saleKeys(saleId).meta, { starts:
 async function joinOnce(saleId: string, user: string, key: string, kind: JoinKind): Promise<unknown[]> {
   const { keys, args } = waitingRoomJoinCall(saleId, user, SPLIT, key, kind);
   const reply = (await redis.createScript(lua("waiting-room-join")).exec(keys, args)) as unknown[];
-  expect(reply[0]).toBe("waiting-room-join/2");
+  expect(reply[0]).toBe("waiting-room-join/3");
   return reply;
 }
 
@@ -96,7 +96,7 @@ async function progress(saleId: string, maxAdmit = 5000) {
   const reply = (await redis
     .createScript(lua("waiting-room-progress"))
     .exec(waitingRoomProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
-  expect(reply[0]).toBe("waiting-room-progress/1");
+  expect(reply[0]).toBe("waiting-room-progress/2");
   const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
   return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]), drawn: Number(reply[11]) };
 }
@@ -109,7 +109,7 @@ async function checkoutAll(saleId: string, buyers: [string, number | ""][]): Pro
     SPLIT,
     buyers.map(([user]) => user),
   );
-  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), ""]);
+  const args = buyers.flatMap(([user, place], i) => [user, "1", "", String(place), String(bucketSlots[i]), "", ""]);
   const reply = parseCheckoutReply(
     await redis.createScript(lua("checkout")).exec(keys, [String(BUCKETS), "0", "", ...args]),
     buyers.length,
@@ -138,6 +138,27 @@ describe("waiting-room-join.lua", () => {
     expect(await join(sale, "a")).toEqual({ outcome: "JOINED", place: 1 });
     const places = await Promise.all(allBuckets(sale, BUCKETS).map((b) => redis.hlen(b.places)));
     expect(places.reduce((n, p) => n + p, 0)).toBe(2);
+  });
+
+  it("answers fresh for the one call that placed the buyer, whoever else joins at once, and never for a place held", async () => {
+    const sale = await newSale({ startsIn: 60_000 });
+    const fresh = (reply: unknown[]) => reply[7];
+    const twins = await Promise.all(Array.from({ length: 10 }, () => joinOnce(sale, "twin", "", "person")));
+    expect(twins.map(fresh).sort()).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    expect(new Set(twins.map((r) => r[3]))).toEqual(new Set([1]));
+    expect(fresh(await joinOnce(sale, "quiet-one", "", "quiet"))).toBe(1);
+    expect(fresh(await joinOnce(sale, "quiet-one", "", "person"))).toBe(0);
+    // A random sale's pre-queue joiner: fresh when it joins, not when its place is answered after the start.
+    const random = await newSale({ mode: "random", startsIn: 60_000 });
+    await progress(random); // writes the running totals a first pre-queue join needs
+    const key = await drawKey(SEED, "drawn");
+    expect(fresh(await joinOnce(random, "drawn", key, "person"))).toBe(1);
+    await startNow(random);
+    const placed = await joinOnce(random, "drawn", key, "person");
+    expect([placed[3], fresh(placed)]).toEqual([1, 0]);
+    // Not joined: not fresh.
+    const early = await newSale({ opensIn: 60_000, startsIn: 120_000 });
+    expect(await joinOnce(early, "a", "", "person")).toMatchObject({ 2: "NOT_OPEN", 7: 0 });
   });
 
   it("places a random sale's pre-queue by draw key at the start, and later joiners behind in arrival order", async () => {

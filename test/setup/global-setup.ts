@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { startAnalyticsStandIn } from "../../dev/analytics/stand-in.ts";
 import { startBeacon } from "../../dev/beacon/stand-in.ts";
 import { spawnGateway } from "../../dev/gateway/process.ts";
 import { startRedisServer } from "../../dev/lib/redis-server.ts";
@@ -12,7 +13,8 @@ import { type SigningJwk, startIdentityProvider } from "./identity-provider.ts";
  * that loses what every file shares (the catalog's Bloom filter), while the other files run.
  * The Worker cannot reach Cloudflare: its TURNSTILE_VERIFY_URL is the local siteverify
  * stand-in started here (dev/turnstile/siteverify.ts); nor drand: draws name the local
- * beacon started here (dev/beacon/stand-in.ts).
+ * beacon started here (dev/beacon/stand-in.ts). The local runtime keeps no Analytics Engine
+ * data point: the funnel's go to the stand-in started here too (dev/analytics/stand-in.ts).
  */
 export default async function setup(project: TestProject) {
   const redis = await startRedisServer();
@@ -22,6 +24,7 @@ export default async function setup(project: TestProject) {
   const identityProvider = await startIdentityProvider();
   const siteverify = await startSiteverify();
   const beacon = await startBeacon();
+  const analytics = await startAnalyticsStandIn();
   project.provide("gatewayUrl", gateway.url);
   project.provide("gatewayToken", token);
   project.provide("scratchGatewayUrl", scratchGateway.url);
@@ -29,7 +32,9 @@ export default async function setup(project: TestProject) {
   project.provide("signingKeys", identityProvider.signingKeys);
   project.provide("siteverifyUrl", siteverify.url);
   project.provide("beaconUrl", beacon.url);
+  project.provide("analyticsStandInUrl", analytics.url);
   return async () => {
+    await analytics.stop();
     await beacon.stop();
     await siteverify.stop();
     await identityProvider.stop();
@@ -48,5 +53,6 @@ declare module "vitest" {
     signingKeys: SigningJwk[];
     siteverifyUrl: string;
     beaconUrl: string;
+    analyticsStandInUrl: string;
   }
 }

@@ -97,6 +97,23 @@ describe("the OpenAPI document", () => {
     await call(`/admin/sales/${sale.id}/queue`, { headers: admin() }); // 409 QUEUE_OFF
     await call(`/admin/sales/${queued.id}/queue/places`, { headers: admin() });
     await call(`/admin/sales/${queued.id}/queue/places?from=0`, { headers: admin() }); // 400
+    // A random waiting room's draw: pending until the sale is over (cancelled here), then published.
+    const random = await createSale({
+      startsAt: new Date(Date.now() + 60_000).toISOString(),
+      queue: { mode: "random", prequeueSec: 600 },
+    });
+    await call(`/api/sales/${random.id}/queue`, { method: "POST", headers: queuer });
+    await call(`/api/sales/${random.id}/queue/draw`);
+    await call(`/api/sales/${random.id}/queue/draw/places`); // 409 QUEUE_DRAW_PENDING
+    await call(`/api/sales/${queued.id}/queue/draw`); // 409 QUEUE_NOT_RANDOM
+    await call(`/api/sales/${random.id}/queue/draw?lane=nobody`); // 404 LANE_NOT_FOUND
+    await call(`/admin/sales/${random.id}/cancel`, { method: "POST", headers: admin() });
+    await eventually("the pre-queue's publication", async () => {
+      const res = await SELF.fetch(`${BASE}/api/sales/${random.id}/queue/draw`);
+      return ((await res.json()) as { state: string }).state === "ready";
+    });
+    await call(`/api/sales/${random.id}/queue/draw/places`);
+    await call(`/api/sales/${random.id}/queue/draw/places?cursor=x`); // 400
 
     await waitForConfirmed([orderId, ((await first.json()) as { orderId: string }).orderId]);
     await call(`/api/orders/${orderId}`, { headers: buyer });
@@ -334,6 +351,11 @@ describe("the OpenAPI document", () => {
       body: JSON.stringify({ userId: "contract-staff" }),
     });
     await call(`/admin/sales/${laned.id}/bypass`, { headers: admin() });
+
+    // The funnel, read back from the local stand-in: one sale's, every sale's, and a sale that is none.
+    await call(`/admin/sales/${laned.id}/funnel`, { headers: admin() });
+    await call("/admin/sales/999999/funnel", { headers: admin() });
+    await call("/admin/funnel", { headers: admin() });
 
     // Every operation answered with success at least once, and each answer above matched.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods) as { operationId: string }[]);

@@ -7,6 +7,7 @@ import { redisFor } from "../../src/redis/client";
 import { findSale } from "../../src/sales/repository";
 import type { Sale } from "../../src/sales/sale";
 import { drawKeyOf, shuffleOrder, shuffler } from "../../src/shared/draw-proof";
+import { everyOtherBatchFails } from "./held-db";
 import { api, BASE, eventually, loopbackApi, userToken } from "./helpers";
 
 // A draw crowd in workerd with local D1, the jobs queue and the real Redis: entrants with
@@ -198,20 +199,7 @@ describe("a draw crowd", () => {
     await eventually("the entries to close", async () => Date.now() > Date.parse(sale.draw?.closesAt as string) + 200);
     const record = (await findSale(env.DB, sale.id)) as Sale;
     // A D1 whose every other write batch fails: each step cut short is run again from where D1 says the run stands.
-    let batches = 0;
-    const flaky = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "batch")
-          return (statements: D1PreparedStatement[]) => {
-            batches++;
-            if (batches % 2 === 1) return Promise.reject(new Error("the D1 batch was cut short"));
-            return target.batch(statements);
-          };
-        const value = Reflect.get(target, prop);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    }) as D1Database;
-    const deps = { db: flaky, redis: redisFor(env), fetch };
+    const deps = { db: everyOtherBatchFails(env.DB), redis: redisFor(env), fetch };
     let cuts = 0;
     for (let step = 0; step < 200; step++) {
       try {

@@ -16,7 +16,7 @@ import { lockKeys } from "../../src/locks/keys";
 import { endpointsChanged } from "../../src/orders/event-deliveries";
 import { MAX_ATTEMPTS } from "../../src/settlement/consumer";
 import { redriveLockName } from "../../src/settlement/redrive";
-import { bucketKeys } from "../../src/shared/keys";
+import { bucketKeys, parsePendingRecord } from "../../src/shared/keys";
 import type { DeadLetter, OrderMessage, SettlementMessage } from "../../src/shared/messages";
 import {
   BASE,
@@ -273,6 +273,10 @@ describe("nothing lost when the queue send fails", () => {
     expect(before.pending).toBe(lostIds.length);
     expect(before.d1.confirmed).toBe(sentIds.length);
     expect(before.reconciled).toBe(true);
+    // The outbox record keeps the request's trace (a new one: the request sent none)...
+    const lostRecord = await redis.hget(bucketKeys(sale.id, 0, 1).pending, lostOrder);
+    const { traceparent } = parsePendingRecord(String(lostRecord));
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
 
     // A re-drive whose own send fails changes nothing: the records wait for the next run.
     // FAULT INJECTION: send throws.
@@ -289,6 +293,10 @@ describe("nothing lost when the queue send fails", () => {
     const r = await expectSettledInvariants(sale.id, stock, accepted);
     expect(r.redis.remaining).toBe(0);
     expect(await orderStatus(lostOrder, lostUser)).toEqual({ http: 200, status: "confirmed" });
+    // ...and the re-drive carried it on to the settled row.
+    expect(await env.DB.prepare("SELECT traceparent FROM orders WHERE order_id = ?").bind(lostOrder).first()).toEqual({
+      traceparent,
+    });
 
     // Re-driving again (a duplicate) changes nothing.
     await runRedrive();

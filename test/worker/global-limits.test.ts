@@ -1,4 +1,4 @@
-// The global limits per user and per client address (@upstash/ratelimit, counted in the
+// The global limits per user and per client address (a sliding window counted in the
 // suite's Redis): joining a queue, dev login, pay, cancel and order reads. The suite turns
 // them off ("0"); each test here sets its own through the Worker's vars. What a blocked
 // caller costs at the gateway: test/node/global-limits.test.ts.

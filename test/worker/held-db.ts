@@ -29,3 +29,23 @@ export function heldDb(real: D1Database): HeldDb {
     },
   };
 }
+
+/**
+ * D1 whose every other write batch fails (a fault a real D1 cannot be made to show on cue, so
+ * it is injected): a run whose steps write in batches must resume from where D1 says it stands.
+ */
+export function everyOtherBatchFails(real: D1Database): D1Database {
+  let batches = 0;
+  return new Proxy(real, {
+    get(target, prop) {
+      if (prop === "batch")
+        return (statements: D1PreparedStatement[]) => {
+          batches++;
+          if (batches % 2 === 1) return Promise.reject(new Error("the D1 batch was cut short"));
+          return target.batch(statements);
+        };
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as D1Database;
+}

@@ -35,6 +35,8 @@ describe("logs", () => {
     expect(JSON.parse(line[0] as string)).toEqual({
       level: "warn",
       message: "answered 503: a store or provider failed",
+      // The request's trace (src/shared/trace.ts), which Workers Logs finds every line of by.
+      traceId: expect.stringMatching(/^[0-9a-f]{32}$/),
       saleId: sale.id,
       answer: "redis cannot be reached right now",
       error: {

@@ -23,19 +23,21 @@ import { SECRET_ROTATION_GRACE_MS } from "../../src/orders/event-endpoints";
 import type { OrderView } from "../../src/shared/api-types";
 import type { JobMessage, OrderMessage } from "../../src/shared/messages";
 import { type DeliveryPage, type DeliveryView, type EndpointView, ORDER_EVENT_TYPES } from "../../src/shared/order-events";
+import { orderIdCipher as workerOrderIds } from "../../src/shared/public-order-id";
 import { parseSettings, settingsOf } from "../../src/shared/settings";
 import { checkedFetch } from "./contract";
 import { api, BASE, createSale, internalId, LOOPBACK_BASE } from "./helpers";
 
 /** The order ids the bodies carry, as the Worker keys them. */
 const cipher = orderIdCipher(env.ORDER_ID_KEY as string);
+/** The Worker's own cipher of them, which a sender's run takes. */
+const ids = workerOrderIds(env.ORDER_ID_KEY as string);
 
 /** What the Worker seals endpoint secrets with: the suite's ORDER_EVENT_SECRETS_KEY. */
 const SECRETS_KEY = settingsOf(env).ORDER_EVENT_SECRETS_KEY;
 
 /** One sender's run, as the jobs queue's consumer makes it, its requests handed to `fetcher`. */
-const deliver = (fetcher: typeof fetch, secretsKey = SECRETS_KEY) =>
-  deliverDue(env.DB, { fetch: fetcher, secretsKey, ids: cipher });
+const deliver = (fetcher: typeof fetch, secretsKey = SECRETS_KEY) => deliverDue(env.DB, { fetch: fetcher, secretsKey, ids });
 
 const dropping = { send: async () => {}, sendBatch: async () => {} } as unknown as Queue;
 /** The suite's env with both queues dropping what they are sent: no event is sent but by the test. */
@@ -635,7 +637,7 @@ describe("endpoint signing secrets", () => {
     await buyAndSettle(sale.id, ["unreadable-1"]);
     const { fetcher, to } = recording();
     const anotherKey = crypto.getRandomValues(new Uint8Array(32));
-    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids: cipher });
+    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids });
     await fastForward([own.id]);
     await deliver(fetcher, anotherKey);
     expect(to(own.url)).toEqual([]);
@@ -686,7 +688,7 @@ describe("endpoint signing secrets", () => {
     const sale = await createSale({ stock: 5 });
     await buyAndSettle(sale.id, ["legacy-1"]);
     const { fetcher, to } = recording();
-    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids: cipher }); // a plain secret needs no key
+    await deliverDue(env.DB, { fetch: fetcher, secretsKey: undefined, ids }); // a plain secret needs no key
     expect(to(url).map((r) => verifies(secret, r))).toEqual([true]);
 
     // The cron: without the key it seals nothing; with it, the secret is sealed, the same secret.

@@ -1,7 +1,7 @@
 // @ts-check
-// A line chart of outcomes per second, drawn as SVG with DOM calls: one polyline per code,
-// colours from CSS classes (no inline style, so the page's strict CSP holds). A charting
-// library would outweigh the whole console for one chart.
+// Charts drawn as SVG with DOM calls: a line chart of counts per second (one polyline per
+// code) and horizontal bars (the funnel), colours from CSS classes (no inline style, so the
+// page's strict CSP holds). A charting library would outweigh the whole console for two charts.
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 600;
@@ -71,4 +71,41 @@ export function drawChart(target, data) {
     children.push(line);
   }
   target.replaceChildren(...children);
+}
+
+const BAR_HEIGHT = 14;
+const BAR_GAP = 4;
+const GROUP_GAP = 10;
+const BAR_LABELS = 150;
+
+/**
+ * Draws horizontal bars into `target` (a <g> of an <svg class="chart bars">), one group per
+ * row (its label at the left), one bar per entry of the group, named beside its value unless its
+ * name is empty, lengths on one scale; sets the <svg>'s viewBox to fit.
+ * @param {SVGGElement} target
+ * @param {{ label: string, bars: { name: string, value: number, seriesClass: string }[] }[]} groups
+ */
+export function drawBars(target, groups) {
+  const max = niceCeiling(Math.max(0, ...groups.flatMap((g) => g.bars.map((b) => b.value))));
+  const length = (/** @type {number} */ v) => (v / max) * (WIDTH - BAR_LABELS - PAD.right - 40);
+  const children = [];
+  let top = PAD.top;
+  for (const group of groups) {
+    const heading = svg("text", { class: "bar-label", x: 0, y: top + BAR_HEIGHT - 3 });
+    heading.textContent = group.label;
+    children.push(heading);
+    for (const bar of group.bars) {
+      const rect = svg("rect", { class: bar.seriesClass, x: BAR_LABELS, y: top, height: BAR_HEIGHT, width: length(bar.value) });
+      const title = svg("title", {});
+      title.textContent = `${group.label}: ${bar.name} ${bar.value}`;
+      rect.append(title);
+      const value = svg("text", { class: "axis-label", x: BAR_LABELS + length(bar.value) + 4, y: top + BAR_HEIGHT - 3 });
+      value.textContent = bar.name ? `${bar.name} ${bar.value}` : String(bar.value);
+      children.push(rect, value);
+      top += BAR_HEIGHT + BAR_GAP;
+    }
+    top += GROUP_GAP;
+  }
+  target.replaceChildren(...children);
+  target.ownerSVGElement?.setAttribute("viewBox", `0 0 ${WIDTH} ${Math.max(top, 40)}`);
 }
