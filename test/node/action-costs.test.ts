@@ -26,8 +26,8 @@ const costOf = (action: ActionName): ActionCost => {
   if (!found) throw new Error(`no count for ${action}`);
   return found;
 };
-/** @upstash/ratelimit's scripts: the global limits, per user and per client address. */
-const LIMITS = "EVALSHA (a library's script)";
+/** The limits' sliding-window script (lua/sliding-window.lua): per user and per client address. */
+const LIMITS = "EVALSHA sliding-window";
 
 it("counts every Upstash command the gateway saw, from the Worker's side too", () => {
   expect(crossCheck.meterCommands).toBe(crossCheck.gatewayCommands);
