@@ -311,13 +311,14 @@ function withoutUpstash(c: Counts): Counts {
 
 /**
  * The largest record the drop writes: the busiest per-buyer key of one bucket of the sale as
- * it is split (src/shared/keys.ts, bucketsFor: a queued sale for a million joiners at least,
- * others for their stock), at the split's own bound per entry (MAX_BYTES_PER_BUYER_RECORD).
+ * it is split (src/shared/keys.ts, bucketsFor: a queued sale or a draw for a million joiners
+ * or entrants at least, others for their stock), at the split's own bound per entry
+ * (MAX_BYTES_PER_BUYER_RECORD).
  */
 function recordOf(drop: Drop, sold: number): PricedDrop["largestRecord"] {
   const limit = Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES);
   const queued = drop.mode === "fifo" || drop.mode === "random";
-  const buckets = bucketsFor(drop.stock, limit, queued);
+  const buckets = bucketsFor(drop.stock, limit, queued || drop.mode === "draw");
   const [what, entries] = queued
     ? ["the line's places (one bucket)", drop.buyers]
     : drop.mode === "draw"
