@@ -8,6 +8,8 @@ nothing, so a retry after a timeout, a redelivered message and the sweep can all
 An order bought in a presale lane (docs/lanes.md) gives its units back to the lane's count
 too (`ls:<lane>`, `ls:<lane>:<variant>`), and its use back to the access code it spent while
 the sale's public start has not come (from then no code is asked for, and the use stays spent).
+The meta hash's `rtn` counts the units given back, so the waiting room can measure how fast
+they come (lua/waiting-room-progress.lua).
 
 KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis layout")
   1  sale meta hash   then the keys of the buyer's bucket (the order's records live there):
@@ -44,6 +46,7 @@ if redis.call('SADD', returned, orderId) == 0 then
   return 0
 end
 redis.call('HINCRBY', meta, 'remaining', quantity)
+redis.call('HINCRBY', meta, 'rtn', quantity)
 local variant = ARGV[5] or 'default'
 if redis.call('HEXISTS', meta, 'v:' .. variant) == 1 then
   redis.call('HINCRBY', meta, 'v:' .. variant, quantity)

@@ -14,7 +14,8 @@ total `remaining`; `variants` lists each variant's stock, "<id>=<stock>,..." in 
 order (lua/checkout.lua takes its presence to mean the sale has variants). A sale's presale
 lanes are `lanes` ("<lane>=<start ms>,..." in start order; absent for none) and each
 allotment a field of its own, `la:<lane>` and `la:<lane>:<variant>`, listed in `lallot` so
-that an edit that drops one removes it; the units each lane sold (`ls:...`) stay.
+that an edit that drops one removes it; the units each lane sold (`ls:...`) stay. An operator's
+hold on admission from the waiting room is `qpaused` and the notice the waiting room shows `notice`.
 
 KEYS
   1  sale meta hash (docs/architecture.md, "The sale's Redis layout")
@@ -27,7 +28,8 @@ ARGV
   15 buckets: how many buckets the sale's per-buyer records are split into (D1 changes it only
   before anyone can join or buy: src/sales/repository.ts)   16 a draw's entries close (epoch ms; 0: not a draw)
   17 lanes: "<lane>=<start ms>,..." ("" for none)   18 allotments: "<lane>[:<variant>]=<units>,..." ("" for none)
-  19.. variant id, stock pairs (none for a sale without variants)
+  19 admission paused: "1" or "0" (absent: "0")   20 the operator's notice ("" or absent: none)
+  21.. variant id, stock pairs (none for a sale without variants)
 Replies
   1  loaded now, or brought up to this version
   0  this version or a newer one was applied before (nothing changed)
@@ -56,7 +58,7 @@ for id, n in string.gmatch(current[3] or '', '([^,=]+)=(%d+)') do
   before[id] = tonumber(n)
 end
 local listed, added = {}, { 'remaining', stock - (tonumber(current[2]) or 0) }
-for i = 19, #ARGV, 2 do
+for i = 21, #ARGV, 2 do
   local id, n = ARGV[i], tonumber(ARGV[i + 1])
   if n < (before[id] or 0) then
     return redis.error_reply('sale-sync.lua: a variant\'s stock never shrinks')
@@ -73,7 +75,8 @@ if not current[2] then
 end
 redis.call('HSET', meta, 'version', version, 'stock', stock, 'starts', ARGV[3], 'ends', ARGV[4], 'slot', ARGV[5],
   'rate', ARGV[6], 'burst', ARGV[7], 'name', ARGV[8], 'limit', ARGV[9], 'state', ARGV[10],
-  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15], 'dcloses', ARGV[16])
+  'qmode', ARGV[11], 'qopens', ARGV[12], 'qrate', ARGV[13], 'qttl', ARGV[14], 'buckets', ARGV[15], 'dcloses', ARGV[16],
+  'qpaused', ARGV[19] or '0', 'notice', ARGV[20] or '')
 if #listed > 0 then
   redis.call('HSET', meta, 'variants', table.concat(listed, ','))
 end

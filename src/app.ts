@@ -15,6 +15,7 @@ import { adminRoutes } from "./routes/admin";
 import { checkoutRoutes } from "./routes/checkout";
 import { denyRuleRoutes } from "./routes/deny-rules";
 import { drawAdminRoutes, drawRoutes } from "./routes/draws";
+import { dropControlRoutes } from "./routes/drop-controls";
 import { eventEndpointRoutes } from "./routes/event-endpoints";
 import { funnelRoutes } from "./routes/funnel";
 import { healthRoutes } from "./routes/health";
@@ -71,6 +72,7 @@ export const app = root
   .route("/admin/scheduled", scheduledRoutes) // POST /admin/scheduled: the cron's run (LOOPBACK_HOSTS_ONLY=true only)
   .route("/admin", drawAdminRoutes) //      POST /admin/sales/:saleId/draw
   .route("/admin", laneAdminRoutes) //      access codes (POST .../lanes/:lane/codes, GET|DELETE .../codes), staff passes (.../bypass)
+  .route("/admin", dropControlRoutes) //     a waiting room's view, places and live controls (GET|PATCH .../queue, GET .../queue/places, .../queue/pause|resume|enable), PUT .../notice
   .route("/admin", funnelRoutes) //          GET  /admin/sales/:saleId/funnel, /admin/funnel (Analytics Engine)
   .route("/admin", adminRoutes) //           POST /admin/sales, GET /admin/sales/:saleId/report|stats
   .route("/webhooks", webhookRoutes) //      POST /webhooks/payments (signed)

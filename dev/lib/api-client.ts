@@ -276,9 +276,32 @@ export class ApiClient {
     return this.result(`/api/sales/${saleId}/queue`, { headers: { Authorization: `Bearer ${token}`, "Queue-Ticket": ticket } });
   }
 
-  /** GET /admin/sales/:saleId/queue: the waiting room's counts (of a presale lane's own line with `lane`). */
+  /** GET /admin/sales/:saleId/queue: the waiting room's counts, pace, hold, notice and actions (the counts of a presale lane's own line with `lane`). */
   queueStats(saleId: string, lane?: string): Promise<QueueStats> {
     return this.adminJson<QueueStats>(`/admin/sales/${saleId}/queue${lane === undefined ? "" : `?lane=${lane}`}`);
+  }
+
+  /** POST /admin/sales/:saleId/queue/pause or /resume: hold admission (every place kept), or let the line move again; `message` becomes the notice. */
+  holdAdmission(saleId: string, action: "pause" | "resume", message?: string): Promise<ApiResult<QueueStats>> {
+    return this.adminResult(`/admin/sales/${saleId}/queue/${action}`, {
+      method: "POST",
+      ...(message !== undefined && { body: JSON.stringify({ message }) }),
+    });
+  }
+
+  /** PATCH /admin/sales/:saleId/queue: the ceiling on places let in per second, live. */
+  setAdmitRate(saleId: string, admitPerSec: number): Promise<ApiResult<QueueStats>> {
+    return this.adminResult(`/admin/sales/${saleId}/queue`, { method: "PATCH", body: JSON.stringify({ admitPerSec }) });
+  }
+
+  /** POST /admin/sales/:saleId/queue/enable: a live sale behind the waiting room, first come first served from now. */
+  enableWaitingRoom(saleId: string): Promise<ApiResult<QueueStats>> {
+    return this.adminResult(`/admin/sales/${saleId}/queue/enable`, { method: "POST" });
+  }
+
+  /** PUT /admin/sales/:saleId/notice: the notice on the sale's pages; null takes it down. */
+  setNotice(saleId: string, message: string | null): Promise<ApiResult<QueueStats>> {
+    return this.adminResult(`/admin/sales/${saleId}/notice`, { method: "PUT", body: JSON.stringify({ message }) });
   }
 
   /** GET /admin/sales/:saleId/queue/places?from=: a page of who holds each place (of a presale lane's own line with `lane`). */

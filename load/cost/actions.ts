@@ -298,7 +298,7 @@ const STEPS: Step[] = [
       const admitted = await joinAll(c, admitting.id, await c.users("admitted", FEW));
       await eventually(
         "the places to be let in",
-        async () => (await c.api.queueStats(admitting.id)).admitted >= FEW + 1,
+        async () => ((await c.api.queueStats(admitting.id)).admitted ?? 0) >= FEW + 1,
         SETTLE_BOUND_MS,
       );
       const passes: string[] = [];

@@ -162,7 +162,7 @@ function linePolls(drop: Drop, admitPerSec: number): LineFigures {
       // Before the start a random sale's ticket has no place yet: the wait until the start is all it is told.
       const ahead = drop.mode === "random" && !started ? 0 : place - admitted - 1;
       const untilStart = Math.max(0, Math.ceil((startsAt - now) / 1000));
-      now += (pollSec ?? waitingRetryAfterSec(ahead, admitPerSec, untilStart)) * 1000;
+      now += (pollSec ?? waitingRetryAfterSec(untilStart + ahead / admitPerSec, untilStart)) * 1000;
     }
   }
   return figures;

@@ -14,23 +14,12 @@
 //   and memo, the object serving one RPC of n buyers in `objectMsPerRpc` + n x
 //   `objectMsPerBuyer`, with no commands-per-second cap but its own time; the object is the
 //   record (no queue, no D1).
+import { seededRandom as random } from "../runner/seeded-random.ts";
 import { percentile } from "../runner/stats.ts";
 import { INPUTS, REGIONS, type Region } from "./inputs.ts";
 
 export type Design = "atomic" | "durable-object" | "durable-object-merged";
 type Inputs = { [K in keyof typeof INPUTS]: (typeof INPUTS)[K] extends readonly unknown[] ? [number, number] : number };
-
-/** mulberry32: a small seeded generator, enough for a model. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Events in time order (ties in the order they were scheduled). */
 class Events {

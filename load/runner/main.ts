@@ -21,9 +21,17 @@
 //   --scenario million   a million joiners at once, rehearsed (load/runner/waiting-room-million.ts):
 //              --users joiners (default 1,000,000) in a fifo sale's pre-queue, --sample of them
 //              (default 1,000, spread over the line) joining, polling and buying through the Worker, the rest joined
-//              straight into Redis with the Worker's script; --stock, --admit as above. Prints
+//              straight into Redis with the Worker's script; --stock, --admit (default 500). Prints
 //              joins, polls and Redis commands a second and the largest record (npm run model
 //              extrapolates them); exits 1 on any violation of the sale's or the line's rules.
+//   --scenario drop    a drop rehearsal (local stack only): --users people and --bots bots (default a
+//              tenth of --users) join a fifo sale of --stock units before the start; --no-show of the
+//              people let in never buy (default 0.4), the rest take 2 to 8 s; each gives up after
+//              --patience seconds (a range, default 60-240) without their turn; bots buy the moment
+//              their turn comes and hammer checkout without a pass of their own meanwhile; --admit
+//              (default 20), --pass-ttl (default 120 s), --grace the no-show grace (default 30 s).
+//              Prints the sell-out time, the units that reached people, the no-show share, places
+//              let in per second over time and the wait estimate's error; exits 1 on any violation.
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { Redis as IORedis } from "ioredis";
@@ -32,6 +40,7 @@ import { mergedHash } from "../../dev/lib/sale-buckets.ts";
 import { type Stack, startStack, waitForDrain } from "../../dev/stack/local-stack.ts";
 import { STRATEGIES as LAB_STRATEGIES } from "../../src/shared/lab-strategies.ts";
 import type { Pace } from "./crowd.ts";
+import { dropSummary, runDrop } from "./drop.ts";
 import { saleViolations } from "./invariants.ts";
 import { progressLine } from "./progress.ts";
 import { writeReports } from "./report-files.ts";
@@ -63,7 +72,12 @@ const { values } = (() => {
         "drain-timeout": { type: "string", default: "60" },
         json: { type: "boolean", default: false },
         scenario: { type: "string", default: "crowd" },
-        admit: { type: "string", default: "100" },
+        admit: { type: "string" },
+        bots: { type: "string" },
+        "no-show": { type: "string", default: "0.4" },
+        patience: { type: "string", default: "60-240" },
+        "pass-ttl": { type: "string", default: "120" },
+        grace: { type: "string", default: "30" },
         sample: { type: "string", default: "1000" },
       },
     });
@@ -111,7 +125,7 @@ if (values.scenario === "queue") {
       people: users - bots,
       bots,
       stock,
-      admitPerSec: positive("admit", values.admit),
+      admitPerSec: positive("admit", values.admit ?? "100"),
       patienceMs: positive("drain-timeout", values["drain-timeout"]) * 1000,
     });
     const redis = new IORedis(queueStack.redis.url);
@@ -161,7 +175,7 @@ if (values.scenario === "million") {
       joiners,
       sampled,
       stock: positive("stock", values.stock),
-      admitPerSec: positive("admit", values.admit),
+      admitPerSec: positive("admit", values.admit ?? "500"),
       progress: values.json ? undefined : (label) => console.error(`${label}...`),
     });
     if (values.json) console.log(JSON.stringify({ scenario: "million", ...figures }));
@@ -169,6 +183,58 @@ if (values.scenario === "million") {
     process.exitCode = figures.violations.length > 0 ? 1 : 0;
   } finally {
     await millionStack.stop();
+  }
+  process.exit();
+}
+
+if (values.scenario === "drop") {
+  if (values["base-url"]) fail("--scenario drop runs on the local stack");
+  const people = positive("users", values.users);
+  const noShowShare = Number(values["no-show"]);
+  if (!(noShowShare >= 0 && noShowShare <= 1)) fail("--no-show must be a share from 0 to 1");
+  const patience = /^(\d+)-(\d+)$/.exec(values.patience ?? "");
+  if (!patience) fail("--patience must be a range of seconds such as 60-240");
+  if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
+  const grace = positive("grace", values.grace);
+  const dropStack = await startStack({ vars: { USER_RATE_LIMIT: "0", QUEUE_NO_SHOW_GRACE_SEC: String(grace) } });
+  try {
+    const drop = {
+      people,
+      bots: values.bots === undefined ? Math.floor(people / 10) : Number(values.bots),
+      stock: positive("stock", values.stock),
+      noShowShare,
+      patienceMs: [Number(patience[1]) * 1000, Number(patience[2]) * 1000] as [number, number],
+      thinkMs: [2_000, 8_000] as [number, number],
+      admitPerSec: positive("admit", values.admit ?? "20"),
+      passTtlSec: positive("pass-ttl", values["pass-ttl"]),
+    };
+    const result = await runDrop(dropStack.api, drop);
+    const report = await waitForDrain(dropStack.api, result.saleId, result.accepted.size, options.drainTimeoutMs);
+    const redis = new IORedis(dropStack.redis.url);
+    const passes = await mergedHash(redis, result.saleId, "passes");
+    redis.disconnect();
+    const violations = [
+      ...queueViolations({ accepted: result.accepted, botAccepted: result.botPassAbuses, passes }),
+      ...saleViolations({
+        stock: drop.stock,
+        samples: acceptedSamples(result.accepted),
+        report,
+        settled: await dropStack.settledOrders(result.saleId),
+      }),
+      ...[...result.failures].map(([code, n]) => `${n} requests failed with ${code}`),
+    ];
+    const summary = dropSummary(drop, grace, result);
+    if (values.json) console.log(JSON.stringify({ ...summary, violations }));
+    else {
+      console.log(`\ndrop rehearsal: ${people} people and ${drop.bots} bots for ${drop.stock} units\n`);
+      console.log(formatTable([summary.figures]));
+      console.log(`\nplaces let in per second, ${result.admissionBinSec} s at a time from the start:`);
+      console.log(summary.admissionRates.map((r) => r.toFixed(1)).join(" "));
+      for (const v of violations) console.log(`VIOLATION drop: ${v}`);
+    }
+    process.exitCode = violations.length > 0 ? 1 : 0;
+  } finally {
+    await dropStack.stop();
   }
   process.exit();
 }

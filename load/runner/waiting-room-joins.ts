@@ -15,6 +15,7 @@ import {
   bucketKeyOf,
   bucketsFor,
   newBucketKey,
+  PUBLIC_LINE,
   saleKeys,
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
@@ -78,7 +79,8 @@ export async function measureJoinCost(
     };
     const progressCall = (saleId: string, buckets: number) => {
       const keys = waitingRoomProgressKeys(saleId, buckets);
-      return [keys.length, ...keys, "0", String(buckets)] as const;
+      // Admits nobody (the cost measured is the join's); a grace and window as the defaults have them.
+      return [keys.length, ...keys, "0", String(buckets), PUBLIC_LINE, "30000", "60000"] as const;
     };
     const join = async (saleId: string, split: BucketSplit, user: string, random: boolean) => {
       const key = random ? await drawKey(SEED, user) : "";

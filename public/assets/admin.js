@@ -2,7 +2,7 @@
 // The admin console, in sections one click apart (lib/console-sections.js): Watch (the sales
 // the storefront lists, or any by number, watched live from one poll of GET
 // /admin/sales/:id/stats every 2 s: outcomes per second, remaining stock, orders by state, the
-// reconciliation; pause, resume or cancel), Orders (order-lists.js), Draw (console-draw.js:
+// reconciliation; pause, resume or cancel; its waiting room and notice, drop-controls.js), Orders (order-lists.js), Draw (console-draw.js:
 // a draw sale's entries, commitment, progress and results), Lanes and codes (console-lanes.js:
 // a sale's presale lanes, their codes, and staff passes), Create and edit
 // (create-form.js, edit-form.js), Order events (order-events.js), Deny rules (deny-rules.js) and Settings
@@ -16,6 +16,7 @@ import { lanesPanel } from "./console-lanes.js";
 import { loadShopSettings } from "./console-settings.js";
 import { createForm } from "./create-form.js";
 import { denyRulesPanel } from "./deny-rules.js";
+import { dropControls } from "./drop-controls.js";
 import { editForm } from "./edit-form.js";
 import { call, fetchFile } from "./lib/api.js";
 import { drawChart } from "./lib/chart.js";
@@ -93,6 +94,19 @@ const creating = createForm(admin, (sale) => {
   goTo("watch", "live-title");
 });
 const editing = editForm(admin, { saved: () => void salesList.reload(), watched: () => watching?.saleId });
+const controls = dropControls(admin, { watched: () => watching?.saleId, pending: showPending });
+
+/**
+ * A change D1 recorded that the live stock store (Redis) has not applied yet: it is pushed
+ * again by itself, so the operator is told to wait, not to press again.
+ * @param {boolean} pending
+ */
+function showPending(pending) {
+  $("live-sync").hidden = !pending;
+  $("live-sync").textContent = pending
+    ? "Pending: the last change is recorded but the live stock store has not applied it yet (it cannot be reached right now). It gets there by itself; until then buyers are served the sale as it was."
+    : "";
+}
 
 // ---------------------------------------------------------------------------------------
 // Unlocking and locking
@@ -148,6 +162,7 @@ function lock(message) {
   $("lock").hidden = true;
   $("live").hidden = true;
   $("orders-none").hidden = false;
+  controls.forget();
   saleOrders.forget();
   drawing.forget();
   laning.forget();
@@ -245,7 +260,9 @@ function watch(saleId) {
   $("live-name").textContent = "…";
   /** @type {HTMLAnchorElement} */ ($("live-storefront")).href = `/?sale=${saleId}`;
   say("live-status", "");
+  showPending(false);
   watchedSale = undefined;
+  controls.forget();
   editing.forget();
   drawing.forget();
   laning.forget();
@@ -264,9 +281,9 @@ async function poll(run) {
       watchedSale = answer.body.sale;
       render(answer.body);
       drawing.sawSale(answer.body.sale);
+      showPending(answer.body.sale.syncPending);
+      await controls.sawSale(answer.body.sale);
       laning.sawSale(answer.body.sale);
-      if (answer.body.sale.queue?.mode !== "off") await renderQueue(run.saleId);
-      $("queue-panel").hidden = answer.body.sale.queue?.mode === "off";
       // The edit form loads the sale once per watch (and on Reload); later reads only rebase it.
       if (!run.loaded) editing.load(answer.body.sale);
       else editing.sawSale(answer.body.sale);
@@ -278,38 +295,11 @@ async function poll(run) {
       return;
     } else if (answer.status !== 401) {
       say("live-status", `The figures cannot be read right now (${answer.message}); retrying.`, "wait");
+      // The waiting room's view answers from the order records even while the live stock store is out.
+      if (watchedSale) await controls.sawSale(watchedSale);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.max(STATS_POLL_MS, answer.retryAfterMs)));
   }
-}
-
-/** The waiting room's modes, as the create form offers them. */
-const QUEUE_MODES = /** @type {Record<string, string>} */ ({ fifo: "first come, first served", random: "a fair draw" });
-
-/** A queued sale's waiting room: who joined, who was let in, the passes, the seed once revealed. @param {string} saleId */
-async function renderQueue(saleId) {
-  const answer = await admin(`/admin/sales/${saleId}/queue`);
-  if (answer.status !== 200) return;
-  const q = answer.body;
-  /** @type {[string, string][]} */
-  const figures = [
-    ["Mode", QUEUE_MODES[q.queue.mode] ?? q.queue.mode],
-    ["Joined", String(q.joined)],
-    ["Waiting", String(q.waiting)],
-    ["Let in (places 1 to)", String(q.admitted)],
-    ["Passes used", String(q.passesUsed)],
-    ["Passes expired", String(q.passesExpired)],
-    ["Seed commitment (SHA-256)", q.queue.seedCommitment ?? "–"],
-    ["Seed (revealed once the sale ends)", q.queue.seed ?? "not yet"],
-  ];
-  $("queue-rows").replaceChildren(
-    ...figures.map(([name, value]) =>
-      row([
-        [name, ""],
-        [value, "n"],
-      ]),
-    ),
-  );
 }
 
 /** The sale's own figures: name, state, window, stock. @param {any} sale */
@@ -491,6 +481,7 @@ for (const button of document.querySelectorAll("[data-operation]")) {
       const sale = answer.body;
       renderState(sale);
       editing.sawSale(sale);
+      showPending(sale.syncPending);
       say("live-status", `Sale ${saleId} ${DONE[operation]}: it is now ${words(sale.status)}.`, "good");
       void salesList.reload();
     } else if (answer.code === "SALE_CANCELLED") {

@@ -422,6 +422,7 @@ class SalePage {
     $("sale-description").hidden = true;
     $("sale-price").hidden = true;
     $("sale-notice").hidden = true;
+    $("operator-notice").hidden = true;
     $("buy").onsubmit = (event) => {
       event.preventDefault();
       void this.buy();
@@ -556,6 +557,7 @@ class SalePage {
     $("sale-notice").hidden = !notice;
     $("sale-notice").dataset.state = sale.status;
     setText("sale-notice", notice ?? "");
+    this.renderOperatorNotice();
     const state = $("sale-state");
     state.dataset.state = sale.status;
     state.textContent = words(sale.status);
@@ -568,7 +570,10 @@ class SalePage {
         token: () => identity.token ?? "",
         userId: () => identity.userId,
         say: (text, tone) => this.say(text, tone),
-        changed: () => this.renderBuy(),
+        changed: () => {
+          this.renderBuy();
+          this.renderOperatorNotice();
+        },
         humanCheck: () => ({
           needed: Boolean(sale.humanCheck),
           token: this.humanCheck?.token(),
@@ -603,6 +608,17 @@ class SalePage {
       const news = SALE_STATES[sale.status];
       if (news) this.say(news, sale.status === "live" ? "good" : "bad");
     }
+  }
+
+  /**
+   * The shop's word during a drop, on the sale page and in its waiting room: the line's poll
+   * carries the newest to those waiting (read every second or so), the sale's page to everyone.
+   */
+  renderOperatorNotice() {
+    const fromLine = this.room?.notice();
+    const notice = fromLine === undefined ? (this.sale?.notice ?? null) : fromLine;
+    $("operator-notice").hidden = !notice;
+    setText("operator-notice", notice ? `From the shop: ${notice}` : "");
   }
 
   /** The draw's panel, lent what it needs of the page. */

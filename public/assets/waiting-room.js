@@ -5,9 +5,11 @@
 // for it at the join (Human-Check), and the pass carries it to checkout.
 //
 // The room says one thing at a time, in one status line (#queue-note) drawn from where the
-// buyer stands (roomLine): before the line opens, waiting (with the wait in words), their
-// turn, their turn passed, sold out, over. Its words change rarely, so a screen reader hears
-// each change; the one ticking figure, the time left to buy, sits beside it, not in it.
+// buyer stands (roomLine): before the line opens, waiting (with the wait in words, and whether
+// the units will likely be gone first: both the server's estimates, so every page says the
+// same), held by the shop, their turn, their turn passed, sold out, over. Its words change
+// rarely, so a screen reader hears each change; the one ticking figure, the time left to buy,
+// sits beside it, not in it.
 import { call, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatDuration, formatTime, formatWait } from "./lib/format.js";
 import { tabStorage } from "./lib/tab-storage.js";
@@ -22,8 +24,26 @@ function setText(/** @type {string} */ id, /** @type {string} */ text) {
 }
 
 /**
+ * When the ticket's line lets people in from: a presale lane's own line (the ticket's `l`
+ * claim, readable by anyone: only its mac is secret) from its lane's start, the public line from
+ * the sale's.
+ * @param {any} sale
+ * @param {string | undefined} ticket
+ */
+function lineStartsAt(sale, ticket) {
+  let lane;
+  try {
+    lane = JSON.parse(atob((ticket ?? "").split(".")[1]?.replace(/-/g, "+").replace(/_/g, "/") ?? "")).l;
+  } catch {
+    lane = undefined; // no ticket yet, or not one this page can read: the public line
+  }
+  const own = lane === undefined ? undefined : (sale.lanes ?? []).find((/** @type {any} */ l) => l.name === lane);
+  return Date.parse(own ? own.startsAt : sale.startsAt);
+}
+
+/**
  * Where the buyer stands, as the room's one status line says it.
- * @param {{ sale: any, now: number, ticket: boolean, position: any, waitUntil: number, passExpiresAt: number | undefined, bought: boolean, remaining: number, humanCheck: boolean }} at
+ * @param {{ sale: any, now: number, ticket: boolean, lineStartsAt: number, position: any, waitUntil: number | undefined, passExpiresAt: number | undefined, bought: boolean, remaining: number, humanCheck: boolean }} at
  */
 function roomLine(at) {
   const { sale, now, position: p } = at;
@@ -38,15 +58,28 @@ function roomLine(at) {
   if (!at.ticket) return lineToJoin(at);
   if (!p) return "Finding your place in the line…";
   if (p.state === "closed") return "Your turn has passed: your place went to the next person in line.";
-  const wait = formatWait(at.waitUntil - now);
-  if (p.place === null) return `You are in the line. Places are drawn when the sale starts, ${wait}. Keep this page open.`;
-  if (p.aheadOfYou > at.remaining) {
-    const units = `${at.remaining} ${at.remaining === 1 ? "unit" : "units"}`;
-    return `Likely sold out before your turn: ${p.aheadOfYou} buyers are ahead of you for ${units} left.`;
+  const startsAt = at.lineStartsAt;
+  if (p.place === null && p.aheadOfYou === 0) {
+    const what = startsAt === Date.parse(sale.startsAt) ? "the sale" : "your lane";
+    return `You are in the line. Places are drawn when ${what} starts, ${formatWait(startsAt - now)}. Keep this page open.`;
   }
-  // Next in line and still waiting: a place frees up when a pass before it is used or runs out.
-  if (p.aheadOfYou === 0 && sale.status === "live") return "You are next in line. Keep this page open: Buy opens on your turn.";
-  return `You are in line. Your turn comes ${wait}. Keep this page open: Buy opens then.`;
+  if (p.state === "paused")
+    return "The shop is holding the line for now: nobody is let in, and your place is kept. Keep this page open.";
+  const units = `${at.remaining} ${at.remaining === 1 ? "unit" : "units"}`;
+  const likelyGone = p.likelySoldOutBeforeYou
+    ? ` The ${units} left will most likely be gone before your turn; you keep your place in case some come back.`
+    : " Keep this page open: Buy opens then.";
+  // Next in line and still waiting: a place frees up when a pass before it runs out, goes unused or a unit comes back.
+  if (p.aheadOfYou === 0 && sale.status === "live") {
+    return p.likelySoldOutBeforeYou
+      ? `You are next in line.${likelyGone}`
+      : "You are next in line. Keep this page open: Buy opens on your turn.";
+  }
+  const ahead = `${p.aheadOfYou} ${p.aheadOfYou === 1 ? "person is" : "people are"} ahead of you`;
+  if (now < startsAt)
+    return `You are in line: ${ahead}. Buyers are let in from the start, ${formatWait(startsAt - now)}.${likelyGone}`;
+  if (at.waitUntil === undefined) return `You are in line: ${ahead}; there is no estimate of your turn yet.${likelyGone}`;
+  return `You are in line: ${ahead}. Your turn comes ${formatWait(at.waitUntil - now)}.${likelyGone}`;
 }
 
 /**
@@ -82,8 +115,8 @@ export class WaitingRoom {
   ticket;
   /** @type {any} the last standing the poll answered */
   position;
-  /** When the buyer's turn is expected, by the server's clock (the last estimate, counted down). */
-  waitUntil = 0;
+  /** @type {number | undefined} when the buyer's turn is expected, by the server's clock (the last estimate, counted down); undefined: unknown */
+  waitUntil;
   /** @type {string | undefined} */
   pass;
   /** @type {number | undefined} when the pass held (or last held) runs out */
@@ -171,13 +204,14 @@ export class WaitingRoom {
         if (this.stopped) return;
         if (answer.status === 200) {
           this.position = answer.body;
-          this.waitUntil = serverNow() + answer.body.estimatedWaitSec * 1000;
+          const wait = answer.body.estimatedWaitSec;
+          this.waitUntil = wait === null ? undefined : serverNow() + wait * 1000;
           if (answer.body.pass) {
             this.pass = answer.body.pass;
             this.passExpiresAt = Date.parse(answer.body.passExpiresAt);
           }
           this.page.changed();
-          if (answer.body.state !== "waiting") return;
+          if (answer.body.state !== "waiting" && answer.body.state !== "paused") return;
           await sleep(answer.body.retryAfterSec * 1000 + jitterMs());
         } else if (answer.status === 403 || answer.status === 401) {
           // Not this buyer's ticket (another sign-in): join again.
@@ -224,6 +258,7 @@ export class WaitingRoom {
         sale,
         now,
         ticket: this.ticket !== undefined,
+        lineStartsAt: lineStartsAt(sale, this.ticket),
         position: p,
         waitUntil: this.waitUntil,
         passExpiresAt: this.passExpiresAt,
@@ -232,6 +267,11 @@ export class WaitingRoom {
         humanCheck,
       }),
     );
+  }
+
+  /** The shop's notice as the line says it while the page follows it (null: none); undefined otherwise (the sale's says it then). */
+  notice() {
+    return this.polling && this.position !== undefined ? (this.position.notice ?? null) : undefined;
   }
 
   /** The pass bought: it is spent. */

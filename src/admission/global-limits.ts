@@ -128,20 +128,8 @@ export async function admit(limit: GlobalLimit, caller: string, env: Env): Promi
   }
 }
 
-/** Whether `caller` is within `limit` right now, counting nothing (a blocked caller stays blocked). */
-export async function withinLimit(limit: GlobalLimit, caller: string, env: Env): Promise<Admission> {
-  const allowance = perMinute(limit, env);
-  if (allowance === undefined) return { admitted: true };
-  try {
-    const { remaining, reset } = await limiterFor(limit, allowance, env).getRemaining(caller);
-    return verdict({ success: remaining > 0, reset, limit: allowance });
-  } catch {
-    return { unavailable: true };
-  }
-}
-
-/** The refusal this isolate's ephemeral cache holds for `caller` under `limit`, if it is blocked. */
-function blockedHere(limit: GlobalLimit, caller: string, env: Env): Admission | undefined {
+/** The refusal this isolate's ephemeral cache holds for `caller` under `limit`, if it is blocked: no Redis command. */
+export function blockedHere(limit: GlobalLimit, caller: string, env: Env): Admission | undefined {
   const allowance = perMinute(limit, env);
   const reset = ephemeralCaches.get(limit)?.get(`${prefixOf(limit)}:${caller}`);
   if (allowance === undefined || reset === undefined || reset < Date.now()) return undefined;

@@ -5,7 +5,7 @@
 import { type Sale, waitingLines, waitingRoomOpensAt } from "../sales/sale";
 import { type Line, PUBLIC_LINE } from "../shared/keys";
 
-type LinedSale = Pick<Sale, "startsAt" | "endsAt" | "queue" | "lanes">;
+type LinedSale = Pick<Sale, "startsAt" | "endsAt" | "queue" | "queueOpenedAt" | "lanes">;
 
 /** The lanes' own lines open for joining at `now`, in start order: at most a lane's window and the next ones' pre-queues. */
 export const openLaneLines = (sale: LinedSale, now: number) =>

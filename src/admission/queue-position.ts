@@ -3,8 +3,9 @@
 import type { Redis } from "../redis/client";
 import type { QueuePosition } from "../shared/api-types";
 import { type BucketSplit, type Line, PUBLIC_LINE } from "../shared/keys";
+import type { Progress } from "../shared/waiting-room-progress";
 import { signPass } from "./signed-claims";
-import { type Progress, standing } from "./waiting-room";
+import { standing } from "./waiting-room";
 
 /** A ticket's or a pass's claim naming its line: none for the public line. */
 export const lineClaim = (line: Line) => (line === PUBLIC_LINE ? {} : { l: line });

@@ -23,26 +23,12 @@ import {
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
 } from "../shared/keys";
-import { QUEUE_ADMIT_PER_CALL, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import { QUEUE_ADMIT_PER_CALL, QUEUE_MEASURE_WINDOW_MS, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
+import type { Settings } from "../shared/settings";
 import { waitingRetryAfterSec } from "../shared/waiting-room-cadence";
 import { drawKey, lineSeed } from "../shared/waiting-room-draw";
-
-/** Where a sale's line stands, as lua/waiting-room-progress.lua answered (times are Redis', epoch ms). */
-export interface Progress {
-  at: number;
-  /** Every place up to this one is admitted. */
-  admitted: number;
-  joined: number;
-  remaining: number;
-  used: number;
-  expired: number;
-  startsAt: number;
-  endsAt: number;
-  admitPerSec: number;
-  state: "active" | "paused" | "cancelled" | "missing";
-  /** A random sale's pre-queue joiners: places 1..drawn, in draw order. */
-  drawn: number;
-}
+import { type Progress, parseProgress } from "../shared/waiting-room-progress";
+import { lineEstimate } from "./wait-estimate";
 
 /** The sale's record, a second per isolate: joins of a crowd share one D1 read. */
 const sales = new IsolateCache<Sale | null>({ ttlMs: 1_000, maxEntries: 1_000 });
@@ -55,30 +41,6 @@ export async function recordedSale(db: D1Database, saleId: string, keepAlive: Ke
   return (await sales.getOrLoad(saleId, async () => (await findSale(db, saleId)) ?? null, keepAlive)) ?? undefined;
 }
 
-function parseProgress(reply: unknown): Progress {
-  if (!Array.isArray(reply) || reply[0] !== "waiting-room-progress/2" || reply.length !== 13) {
-    throw new Error(
-      `lua/waiting-room-progress.lua replied in an unknown layout: ${String(Array.isArray(reply) ? reply[0] : reply)}`,
-    );
-  }
-  const [at, admitted, joined, remaining, used, expired, startsAt, endsAt, admitPerSec] = reply
-    .slice(1, 10)
-    .map(Number) as number[];
-  return {
-    at: at as number,
-    admitted: admitted as number,
-    joined: joined as number,
-    remaining: remaining as number,
-    used: used as number,
-    expired: expired as number,
-    startsAt: startsAt as number,
-    endsAt: endsAt as number,
-    admitPerSec: admitPerSec as number,
-    state: String(reply[10]) as Progress["state"],
-    drawn: Number(reply[11]),
-  };
-}
-
 /** The scripts found the sale split into another bucket count than the caller's (an edit just before the queue opened). */
 export class BucketsChanged extends Error {
   constructor(saleId: string) {
@@ -86,16 +48,28 @@ export class BucketsChanged extends Error {
   }
 }
 
+/** How a sale's line is run: `graceMs`, how long an admitted buyer has before counting as a no-show. */
+export interface LineRules {
+  graceMs: number;
+}
+
+/** The deployment's rules for every line (QUEUE_NO_SHOW_GRACE_SEC). */
+export const lineRulesOf = (settings: Pick<Settings, "QUEUE_NO_SHOW_GRACE_SEC">): LineRules => ({
+  graceMs: settings.QUEUE_NO_SHOW_GRACE_SEC * 1000,
+});
+
 /** Moves the line forward to now and reads it: one script call. */
-async function advance(redis: Redis, saleId: string, buckets: number, line: Line): Promise<Progress> {
+async function advance(redis: Redis, saleId: string, buckets: number, rules: LineRules, line: Line): Promise<Progress> {
   const reply = await runScript<unknown>(redis, LUA.waitingRoomProgress, waitingRoomProgressKeys(saleId, buckets, line), [
     String(QUEUE_ADMIT_PER_CALL),
     String(buckets),
     line,
+    String(rules.graceMs),
+    String(Math.max(QUEUE_MEASURE_WINDOW_MS, 2 * rules.graceMs)),
   ]);
   if (Array.isArray(reply) && reply[10] === "buckets-changed") throw new BucketsChanged(saleId);
   const progress = parseProgress(reply);
-  countFunnel("admitted", saleId, Number((reply as unknown[])[12]));
+  countFunnel("admitted", saleId, progress.letIn);
   return progress;
 }
 
@@ -107,10 +81,11 @@ export function readProgress(
   redis: Redis,
   saleId: string,
   buckets: number,
+  rules: LineRules,
   keepAlive: KeepAlive,
   line: Line = PUBLIC_LINE,
 ): Promise<Progress> {
-  return progressCache.getOrLoad(progressKey(saleId, line), () => advance(redis, saleId, buckets, line), keepAlive);
+  return progressCache.getOrLoad(progressKey(saleId, line), () => advance(redis, saleId, buckets, rules, line), keepAlive);
 }
 
 /** The line's progress now (one script call), for the console: it also refreshes this isolate's copy. */
@@ -118,9 +93,10 @@ export async function readFreshProgress(
   redis: Redis,
   saleId: string,
   buckets: number,
+  rules: LineRules,
   line: Line = PUBLIC_LINE,
 ): Promise<Progress> {
-  const progress = await advance(redis, saleId, buckets, line);
+  const progress = await advance(redis, saleId, buckets, rules, line);
   progressCache.set(progressKey(saleId, line), progress);
   return progress;
 }
@@ -160,12 +136,12 @@ async function runJoin(redis: Redis, sale: Sale, joiner: Joiner, drawKey: string
  * written by a read of the line's progress, then is joined. A buyer this call placed is counted
  * in the funnel.
  */
-export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner): Promise<JoinOutcome> {
+export async function joinWaitingRoom(redis: Redis, sale: Sale, joiner: Joiner, rules: LineRules): Promise<JoinOutcome> {
   const { seed } = sale.queue;
   const key = sale.queue.mode === "random" && seed ? await drawKey(await lineSeed(seed, joiner.line), joiner.userId) : "";
   let reply = await runJoin(redis, sale, joiner, key);
   if (reply[2] === "TOTALS_MISSING") {
-    await readFreshProgress(redis, sale.id, sale.buckets, joiner.line);
+    await readFreshProgress(redis, sale.id, sale.buckets, rules, joiner.line);
     reply = await runJoin(redis, sale, joiner, key);
   }
   const place = Number(reply[3]);
@@ -208,9 +184,11 @@ export interface Standing {
   place: number | null;
   admittedThrough: number;
   aheadOfYou: number;
-  estimatedWaitSec: number;
+  estimatedWaitSec: number | null;
+  likelySoldOutBeforeYou: boolean;
   state: QueueState;
   retryAfterSec: number;
+  notice: string | null;
   pass: { place: number; expiresAt: number } | null;
 }
 
@@ -230,7 +208,15 @@ export async function standing(
   progress: Progress,
   now = Date.now(),
 ): Promise<Standing> {
-  const base = { place, admittedThrough: progress.admitted, aheadOfYou: 0, estimatedWaitSec: 0, pass: null };
+  const base = {
+    place,
+    admittedThrough: progress.admitted,
+    aheadOfYou: 0,
+    estimatedWaitSec: 0,
+    likelySoldOutBeforeYou: false,
+    notice: progress.notice,
+    pass: null,
+  };
   const over = progress.state === "missing" || progress.state === "cancelled" || now >= progress.endsAt;
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
@@ -249,10 +235,11 @@ export async function standing(
   }
   const aheadOfYou = place === null ? 0 : place - progress.admitted - 1;
   const untilStart = Math.max(0, Math.ceil((progress.startsAt - now) / 1000));
-  const estimatedWaitSec = untilStart + Math.ceil(aheadOfYou / progress.admitPerSec);
-  if (progress.remaining === 0) return { ...base, aheadOfYou, estimatedWaitSec, state: "sold_out", retryAfterSec: 10 };
-  const retryAfterSec = waitingRetryAfterSec(aheadOfYou, progress.admitPerSec, untilStart);
-  return { ...base, aheadOfYou, estimatedWaitSec, state: "waiting", retryAfterSec };
+  const { estimatedWaitSec, likelySoldOutBeforeYou } = lineEstimate(progress, aheadOfYou, now);
+  const waiting = { ...base, aheadOfYou, estimatedWaitSec, likelySoldOutBeforeYou };
+  if (progress.remaining === 0) return { ...waiting, likelySoldOutBeforeYou: true, state: "sold_out", retryAfterSec: 10 };
+  if (progress.state === "paused") return { ...waiting, state: "paused", retryAfterSec: 5 };
+  return { ...waiting, state: "waiting", retryAfterSec: waitingRetryAfterSec(estimatedWaitSec, untilStart) };
 }
 
 /** A page of a line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */

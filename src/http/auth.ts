@@ -3,7 +3,7 @@ import { verify } from "hono/jwt";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { decodeHeader } from "hono/utils/jwt/jwt";
 import { JwtPayloadRequiresAud, JwtTokenAudience, JwtTokenIssuer } from "hono/utils/jwt/types";
-import { admit, withinLimit } from "../admission/global-limits";
+import { admit, blockedHere } from "../admission/global-limits";
 import { type Settings, settingsOf } from "../shared/settings";
 import { userIdProblem } from "../shared/user-id";
 import type { AppEnv } from "./app-env";
@@ -137,9 +137,12 @@ export const requireUser: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /**
  * Admin routes need the ADMIN_TOKEN bearer, compared in constant time (hono hashes both sides).
- * Failed attempts are counted per client address across isolates; once an address is over its
- * allowance it is refused (429) whatever token it sends, so a guess cannot be confirmed while
- * blocked. A right token from any other address passes: only the sender of wrong ones waits.
+ * Only wrong tokens are counted, per client address across isolates (in Redis); once an address
+ * is over its allowance every wrong token from it is refused 429, and so is the right one where
+ * this isolate has learned of the block (its ephemeral cache: no Redis command). A wrong token
+ * whose count cannot be read is refused 503. The right token needs no Redis at all, so the
+ * console keeps working while Redis is out, which is when an operator needs it most. The
+ * allowance slows guessing; a long random token (at least 32 characters) is what defeats it.
  */
 export const requireAdmin: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
   const token = BEARER.exec(c.req.header("Authorization") ?? "")?.[1];
@@ -147,10 +150,12 @@ export const requireAdmin: MiddlewareHandler<{ Bindings: Env }> = async (c, next
   if (!expected) throw unavailable("the admin API is not configured: this server's ADMIN_TOKEN is not usable", 60);
   const address = clientAddress(c);
   const right = token !== undefined && (await timingSafeEqual(token, expected));
-  refuseUnlessAdmitted(
-    await (right ? withinLimit : admit)("admin-auth-failures", address, c.env),
-    "too many failed admin sign-ins from this address",
-  );
-  if (!right) throw unauthorized("the admin token is required");
-  await next();
+  const tooMany = "too many failed admin sign-ins from this address";
+  if (right) {
+    const blocked = blockedHere("admin-auth-failures", address, c.env);
+    if (blocked) refuseUnlessAdmitted(blocked, tooMany);
+    return next();
+  }
+  refuseUnlessAdmitted(await admit("admin-auth-failures", address, c.env), tooMany);
+  throw unauthorized("the admin token is required");
 };

@@ -1,9 +1,9 @@
 import { zValidator } from "@hono/zod-validator";
-import type { ValidationTargets } from "hono";
+import type { Context, ValidationTargets } from "hono";
 import * as z from "zod/mini";
 import type { $ZodIssue, $ZodType } from "zod/v4/core";
 import { ApiError, badRequest } from "./errors";
-import { isJsonContentType } from "./json-bodies";
+import { hasBody, isJsonContentType } from "./json-bodies";
 
 /** The API's 400 for a failed validation: its first issue, named by its field unless told not to. */
 export function invalid(issues: readonly $ZodIssue[], { nameField = true } = {}): ApiError {
@@ -38,3 +38,26 @@ export const validate = <T extends $ZodType, Target extends keyof ValidationTarg
     return validator(c, next);
   }) as typeof validator;
 };
+
+/**
+ * A body that may be left out (a checkout's, a draw's entry, an admission hold's message):
+ * none, or only white space, reads as `{}`; anything else must be JSON of `schema` (400
+ * otherwise). Its type was checked by requireJsonBodies.
+ */
+export function parseOptionalBody<T extends $ZodType>(text: string, schema: T): z.output<T> {
+  let parsed: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw badRequest("the request body is not valid JSON");
+    }
+  }
+  const result = z.safeParse(schema, parsed);
+  if (!result.success) throw invalid(result.error.issues);
+  return result.data;
+}
+
+/** The request's optional body (parseOptionalBody). */
+export const optionalBody = async <T extends $ZodType>(c: Context, schema: T): Promise<z.output<T>> =>
+  parseOptionalBody(hasBody(c.req.raw) ? await c.req.text() : "", schema);

@@ -34,6 +34,9 @@ export async function createLabSale(
       idSlot: 0,
       admission: MAX_ADMISSION, // the lab never throttles
       queue: { ...DEFAULT_QUEUE, seed: null, seedCommitment: null }, // nor queues
+      admissionPaused: false,
+      queueOpenedAt: null,
+      notice: null,
       draw: null,
       lanes: [],
       variants: [],

@@ -5,6 +5,7 @@ import { redisFor } from "../redis/client";
 import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
 import type { Sale } from "../sales/sale";
+import { syncSale } from "../sales/sync-upkeep";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
 import { orderIdCipher } from "../shared/public-order-id";
@@ -35,8 +36,10 @@ const CRON_PERIOD_MS = 60_000;
  * The jobs queue's consumer. Expiry jobs, each delivered when its orders' window closes: a
  * job that came early (delays are whole seconds) is delivered again when its orders are
  * due; the cron sweep covers whatever never arrives. Second evictions of a changed sale's
- * cached copies. Heals of a sale Redis lost, until it is rebuilt. Order events to the shop's
- * endpoints. A draw's steps and offers; a random sale's pre-queue published. A job that fails (D1 or Redis unreachable) is retried with backoff.
+ * cached copies. Pushes of an operator's change Redis could not take, until it does. Heals of a
+ * sale Redis lost, until it is rebuilt. Order events to the shop's endpoints. A draw's steps and
+ * offers; a random sale's pre-queue published. A job that fails (D1 or Redis unreachable) is
+ * retried with backoff.
  * Returns the orders whose units came back.
  */
 export async function runJobs(batch: MessageBatch<unknown>, env: Env, handlers: JobHandlers): Promise<EndedOrder[]> {
@@ -77,6 +80,9 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       await evictSale(redisFor(env), job.saleId, { archived });
       return undefined;
     }
+    case "sync-sale":
+      await syncSale(env.DB, redisFor(env), env.JOBS, job.saleId);
+      return undefined;
     case "heal-sale": {
       const laterMs = await handlers.healSale(job.saleId);
       return laterMs === undefined ? undefined : Math.max(1, Math.ceil(laterMs / 1000));

@@ -4,10 +4,6 @@ import * as Bodies from "../shared/api-types";
 import * as Requests from "../shared/requests";
 import { IDEMPOTENCY_KEY, type RouteDoc } from "../shared/route-docs";
 
-/** A change D1 has that Redis could not take yet. */
-const notPropagated = (what: string) =>
-  ["UNAVAILABLE", `${what} is recorded in D1 but Redis could not be reached: send it again to finish`] as const;
-
 const stateChanges = [
   ["pause", "Pause a sale: checkout answers 409 SALE_PAUSED until it is resumed"],
   ["resume", "Resume a paused sale"],
@@ -52,13 +48,7 @@ export const adminDocs: readonly RouteDoc[] = [
       200: { description: "the sale this Idempotency-Key created before", body: Bodies.AdminSaleView, headers: ["ETag"] },
       201: { description: "the sale, created", body: Bodies.AdminSaleView, headers: ["ETag"] },
     },
-    errors: [
-      "BAD_REQUEST",
-      "NO_ID_SLOT",
-      ["SALE_NOT_LOADED", "a retry, after Redis lost the sale"],
-      "IDEMPOTENCY_KEY_REUSED",
-      notPropagated("the sale"),
-    ],
+    errors: ["BAD_REQUEST", "NO_ID_SLOT", ["SALE_NOT_LOADED", "a retry, after Redis lost the sale"], "IDEMPOTENCY_KEY_REUSED"],
   },
   {
     method: "patch",
@@ -66,7 +56,7 @@ export const adminDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Edit a sale",
     description:
-      "Name, description and image at any time; the window, the admission and humanCheck only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. A sale with variants changes a variant's stock (upward), label or price (before the start) by listing it in variants, or adds one before the start; variants not listed stay. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later).",
+      "Name, description and image at any time; the window, the admission and humanCheck only before the sale starts, the waiting room only before joining opens; stock only upward, until the sale ends. A sale with variants changes a variant's stock (upward), label or price (before the start) by listing it in variants, or adds one before the start; variants not listed stay. The same edit twice changes nothing more. D1 is written first, then Redis, then the cached copies are evicted (and again two seconds later). When Redis cannot be reached the edit stands in D1 and reaches Redis by itself once it answers (the jobs queue, then the cron): the answer says syncPending until then.",
     auth: "admin",
     params: Requests.SaleIdParam,
     requestHeaders: {
@@ -90,7 +80,6 @@ export const adminDocs: readonly RouteDoc[] = [
       "EDIT_CONFLICT",
       "SALE_NOT_LOADED",
       "PRECONDITION_FAILED",
-      notPropagated("the edit"),
     ],
   },
   ...stateChanges.map(
@@ -99,17 +88,12 @@ export const adminDocs: readonly RouteDoc[] = [
       path: `/admin/sales/:saleId/${action}`,
       tag: "admin",
       summary,
-      description: "Idempotent: the same request twice changes nothing more. Checkout's isolates learn it within a second.",
+      description:
+        "Idempotent: the same request twice changes nothing more. Checkout's isolates learn it within a second. When Redis cannot be reached the change stands in D1 and reaches Redis by itself once it answers: the answer says syncPending until then.",
       auth: "admin",
       params: Requests.SaleIdParam,
       responses: { 200: { description: "the sale after the change", body: Bodies.AdminSaleView, headers: ["ETag"] } },
-      errors: [
-        "BAD_REQUEST",
-        "SALE_NOT_FOUND",
-        ...(action === "cancel" ? [] : (["SALE_CANCELLED"] as const)),
-        "SALE_NOT_LOADED",
-        notPropagated("the change"),
-      ],
+      errors: ["BAD_REQUEST", "SALE_NOT_FOUND", ...(action === "cancel" ? [] : (["SALE_CANCELLED"] as const)), "SALE_NOT_LOADED"],
     }),
   ),
   {
@@ -152,31 +136,5 @@ export const adminDocs: readonly RouteDoc[] = [
     params: Requests.SaleIdParam,
     responses: { 200: { description: "the last five minutes", body: Bodies.SaleStats } },
     errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "UNAVAILABLE"],
-  },
-  {
-    method: "get",
-    path: "/admin/sales/:saleId/queue",
-    tag: "admin",
-    summary: "The waiting room's counts: joined, waiting, admitted, passes used and expired",
-    description:
-      "Moves the line forward to now first, as a poll would. The public line's, or with ?lane= a presale lane's own line (docs/lanes.md); remaining is then what the lane may still sell.",
-    auth: "admin",
-    params: Requests.SaleIdParam,
-    query: Requests.QueueLineQuery,
-    responses: { 200: { description: "the counts, and the seed once the sale is over", body: Bodies.QueueStats } },
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
-  },
-  {
-    method: "get",
-    path: "/admin/sales/:saleId/queue/places",
-    tag: "admin",
-    summary: "Who holds each place in the waiting room, 1,000 places a page",
-    description:
-      "Places 1..drawn are a random sale's pre-queue in draw order: with the seed the public sale reveals once it ends, anyone handed this list can recompute them; the list anyone may check, without user ids, is GET /api/sales/{saleId}/queue/draw/places (npm run verify-queue reads it). The public line's, or with ?lane= a presale lane's own line, drawn with the seed derived from the sale's for that lane (docs/lanes.md).",
-    auth: "admin",
-    params: Requests.SaleIdParam,
-    query: Requests.QueuePlacesQuery,
-    responses: { 200: { description: "a page of places", body: Bodies.QueuePlaces } },
-    errors: ["BAD_REQUEST", "SALE_NOT_FOUND", "LANE_NOT_FOUND", "QUEUE_OFF", "UNAVAILABLE"],
   },
 ];

@@ -1,6 +1,4 @@
 import { Hono } from "hono";
-import { lineNamed } from "../admission/lane-lines";
-import { linePage, readFreshProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, retryAfter } from "../http/errors";
@@ -11,51 +9,36 @@ import { cancelSaleOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { forgetSale } from "../sales/known-sales";
-import { readLiveSale } from "../sales/live-state";
-import { changeSaleState, type EditRefusal, editSale, propagateSale, type SaleEdit } from "../sales/operations";
+import { appliedVersion, readLiveSale } from "../sales/live-state";
+import { changeSaleState, type EditRefusal, editSale, type SaleEdit } from "../sales/operations";
 import { readOutcomeSeries } from "../sales/outcomes";
 import { findSale, findSaleByIdempotencyKey, insertSale } from "../sales/repository";
 import {
   adminSaleView,
-  queueView,
   type Remaining,
   type Sale,
   type SaleState,
   saleDrawOf,
   saleLanesOf,
+  syncPendingOf,
   totalOnly,
   untouched,
 } from "../sales/sale";
+import { pushOrSchedule } from "../sales/sync-upkeep";
 import { waitingRoomFrom } from "../sales/waiting-room-settings";
 import { reconciliationReport } from "../settlement/report";
 import { type RestoreOutcome, restoreSale } from "../settlement/restore";
-import type { AdminSaleView, QueuePlaces, QueueStats, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
-import { bucketsFor, type Line } from "../shared/keys";
+import type { AdminSaleView, ReconciliationReport, RestoreReport, SaleStats } from "../shared/api-types";
+import { bucketsFor } from "../shared/keys";
 import { DEFAULT_ADMISSION } from "../shared/limits";
 import { log } from "../shared/log";
-import { CreateSaleBody, createdStock, QueueLineQuery, QueuePlacesQuery, SaleIdParam, UpdateSaleBody } from "../shared/requests";
+import { CreateSaleBody, createdStock, SaleIdParam, UpdateSaleBody } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 async function recordedSale(db: D1Database, saleId: string): Promise<Sale> {
   const sale = await findSale(db, saleId);
   if (!sale) throw new ApiError("SALE_NOT_FOUND");
   return sale;
-}
-
-/** Places per page of GET /admin/sales/:saleId/queue/places. */
-const PLACES_PAGE = 1_000;
-
-async function queuedSale(db: D1Database, saleId: string): Promise<Sale> {
-  const sale = await recordedSale(db, saleId);
-  if (sale.queue.mode === "off") throw new ApiError("QUEUE_OFF");
-  return sale;
-}
-
-/** The line `lane` names: that presale lane's own (docs/lanes.md), or without one the public line. */
-function lineOf(sale: Sale, lane: string | undefined): Line {
-  const line = lineNamed(sale, lane);
-  if (line === undefined) throw new ApiError("LANE_NOT_FOUND");
-  return line;
 }
 
 /** Redis unreachable (or slow) reads as 503, like everywhere else. */
@@ -70,27 +53,31 @@ async function replayedSale(db: D1Database, idempotency: Idempotency): Promise<S
 
 /**
  * D1 has the change; Redis' copy and what this isolate knows of the sale follow. When Redis
- * cannot be reached the change stands in D1, and the same request again finishes it.
+ * cannot be reached the change stands in D1 and is pushed again by itself (src/sales/sync-upkeep.ts):
+ * "pending", which the answer's syncPending shows.
  */
-async function propagate(env: Env, sale: Sale, what: string): Promise<void> {
-  const outcome = await orUnavailable(
-    `the ${what} was recorded but could not reach Redis; send the same request again to finish it`,
-    { saleId: sale.id },
-    () => propagateSale(redisFor(env), env.JOBS, sale),
-  );
-  forgetSale(sale.id);
+async function propagate(env: Env, sale: Sale, what: string): Promise<"synced" | "pending"> {
+  const outcome = await pushOrSchedule(redisFor(env), env.JOBS, sale);
   if (outcome === "missing") {
     throw new ApiError(
       "SALE_NOT_LOADED",
       `the ${what} is recorded, but Redis lost the sale's live state: POST /admin/sales/${sale.id}/restore rebuilds it from D1, this change included`,
     );
   }
+  return outcome;
 }
 
-/** The admin's view after a change, with live remaining stock (none once archived), and its version as ETag. */
-async function changedView(env: Env, sale: Sale): Promise<{ view: AdminSaleView; etag: string }> {
-  const live = sale.archivedAt === null ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined) : undefined;
-  return { view: adminSaleView(sale, live?.remainingByVariant ?? totalOnly(0), Date.now()), etag: `"${sale.version}"` };
+/**
+ * The admin's view after a change, with live remaining stock (none once archived, nor when
+ * Redis was just found unreachable: asking again would wait out its timeout), and its version as ETag.
+ */
+async function changedView(env: Env, sale: Sale, pushed: "synced" | "pending"): Promise<{ view: AdminSaleView; etag: string }> {
+  const live =
+    sale.archivedAt === null && pushed === "synced"
+      ? await readLiveSale(redisFor(env), sale.id).catch(() => undefined)
+      : undefined;
+  const view = adminSaleView(sale, live?.remainingByVariant ?? totalOnly(0), Date.now(), syncPendingOf(sale, live?.version));
+  return { view, etag: `"${sale.version}"` };
 }
 
 /** The sale's remaining stock as the report read it (the whole stock where Redis holds none of it). */
@@ -161,7 +148,7 @@ async function changeState(
     if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
     throw new ApiError("SALE_CANCELLED", "the sale was cancelled: it can be neither paused nor resumed");
   }
-  await propagate(env, result.sale, "change");
+  const pushed = await propagate(env, result.sale, "change");
   if (state === "cancelled") {
     const cancelled = await cancelSaleOrders(env.DB, redisFor(env), saleId).catch((err) => {
       log.warn("cancelled sale's orders left to the sweep", { saleId }, err);
@@ -170,7 +157,7 @@ async function changeState(
     // The sale's cancellation raised events of its own, whatever its orders did.
     keepAlive(ordersChanged(env, cancelled));
   }
-  return changedView(env, result.sale);
+  return changedView(env, result.sale, pushed);
 }
 
 /** What a restore did, or why it did not (src/settlement/restore.ts), as the API answers it. */
@@ -246,10 +233,12 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/sales", validate("json", CreateSaleBody), async (c) => {
     const body = c.req.valid("json");
     const { sale, created } = await createdSale(c.env, body, await idempotencyOf(c, body));
-    // D1 is the record; Redis is loaded after it. A failure here leaves a sale that a retry
-    // with the same Idempotency-Key finishes loading.
-    await propagate(c.env, sale, "sale");
-    return c.json(adminSaleView(sale, untouched(sale), Date.now()), created ? 201 : 200, { ETag: `"${sale.version}"` });
+    // D1 is the record; Redis is loaded after it, now or (Redis unreachable) by itself later,
+    // or by a retry with the same Idempotency-Key.
+    const pushed = await propagate(c.env, sale, "sale");
+    return c.json(adminSaleView(sale, untouched(sale), Date.now(), pushed === "pending"), created ? 201 : 200, {
+      ETag: `"${sale.version}"`,
+    });
   })
   .patch("/sales/:saleId", validate("param", SaleIdParam), validate("json", UpdateSaleBody), async (c) => {
     const { saleId } = c.req.valid("param");
@@ -265,8 +254,8 @@ export const adminRoutes = new Hono<AppEnv>()
       if (result.code === "SALE_NOT_FOUND") throw new ApiError("SALE_NOT_FOUND");
       throw editRefused(result);
     }
-    await propagate(c.env, result.sale, "edit");
-    const { view, etag } = await changedView(c.env, result.sale);
+    const pushed = await propagate(c.env, result.sale, "edit");
+    const { view, etag } = await changedView(c.env, result.sale, pushed);
     return c.json(view, 200, { ETag: etag });
   })
   .post("/sales/:saleId/pause", validate("param", SaleIdParam), async (c) => {
@@ -307,49 +296,13 @@ export const adminRoutes = new Hono<AppEnv>()
   .get("/sales/:saleId/stats", validate("param", SaleIdParam), async (c) => {
     const sale = await recordedSale(c.env.DB, c.req.valid("param").saleId);
     const now = Date.now();
-    const [series, report] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      Promise.all([readOutcomeSeries(redisFor(c.env), sale.id, now), reconciliationReport(c.env, sale)]),
-    );
-    const view = adminSaleView(sale, reportedRemaining(sale, report), now);
-    return c.json({ sale: view, series, report } satisfies SaleStats);
-  })
-  // The console's waiting-room panel: one script call, which also moves the line forward.
-  .get("/sales/:saleId/queue", validate("param", SaleIdParam), validate("query", QueueLineQuery), async (c) => {
-    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const line = lineOf(sale, c.req.valid("query").lane);
-    const p = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
-      readFreshProgress(redisFor(c.env), sale.id, sale.buckets, line),
-    );
-    return c.json({
-      saleId: sale.id,
-      queue: queueView(sale, Date.now()),
-      joined: p.joined,
-      waiting: Math.max(0, p.joined - p.admitted),
-      admitted: p.admitted,
-      passesUsed: p.used,
-      passesExpired: p.expired,
-      remaining: p.remaining,
-    } satisfies QueueStats);
-  })
-  // Who holds each place, by user id: the shop's own list (anyone checks the draw from the
-  // published one, src/routes/queue-draws.ts).
-  .get("/sales/:saleId/queue/places", validate("param", SaleIdParam), validate("query", QueuePlacesQuery), async (c) => {
-    const sale = await queuedSale(c.env.DB, c.req.valid("param").saleId);
-    const { from: fromPlace, lane } = c.req.valid("query");
-    const from = Number(fromPlace ?? 1);
-    const line = lineOf(sale, lane);
-    const redis = redisFor(c.env);
-    const [page, progress] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
+    const [series, report, applied] = await orUnavailable(REDIS_UNREACHABLE, { saleId: sale.id }, () =>
       Promise.all([
-        linePage(redis, sale.id, sale.buckets, line, from, PLACES_PAGE),
-        readFreshProgress(redis, sale.id, sale.buckets, line),
+        readOutcomeSeries(redisFor(c.env), sale.id, now),
+        reconciliationReport(c.env, sale),
+        appliedVersion(redisFor(c.env), sale.id),
       ]),
     );
-    return c.json({
-      saleId: sale.id,
-      drawn: page.drawn,
-      admittedThrough: progress.admitted,
-      places: page.userIds.map((userId, i) => ({ place: from + i, userId })),
-      next: from + page.userIds.length <= progress.joined && page.userIds.length > 0 ? from + page.userIds.length : null,
-    } satisfies QueuePlaces);
+    const view = adminSaleView(sale, reportedRemaining(sale, report), now, syncPendingOf(sale, applied));
+    return c.json({ sale: view, series, report } satisfies SaleStats);
   });

@@ -6,6 +6,7 @@ import { adminDocs } from "./admin.docs";
 import { checkoutDocs } from "./checkout.docs";
 import { denyRulesDocs } from "./deny-rules.docs";
 import { drawsDocs } from "./draws.docs";
+import { dropControlsDocs } from "./drop-controls.docs";
 import { eventEndpointsDocs } from "./event-endpoints.docs";
 import { funnelDocs } from "./funnel.docs";
 import { healthDocs } from "./health.docs";
@@ -36,6 +37,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   ...scheduledDocs,
   ...drawsDocs.filter((d) => d.tag === "admin"),
   ...lanesDocs,
+  ...dropControlsDocs,
   ...funnelDocs,
   ...adminDocs,
   ...webhooksDocs,

@@ -1,5 +1,4 @@
 import { type Context, Hono } from "hono";
-import * as z from "zod/mini";
 import { codeHash, readCode } from "../admission/access-codes";
 import { type AdmissionRefusal, type AdmissionRequest, admittedAtCheckout, checkAdmission } from "../admission/gate";
 import { readPass } from "../admission/signed-claims";
@@ -16,7 +15,7 @@ import { idempotencyKeyOf } from "../http/idempotency";
 import { hasBody } from "../http/json-bodies";
 import { countCodeFailure, limitPerUser, refuseCodeGuesser } from "../http/limits";
 import { orderIdsOf, signingSecret } from "../http/secrets";
-import { invalid, validate } from "../http/validate";
+import { parseOptionalBody, validate } from "../http/validate";
 import type { KeepAlive } from "../isolate/shared-work";
 import { type Redis, redisFor } from "../redis/client";
 import { bucketSplitOf, knownSale } from "../sales/known-sales";
@@ -72,19 +71,7 @@ function checkoutBody(text: string): Readonly<CheckoutBody> {
   return parseCheckoutBody(text);
 }
 
-function parseCheckoutBody(text: string): CheckoutBody {
-  let parsed: unknown = {};
-  if (text.trim() !== "") {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw badRequest("the request body is not valid JSON");
-    }
-  }
-  const result = z.safeParse(CheckoutBody, parsed);
-  if (!result.success) throw invalid(result.error.issues);
-  return result.data;
-}
+const parseCheckoutBody = (text: string): CheckoutBody => parseOptionalBody(text, CheckoutBody);
 
 async function checkoutOf(c: Context<AppEnv>, saleId: string): Promise<Checkout> {
   // Most checkouts send no body (one unit): reading the empty stream was ~4% of a warm refusal's profile.

@@ -1,5 +1,4 @@
 import { type Context, Hono } from "hono";
-import * as z from "zod/mini";
 import { findDrawRun } from "../admission/draw-records";
 import { drawLeaves, drawView, myEntry } from "../admission/draw-views";
 import { type EnterOutcome, enterDraw, withdrawEntry } from "../admission/draws";
@@ -8,9 +7,8 @@ import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { callerAddress, clientAddress } from "../http/client-address";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
-import { hasBody } from "../http/json-bodies";
 import { limitGlobally, limitPerUser } from "../http/limits";
-import { invalid, validate } from "../http/validate";
+import { optionalBody, validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { knownSale } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
@@ -30,22 +28,6 @@ async function drawSale(c: Context<AppEnv>, saleId: string): Promise<DrawSale> {
   if (!sale) throw new ApiError("SALE_NOT_FOUND");
   if (!sale.draw) throw new ApiError("NOT_A_DRAW");
   return sale as DrawSale;
-}
-
-/** The entry's body: optional, like a checkout's (one unit of the sale's one variant). */
-async function entryBody(c: Context<AppEnv>): Promise<EntryBody> {
-  const text = hasBody(c.req.raw) ? await c.req.text() : "";
-  let parsed: unknown = {};
-  if (text.trim() !== "") {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw badRequest("the request body is not valid JSON");
-    }
-  }
-  const result = z.safeParse(EntryBody, parsed);
-  if (!result.success) throw invalid(result.error.issues);
-  return result.data;
 }
 
 /** What the script's refusals answer; entering and withdrawing share them. */
@@ -81,7 +63,7 @@ export const drawRoutes = new Hono<AppEnv>()
   .post("/:saleId/entries", validate("param", SaleIdParam), requireUser, limitPerUser, limitGlobally("draw-entry"), async (c) => {
     const { saleId } = c.req.valid("param");
     const userId = c.get("userId");
-    const { variant, quantity } = await entryBody(c);
+    const { variant, quantity } = await optionalBody(c, EntryBody);
     const sale = await drawSale(c, saleId);
     if (sale.variants.length > 0 && variant === undefined) throw new ApiError("VARIANT_REQUIRED");
     if (quantity > sale.perUserLimit) throw badRequest(`quantity must be at most ${sale.perUserLimit} in this sale`);

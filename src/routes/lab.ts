@@ -1,7 +1,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { queuePosition } from "../admission/queue-position";
 import { readTicket } from "../admission/signed-claims";
-import { readProgress } from "../admission/waiting-room";
+import { lineRulesOf, readProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
@@ -96,7 +96,8 @@ export const labRoutes = new Hono<AppEnv>()
       const keepAlive = keepAliveOf(c);
       const stream = standingStream(async () => {
         const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAlive));
-        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAlive, line);
+        const rules = lineRulesOf(settingsOf(c.env));
+        const progress = await readProgress(redisFor(c.env), saleId, split.count, rules, keepAlive, line);
         return queuePosition(redisFor(c.env), secret, saleId, split, userId, line, place, progress);
       }, keepAlive);
       return new Response(stream, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store" } });

@@ -51,7 +51,7 @@ export const waitingRoomDocs: readonly RouteDoc[] = [
     tag: "storefront",
     summary: "Where the buyer stands in the waiting room, and the pass once admitted",
     description:
-      "Costs no Redis command of its own: the place travels in the ticket and the line's progress is read at most once a second per isolate. retryAfterSec says when to ask again. A pre-queue ticket polled after the start is placed once and answered with its replacement in the Queue-Ticket header. A ticket of a lane's own line reads that line, and its pass buys only in that lane's window.",
+      "Costs no Redis command of its own: the place travels in the ticket and the line's progress is read at most once a second per isolate. retryAfterSec says when to ask again. A pre-queue ticket polled after the start is placed once and answered with its replacement in the Queue-Ticket header. A ticket of a lane's own line reads that line, and its pass buys only in that lane's window. estimatedWaitSec comes from the pace the line measured over about the last minute (null when unknown), likelySoldOutBeforeYou from the units left, the no-shows and returns the line measured, and the passes and places ahead: the server decides both, so every page says the same. state paused: an operator holds admission (or paused the sale), and every place is kept; notice is the operator's word to everyone waiting.",
     auth: "user",
     params: Requests.SaleIdParam,
     requestHeaders: { "Queue-Ticket": { required: true, description: "the ticket POST .../queue gave" } },

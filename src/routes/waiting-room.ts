@@ -6,7 +6,7 @@ import { checkAdmission, losesQuietly } from "../admission/gate";
 import { lineForJoin, openLaneLines } from "../admission/lane-lines";
 import { lineClaim, queuePosition } from "../admission/queue-position";
 import { readTicket, signTicket } from "../admission/signed-claims";
-import { holdsPlace, type Joiner, joinWaitingRoom, type Progress, readProgress } from "../admission/waiting-room";
+import { holdsPlace, type Joiner, joinWaitingRoom, lineRulesOf, readProgress } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -26,6 +26,7 @@ import type { Refusal } from "../shared/refusal";
 import { QueueTicketHeader, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 import { estimatedPlace } from "../shared/waiting-room-draw";
+import type { Progress } from "../shared/waiting-room-progress";
 
 /** What a 503 for an unusable JWT_SECRET names: tickets and passes are signed with it. */
 const WAITING_ROOM = "the waiting room is not available";
@@ -45,6 +46,10 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
   return sale;
 }
 
+/** The line's progress as this isolate last read it (readProgress), under the deployment's rules. */
+const lineProgress = (c: Context<AppEnv>, saleId: string, buckets: number, line: Line) =>
+  readProgress(redisFor(c.env), saleId, buckets, lineRulesOf(settingsOf(c.env)), keepAliveOf(c), line);
+
 /** A ticket or pass's claim of the line it belongs to: none for the public line. */
 
 /**
@@ -56,7 +61,7 @@ async function queuedSale(db: D1Database, saleId: string, keepAlive: KeepAlive):
 async function join(c: Context<AppEnv>, sale: Sale, joiner: Joiner): Promise<{ ticket: string; place: number | null }> {
   const { env } = c;
   const { userId, line } = joiner;
-  const joined = await joinWaitingRoom(redisFor(env), sale, joiner);
+  const joined = await joinWaitingRoom(redisFor(env), sale, joiner, lineRulesOf(settingsOf(env)));
   switch (joined.code) {
     case "JOINED": {
       // An undrawn ticket carries the buyer's draw key: polls estimate its standing from it.
@@ -195,7 +200,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
       const kind = await joinAdmission(c, sale, userId, line);
       if (typeof kind === "object") return kind;
       const { ticket, place } = await join(c, sale, { userId, kind, line, codeHash });
-      const progress = await readProgress(redisFor(c.env), saleId, sale.buckets, keepAliveOf(c), line);
+      const progress = await lineProgress(c, saleId, sale.buckets, line);
       const { state, retryAfterSec } = await position(c.env, saleId, bucketSplitOf(sale), userId, line, place, progress);
       return { ticket, place, state, retryAfterSec } satisfies QueueJoined;
     });
@@ -221,7 +226,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
         // The sale's split: read from D1 once per isolate while it is kept (src/sales/known-sales.ts).
         const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAliveOf(c)));
         const line = ticket.l ?? PUBLIC_LINE;
-        const progress = await readProgress(redisFor(c.env), saleId, split.count, keepAliveOf(c), line);
+        const progress = await lineProgress(c, saleId, split.count, line);
         let place = ticket.p;
         const started = progress.at >= progress.startsAt && progress.state !== "missing";
         // Drawn, but far from the front: an estimate from the ticket's draw key, at no Redis cost.

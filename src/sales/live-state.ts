@@ -5,8 +5,10 @@ import { type Remaining, remainingFromMeta, type Sale, VARIANT_FIELD_PREFIX, wai
 
 /**
  * How buyers are let in, as the sale's meta hash holds it: the waiting room's settings (see
- * lua/waiting-room-progress.lua), or for a sale sold by draw qmode "draw", qopens its entries'
- * opening and dcloses their close (lua/draw-enter.lua; lua/checkout.lua then sells to winners only).
+ * lua/waiting-room-progress.lua; qpaused "1" while an operator holds admission), or for a sale
+ * sold by draw qmode "draw", qopens its entries' opening and dcloses their close
+ * (lua/draw-enter.lua; lua/checkout.lua then sells to winners only); and `notice`, what the
+ * operator tells the waiting room ("" for nothing).
  */
 export const admissionMetaFields = (sale: Sale) => ({
   qmode: sale.draw ? "draw" : sale.queue.mode,
@@ -14,6 +16,8 @@ export const admissionMetaFields = (sale: Sale) => ({
   qrate: sale.queue.admitPerSec,
   qttl: sale.queue.passTtlSec,
   dcloses: sale.draw?.closesAt ?? 0,
+  qpaused: sale.admissionPaused ? 1 : 0,
+  notice: sale.notice ?? "",
 });
 
 /**
@@ -61,7 +65,7 @@ export function laneAllotmentFields(sale: Pick<Sale, "lanes">): Record<string, n
  * only a restore may rebuild.
  */
 export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "unchanged" | "missing"> {
-  const { qmode, qopens, qrate, qttl, dcloses } = admissionMetaFields(sale);
+  const { qmode, qopens, qrate, qttl, dcloses, qpaused, notice } = admissionMetaFields(sale);
   const { lanes, lallot } = laneMetaFields(sale);
   const applied = await runScript<number>(
     redis,
@@ -86,6 +90,8 @@ export async function syncSale(redis: Redis, sale: Sale): Promise<"applied" | "u
       dcloses,
       lanes,
       lallot,
+      qpaused,
+      notice,
       ...sale.variants.flatMap((v) => [v.id, v.stock]),
     ].map(String),
   );
@@ -112,6 +118,8 @@ export interface LiveSale {
   endsAt: number;
   /** Order ids minted so far (accepted checkouts, including ones later released). */
   minted: number;
+  /** The version of D1's record Redis applied last (lua/sale-sync.lua). */
+  version: number;
 }
 
 /** The sale as Redis holds it now, or undefined when Redis does not know the sale. */
@@ -127,5 +135,13 @@ export async function readLiveSale(redis: Redis, saleId: string): Promise<LiveSa
     startsAt: Number(fields.starts),
     endsAt: Number(fields.ends),
     minted: Number(fields.seq),
+    // Sales loaded before versions existed were at their first.
+    version: Number(fields.version ?? 1),
   };
+}
+
+/** The version of D1's record Redis applied last (lua/sale-sync.lua): one HGET; undefined when Redis does not hold the sale. */
+export async function appliedVersion(redis: Redis, saleId: string): Promise<number | undefined> {
+  const version = await redis.hget<string>(saleKeys(saleId).meta, "version");
+  return version === null ? undefined : Number(version);
 }

@@ -11,7 +11,7 @@ import {
   type WaitingRoomSettings,
 } from "./sale";
 
-interface SaleRow {
+export interface SaleRow {
   id: number;
   name: string;
   stock: number;
@@ -36,6 +36,9 @@ interface SaleRow {
   queue_pass_ttl_sec: number;
   queue_seed: string | null;
   queue_seed_commitment: string | null;
+  queue_paused: number;
+  queue_opened_at: number | null;
+  notice: string | null;
   redis_buckets: number;
   draw_opens_at: number | null;
   draw_closes_at: number | null;
@@ -48,7 +51,7 @@ interface SaleRow {
   variants: string;
 }
 
-const fromRow = (row: SaleRow): Sale => ({
+export const fromRow = (row: SaleRow): Sale => ({
   id: String(row.id),
   name: row.name,
   stock: row.stock,
@@ -76,6 +79,9 @@ const fromRow = (row: SaleRow): Sale => ({
     seed: row.queue_seed,
     seedCommitment: row.queue_seed_commitment,
   },
+  admissionPaused: row.queue_paused === 1,
+  queueOpenedAt: row.queue_opened_at,
+  notice: row.notice,
   draw:
     row.draw_opens_at === null || row.draw_closes_at === null
       ? null
@@ -95,10 +101,11 @@ const fromRow = (row: SaleRow): Sale => ({
 const VARIANTS_COLUMN = `(SELECT json_group_array(json_object('id', variant_id, 'label', label, 'stock', stock, 'price', price))
    FROM (SELECT * FROM sale_variants v WHERE v.sale_id = sales.id ORDER BY position)) AS variants`;
 
-const SALE_COLUMNS =
+export const SALE_COLUMNS =
   "id, name, stock, starts_at, ends_at, id_slot, admit_rate, admit_burst, price, currency, payment_window_sec, per_user_limit, " +
   "description, image_url, state, version, archived_at, queue_mode, queue_prequeue_sec, queue_admit_per_sec, queue_pass_ttl_sec, " +
-  "queue_seed, queue_seed_commitment, human_check, redis_buckets, draw_opens_at, draw_closes_at, draw_beacon_url, draw_beacon_round, " +
+  "queue_seed, queue_seed_commitment, queue_paused, queue_opened_at, notice, human_check, redis_buckets, draw_opens_at, " +
+  "draw_closes_at, draw_beacon_url, draw_beacon_round, " +
   `bucket_key, lanes, ${VARIANTS_COLUMN}`;
 
 /**
@@ -140,7 +147,10 @@ function randomSaleId(): number {
   return (hi & 0xffff) * 2 ** 32 + lo || 1;
 }
 
-export type NewSale = Omit<Sale, "id" | "idSlot" | "state" | "version" | "archivedAt" | "bucketKey">;
+export type NewSale = Omit<
+  Sale,
+  "id" | "idSlot" | "state" | "version" | "archivedAt" | "bucketKey" | "admissionPaused" | "queueOpenedAt" | "notice"
+>;
 
 /** A create's Idempotency-Key and the fingerprint of its request. */
 export interface IdempotencyRecord {

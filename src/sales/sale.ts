@@ -85,6 +85,12 @@ export interface Sale {
   /** The key that picks a buyer's bucket (src/shared/keys.ts, BucketSplit); null for sales stored before sales had one. */
   bucketKey: BucketKey | null;
   queue: WaitingRoomSettings;
+  /** Nobody more is let in from the waiting room until an operator resumes admission (places are kept). */
+  admissionPaused: boolean;
+  /** When a sale already selling was put behind the waiting room (epoch ms): its line opened then; null: the usual opening. */
+  queueOpenedAt: number | null;
+  /** What the operator tells everyone on the sale's pages (at most NOTICE_MAX_CHARS); null: nothing. */
+  notice: string | null;
   /** Sold by draw (its seed is the waiting room's: queue.seed and queue.seedCommitment); null: not. */
   draw: SaleDraw | null;
   /** Presale lanes before the public start, in start order (docs/lanes.md); empty: none. */
@@ -157,9 +163,9 @@ export function laneRemaining(lanes: readonly SaleLane[], k: number, live: Remai
   return (lanes[k] as SaleLane).stock === null ? live.total : Math.min(live.total, Math.max(0, allotted - sold));
 }
 
-/** When joining the sale's public line opens (epoch ms). */
-export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue">): number =>
-  sale.startsAt - sale.queue.prequeueSec * 1000;
+/** When joining the sale's public line opens (epoch ms): prequeueSec before the start, or when a live sale was put behind it. */
+export const waitingRoomOpensAt = (sale: Pick<Sale, "startsAt" | "queue" | "queueOpenedAt">): number =>
+  sale.queueOpenedAt ?? sale.startsAt - sale.queue.prequeueSec * 1000;
 
 /** Ended or cancelled: from then on a random sale's seed is public, and its pre-queue published. */
 export const saleIsOver = (sale: Pick<Sale, "endsAt" | "state">, now: number): boolean =>
@@ -189,7 +195,7 @@ export interface WaitingLine {
  * them: each lane's own in start order, opening the pre-queue's length before the lane's start
  * and closing at the next lane's start or the public start; then the public line.
  */
-export function waitingLines(sale: Pick<Sale, "startsAt" | "endsAt" | "queue" | "lanes">): WaitingLine[] {
+export function waitingLines(sale: Pick<Sale, "startsAt" | "endsAt" | "queue" | "queueOpenedAt" | "lanes">): WaitingLine[] {
   const lead = sale.queue.prequeueSec * 1000;
   const lanes = sale.lanes.map((lane, k) => ({
     lane: lane.name,
@@ -251,6 +257,7 @@ export function saleView(sale: Sale, live: Remaining, now: number): SaleView {
     humanCheck: sale.humanCheck,
     description: sale.description,
     imageUrl: sale.imageUrl,
+    notice: sale.notice,
     queue: queueView(sale, now),
     draw: sale.draw && {
       opensAt: new Date(sale.draw.opensAt).toISOString(),
@@ -267,9 +274,18 @@ export function saleView(sale: Sale, live: Remaining, now: number): SaleView {
   };
 }
 
-/** What the admin sees: the buyers' view, the sale's admission bucket and its version. */
-export const adminSaleView = (sale: Sale, remaining: Remaining, now: number): AdminSaleView => ({
+/** What the admin sees: the buyers' view, the sale's admission bucket, its version and whether Redis has applied it. */
+export const adminSaleView = (sale: Sale, remaining: Remaining, now: number, syncPending: boolean): AdminSaleView => ({
   ...saleView(sale, remaining, now),
   admission: sale.admission,
   version: sale.version,
+  syncPending,
 });
+
+/**
+ * Whether D1's record of the sale is ahead of the version Redis applied last (`applied`,
+ * undefined when Redis does not hold the sale or cannot be read). An archived sale has nothing
+ * left in Redis to follow it.
+ */
+export const syncPendingOf = (sale: Pick<Sale, "version" | "archivedAt">, applied: number | undefined): boolean =>
+  sale.archivedAt === null && (applied === undefined || applied < sale.version);

@@ -6,6 +6,7 @@ import { sweepOrders } from "../orders/lifecycle";
 import { ordersChanged } from "../orders/order-changes";
 import { redisFor } from "../redis/client";
 import { keepBloomFilled } from "../sales/bloom-upkeep";
+import { pushLaggingSales } from "../sales/sync-upkeep";
 import { log } from "../shared/log";
 import { settingsOf } from "../shared/settings";
 import { archiveSettledSales } from "./archive";
@@ -16,7 +17,8 @@ import { redriveOutbox } from "./redrive";
  * The cron's run, every minute: re-send unsettled orders, expire what is due, give back units
  * not back yet, raise sale.ended for sales whose window closed and send the order events that
  * are due, keep the catalog's Bloom filter filled, archive sales ended and settled long enough
- * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, send
+ * ago, removing their Redis keys, find and heal sales Redis lost or holds behind D1, push
+ * operators' changes Redis has not applied yet (their own push failed), send
  * draws on (closed ones drawn, drawn ones' units offered), publish the pre-queues of random
  * sales that are over, and seal endpoint secrets still in
  * plain text and forget replaced ones whose grace is over. Each
@@ -24,7 +26,7 @@ import { redriveOutbox } from "./redrive";
  */
 export async function runScheduledJobs(env: Env): Promise<void> {
   const sweeping = sweepOrders(env.DB, redisFor(env));
-  const [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets] = await Promise.allSettled([
+  const [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets, pushed] = await Promise.allSettled([
     redriveOutbox(env),
     sweeping,
     keepBloomFilled(env.DB, redisFor(env)),
@@ -40,6 +42,7 @@ export async function runScheduledJobs(env: Env): Promise<void> {
         await ordersChanged(env, swept?.returned);
       }),
     keepEndpointSecrets(env.DB, settingsOf(env).ORDER_EVENT_SECRETS_KEY),
+    pushLaggingSales(env.DB, redisFor(env), env.JOBS),
   ]);
   if (redrive.status === "fulfilled" && redrive.value > 0) log.info("outbox re-drive re-sent orders", { resent: redrive.value });
   if (sweep.status === "fulfilled") {
@@ -71,7 +74,7 @@ export async function runScheduledJobs(env: Env): Promise<void> {
   if (queueDraws.status === "fulfilled" && queueDraws.value.length > 0)
     log.info("pre-queues sent on to their publication", { stepped: queueDraws.value.join(",") });
   if (secrets.status === "fulfilled" && secrets.value > 0) log.info("endpoint secrets sealed", { sealed: secrets.value });
-  const failures = [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets].flatMap((r) =>
+  const failures = [redrive, sweep, bloom, archive, recovery, draws, queueDraws, events, secrets, pushed].flatMap((r) =>
     r.status === "rejected" ? [r.reason] : [],
   );
   if (failures.length > 0) throw new AggregateError(failures, "the scheduled run failed in part; the next one retries");

@@ -62,6 +62,8 @@ export const SaleView = z.object({
   description: z.string(),
   /** https only; null when the sale has no image. */
   imageUrl: z.nullable(z.string()),
+  /** What the operator tells everyone on the sale's pages right now (at most 280 characters); null: nothing. */
+  notice: z.nullable(z.string()),
   queue: QueueView,
   /** A sale sold by draw (docs/draws.md): when entries open and close, and the beacon mixed into the shuffle. */
   draw: z.nullable(
@@ -109,6 +111,12 @@ export const AdminSaleView = z.extend(SaleView, {
   admission: z.object({ rate: z.int(), burst: z.int() }),
   /** Grows with every edit and change of state; send it back as If-Match to edit only this version. */
   version: z.int(),
+  /**
+   * D1 holds this version but Redis has not applied it yet (or Redis cannot say): buyers are
+   * still served the version before it. It is pushed again by itself (the jobs queue, then the
+   * cron) until they agree.
+   */
+  syncPending: z.boolean(),
 });
 export type AdminSaleView = z.infer<typeof AdminSaleView>;
 
@@ -366,12 +374,13 @@ export const WebhookReceived = z.object({
 export type WebhookReceived = z.infer<typeof WebhookReceived>;
 
 /**
- * Where a buyer stands in a sale's waiting room. waiting: not admitted yet; admitted: the
- * pass is yours to check out with; sold_out: no unit is left for a place not admitted yet;
- * closed: nothing more will come of this ticket (the sale ended or was cancelled, or your
- * pass bought or expired).
+ * Where a buyer stands in a sale's waiting room. waiting: not admitted yet; paused: not
+ * admitted yet, and nobody is let in until the operator resumes admission (or the sale; every
+ * place is kept); admitted: the pass is yours to check out with; sold_out: no unit is left for a
+ * place not admitted yet; closed: nothing more will come of this ticket (the sale ended or was
+ * cancelled, or your pass bought or expired).
  */
-export const QueueState = z.enum(["waiting", "admitted", "sold_out", "closed"]);
+export const QueueState = z.enum(["waiting", "paused", "admitted", "sold_out", "closed"]);
 export type QueueState = z.infer<typeof QueueState>;
 
 /** POST /api/sales/:saleId/queue: the ticket to poll with; place is null during a random sale's pre-queue. */
@@ -389,8 +398,17 @@ export const QueuePosition = z.object({
   /** Every place up to this one has been admitted. */
   admittedThrough: z.int(),
   aheadOfYou: z.int(),
-  estimatedWaitSec: z.int(),
+  /**
+   * Seconds until your turn, from the pace the line measured (its admissions follow the stock,
+   * the no-shows and the returns); null when unknown: before the start, while admission is
+   * paused, or while nobody was let in of late.
+   */
+  estimatedWaitSec: z.nullable(z.int()),
+  /** The units will most likely be gone before your turn, counting the no-shows and returns the line expects. */
+  likelySoldOutBeforeYou: z.boolean(),
   state: QueueState,
+  /** What the operator tells everyone waiting (at most 280 characters); null: nothing. */
+  notice: z.nullable(z.string()),
   /** When to poll again. */
   retryAfterSec: z.int(),
   /** Send it as Queue-Pass with the checkout; null until admitted. */
@@ -399,17 +417,46 @@ export const QueuePosition = z.object({
 });
 export type QueuePosition = z.infer<typeof QueuePosition>;
 
-/** GET /admin/sales/:saleId/queue: the waiting room's counts, for the console. */
+/** One of an operator's live controls of a sale, as its action log recorded it. */
+export const SaleActionView = z.object({
+  at: z.iso.datetime(),
+  action: z.enum(["pause-admission", "resume-admission", "admission-rate", "queue-enabled", "notice"]),
+  /** The notice it set (null: taken down), where it set one. */
+  message: z.optional(z.nullable(z.string())),
+  /** The rate it set, for admission-rate. */
+  admitPerSec: z.optional(z.int()),
+  /** The client address the admin token came from. */
+  admin: z.string(),
+});
+export type SaleActionView = z.infer<typeof SaleActionView>;
+
+/**
+ * GET /admin/sales/:saleId/queue, and the waiting room's live controls: the waiting room as
+ * D1 records it, and its counts as Redis holds them (null while Redis cannot be read: what an
+ * operator changed meanwhile is recorded, and reaches Redis by itself once it is back).
+ */
 export const QueueStats = z.object({
   saleId: z.string(),
   queue: QueueView,
-  joined: z.int(),
+  /** An operator holds admission: nobody more is let in, and every place is kept. */
+  paused: z.boolean(),
+  /** The notice on the sale's pages; null: none. */
+  notice: z.nullable(z.string()),
+  /** D1 holds a change Redis has not applied yet (or Redis cannot say): it is pushed again by itself until they agree. */
+  syncPending: z.boolean(),
+  joined: z.nullable(z.int()),
   /** Joined, not admitted yet. */
-  waiting: z.int(),
-  admitted: z.int(),
-  passesUsed: z.int(),
-  passesExpired: z.int(),
-  remaining: z.int(),
+  waiting: z.nullable(z.int()),
+  admitted: z.nullable(z.int()),
+  passesUsed: z.nullable(z.int()),
+  passesExpired: z.nullable(z.int()),
+  /** Passes still unused a grace after they were given (QUEUE_NO_SHOW_GRACE_SEC): each let the next place in. */
+  noShows: z.nullable(z.int()),
+  /** Places let in per second over about the last minute (the ceiling is queue.admitPerSec); null: none measured. */
+  admittedPerSec: z.nullable(z.number()),
+  remaining: z.nullable(z.int()),
+  /** The operators' live controls of this sale, newest first (the last 20). */
+  actions: z.array(SaleActionView),
 });
 export type QueueStats = z.infer<typeof QueueStats>;
 

@@ -103,6 +103,16 @@ export const QUEUE_ADMIT_PER_CALL = 5_000;
 /** How long an isolate answers polls of a sale's line from the progress it last read (ms). */
 export const QUEUE_PROGRESS_TTL_MS = 1_000;
 
+/**
+ * The waiting room's measured rates (places let in, units given back) are read over about the
+ * last this many ms, and never less than two no-show graces: admissions that follow no-shows
+ * come in bursts a grace apart (lua/waiting-room-progress.lua).
+ */
+export const QUEUE_MEASURE_WINDOW_MS = 60_000;
+
+/** An operator's notice on a sale's pages, at most this many characters. */
+export const NOTICE_MAX_CHARS = 280;
+
 /** A presale lane's name: what its codes are issued for and the console shows. */
 export const LANE_NAME_PATTERN = /^[a-z0-9-]{1,32}$/;
 /** A sale has at most this many lanes before its public start. */

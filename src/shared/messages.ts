@@ -46,7 +46,8 @@ export type DeadLetter = OrderMessage & { reason?: string };
 
 /**
  * Work that runs later, on the jobs queue (sent with delaySeconds): expiring orders whose
- * payment window closes then; evicting a changed sale's cached copies a second time;
+ * payment window closes then; evicting a changed sale's cached copies a second time; pushing
+ * an operator's change to Redis again when it could not reach it;
  * rebuilding a sale Redis lost or holds behind D1, once that is safe; sending order events;
  * running a draw and offering its units; publishing a random sale's pre-queue.
  */
@@ -62,6 +63,8 @@ export const JobMessageSchema = z.discriminatedUnion("kind", [
     archived: z._default(z.boolean(), false),
   }),
   z.object({ kind: z.literal("heal-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
+  /** Bring Redis' copy of the sale to D1's record (src/sales/sync-upkeep.ts); retried until Redis takes it. */
+  z.object({ kind: z.literal("sync-sale"), saleId: z.string().check(z.regex(SALE_ID_PATTERN)) }),
   /** Send the order events that are due to the shop's endpoints. */
   z.object({ kind: z.literal("deliver-order-events") }),
   /** Run a sale's draw a few steps further (docs/draws.md). */

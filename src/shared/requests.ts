@@ -19,6 +19,7 @@ import {
   MAX_PRICE,
   MAX_STOCK,
   MAX_USER_ID_LENGTH,
+  NOTICE_MAX_CHARS,
   ORDER_ID_PATTERN,
   QUEUE_LIMITS,
   SALE_ID_PATTERN,
@@ -288,6 +289,23 @@ export const UpdateSaleBody = z
   })
   .check(z.refine((s) => Object.keys(s).length > 0, "nothing to change"));
 export type UpdateSaleBody = z.infer<typeof UpdateSaleBody>;
+
+/** An operator's notice on a sale's pages: one short line, as the sale's names are. */
+const Notice = z.string().check(z.trim(), z.minLength(1), z.maxLength(NOTICE_MAX_CHARS), wellFormed);
+
+/** POST /admin/sales/:saleId/queue/pause and /resume; the body is optional. message: the sale's notice from now. */
+export const AdmissionHoldBody = z.strictObject({ message: z.optional(Notice) });
+export type AdmissionHoldBody = z.infer<typeof AdmissionHoldBody>;
+
+/** PATCH /admin/sales/:saleId/queue: the ceiling on places let in per second, also while the sale is live. */
+export const AdmitRateBody = z.strictObject({
+  admitPerSec: bounded(QUEUE_LIMITS.admitPerSec),
+});
+export type AdmitRateBody = z.infer<typeof AdmitRateBody>;
+
+/** PUT /admin/sales/:saleId/notice: what every waiting and sale page of the sale shows; null takes it down. */
+export const NoticeBody = z.strictObject({ message: z.nullable(Notice) });
+export type NoticeBody = z.infer<typeof NoticeBody>;
 
 const denyRuleFields = {
   note: z._default(z.string().check(z.maxLength(500)), ""),

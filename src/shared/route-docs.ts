@@ -25,7 +25,7 @@ export interface SuccessResponse {
 export type RouteError = ErrorCode | readonly [ErrorCode, string];
 
 export interface RouteDoc {
-  method: "get" | "post" | "patch" | "delete";
+  method: "get" | "post" | "put" | "patch" | "delete";
   /** In full, as src/app.ts mounts it (hono's `:param` form). */
   path: string;
   tag: "storefront" | "admin" | "lab" | "operations";

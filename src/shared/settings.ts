@@ -201,6 +201,7 @@ export const SETTINGS = {
   WEBHOOK_RATE_PER_MIN: perMinute(600),
   QUEUE_JOINS_PER_USER_PER_MIN: perMinuteOrOff(10),
   QUEUE_JOINS_PER_IP_PER_MIN: perMinuteOrOff(120),
+  QUEUE_NO_SHOW_GRACE_SEC: wholeNumber(1, 3_600, 30, " (s)"),
   DRAW_ENTRIES_PER_USER_PER_MIN: perMinuteOrOff(10),
   DRAW_ENTRIES_PER_IP_PER_MIN: perMinuteOrOff(120),
   ACCESS_CODE_FAILURES_PER_USER_PER_MIN: perMinuteOrOff(10),
@@ -276,6 +277,8 @@ export const SETTING_DOCS: Record<SettingName, string> = {
   WEBHOOK_RATE_PER_MIN: "payment webhook deliveries per client address, across isolates",
   QUEUE_JOINS_PER_USER_PER_MIN: "waiting-room joins per user, across isolates",
   QUEUE_JOINS_PER_IP_PER_MIN: "waiting-room joins per client address, across isolates",
+  QUEUE_NO_SHOW_GRACE_SEC:
+    "a buyer let in from a waiting room who has not checked out this long after is counted a no-show: their pass no longer holds a unit back, and the next place is let in (they may still buy while their pass lasts, if a unit is left)",
   DRAW_ENTRIES_PER_USER_PER_MIN: "draw entries, changes and withdrawals per user, across isolates",
   DRAW_ENTRIES_PER_IP_PER_MIN: "draw entries, changes and withdrawals per client address, across isolates",
   ACCESS_CODE_FAILURES_PER_USER_PER_MIN:

@@ -6,9 +6,11 @@ const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(mi
 
 /**
  * Seconds until a waiting buyer's next poll: until the start, at most 15, while it is ahead;
- * then half the time the line needs to reach them, so often near the front and rarely far
- * back; never more than every second, never less than every 15 seconds.
+ * then half the buyer's estimated wait (every 5 s while the line has no estimate), so often
+ * near the front and rarely far back; never more than every second, never less than every 15
+ * seconds.
  */
-export function waitingRetryAfterSec(aheadOfYou: number, admitPerSec: number, untilStartSec: number): number {
-  return clamp(untilStartSec > 0 ? untilStartSec : Math.floor(aheadOfYou / admitPerSec / 2), 1, 15);
+export function waitingRetryAfterSec(estimatedWaitSec: number | null, untilStartSec: number): number {
+  const soon = estimatedWaitSec === null ? 5 : Math.floor(estimatedWaitSec / 2);
+  return clamp(untilStartSec > 0 ? untilStartSec : soon, 1, 15);
 }

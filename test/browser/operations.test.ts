@@ -1,7 +1,9 @@
 // Sale operations seen from both pages, in Chromium against `npm start`: an admin pauses a sale
 // in the console and a buyer's open storefront page shows it paused with Buy disabled, then
 // open again after the resume; an admin's edit (a rename, more stock) reaches the storefront,
-// and an edit based on a version someone else changed meanwhile is refused with 412.
+// and an edit based on a version someone else changed meanwhile is refused with 412; a drop's
+// live controls (a live sale put behind a waiting room, admission held, the notice, the rate)
+// reach the buyer's page, and the console logs each.
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import {
@@ -11,6 +13,7 @@ import {
   cspViolations,
   newContext,
   openSection,
+  screenshot,
   seriousA11yViolations,
   unlockConsole,
 } from "./browser.ts";
@@ -167,6 +170,56 @@ describe("sale operations on both pages", () => {
     await shop.getByRole("heading", { name: "Mine after all" }).waitFor();
 
     expect(await seriousA11yViolations(admin)).toEqual([]);
+    for (const page of [shop, admin]) expect(await cspViolations(page)).toEqual([]);
+  });
+
+  it("a drop's live controls in the console: a live sale put behind a waiting room, admission held with a notice, the rate, each logged", async () => {
+    const sale = await openSale({ name: "Live controls drop", stock: 5 });
+    const shop = await storefront(sale.id, "controls-buyer");
+    const admin = await consoleWatching(sale.id);
+    admin.on("dialog", (dialog) => void dialog.accept());
+
+    await admin.getByRole("button", { name: "Put it behind a waiting room now" }).click();
+    await admin.locator("#queue-status").filter({ hasText: "The sale is behind a waiting room." }).waitFor();
+    // The buyer's page learns it from its poll of the sale: Join the line, Buy closed until their turn.
+    await shop.getByRole("button", { name: "Join the line" }).waitFor();
+    expect(await shop.locator("#buy-button").getAttribute("aria-disabled")).toBe("true");
+
+    await admin.getByRole("button", { name: "Pause admission" }).click();
+    await admin.locator("#queue-status").filter({ hasText: "Admission paused." }).waitFor();
+    const notice = "Checkout is catching up: your place is kept.";
+    await admin.getByLabel("What every buyer on the sale's page and in its line reads").fill(notice);
+    await admin.getByRole("button", { name: "Show the notice" }).click();
+    await admin.locator("#notice-status").filter({ hasText: "The notice is shown." }).waitFor();
+    await admin.getByLabel("The most let in per second").fill("5");
+    await admin.getByRole("button", { name: "Change the rate" }).click();
+    await admin.locator("#queue-status").filter({ hasText: "The rate is 5 a second." }).waitFor();
+
+    await shop.getByRole("button", { name: "Join the line" }).click();
+    await shop.locator("#queue-note").filter({ hasText: "The shop is holding the line for now" }).waitFor();
+    await shop
+      .locator("#operator-notice")
+      .filter({ hasText: `From the shop: ${notice}` })
+      .waitFor();
+
+    const log = admin.locator("#action-rows");
+    for (const what of [
+      "set the rate to 5 a second",
+      `showed the notice "${notice}"`,
+      "paused admission",
+      "put the sale behind a waiting room",
+    ])
+      await log.getByText(what, { exact: true }).waitFor();
+    expect(await seriousA11yViolations(admin)).toEqual([]);
+    await screenshot(admin, "console-drop-controls");
+
+    await admin.getByRole("button", { name: "Resume admission" }).click();
+    await shop
+      .locator("#queue-note")
+      .filter({ hasText: /^Your turn: buy now\./ })
+      .waitFor();
+    await shop.getByRole("button", { name: "Buy now" }).click();
+    await shop.locator("#status").filter({ hasText: "Confirmed: it is yours." }).waitFor();
     for (const page of [shop, admin]) expect(await cspViolations(page)).toEqual([]);
   });
 });

@@ -527,7 +527,8 @@ describe("the storefront", () => {
       .filter({ hasText: /^The line opens in about an hour \(.+\)\. Come back then to join it\.$/ })
       .waitFor();
 
-    // One unit left, held by the place let in before this buyer; two more buyers are ahead of them.
+    // One unit left, held by the place let in before this buyer; two more buyers are ahead of them:
+    // the server says the unit will most likely be gone first.
     const crowded = await openSale({ name: "Crowded drop", stock: 1, queue: { mode: "fifo", admitPerSec: 100 } });
     for (const name of ["ahead-1", "ahead-2", "ahead-3"]) await api.joinWaitingRoom(crowded.id, await api.userToken(name));
     const back = await (await newContext(browser())).newPage();
@@ -537,7 +538,7 @@ describe("the storefront", () => {
     await back.getByRole("button", { name: "Join the line" }).click();
     await back
       .locator("#queue-note")
-      .filter({ hasText: /Likely sold out before your turn: 2 buyers are ahead of you for 1 unit left/ })
+      .filter({ hasText: /2 people are ahead of you.* The 1 unit left will most likely be gone before your turn/ })
       .waitFor();
     expect(await back.locator("#queue-place").textContent()).toBe("4");
     for (const p of [page, back]) {

@@ -94,15 +94,18 @@ describe("the waiting room, one state at a time", () => {
     await api.joinWaitingRoom(soon.id, await api.userToken(`${soon.id}-first`));
     await page.goto(`${BASE}/?sale=${soon.id}`);
     await page.getByRole("button", { name: "Join the line" }).click();
-    expect(await linesWhen(page, /^You are in line\. Your turn comes in about/)).toEqual([
-      expect.stringMatching(/^You are in line\. Your turn comes in about [45] minutes\. Keep this page open: Buy opens then\.$/),
+    expect(await linesWhen(page, /^You are in line: 1 person is ahead of you\./)).toEqual([
+      expect.stringMatching(
+        /^You are in line: 1 person is ahead of you\. Buyers are let in from the start, in about [45] minutes\. Keep this page open: Buy opens then\.$/,
+      ),
       "Buy opens on your turn in the waiting room.",
     ]);
     expect(await facts(page)).toEqual({ place: "2", letIn: "nobody yet", timeLeft: "–" });
     expect(await seriousA11yViolations(page)).toEqual([]);
 
     // The sale starts while the buyer waits at place 2 for its one unit, which place 1 holds:
-    // the page hears it open, and still says the buyer's turn has not come.
+    // the page hears it open, still says the buyer's turn has not come, and that the unit will
+    // most likely be gone first (place 1 may still not show: the place is kept).
     const starting = await queuedSale("Line at the start", 8_000, { prequeueSec: 600, passTtlSec: 600 }, 1);
     await api.joinWaitingRoom(starting.id, await api.userToken(`${starting.id}-first`));
     await page.goto(`${BASE}/?sale=${starting.id}`);
@@ -111,10 +114,9 @@ describe("the waiting room, one state at a time", () => {
       .locator("#sale-state")
       .filter({ hasText: /^live$/ })
       .waitFor({ timeout: 30_000 });
-    expect(await linesWhen(page, "You are next in line. Keep this page open: Buy opens on your turn.")).toEqual([
-      "You are next in line. Keep this page open: Buy opens on your turn.",
-      "Buy opens on your turn in the waiting room.",
-    ]);
+    const likelyGone =
+      "You are next in line. The 1 unit left will most likely be gone before your turn; you keep your place in case some come back.";
+    expect(await linesWhen(page, likelyGone)).toEqual([likelyGone, "Buy opens on your turn in the waiting room."]);
     expect(await facts(page)).toEqual({ place: "2", letIn: "place 1", timeLeft: "–" });
     expect(await cspViolations(page)).toEqual([]);
   });
@@ -167,6 +169,40 @@ describe("the waiting room, one state at a time", () => {
       "This sale was cancelled.",
     ]);
     expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
+  it("a hold on admission and the shop's notice reach a waiting page, and go when lifted", async () => {
+    const sale = await queuedSale("Held line", -MINUTE, { passTtlSec: 300 }, 5);
+    const held = "Checkout is catching up: your place is kept.";
+    expect((await api.holdAdmission(sale.id, "pause", held)).status).toBe(200);
+    const page = await signedInPage(sale.id, "held-buyer");
+    // The sale's page carries the notice before the buyer is in line.
+    await page
+      .locator("#operator-notice")
+      .filter({ hasText: `From the shop: ${held}` })
+      .waitFor();
+    await page.getByRole("button", { name: "Join the line" }).click();
+    const holding = "The shop is holding the line for now: nobody is let in, and your place is kept. Keep this page open.";
+    expect(await linesWhen(page, holding)).toEqual([holding, "Buy opens on your turn in the waiting room."]);
+    expect(await page.locator("#operator-notice").textContent()).toBe(`From the shop: ${held}`);
+    expect(await facts(page)).toEqual({ place: "1", letIn: "nobody yet", timeLeft: "–" });
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await screenshot(page, "storefront-waiting-room-held");
+
+    // A new word from the shop reaches the page while it waits.
+    const back = "Back in a minute: we are letting people in again shortly.";
+    expect((await api.setNotice(sale.id, back)).status).toBe(200);
+    await page
+      .locator("#operator-notice")
+      .filter({ hasText: `From the shop: ${back}` })
+      .waitFor();
+
+    // Resumed: the buyer's turn comes; the notice taken down leaves the page.
+    expect((await api.holdAdmission(sale.id, "resume")).status).toBe(200);
+    await linesWhen(page, /^Your turn: buy now\./, { mayBuy: true });
+    expect((await api.setNotice(sale.id, null)).status).toBe(200);
+    await page.locator("#operator-notice").waitFor({ state: "hidden" });
     expect(await cspViolations(page)).toEqual([]);
   });
 

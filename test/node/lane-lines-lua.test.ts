@@ -2,6 +2,7 @@
 // lua/waiting-room-progress.lua and lua/checkout.lua over a lane's line, on a real redis-server
 // through the project's Upstash gateway, called with the Worker's own key lists and reply parser.
 import { describe, expect, it } from "vitest";
+import { eventually } from "../../dev/lib/wait.ts";
 import { codeHash, codeRecord } from "../../src/admission/access-codes.ts";
 import { parseCheckoutReply, type Reservation } from "../../src/shared/checkout-reply.ts";
 import {
@@ -19,6 +20,7 @@ import {
   waitingRoomProgressKeys,
 } from "../../src/shared/keys.ts";
 import { drawKey, drawOrder, lineSeed } from "../../src/shared/waiting-room-draw.ts";
+import { parseProgress } from "../../src/shared/waiting-room-progress.ts";
 import { lua, scriptRedis } from "../support/script-redis.ts";
 
 const SEED = "1a2e".repeat(16);
@@ -98,12 +100,18 @@ async function join(saleId: string, user: string, line: Line, code = ""): Promis
   return { outcome: String(reply[2]), place: Number(reply[3]) };
 }
 
-async function progress(saleId: string, line: Line) {
-  const reply = (await redisOf()
+/** Where `line` stands after one progress call; `graceMs`: the no-show grace (long enough by default that no pass becomes one). */
+async function progress(saleId: string, line: Line, graceMs = 3_600_000) {
+  const reply = await redisOf()
     .createScript(lua("waiting-room-progress"))
-    .exec(waitingRoomProgressKeys(saleId, BUCKETS, line), ["5000", String(BUCKETS), line])) as unknown[];
-  const [, at, admitted, joined, remaining, used, expired, starts, ends] = reply.map(Number);
-  return { at, admitted, joined, remaining, used, expired, starts, ends, state: String(reply[10]) };
+    .exec(waitingRoomProgressKeys(saleId, BUCKETS, line), [
+      "5000",
+      String(BUCKETS),
+      line,
+      String(graceMs),
+      String(Math.max(60_000, 2 * graceMs)),
+    ]);
+  return parseProgress(reply);
 }
 
 /** A buyer of a merged call: who, the claim their pass makes ("" none, "<place>", "<place>@<lane>"), their code's hash. */
@@ -243,7 +251,7 @@ describe("a lane's own line: waiting-room-progress.lua", () => {
     const now = await progress(sale, "members");
     // Two passes alive at most: the lane's allotment, not the sale's ten units.
     expect(now).toMatchObject({ admitted: 2, joined: 5, remaining: 2, state: "active" });
-    expect((now.ends as number) - (now.starts as number)).toBe(40_001);
+    expect(now.endsAt - now.startsAt).toBe(40_001);
     expect(String(await passOf(sale, "members", "m1"))).toMatch(/^2:\d+$/);
     expect(await passOf(sale, "members", "m2")).toBeNull();
     // Nothing of it reaches the public line's keys.
@@ -261,6 +269,39 @@ describe("a lane's own line: waiting-room-progress.lua", () => {
     await redisOf().hset(saleKeys(sale).meta, { "la:members": "4" });
     expect((await progress(sale, "members")).admitted).toBe(2);
     expect((await progress(sale, "nobody")).state).toBe("missing");
+  });
+
+  it("counts a lane pass unused after its grace a no-show and lets the lane's next place in, never past what the lane may sell", async () => {
+    const sale = await newSale({
+      stock: 10,
+      lanes: [
+        { name: "members", startsIn: -1_000, stock: 2 },
+        { name: "fans", startsIn: 60_000 },
+      ],
+      publicIn: 120_000,
+    });
+    const users = ["n0", "n1", "n2", "n3", "n4"];
+    const hashes = await codes(sale, "members", users.length);
+    const code = (user: string) => hashes[users.indexOf(user)] as string;
+    for (const user of users) await join(sale, user, "members", code(user));
+    const graceMs = 1_000;
+    expect(await progress(sale, "members", graceMs)).toMatchObject({ admitted: 2, fresh: 2, noShows: 0, remaining: 2 });
+    // Neither n0 nor n1 buys within the grace: both are no-shows, and n2 and n3 are let in, in the lane's line.
+    const after = await eventually("n0's and n1's grace to pass", async () => {
+      const p = await progress(sale, "members", graceMs);
+      return p.noShows === 2 && p;
+    });
+    expect(after).toMatchObject({ admitted: 4, fresh: 2, remaining: 2 });
+    expect((await progress(sale, PUBLIC_LINE, graceMs)).admitted).toBe(0);
+    // n0 comes back with a pass still valid and buys; n2 buys; the lane's allotment is spent, so n3 is refused.
+    expect((await checkout(sale, "members", ["n0", "1@members", code("n0")])).code).toBe("OK");
+    expect((await checkout(sale, "members", ["n2", "3@members", code("n2")])).code).toBe("OK");
+    expect((await checkout(sale, "members", ["n3", "4@members", code("n3")])).code).not.toBe("OK");
+    expect(await redisOf().hget(saleKeys(sale).meta, "ls:members")).toBe("2");
+    expect(await redisOf().hget(saleKeys(sale).meta, "remaining")).toBe("8");
+    // The lane sold what it may: nobody more is let into its line, whatever the no-shows.
+    await eventually("n3's grace to pass", async () => (await progress(sale, "members", graceMs)).noShows === 3);
+    expect(await progress(sale, "members", graceMs)).toMatchObject({ admitted: 4, remaining: 0 });
   });
 });
 

@@ -651,6 +651,8 @@ describe("variants in checkout.lua, return.lua and sale-sync.lua", () => {
       0,
       "",
       "",
+      0, // admission not held
+      "", // no notice
       ...sizes.flat(),
     ];
     expect(

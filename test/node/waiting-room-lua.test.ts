@@ -15,11 +15,13 @@ import {
   buyerKeys,
   checkoutScriptKeys,
   type JoinKind,
+  PUBLIC_LINE,
   saleKeys,
   waitingRoomJoinCall,
   waitingRoomProgressKeys,
 } from "../../src/shared/keys.ts";
 import { drawKey, drawOrder } from "../../src/shared/waiting-room-draw.ts";
+import { parseProgress } from "../../src/shared/waiting-room-progress.ts";
 
 const lua = (name: string) => readFileSync(new URL(`../../lua/${name}.lua`, import.meta.url), "utf8");
 const TOKEN = "queue-lua-test-token";
@@ -92,13 +94,21 @@ async function join(
   return { outcome: String(reply[2]), place: Number(reply[3]), ...(reply[6] === 1 && { quiet: true }) };
 }
 
-async function progress(saleId: string, maxAdmit = 5000) {
-  const reply = (await redis
+/** A no-show grace longer than any pass here: passes hold their unit until they expire, unless a test says otherwise. */
+const LONG_GRACE_MS = 3_600_000;
+
+async function progress(saleId: string, maxAdmit = 5000, graceMs = LONG_GRACE_MS) {
+  const reply = await redis
     .createScript(lua("waiting-room-progress"))
-    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [String(maxAdmit), String(BUCKETS)])) as unknown[];
-  expect(reply[0]).toBe("waiting-room-progress/2");
-  const [, at, admitted, joined, remaining, used, expired, starts] = reply.map(Number);
-  return { at, starts, admitted, joined, remaining, used, expired, state: String(reply[10]), drawn: Number(reply[11]) };
+    .exec(waitingRoomProgressKeys(saleId, BUCKETS), [
+      String(maxAdmit),
+      String(BUCKETS),
+      PUBLIC_LINE,
+      String(graceMs),
+      String(Math.max(60_000, 2 * graceMs)),
+    ]);
+  const { at, startsAt: starts, ...rest } = parseProgress(reply);
+  return { at, starts, ...rest };
 }
 
 /** One merged checkout call: each buyer with the place its pass names ("" for no pass). */
@@ -299,7 +309,7 @@ describe("waiting-room-progress.lua", () => {
     for (const user of ["a", "b", "c", "d", "e"]) await join(slow, user);
     // 2 at the start, 2 more each second after, by Redis' clock.
     const paced = await progress(slow);
-    expect(paced.admitted).toBe(Math.min(5, Math.floor((((paced.at as number) - (paced.starts as number)) * 2) / 1000) + 2));
+    expect(paced.admitted).toBe(Math.min(5, Math.floor(((paced.at - paced.starts) * 2) / 1000) + 2));
   });
 
   it("admits at most the given number of places per call; the next call goes on", async () => {
@@ -315,6 +325,89 @@ describe("waiting-room-progress.lua", () => {
     expect((await progress(sale)).admitted).toBe(0);
     await redis.hset(saleKeys(sale).meta, { starts: String(Date.now() - 1), state: "paused" });
     expect(await progress(sale)).toMatchObject({ admitted: 0, state: "paused" });
+  });
+
+  it("counts a pass unused after its grace a no-show and lets the next place in; its holder still buys while a unit is left", async () => {
+    const sale = await newSale({ stock: 2, rate: 1000, ttlSec: 60 });
+    for (const user of ["a", "b", "c", "d", "e"]) await join(sale, user);
+    const graceMs = 1_000;
+    expect(await progress(sale, 5000, graceMs)).toMatchObject({ admitted: 2, fresh: 2, noShows: 0 });
+    // Neither a nor b buys within the grace: both are no-shows, and c and d are let in.
+    const after = await eventually("a's and b's grace to pass", async () => {
+      const p = await progress(sale, 5000, graceMs);
+      return p.noShows === 2 && p;
+    });
+    expect(after).toMatchObject({ admitted: 4, fresh: 2, remaining: 2, expired: 0 });
+    // a comes back with a pass still valid and buys: the deduct decides, nothing is sold twice.
+    expect((await checkout(sale, "a", 1)).code).toBe("OK");
+    expect((await checkout(sale, "c", 3)).code).toBe("OK");
+    expect(await checkout(sale, "d", 4)).toEqual({ code: "SOLD_OUT" });
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("0");
+    // Sold out: nobody more is let in, whatever the no-shows.
+    await eventually("d's grace to pass", async () => (await progress(sale, 5000, graceMs)).noShows === 3);
+    expect((await progress(sale, 5000, graceMs)).admitted).toBe(4);
+  });
+
+  it("holds admission while qpaused, keeping every place, then goes on from the current place at the rate", async () => {
+    const sale = await newSale({ stock: 100, rate: 2 });
+    for (const user of ["a", "b", "c", "d", "e", "f", "g", "h"]) await join(sale, user);
+    const first = await progress(sale);
+    expect(first.admitted).toBeGreaterThanOrEqual(2);
+    await redis.hset(saleKeys(sale).meta, { qpaused: "1", notice: "back soon" });
+    const held = await progress(sale);
+    expect(held).toMatchObject({ state: "paused", notice: "back soon", joined: 8 });
+    // Long enough for the pace to have let everyone in, had it kept counting through the hold.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect((await progress(sale)).admitted).toBe(held.admitted);
+    await redis.hset(saleKeys(sale).meta, { qpaused: "0" });
+    const resumed = await progress(sale);
+    // A second's worth at once from where the line stood, not the hold's backlog.
+    expect(resumed.state).toBe("active");
+    expect(resumed.admitted).toBeLessThanOrEqual(held.admitted + 2 + 2 * Math.ceil((Date.now() - resumed.at) / 1000));
+    expect(resumed.admitted).toBeGreaterThan(held.admitted);
+  });
+
+  it("applies a new rate from the current place at its next call", async () => {
+    const sale = await newSale({ stock: 1000, rate: 1 });
+    for (let i = 0; i < 50; i++) await join(sale, `u${i}`);
+    const before = await progress(sale);
+    expect(before.admitted).toBeLessThan(10);
+    await redis.hset(saleKeys(sale).meta, { qrate: "20" });
+    const after = await progress(sale);
+    expect(after.admitted).toBeGreaterThanOrEqual(before.admitted + 20);
+    await redis.hset(saleKeys(sale).meta, { qrate: "1" });
+    const slowed = await progress(sale);
+    // Slowed: one more second's worth at most, not the twenty-a-second pace's credit.
+    expect(slowed.admitted).toBeLessThanOrEqual(after.admitted + 1 + Math.ceil((Date.now() - after.at) / 1000));
+  });
+
+  it("paces a line opened after the start from its opening, not from the start", async () => {
+    const sale = await newSale({ stock: 1000, rate: 2, startsIn: -600_000 });
+    const opened = Date.now();
+    await redis.hset(saleKeys(sale).meta, { qopens: String(opened) });
+    for (let i = 0; i < 50; i++) await join(sale, `late${i}`);
+    const p = await progress(sale);
+    // Ten minutes since the start would let all 50 in: from the opening, a second's worth and two a second since.
+    expect(p.admitted).toBeLessThanOrEqual(2 + 2 * Math.ceil((Date.now() - opened) / 1000));
+    expect(p.admitted).toBeLessThan(50);
+  });
+
+  it("measures the places let in and the units given back over its window", async () => {
+    const sale = await newSale({ stock: 5, rate: 1000 });
+    for (const user of ["a", "b", "c"]) await join(sale, user);
+    expect((await progress(sale)).window.admitted).toBe(3);
+    const bought = await checkout(sale, "a", 1);
+    if (bought.code !== "OK") throw new Error(`expected OK, got ${bought.code}`);
+    const keys = buyerKeys(sale, "a", SPLIT);
+    await redis.eval(
+      lua("return"),
+      [saleKeys(sale).meta, keys.buyers, keys.outbox, keys.pending, keys.returned],
+      [bought.orderId, "a", "1", String(BUCKETS)],
+    );
+    const p = await progress(sale);
+    expect(p.window).toMatchObject({ admitted: 3, returned: 1 });
+    expect(p.window.ms).toBeGreaterThan(0);
+    expect(p.taken).toBe(1); // one unit taken, given back since
   });
 });
 

@@ -97,6 +97,21 @@ describe("the OpenAPI document", () => {
     await call(`/admin/sales/${sale.id}/queue`, { headers: admin() }); // 409 QUEUE_OFF
     await call(`/admin/sales/${queued.id}/queue/places`, { headers: admin() });
     await call(`/admin/sales/${queued.id}/queue/places?from=0`, { headers: admin() }); // 400
+    // A drop's live controls, each answering the queue view.
+    const control = (path: string, method: string, body?: unknown) =>
+      call(`/admin/sales/${queued.id}/${path}`, {
+        method,
+        headers: admin(),
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+      });
+    await control("queue", "PATCH", { admitPerSec: 500 });
+    await control("queue", "PATCH", { admitPerSec: 0 }); // 400
+    await control("queue/pause", "POST", { message: "Checkout is catching up: your place is kept." });
+    await control("queue/resume", "POST");
+    await control("queue/enable", "POST"); // queued already: answered as it is
+    await call(`/admin/sales/${sale.id}/queue/pause`, { method: "POST", headers: admin() }); // 409 QUEUE_OFF
+    await control("notice", "PUT", { message: "Sizes EU 41 and 42 come back at 10:00." });
+    await control("notice", "PUT", { message: "x".repeat(281) }); // 400
     // A random waiting room's draw: pending until the sale is over (cancelled here), then published.
     const random = await createSale({
       startsAt: new Date(Date.now() + 60_000).toISOString(),

@@ -62,14 +62,16 @@ describe("failed admin authentications", () => {
     expect((await fetchWithVars(limited, path, { headers: moved })).status).toBe(429);
   });
 
-  it("fail closed when Redis cannot count them", async () => {
+  it("fail closed when Redis cannot count them, while the right token needs no Redis", async () => {
+    const sale = await createSale({ stock: 1 });
     const vars = { UPSTASH_REDIS_REST_URL: "http://127.0.0.1:9", REDIS_TIMEOUT_MS: "2000" };
-    for (const token of ["wrong-guess-".padEnd(40, "x"), env.ADMIN_TOKEN]) {
-      const res = await fetchWithVars(vars, "/admin/sales/1/stats", {
+    const orders = (token: string) =>
+      fetchWithVars(vars, `/admin/sales/${sale.id}/orders`, {
         headers: { ...bearer(token), "CF-Connecting-IP": freshAddress() },
       });
-      expect(res.status, token).toBe(503);
-    }
+    expect((await orders("wrong-guess-".padEnd(40, "x"))).status).toBe(503);
+    // The order list is D1's: the console keeps it while Redis is out.
+    expect((await orders(env.ADMIN_TOKEN)).status).toBe(200);
   });
 
   it("are refused outright while ADMIN_TOKEN is shorter than 32 characters", async () => {

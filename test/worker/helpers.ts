@@ -179,3 +179,22 @@ export async function expectSettledInvariants(
   expect(r.reconciled).toBe(true);
   return r;
 }
+
+/** A buyer in a sale's waiting room: who, their token, the ticket to poll with. */
+export interface InLine {
+  userId: string;
+  token: string;
+  ticket: string;
+}
+
+/** Joins the sale's waiting room one after another: places follow the list's order. */
+export async function joinInOrder(saleId: string, userIds: readonly string[]): Promise<InLine[]> {
+  const joined: InLine[] = [];
+  for (const userId of userIds) {
+    const token = await userToken(userId);
+    const answer = await api.joinWaitingRoom(saleId, token);
+    if (!answer.body) throw new Error(`${userId} could not join: ${answer.status} ${answer.code}`);
+    joined.push({ userId, token, ticket: answer.body.ticket });
+  }
+  return joined;
+}
