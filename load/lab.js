@@ -14,7 +14,7 @@ import { number } from "./lib/env.js";
 
 // The lab's strategies in its report's order (src/shared/lab-strategies.ts; k6 reads no TypeScript).
 const OBJECTS = /** @type {const} */ (["durable-object", "durable-object-merged"]);
-const STRATEGIES = /** @type {const} */ (["naive", "lock", "redlock", "optimistic", "atomic", ...OBJECTS]);
+const STRATEGIES = /** @type {const} */ (["naive", "lock", "redlock", "optimistic", "atomic", ...OBJECTS, "design-card"]);
 const STOCK = number("STOCK", 300);
 const RATE = number("RATE", 200);
 const DURATION_S = number("DURATION_S", 10);
@@ -73,6 +73,8 @@ export const atomic = (data) => buy("atomic", data);
 export const durable_object = (data) => buy("durable-object", data);
 /** @param {{ labSaleId: string }} data */
 export const durable_object_merged = (data) => buy("durable-object-merged", data);
+/** @param {{ labSaleId: string }} data */
+export const design_card = (data) => buy("design-card", data);
 
 /** @param {{ labSaleId: string }} data */
 export function teardown(data) {

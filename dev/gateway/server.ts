@@ -49,6 +49,9 @@ export interface GatewayStats {
   requests: number;
   /** Commands sent to Redis on behalf of clients. */
   commands: number;
+  /** The requests' bodies and the replies' bodies, in bytes (what crosses the wire besides headers). */
+  requestBytes: number;
+  responseBytes: number;
 }
 
 export interface Gateway {
@@ -74,8 +77,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const scripts = new ScriptShas();
   const batcher = new Batcher(redis.shared);
   const recordLimit = options.maxRecordBytes === undefined ? undefined : new RecordLimit(options.maxRecordBytes, redis.shared);
-  const counters: GatewayStats = { requests: 0, commands: 0 };
-  const resetStats = () => Object.assign(counters, { requests: 0, commands: 0 });
+  const counters: GatewayStats = { requests: 0, commands: 0, requestBytes: 0, responseBytes: 0 };
+  const resetStats = () => Object.assign(counters, { requests: 0, commands: 0, requestBytes: 0, responseBytes: 0 });
+  /** Replies to a client's commands, their bytes counted. */
+  const reply = (res: ServerResponse, status: number, body: string) => {
+    counters.responseBytes += Buffer.byteLength(body);
+    respond.json(res, status, body);
+  };
   let latencyMs = options.latencyMs ?? 0;
   const hop = () => (latencyMs > 0 ? new Promise((resolve) => setTimeout(resolve, latencyMs / 2)) : undefined);
 
@@ -165,18 +173,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       });
     }
     const body = await readBody(req, maxBodyBytes);
+    counters.requestBytes += body.length;
     const base64 = req.headers["upstash-encoding"]?.toString().toLowerCase() === "base64";
     await hop();
     if (route.kind === "command") {
       const [outcome] = (await execute([parseCommand(body)], res)) as [Outcome];
       await hop();
       // A failing single command is a 400 with Redis' text verbatim (clients look for NOSCRIPT).
-      return respond.json(res, outcome.ok ? 200 : 400, encodeOutcome(outcome, base64));
+      return reply(res, outcome.ok ? 200 : 400, encodeOutcome(outcome, base64));
     }
     const commands = parseCommandList(body);
     const outcomes = route.kind === "pipeline" ? await execute(commands, res) : await transaction(commands);
     await hop();
-    respond.json(res, 200, encodeOutcomes(outcomes, base64));
+    reply(res, 200, encodeOutcomes(outcomes, base64));
   }
 
   const server = createServer((req, res) => {

@@ -526,6 +526,14 @@ export class ApiClient {
     return this.answer(labCheckoutPath(strategy, labSaleId), token);
   }
 
+  /** GET /lab/sales/:saleId/queue/stream: the buyer's standing as server-sent events (the response, to read as it streams). */
+  labQueueStream(saleId: string, token: string, ticket: string, signal?: AbortSignal): Promise<Response> {
+    return this.options.fetch(`/lab/sales/${saleId}/queue/stream`, {
+      headers: { Authorization: `Bearer ${token}`, "Queue-Ticket": ticket, Accept: "text/event-stream" },
+      signal,
+    });
+  }
+
   private async answer(path: string, token: string, body?: string, headers: Record<string, string> = {}): Promise<Answer> {
     let res: Response;
     try {

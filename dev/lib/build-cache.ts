@@ -26,6 +26,12 @@ export function hashOf(inputs: string[], also = ""): string {
   return hash.digest("hex").slice(0, 16);
 }
 
+/** Where a cached file called `name` lives (for entries made by async work, which `cached` cannot wait for). */
+export function cacheFile(name: string): string {
+  mkdirSync(CACHE, { recursive: true });
+  return path.join(CACHE, name);
+}
+
 /**
  * The cache entry `name`, made by `make(dir)` the first time. Made in a directory of its own
  * and renamed into place, so two processes making it at once never see half an entry: one

@@ -16,7 +16,9 @@ const checkoutSource = readFileSync(path.join(ROOT, "lua", "checkout.lua"), "utf
 /** lua/checkout.lua's KEYS and ARGV for one buyer of one unit, as src/checkout/reserve.ts passes them (the bench's sales are one bucket). */
 function checkoutCall(saleId: string, user: string): [string[], string[]] {
   const { keys, bucketSlots } = checkoutScriptKeys(saleId, Math.floor(Date.now() / 60_000), ONE_BUCKET, [user]);
-  return [keys, ["1", "0", "", user, "1", "", "", String(bucketSlots[0]), "", ""]];
+  // The bucket count, the access codes' key count and the lane's line (none), then one septuple:
+  // user, quantity, Idempotency-Key, pass place, bucket slot, access code, traceparent.
+  return [keys, [String(ONE_BUCKET.count), "0", "", user, "1", "", "", String(bucketSlots[0]), "", ""]];
 }
 
 export interface PlacementFigures {

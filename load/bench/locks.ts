@@ -28,6 +28,12 @@ import { startTcpHop } from "./tcp-hop.ts";
 
 const CONTENDERS = 50;
 const ROUNDS = 20;
+
+/** How many contend for the one key, each how many times. */
+export interface ContentionSize {
+  contenders: number;
+  rounds: number;
+}
 const WORK_MS = 2;
 const LEASE_MS = 10_000;
 
@@ -193,6 +199,7 @@ export interface ContentionFigures {
 }
 
 async function contend(
+  size: ContentionSize,
   library: string,
   settings: string,
   acquireFor: (contender: number) => Acquire,
@@ -207,9 +214,9 @@ async function contend(
   let overlaps = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: CONTENDERS }, async (_, contender) => {
+    Array.from({ length: size.contenders }, async (_, contender) => {
       const acquire = acquireFor(contender);
-      for (let round = 0; round < ROUNDS; round++) {
+      for (let round = 0; round < size.rounds; round++) {
         const askedAt = performance.now();
         const release = await acquire();
         if (!release) {
@@ -248,7 +255,7 @@ async function contend(
   };
 }
 
-async function contention(stack: Stack, respPort?: number): Promise<ContentionFigures[]> {
+async function contention(stack: Stack, size: ContentionSize, respPort?: number): Promise<ContentionFigures[]> {
   const redis = restClient(stack);
   const upstash = new Redis({ url: stack.gateway.url, token: stack.gateway.token, enableTelemetry: false });
   const figures: ContentionFigures[] = [];
@@ -260,9 +267,9 @@ async function contention(stack: Stack, respPort?: number): Promise<ContentionFi
     };
   };
   const fair = ours(true);
-  figures.push(await contend("src/locks Lock", "fair (default), wait up to 120 s", () => fair));
+  figures.push(await contend(size, "src/locks Lock", "fair (default), wait up to 120 s", () => fair));
   const unfair = ours(false);
-  figures.push(await contend("src/locks Lock", "fair: false, wait up to 120 s", () => unfair));
+  figures.push(await contend(size, "src/locks Lock", "fair: false, wait up to 120 s", () => unfair));
   const upstashLock = (retry?: { attempts: number; delay: number }): Acquire => {
     const id = unique("upstash");
     return async () => {
@@ -271,17 +278,17 @@ async function contention(stack: Stack, respPort?: number): Promise<ContentionFi
     };
   };
   const upstashDefault = upstashLock();
-  figures.push(await contend("@upstash/lock", "defaults (3 attempts, 100 ms apart)", () => upstashDefault));
+  figures.push(await contend(size, "@upstash/lock", "defaults (3 attempts, 100 ms apart)", () => upstashDefault));
   const upstashTuned = upstashLock({ attempts: Number.MAX_SAFE_INTEGER, delay: 10 });
-  figures.push(await contend("@upstash/lock", "never gives up, retries every 10 ms", () => upstashTuned));
-  const clients = Array.from({ length: CONTENDERS }, () => new IORedis(respUrl(stack, respPort)));
+  figures.push(await contend(size, "@upstash/lock", "never gives up, retries every 10 ms", () => upstashTuned));
+  const clients = Array.from({ length: size.contenders }, () => new IORedis(respUrl(stack, respPort)));
   try {
     const name = unique("redlock");
     // One client per contender: each is its own process in a real deployment.
     const redlocks = clients.map((client) => new Redlock([client], { retryCount: -1, retryDelay: 10, retryJitter: 10 }));
     for (const redlock of redlocks) redlock.on("error", () => undefined); // per-attempt ResourceLockedErrors
     figures.push(
-      await contend("@sesamecare-oss/redlock", "RESP; never gives up, retries every 10-20 ms", (contender) => async () => {
+      await contend(size, "@sesamecare-oss/redlock", "RESP; never gives up, retries every 10-20 ms", (contender) => async () => {
         const lock = await (redlocks[contender] as Redlock).acquire([name], LEASE_MS);
         return () => lock.release();
       }),
@@ -405,17 +412,22 @@ export interface LockFigures {
   pausedHolder: { leaseMs: number; pauseMs: number; rows: PausedHolderRow[] };
 }
 
-export async function benchLocks(stack: Stack, hopMs: number, progress: (label: string) => void): Promise<LockFigures> {
+export async function benchLocks(
+  stack: Stack,
+  hopMs: number,
+  progress: (label: string) => void,
+  size: ContentionSize = { contenders: CONTENDERS, rounds: ROUNDS },
+): Promise<LockFigures> {
   progress("locks: round trips per acquire and release");
   const rows = await roundTrips(stack);
-  progress(`locks: ${CONTENDERS} contenders x ${ROUNDS} rounds on one key, bare`);
-  const bare = await contention(stack);
+  progress(`locks: ${size.contenders} contenders x ${size.rounds} rounds on one key, bare`);
+  const bare = await contention(stack, size);
   progress(`locks: the same over a ${hopMs} ms hop (gateway latency; a delaying TCP proxy for RESP)`);
   await stack.gateway.setLatency(hopMs);
   const hop = await startTcpHop(stack.redis.port, hopMs);
   let overHop: ContentionFigures[];
   try {
-    overHop = await contention(stack, hop.port);
+    overHop = await contention(stack, size, hop.port);
   } finally {
     await stack.gateway.setLatency(0);
     await hop.close();
@@ -423,8 +435,8 @@ export async function benchLocks(stack: Stack, hopMs: number, progress: (label: 
   progress("locks: a holder paused past its lease");
   const paused = await pausedHolder(stack);
   return {
-    contenders: CONTENDERS,
-    rounds: ROUNDS,
+    contenders: size.contenders,
+    rounds: size.rounds,
     workMs: WORK_MS,
     hopMs,
     roundTrips: rows,

@@ -1,11 +1,19 @@
 // npm run bench -- [<section> ...] [--json] [--only <section,...>] [--users 2000] [--attempts 2] [--stock 300]
 //                   [--concurrency 500] [--requests 6000] [--hop-ms 5] [--throughput-concurrency 50,200]
-//                   [--entries 1000000]
+//                   [--strategy-rounds 3] [--entries 1000000] [--smallest]
+//
+// --smallest runs every section at its smallest form: a check that each runs and reads its
+// replies (a test runs it), not figures.
 //
 // Sections (named, or picked with --only; all by default), numbered as the report prints them:
+// 0. counts: what each action costs in what the platforms bill (Worker requests and subrequests,
+//    Upstash commands and bytes, Queue messages, D1 rows read and written), counted on a stack
+//    of its own (load/cost/actions.ts), and drops of 10,000 to 1,000,000 buyers priced with
+//    them (load/cost/drop.ts; `npm run cost` prices one);
 // 1. strategies: the lab's strategies side by side on the same crowd: time to sell out,
 //    accepted/s, latency, oversold, duplicates, buyers turned away while stock remained, stock
-//    unsold; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
+//    unsold, --strategy-rounds rounds alternating (the order reversed every other round), the
+//    median with the lowest and highest; then lock, redlock and atomic again with the gateway adding a --hop-ms round trip
 //    to every request (a Worker's hop to its Upstash region, which the local gateway does not
 //    have); durable-object: the Durable Object peer, one RPC per checkout and merged with the
 //    isolate memo, against atomic (durable-object.ts);
@@ -42,6 +50,8 @@ import type { Answer } from "../../dev/lib/api-client.ts";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
 import { workerConfig } from "../../dev/stack/wrangler-cache.ts";
 import { STRATEGIES as LAB_STRATEGIES, type StrategyName as LabStrategy } from "../../src/shared/lab-strategies.ts";
+import { type CountedActions, keepCounts, measureOnOwnStack } from "../cost/counted.ts";
+import { actionTable, dropsTable, pushMeasured } from "../cost/report.ts";
 import { measureCpu, pinStack, stackProcesses } from "../runner/cpu.ts";
 import { drive, planCrowd, type Sample, type Shot } from "../runner/crowd.ts";
 import { measureDraw } from "../runner/draw-scale.ts";
@@ -64,6 +74,7 @@ import { benchScale, printScale } from "./scale.ts";
 import { benchQueue, printQueue } from "./waiting-room.ts";
 
 const SECTIONS = [
+  "counts",
   "round-trips",
   "admission",
   "strategies",
@@ -82,7 +93,7 @@ const SECTIONS = [
   "draw",
 ] as const;
 /** Sections that start what they need themselves, before the shared stack. */
-const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["cpu", "profile", "big-keys", "global-limits", "draw"];
+const ON_THEIR_OWN: readonly (typeof SECTIONS)[number][] = ["counts", "cpu", "profile", "big-keys", "global-limits", "draw"];
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -94,11 +105,26 @@ const { values, positionals } = parseArgs({
     requests: { type: "string", default: "6000" },
     "throughput-concurrency": { type: "string", default: "50,200" },
     "hop-ms": { type: "string", default: "5" },
+    "strategy-rounds": { type: "string", default: "3" },
     entries: { type: "string", default: "1000000" },
     json: { type: "boolean", default: false },
     only: { type: "string" },
+    smallest: { type: "boolean", default: false },
   },
 });
+/** Every section at its smallest: the crowds, rounds and sizes below, whatever else was asked. */
+const smallest = values.smallest;
+if (smallest) {
+  Object.assign(values, {
+    users: "60",
+    stock: "20",
+    concurrency: "50",
+    requests: "300",
+    "throughput-concurrency": "20",
+    "strategy-rounds": "1",
+    entries: "1000",
+  });
+}
 const named = [...(values.only?.split(",") ?? []), ...positionals];
 const only = named.length > 0 ? named : undefined;
 const unknown = only?.filter((s) => !(SECTIONS as readonly string[]).includes(s));
@@ -111,6 +137,10 @@ const concurrency = Number(values.concurrency);
 const requests = Number(values.requests);
 const throughputConcurrencies = values["throughput-concurrency"].split(",").map(Number);
 const hopMs = Number(values["hop-ms"]);
+const strategyRounds = Number(values["strategy-rounds"]);
+/** The priced drops the report shows: these crowds on this many units. */
+const DROP_CROWDS = [10_000, 100_000, 1_000_000];
+const DROP_STOCK = 5_000;
 const THROUGHPUT_ROUNDS = 3;
 const log = (text: string) => {
   if (!values.json) console.log(text);
@@ -119,33 +149,58 @@ const progress = (label: string) => {
   if (!values.json) process.stderr.write(`${label}...\n`);
 };
 
-/** 1. The lab: strategies on the same crowd (by default users double-clicking, so duplicates can happen). */
+/** The middle value; the lower middle of an even count. */
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] as number;
+
+/**
+ * 1. The lab: strategies on the same crowd (by default users double-clicking, so duplicates
+ * can happen), `strategyRounds` rounds, the order reversed every other round, so none always
+ * runs first or after the same one. Each figure is the rounds' median, with the lowest and
+ * highest where one run's figure moves; what a strategy sold wrong, the worst round's.
+ */
 async function benchStrategies(target: Target, strategies: readonly LabStrategy[]) {
-  const runs = await runLoad(target, {
-    strategies: [...strategies],
-    users,
-    attempts,
-    stock,
-    pace: { concurrency },
-    drainTimeoutMs: 60_000,
-  });
-  const atomic = runs.find((r) => r.strategy === "atomic") as RunResult;
-  return runs.map((run) => {
-    const { oversold, duplicates } = soldWrong(run);
+  const runs = new Map<LabStrategy, RunResult[]>();
+  for (let round = 0; round < strategyRounds; round++) {
+    const order = round % 2 === 0 ? [...strategies] : [...strategies].reverse();
+    for (const run of await runLoad(target, {
+      strategies: order,
+      users,
+      attempts,
+      stock,
+      pace: { concurrency },
+      drainTimeoutMs: 60_000,
+    })) {
+      runs.set(run.strategy as LabStrategy, [...(runs.get(run.strategy as LabStrategy) ?? []), run]);
+    }
+  }
+  const spread = (values: number[]) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
+  const sellOut = (strategy: LabStrategy) => {
+    const times = (runs.get(strategy) ?? []).map((r) => r.stats.sellOutMs);
+    // A strategy that did not sell out in some round has no time to sell out.
+    return times.every((t): t is number => t !== null) ? spread(times) : null;
+  };
+  const atomic = sellOut("atomic");
+  return strategies.map((strategy) => {
+    const mine = runs.get(strategy) ?? [];
+    const wrong = mine.map(soldWrong);
+    const sellOutMs = sellOut(strategy);
+    const acceptedPerSec = spread(mine.map((r) => r.stats.acceptedPerSec));
     return {
-      strategy: run.strategy,
-      sellOutMs: run.stats.sellOutMs,
-      acceptedPerSec: run.stats.acceptedPerSec,
-      p50Ms: run.stats.latencyMs.p50,
-      p99Ms: run.stats.latencyMs.p99,
-      accepted: run.stats.accepted,
-      oversold,
-      duplicates,
-      turnedAwayWhileInStock: run.stats.turnedAwayInStock,
-      unsold: "unsold" in run.report ? run.report.unsold : 0,
-      /** How many times longer than atomic this strategy took to sell out. */
-      sellOutVsAtomic:
-        run.stats.sellOutMs !== null && atomic.stats.sellOutMs ? run.stats.sellOutMs / atomic.stats.sellOutMs : null,
+      strategy,
+      rounds: mine.length,
+      sellOutMs: sellOutMs?.median ?? null,
+      sellOutSpreadMs: sellOutMs && { min: sellOutMs.min, max: sellOutMs.max },
+      acceptedPerSec: acceptedPerSec.median,
+      acceptedPerSecSpread: { min: acceptedPerSec.min, max: acceptedPerSec.max },
+      p50Ms: median(mine.map((r) => r.stats.latencyMs.p50)),
+      p99Ms: median(mine.map((r) => r.stats.latencyMs.p99)),
+      accepted: median(mine.map((r) => r.stats.accepted)),
+      oversold: Math.max(...wrong.map((w) => w.oversold)),
+      duplicates: Math.max(...wrong.map((w) => w.duplicates)),
+      turnedAwayWhileInStock: Math.max(...mine.map((r) => r.stats.turnedAwayInStock)),
+      unsold: Math.max(...mine.map((r) => ("unsold" in r.report ? r.report.unsold : 0))),
+      /** How many times longer than atomic this strategy took to sell out (medians). */
+      sellOutVsAtomic: sellOutMs && atomic ? sellOutMs.median / atomic.median : null,
     };
   });
 }
@@ -184,8 +239,11 @@ async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
   await throughput(shots.slice(0, warmup), healthz, "OK", inFlight);
   await throughput(shots.slice(0, warmup), buy, "ACCEPTED", inFlight);
   const measured = { healthz: { samples: [] as Sample[], ms: 0 }, checkout: { samples: [] as Sample[], ms: 0 } };
+  /** Checkout's throughput over /healthz's, round by round: how far one run's ratio moves. */
+  const roundRatios: number[] = [];
   for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
     const slice = shots.slice(warmup + round * perRound, warmup + (round + 1) * perRound);
+    const perSec = { healthz: 0, checkout: 0 };
     for (const [route, send, expect] of [
       ["healthz", healthz, "OK"],
       ["checkout", buy, "ACCEPTED"],
@@ -193,7 +251,9 @@ async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
       const { samples, durationMs } = await throughput(slice, send, expect, inFlight);
       measured[route].samples.push(...samples);
       measured[route].ms += durationMs;
+      perSec[route] = (samples.length * 1000) / durationMs;
     }
+    roundRatios.push(perSec.checkout / perSec.healthz);
   }
   const rows = (["healthz", "checkout"] as const).map((route) => {
     const { samples, ms } = measured[route];
@@ -201,7 +261,12 @@ async function benchCheckoutVsTrivial(target: Target, inFlight: number) {
     return { route, requests: samples.length, reqPerSec: (samples.length * 1000) / ms, p50Ms: latency.p50, p99Ms: latency.p99 };
   });
   const [trivial, checkoutFigures] = rows as [(typeof rows)[number], (typeof rows)[number]];
-  return { inFlight, rows, ratio: checkoutFigures.reqPerSec / trivial.reqPerSec };
+  return {
+    inFlight,
+    rows,
+    ratio: checkoutFigures.reqPerSec / trivial.reqPerSec,
+    ratioSpread: { min: Math.min(...roundRatios), max: Math.max(...roundRatios) },
+  };
 }
 
 /** 3. A spike of distinct buyers that sells out a sale, then the queue settling it into D1. */
@@ -233,29 +298,72 @@ async function benchDrain(stack: Stack, target: Target) {
   };
 }
 
+/**
+ * Every section's conditions: how much of the cores other work took while it ran, or why it
+ * failed. A section that fails is reported and the others still run; the bench exits 1.
+ */
+const conditions: { section: string; othersShare: number; interfered: boolean; failed?: string }[] = [];
+const failed = (name: string, err: unknown) => {
+  console.error(`section ${name} failed:`, err);
+  conditions.push({ section: name, othersShare: 0, interfered: false, failed: String(err).slice(0, 200) });
+  process.exitCode = 1;
+  return undefined;
+};
+/** A section that starts what it needs itself (its conditions are its own stacks' business). */
+const onItsOwn = async <T>(name: (typeof SECTIONS)[number], label: string | undefined, work: () => Promise<T>) => {
+  if (!want(name)) return undefined;
+  if (label) progress(label);
+  try {
+    return await work();
+  } catch (err) {
+    return failed(name, err);
+  }
+};
+
+// The counts on a stack of their own (the meter around the Worker, production's limits): kept
+// for `npm run cost` too, unless measured at the smallest form.
+const counted = await onItsOwn("counts", "counts: what each action costs, counted (a stack of its own)", async () => {
+  const measured = await measureOnOwnStack(progress, smallest ? { crowd: 100, joins: 10, polls: 60, inFlight: [20, 50] } : {});
+  return smallest ? { ...measured, code: "smallest form", measuredAt: new Date().toISOString() } : keepCounts(measured);
+});
+const drops = counted && (await dropsTable(counted, DROP_CROWDS, DROP_STOCK));
 // The CPU figures need stacks of their own (five, differing in what is done with the orders); they run alone, first.
-if (want("cpu")) progress("server CPU per request in production's mix: checkout and a refusal vs GET /healthz (own stacks)");
-const cpu = want("cpu") ? await benchCpu() : undefined;
-if (want("profile")) progress("a V8 CPU profile of the Worker: /healthz, checkout and a refusal (a stack of its own)");
-const profile = want("profile") ? await benchProfile() : undefined;
+const cpu = await onItsOwn(
+  "cpu",
+  "server CPU per request in production's mix: checkout and a refusal vs GET /healthz (own stacks)",
+  () => benchCpu(smallest ? { perRound: 30, rounds: 2, javascript: { rounds: 2, perRound: 30 } } : {}),
+);
+const profile = await onItsOwn(
+  "profile",
+  "a V8 CPU profile of the Worker: /healthz, checkout and a refusal (a stack of its own)",
+  () => benchProfile(smallest ? { requests: 60 } : {}),
+);
 // On a redis-server of its own: the stack's Redis never holds the million-field keys.
 // Split for the record limit wrangler.toml sets (REDIS_MAX_RECORD_BYTES, Upstash's 100 MB).
-const bigKeys = want("big-keys") ? await benchBigKeys(progress, Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES)) : undefined;
-if (want("global-limits")) progress("global limits: GET /api/orders with and without them (stacks of their own)");
-const globalLimits = want("global-limits") ? await benchGlobalLimits() : undefined;
+const bigKeys = await onItsOwn("big-keys", undefined, () =>
+  benchBigKeys(progress, Number(workerConfig().vars.REDIS_MAX_RECORD_BYTES), smallest ? [1_000] : undefined),
+);
+const globalLimits = await onItsOwn(
+  "global-limits",
+  "global limits: GET /api/orders with and without them (stacks of their own)",
+  () => benchGlobalLimits(smallest ? { users: 5, perUser: 4 } : {}),
+);
 const drawEntries = Number(values.entries);
-if (want("draw")) progress(`draw: ${drawEntries} entries drawn through the jobs queue (a stack of its own)`);
-const draw = want("draw") ? await measureDraw({ entries: drawEntries, progress }) : undefined;
+const draw = await onItsOwn("draw", `draw: ${drawEntries} entries drawn through the jobs queue (a stack of its own)`, () =>
+  measureDraw({ entries: drawEntries, progress }),
+);
 if (!SECTIONS.some((s) => !ON_THEIR_OWN.includes(s) && want(s))) {
-  if (values.json) console.log(JSON.stringify({ cpu, profile, bigKeys, globalLimits, draw }));
+  if (values.json) console.log(JSON.stringify({ counts: counted, cpu, profile, bigKeys, globalLimits, draw, conditions }));
   else {
+    if (counted && drops) printCounts(counted, drops);
     if (cpu) printCpu(cpu, log);
     if (profile) printProfile(profile, log);
     if (bigKeys) printBigKeys(bigKeys);
     if (globalLimits) printGlobalLimits(globalLimits, log);
     if (draw) printDraw(draw, log);
+    printConditions();
   }
-  process.exit(0);
+  process.exit();
 }
 // No per-user limit: the round-trip figures send bursts from one buyer (the limit costs no round trip).
 const stack = await startStack({ vars: { LAB_ENABLED: "true", USER_RATE_LIMIT: "0" }, quorumNodes: 3 });
@@ -264,11 +372,7 @@ try {
   const processes = stackProcesses(stack);
   const pinning = pinStack(processes);
   progress(`pinning: ${pinning}`);
-  /**
-   * Runs a section when --only picks it, and notes how much of the cores other work took
-   * meanwhile. A section that fails is reported and the others still run.
-   */
-  const conditions: { section: string; othersShare: number; interfered: boolean; failed?: string }[] = [];
+  /** Runs a section when --only picks it, and notes how much of the cores other work took meanwhile. */
   const section = async <T>(name: (typeof SECTIONS)[number], label: string | undefined, work: () => Promise<T>) => {
     if (!want(name)) return undefined;
     if (label) progress(label);
@@ -277,23 +381,22 @@ try {
       conditions.push({ section: name, othersShare: cpu.othersShare, interfered: cpu.interfered });
       return result;
     } catch (err) {
-      console.error(`section ${name} failed:`, err);
-      conditions.push({ section: name, othersShare: 0, interfered: false, failed: String(err).slice(0, 200) });
-      process.exitCode = 1;
-      return undefined;
+      return failed(name, err);
     }
   };
   // On the quiet stack first: a crowd's settlement still running would count in its figures.
   const roundTrips = await section("round-trips", "round trips per outcome", () => measureRoundTrips(stack));
-  const readPath = await section("read-path", "read path: 1,000 page views per scenario, guards on and off", () =>
-    measureReadPath(stack),
+  const readPath = await section("read-path", "read path: page views per scenario, guards on and off", () =>
+    measureReadPath(stack, smallest ? 100 : undefined),
   );
   const admission = await section("admission", "admission: bucket placement, and a spike with and without it", async () => ({
-    placement: await benchAdmissionPlacement(stack),
-    spike: await benchAdmissionSpike(stack),
+    placement: await benchAdmissionPlacement(stack, smallest ? 200 : undefined),
+    spike: await benchAdmissionSpike(stack, smallest ? 200 : undefined),
   }));
   // Before any crowd, so no settlement or lab traffic shares its cores.
-  const locks = await section("locks", undefined, () => benchLocks(stack, hopMs, progress));
+  const locks = await section("locks", undefined, () =>
+    benchLocks(stack, hopMs, progress, smallest ? { contenders: 5, rounds: 2 } : undefined),
+  );
   if (want("strategies") || want("durable-object") || want("scale")) await warmUp(target);
   const strategies = await section(
     "strategies",
@@ -311,7 +414,16 @@ try {
   const durableObject = await section(
     "durable-object",
     "the Durable Object peer (one RPC each, and merged) vs atomic, alternating",
-    () => benchDurableObject(stack, { users, attempts, stock, hopMs, processes, progress }),
+    () =>
+      benchDurableObject(stack, {
+        users,
+        attempts,
+        stock,
+        hopMs,
+        processes,
+        progress,
+        ...(smallest && { depths: [20], rounds: 1 }),
+      }),
   );
   const drain = await section("drain", undefined, () => benchDrain(stack, target));
   const vsTrivial = await section("throughput", undefined, async () => {
@@ -320,17 +432,18 @@ try {
     return rows;
   });
   const scale = await section("scale", "scale: sell-out time and server CPU vs stock and crowd", () =>
-    benchScale(stack, { processes, progress }),
+    benchScale(stack, { processes, progress, ...(smallest && { steps: [{ stock: 20, attempts: 100 }] }) }),
   );
   const lifecycle = await section("lifecycle", "lifecycle: payment window vs none, and expiry to buyable", () =>
-    benchLifecycle(stack, { processes }),
+    benchLifecycle(stack, { processes, ...(smallest && { perRound: 100, rounds: 2, expiries: 1 }) }),
   );
   const queue = await section("queue", "queue: polls, checkout with passes vs without a waiting room, pass expiry", () =>
-    benchQueue(stack, { processes }),
+    benchQueue(stack, { processes, ...(smallest && { perRound: 100, rounds: 2 }) }),
   );
 
   const speedups = (runs: StrategyFigures[]) => Object.fromEntries(runs.map((s) => [s.strategy, s.sellOutVsAtomic]));
   const summary = {
+    counts: counted,
     pinning,
     conditions,
     crowd: { users, attemptsPerUser: attempts, stock, concurrency },
@@ -357,17 +470,20 @@ try {
   if (values.json) {
     console.log(JSON.stringify(summary));
   } else {
+    if (counted && drops) printCounts(counted, drops);
     log(`\nPinning: ${pinning}`);
     const times = (n: number | null | undefined) => (n == null ? "n/a (one did not sell out)" : `${fixed(n)}x`);
     const crowd =
       attempts > 1 ? `${users} users x ${attempts} attempts back to back (a double click)` : `${users} distinct users`;
+    const range = (r: { min: number; max: number } | null, show: (n: number) => string) =>
+      r && strategyRounds > 1 ? ` (${show(r.min)}-${show(r.max)})` : "";
     const strategyTable = (runs: StrategyFigures[]) =>
       formatTable(
         runs.map((s) => ({
           strategy: s.strategy,
-          "sell-out s": seconds(s.sellOutMs),
+          "sell-out s": `${seconds(s.sellOutMs)}${range(s.sellOutSpreadMs, (ms) => seconds(ms))}`,
           "vs atomic": s.sellOutVsAtomic === null ? "-" : `${fixed(s.sellOutVsAtomic)}x`,
-          "accepted/s": fixed(s.acceptedPerSec),
+          "accepted/s": `${fixed(s.acceptedPerSec)}${range(s.acceptedPerSecSpread, (n) => fixed(n))}`,
           "p50 ms": fixed(s.p50Ms),
           "p99 ms": fixed(s.p99Ms),
           accepted: s.accepted,
@@ -378,10 +494,12 @@ try {
         })),
       );
     if (strategies && summary.sellOutSpeedup && summary.overHop) {
-      log(`\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight`);
+      log(
+        `\n1. Strategies: ${crowd}, stock ${stock}, ${concurrency} requests in flight; ${strategyRounds} alternating rounds, the median (lowest-highest); sold wrong: the worst round`,
+      );
       log(strategyTable(strategies.all));
       log(
-        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object, ${times(summary.sellOutSpeedup["durable-object-merged"])} faster than durable-object-merged`,
+        `atomic sells out ${times(summary.sellOutSpeedup.lock)} faster than lock, ${times(summary.sellOutSpeedup.redlock)} faster than redlock, ${times(summary.sellOutSpeedup.naive)} faster than naive, ${times(summary.sellOutSpeedup.optimistic)} faster than optimistic, ${times(summary.sellOutSpeedup["durable-object"])} faster than durable-object, ${times(summary.sellOutSpeedup["durable-object-merged"])} faster than durable-object-merged, ${times(summary.sellOutSpeedup["design-card"])} faster than design-card`,
       );
       log(`\n1b. The same crowd with a ${hopMs} ms round trip added to every Upstash request (the hop to an Upstash region)`);
       log(strategyTable(strategies.overHop));
@@ -409,7 +527,7 @@ try {
       );
       for (const v of vsTrivial) {
         log(
-          `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (every checkout accepted: token, script, queue send)`,
+          `${v.inFlight} in flight: checkout throughput = ${fixed(v.ratio, 2)}x the trivial route's (${fixed(v.ratioSpread.min, 2)}-${fixed(v.ratioSpread.max, 2)}x round by round; every checkout accepted: token, script, queue send)`,
         );
       }
     }
@@ -494,23 +612,40 @@ try {
     if (globalLimits) printGlobalLimits(globalLimits, log);
     if (draw) printDraw(draw, log);
 
-    log("\nMeasurement conditions: the share of both cores other work took during each section");
-    log(
-      formatTable(
-        conditions.map((c) => ({
-          section: c.section,
-          "others' share": `${fixed(c.othersShare * 100, 0)}%`,
-          verdict: c.failed
-            ? `FAILED: ${c.failed}`
-            : c.interfered
-              ? "INTERFERED: other work took the cores; rerun for trustworthy ratios"
-              : "ok",
-        })),
-      ),
-    );
+    printConditions();
   }
 } finally {
   await stack.stop();
+}
+
+/** How each section ran: the share of the cores other work took, or why it failed. */
+function printConditions() {
+  log("\nMeasurement conditions: the share of both cores other work took during each section");
+  log(
+    formatTable(
+      conditions.map((c) => ({
+        section: c.section,
+        "others' share": c.failed ? "-" : `${fixed(c.othersShare * 100, 0)}%`,
+        verdict: c.failed
+          ? `FAILED: ${c.failed}`
+          : c.interfered
+            ? "INTERFERED: other work took the cores; rerun for trustworthy ratios"
+            : "ok",
+      })),
+    ),
+  );
+}
+
+/** 0. What each action costs, and drops priced with it. */
+function printCounts(counted: CountedActions, drops: string) {
+  log(`\n0. What each action costs, counted on a stack of its own (${counted.code}, ${counted.measuredAt})`);
+  log(actionTable(counted));
+  log(`\n0b. Drops priced with those counts (npm run cost prices one)`);
+  log(drops);
+  if (counted.push) {
+    log("\n0c. Waiting by push against polling: the lab's stream (GET /lab/sales/:saleId/queue/stream) and the poll");
+    log(pushMeasured(counted.push));
+  }
 }
 
 /** 10. The lock library against its peers. */

@@ -36,12 +36,18 @@ export interface ScaleRow {
 
 export async function benchScale(
   stack: Stack,
-  opts: { processes: Processes; progress: (label: string) => void; inFlight?: number; boundMs?: number },
+  opts: {
+    processes: Processes;
+    progress: (label: string) => void;
+    inFlight?: number;
+    boundMs?: number;
+    steps?: readonly { stock: number; attempts: number }[];
+  },
 ): Promise<{ inFlight: number; boundMs: number; rows: ScaleRow[] }> {
   const inFlight = opts.inFlight ?? 500;
   const boundMs = opts.boundMs ?? 60_000;
   const rows: ScaleRow[] = [];
-  for (const { stock, attempts } of SCALE_STEPS) {
+  for (const { stock, attempts } of opts.steps ?? SCALE_STEPS) {
     opts.progress(`  stock ${stock}, ${attempts} distinct buyers, ${inFlight} in flight, at most ${boundMs / 1000} s`);
     const sale = await stack.api.createSale({ stock, name: `scale ${stock}` });
     const shots = await planCrowd(stack.api, attempts, 1, `scale-${stock}-${Date.now().toString(36)}-`);

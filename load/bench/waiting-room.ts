@@ -1,20 +1,19 @@
 // The waiting room's costs:
 // 1. Upstash round trips per 1,000 position polls from one isolate (load/runner/waiting-room-polls.ts);
 // 2. checkout throughput of a queued sale, every buyer holding their pass, against the same
-//    sale unqueued, alternating rounds (the pass is checked and used inside checkout.lua, so
-//    the goal is >= 0.95);
+//    sale unqueued, alternating rounds (the pass is checked and used inside checkout.lua), with
+//    the ratio's spread over the rounds (this machine cannot tell a few per cent apart: no goal);
 // 3. how long after a pass expires the next place is let in, seen by that buyer polling;
 // 4. Redis commands per queue join on a sale split for 1,000 joiners and for 1,000,000
 //    (load/runner/waiting-room-joins.ts): the join reads running totals, never every bucket.
 import type { Stack } from "../../dev/stack/local-stack.ts";
 import type { Processes } from "../runner/cpu.ts";
 import { planCrowd, type Shot } from "../runner/crowd.ts";
-import { alternatingRounds, type ContenderFigures, contenderTable } from "../runner/rounds.ts";
+import { alternatingRounds, type ContenderFigures, contenderTable, ratioSpread } from "../runner/rounds.ts";
 import { fixed } from "../runner/table.ts";
 import { type JoinCost, measureJoinCost, SMALL_RECORD_LIMIT_BYTES } from "../runner/waiting-room-joins.ts";
 import { measurePollCost, type PollCost } from "../runner/waiting-room-polls.ts";
 
-const QUEUE_GOAL = 0.95;
 /** The shortest pass a sale may give (QUEUE_LIMITS.passTtlSec.min): the expiry figure waits it out. */
 const PASS_TTL_SEC = 30;
 
@@ -22,8 +21,9 @@ export interface QueueFigures {
   polls: PollCost;
   inFlight: number;
   throughput: ContenderFigures[];
-  /** Req/s of the queued sale over req/s of the unqueued one. */
+  /** Req/s of the queued sale over req/s of the unqueued one, and its lowest and highest over the rounds. */
   ratio: number;
+  ratioSpread: { min: number; max: number };
   /** From the first place's pass expiring to the second place's poll answering admitted (ms). */
   expiryToNextAdmittedMs: number;
   /** Redis commands per join, on a sale split for 1,000 joiners and one for 1,000,000. */
@@ -107,6 +107,7 @@ export async function benchQueue(
     inFlight,
     throughput,
     ratio: withQueue.reqPerSec / without.reqPerSec,
+    ratioSpread: ratioSpread(withQueue, without),
     expiryToNextAdmittedMs: await expiryToNextAdmitted(stack, tag),
     joins: await measureJoinCost([1_000, 1_000_000]),
   };
@@ -119,7 +120,7 @@ export function printQueue(f: QueueFigures, log: (text: string) => void): void {
   );
   log(contenderTable(f.throughput, "sale"));
   log(
-    `with a waiting room, checkout runs at ${fixed(f.ratio, 2)}x the throughput without (goal >= ${QUEUE_GOAL}: ${f.ratio >= QUEUE_GOAL ? "met" : "NOT met"})`,
+    `with a waiting room, checkout runs at ${fixed(f.ratio, 2)}x the throughput without (${fixed(f.ratioSpread.min, 2)}-${fixed(f.ratioSpread.max, 2)}x round by round)`,
   );
   log(`a pass expiring to the next place let in (seen by its poll): ${fixed(f.expiryToNextAdmittedMs, 0)} ms`);
   for (const j of f.joins) {

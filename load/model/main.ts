@@ -3,12 +3,15 @@
 // A global spike on one sale, 10k / 100k / 1M attempts in one second, through three designs
 // (see simulation.ts: atomic, the object one RPC per attempt, the object merged with a memo): accepted, answer times, time to sell out, the busiest second of each
 // store against its published limit, and the bill per million attempts at list prices; and a
-// waiting-room drop of a million buyers: Upstash commands per second in each phase, the polls' share.
+// waiting-room drop of a million buyers: Upstash commands per second in each phase, the polls' share;
+// and the million-joiner rehearsal extrapolated to one database's limits (million.ts).
 // Inputs and their sources: inputs.ts and docs/scale.md.
 import { parseArgs } from "node:util";
+import { UPSTASH_LIMITS } from "../cost/prices.ts";
 import { fixed, formatTable, seconds } from "../runner/table.ts";
 import { CEILING, checkoutCeiling } from "./ceiling.ts";
 import { INPUTS, PRICES } from "./inputs.ts";
+import { crowdAtLimits, largestLine, REHEARSED } from "./million.ts";
 import { type Design, type Outcome, simulate, type Usage } from "./simulation.ts";
 import { WAITING_ROOM, waitingRoomLoad } from "./waiting-room.ts";
 
@@ -45,6 +48,9 @@ for (const attempts of SPIKES) {
 }
 
 const waitingRoom = waitingRoomLoad();
+/** Crowds the rehearsal is extrapolated to. */
+const CROWDS = [1_000_000, 5_000_000, 14_000_000];
+const atLimits = CROWDS.map((joiners) => crowdAtLimits(joiners));
 const ceiling = checkoutCeiling(seed);
 
 if (values.json) {
@@ -55,6 +61,7 @@ if (values.json) {
       prices: PRICES,
       outcomes,
       waitingRoom: { inputs: WAITING_ROOM, phases: waitingRoom },
+      million: { rehearsed: REHEARSED, atLimits, largestLine: largestLine() },
       ceiling: { bounds: CEILING, ...ceiling },
     }),
   );
@@ -118,6 +125,26 @@ if (values.json) {
   );
   console.log(
     `the polls: ${Math.round(waitingRoom[0]?.workerRequestsPerSec ?? 0).toLocaleString("en-US")} Worker requests/s cost ${Math.round(waitingRoom[0]?.commandsPerSec.progress ?? 0)} Upstash commands/s (one progress read per isolate per second)`,
+  );
+  const mb = (bytes: number) => `${fixed(bytes / 1_000_000, 0)} MB`;
+  console.log(
+    `\nA million joiners, rehearsed (npm run load -- --scenario million: ${REHEARSED.joiners.toLocaleString("en-US")} joiners, the largest record ${mb(REHEARSED.largestRecordBytes)}, Redis ${mb(REHEARSED.usedMemoryBytes)}), extrapolated: ${WAITING_ROOM.commandsPerJoin} Upstash commands a join as counted, joins bunching ${WAITING_ROOM.joinPeakFactor}x in the busiest second of a ${WAITING_ROOM.prequeueSec} s pre-queue, pages polling every ${WAITING_ROOM.meanPollSec} s`,
+  );
+  console.log(
+    formatTable(
+      atLimits.map((a) => ({
+        joiners: a.joiners.toLocaleString("en-US"),
+        "joining, busiest second": `${Math.round(a.joinCommandsPerSec).toLocaleString("en-US")} of ${INPUTS.upstashCommandsPerSec} commands/s`,
+        "shortest pre-queue for one database": `${Math.ceil(a.shortestPrequeueSec / 60)} min`,
+        "largest record": `${mb(a.largestRecordBytes)} of ${mb(UPSTASH_LIMITS.recordBytes)}`,
+        "Redis memory": mb(a.memoryBytes),
+        "polls/s": Math.round(a.pollsPerSec).toLocaleString("en-US"),
+        "their Upstash commands/s": Math.round(a.pollCommandsPerSec),
+      })),
+    ),
+  );
+  console.log(
+    `the longest line one database holds (its largest record at ${mb(UPSTASH_LIMITS.recordBytes)}): ${largestLine().toLocaleString("en-US")} joiners; beyond, a sale needs more buckets than a queued sale is split into (QUEUE_PLANNED_JOINERS); this machine's joins a second (${REHEARSED.redisJoinsPerSec.toLocaleString("en-US")} into Redis, ${REHEARSED.workerJoinsPerSec} through the local Worker) bound nothing on the platform`,
   );
   const c = ceiling;
   console.log(

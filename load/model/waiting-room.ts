@@ -6,10 +6,19 @@ import { INPUTS, REGIONS } from "./inputs.ts";
 export const WAITING_ROOM = {
   /** Buyers who join the pre-queue of one random sale. Assumption: a very large drop. */
   buyers: 1_000_000,
-  /** The pre-queue (prequeueSec): everyone joins within it. */
-  prequeueSec: 900,
+  /**
+   * The pre-queue (prequeueSec): everyone joins within it. Half an hour: at the join's four
+   * commands and the busiest second's bunching below, a million joiners need at least
+   * 1,000,000 x 4 x 4 / 10,000 = 1,600 s for one database (load/model/million.ts).
+   */
+  prequeueSec: 1_800,
   /** The busiest second of joining against the average: joins bunch up before the start. Assumption. */
   joinPeakFactor: 4,
+  /**
+   * Upstash commands per join, as counted with production's limits (test/node/action-costs.test.ts):
+   * the global limits' two script calls, the place held (one read), the join script.
+   */
+  commandsPerJoin: 4,
   /** Places let in per second (admitPerSec): the stock of INPUTS sells in stock / this seconds. */
   admitPerSec: 500,
   /** How often a waiting page polls on average (its retryAfterSec: 1 s near the front, up to 15 s far back). Assumption. */
@@ -30,7 +39,7 @@ export interface PhaseLoad {
 }
 
 /** Isolates serving the polls: at least INPUTS.minIsolatesPerLocation per location, more when the polls' CPU needs them. */
-function isolates(pollsPerSec: number): number {
+export function isolates(pollsPerSec: number): number {
   return REGIONS.reduce((sum, region) => {
     const perLocation = (pollsPerSec * region.share) / region.locations;
     const needed = Math.ceil((perLocation * INPUTS.cpuMsPerLocalRefusal) / 1000 / INPUTS.isolateUtilisation);
@@ -43,7 +52,8 @@ export function waitingRoomLoad(w = WAITING_ROOM): PhaseLoad[] {
   const polls = w.buyers / w.meanPollSec;
   // Each isolate serving polls runs the progress script about once a second, whoever polls.
   const progress = isolates(polls);
-  const joins = (w.buyers / w.prequeueSec) * w.joinPeakFactor;
+  const joinsPerSec = (w.buyers / w.prequeueSec) * w.joinPeakFactor;
+  const joins = joinsPerSec * w.commandsPerJoin;
   // At the start, those within exactWithinSec of the front look their place up once (with a
   // margin of four binomial spreads); later, about admitPerSec a second as the front moves.
   const nearFront = w.admitPerSec * w.exactWithinSec;
@@ -56,7 +66,7 @@ export function waitingRoomLoad(w = WAITING_ROOM): PhaseLoad[] {
     limit,
   });
   return [
-    row("pre-queue, busiest second", joins + polls, { joins, progress, placements: 0, admitted: 0 }),
+    row("pre-queue, busiest second", joinsPerSec + polls, { joins, progress, placements: 0, admitted: 0 }),
     row("the start's first second", polls, {
       joins: 0,
       progress,

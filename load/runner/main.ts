@@ -4,8 +4,8 @@
 // writes a JSON and an HTML report, checks the invariants after the settlement queue has
 // drained, and exits 1 on any violation.
 //
-//   --strategy checkout|naive|lock|redlock|optimistic|atomic|durable-object|durable-object-merged|all   what to drive
-//              (default checkout, the real route; all = the lab's six strategies; a comma-separated
+//   --strategy checkout|naive|lock|redlock|optimistic|atomic|durable-object|durable-object-merged|design-card|all   what to drive
+//              (default checkout, the real route; all = the lab's strategies; a comma-separated
 //              list also works; redlock starts three more redis-server + gateway pairs for its quorum)
 //   --users 2000 --attempts 2 --stock 300                  the crowd: each user tries `attempts`
 //              times back to back; every strategy gets the same crowd
@@ -18,6 +18,12 @@
 //              that hammer checkout without a pass, with passes copied from other accounts and
 //              replayed; --admit places let in per second. Exits 1 unless every unit went to a
 //              holder of their own pass, no bot got one, and the places let in are one run from 1.
+//   --scenario million   a million joiners at once, rehearsed (load/runner/waiting-room-million.ts):
+//              --users joiners (default 1,000,000) in a fifo sale's pre-queue, --sample of them
+//              (default 1,000, spread over the line) joining, polling and buying through the Worker, the rest joined
+//              straight into Redis with the Worker's script; --stock, --admit (default 500). Prints
+//              joins, polls and Redis commands a second and the largest record (npm run model
+//              extrapolates them); exits 1 on any violation of the sale's or the line's rules.
 //   --scenario drop    a drop rehearsal (local stack only): --users people and --bots bots (default a
 //              tenth of --users) join a fifo sale of --stock units before the start; --no-show of the
 //              people let in never buy (default 0.4), the rest take 2 to 8 s; each gives up after
@@ -42,6 +48,7 @@ import { type RunStrategy, runLoad, runSummary } from "./run.ts";
 import { fixed, formatTable, seconds } from "./table.ts";
 import { remoteTarget, stackTarget, type Target } from "./target.ts";
 import { acceptedSamples, queueViolations, runQueueCrowd } from "./waiting-room-crowd.ts";
+import { millionReport, rehearseMillion } from "./waiting-room-million.ts";
 
 function fail(message: string): never {
   console.error(message);
@@ -71,6 +78,7 @@ const { values } = (() => {
         patience: { type: "string", default: "60-240" },
         "pass-ttl": { type: "string", default: "120" },
         grace: { type: "string", default: "30" },
+        sample: { type: "string", default: "1000" },
       },
     });
   } catch (err) {
@@ -150,6 +158,31 @@ if (values.scenario === "queue") {
     process.exitCode = violations.length > 0 ? 1 : 0;
   } finally {
     await queueStack.stop();
+  }
+  process.exit();
+}
+
+if (values.scenario === "million") {
+  if (values["base-url"])
+    fail("--scenario million runs on the local stack; against a deployment, run load/waiting-room.js with k6");
+  const joiners = process.argv.some((a) => a.startsWith("--users")) ? positive("users", values.users) : 1_000_000;
+  const sampled = positive("sample", values.sample);
+  if (sampled > joiners) fail("--sample must be at most --users");
+  if (!values.json) console.error("starting the local stack (redis-server, gateway, Worker on Miniflare)...");
+  const millionStack = await startStack({ vars: { USER_RATE_LIMIT: "0" } });
+  try {
+    const figures = await rehearseMillion(millionStack, {
+      joiners,
+      sampled,
+      stock: positive("stock", values.stock),
+      admitPerSec: positive("admit", values.admit ?? "500"),
+      progress: values.json ? undefined : (label) => console.error(`${label}...`),
+    });
+    if (values.json) console.log(JSON.stringify({ scenario: "million", ...figures }));
+    else console.log(millionReport(figures));
+    process.exitCode = figures.violations.length > 0 ? 1 : 0;
+  } finally {
+    await millionStack.stop();
   }
   process.exit();
 }

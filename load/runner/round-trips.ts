@@ -238,7 +238,7 @@ export async function measureRoundTrips(stack: Stack): Promise<OutcomeCost[]> {
  * Waits until each sale's cached card was evicted the second time (its eviction floor, set
  * at the creation's first eviction, moves again), reading Redis directly.
  */
-async function waitForSecondEvictions(redis: IORedis, saleIds: string[]): Promise<void> {
+export async function waitForSecondEvictions(redis: IORedis, saleIds: string[]): Promise<void> {
   const floors = async () => Promise.all(saleIds.map((id) => redis.get(saleCardKeys(id).floor)));
   const first = await floors();
   const deadline = (EVICT_AGAIN_AFTER_SECONDS + 5) * 1_000;

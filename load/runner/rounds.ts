@@ -27,6 +27,8 @@ export interface ContenderFigures {
   name: string;
   requests: number;
   reqPerSec: number;
+  /** Throughput round by round (in the order the rounds ran). */
+  reqPerSecByRound: number[];
   p50Ms: number;
   p99Ms: number;
   /** CPU per request of each process role (ms). */
@@ -69,6 +71,7 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
     ms: 0,
     readings: [] as CpuReading[],
     requests: [] as number[],
+    perSec: [] as number[],
   }));
   for (let round = 0; round < rounds; round++) {
     // The order flips every round, so neither kind always follows the other.
@@ -84,10 +87,11 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       m.ms += result.durationMs;
       m.readings.push(cpu);
       m.requests.push(result.samples.length);
+      m.perSec.push((result.samples.length * 1000) / result.durationMs);
     }
   }
   return contenders.map((c, i) => {
-    const { samples, ms, readings, requests } = measured[i] as (typeof measured)[number];
+    const { samples, ms, readings, requests, perSec } = measured[i] as (typeof measured)[number];
     const latency = latencyFigures(samples.map((s) => s.latencyMs));
     const cpuMsPerRequest = Object.fromEntries(
       Object.keys(processes).map((role) => [role, readings.reduce((n, r) => n + (r.cpuMs[role] ?? 0), 0) / samples.length]),
@@ -96,6 +100,7 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       name: c.name,
       requests: samples.length,
       reqPerSec: (samples.length * 1000) / ms,
+      reqPerSecByRound: perSec,
       p50Ms: latency.p50,
       p99Ms: latency.p99,
       cpuMsPerRequest,
@@ -106,6 +111,15 @@ export async function alternatingRounds(contenders: Contender[], options: Rounds
       interfered: readings.some((r) => r.interfered),
     };
   });
+}
+
+/**
+ * `a`'s throughput over `b`'s, round by round (each round against the same round of `b`):
+ * the lowest and the highest, how far one run's ratio moves on this machine.
+ */
+export function ratioSpread(a: ContenderFigures, b: ContenderFigures): { min: number; max: number } {
+  const ratios = a.reqPerSecByRound.map((r, round) => r / (b.reqPerSecByRound[round] ?? Number.NaN));
+  return { min: Math.min(...ratios), max: Math.max(...ratios) };
 }
 
 /** The contenders' figures as a table, one row each, the first column named `label`. */

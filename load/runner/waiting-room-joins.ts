@@ -23,7 +23,7 @@ import {
 import { drawKey } from "../../src/shared/waiting-room-draw.ts";
 
 /** A script as redis-server takes it from a direct client: without the Upstash-only flag. */
-const lua = (name: string) => stripUpstashFlags(readFileSync(path.join(ROOT, "lua", `${name}.lua`), "utf8"));
+export const lua = (name: string) => stripUpstashFlags(readFileSync(path.join(ROOT, "lua", `${name}.lua`), "utf8"));
 
 /** A small Upstash plan's record limit: the one that splits a sale for a million joiners into thousands of buckets. */
 export const SMALL_RECORD_LIMIT_BYTES = 256 * 1024;

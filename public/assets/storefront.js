@@ -511,7 +511,10 @@ class SalePage {
           this.loadTrouble = false;
           this.say("");
         }
-        await sleep(answer.retryAfterMs ? answer.retryAfterMs + jitterMs() : SALE_POLL_MS);
+        // In a line, the sale is read at the line's pace, not every second.
+        await sleep(
+          Math.max(answer.retryAfterMs ? answer.retryAfterMs + jitterMs() : SALE_POLL_MS, this.room?.linePauseMs() ?? 0),
+        );
       } else {
         await sleep(SALE_POLL_MS);
       }

@@ -149,6 +149,15 @@ export class WaitingRoom {
     $("queue").hidden = true;
   }
 
+  /**
+   * How long the sale page may wait before its next read while the buyer waits in line: the
+   * line's own pace (what the server tells each poll, up to 15 s far from the front), so a
+   * crowd waiting in line reads the sale no more often than it polls the line. 0 otherwise.
+   */
+  linePauseMs() {
+    return this.ticket && this.position?.state === "waiting" ? this.position.retryAfterSec * 1000 : 0;
+  }
+
   /** Whether Buy may be pressed: the pass is held and has time left. */
   admitted() {
     return this.pass !== undefined && (this.passExpiresAt ?? 0) > serverNow();

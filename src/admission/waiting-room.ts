@@ -25,6 +25,7 @@ import {
 } from "../shared/keys";
 import { QUEUE_ADMIT_PER_CALL, QUEUE_MEASURE_WINDOW_MS, QUEUE_PROGRESS_TTL_MS } from "../shared/limits";
 import type { Settings } from "../shared/settings";
+import { waitingRetryAfterSec } from "../shared/waiting-room-cadence";
 import { drawKey, lineSeed } from "../shared/waiting-room-draw";
 import { type Progress, parseProgress } from "../shared/waiting-room-progress";
 import { lineEstimate } from "./wait-estimate";
@@ -238,9 +239,7 @@ export async function standing(
   const waiting = { ...base, aheadOfYou, estimatedWaitSec, likelySoldOutBeforeYou };
   if (progress.remaining === 0) return { ...waiting, likelySoldOutBeforeYou: true, state: "sold_out", retryAfterSec: 10 };
   if (progress.state === "paused") return { ...waiting, state: "paused", retryAfterSec: 5 };
-  // Often near the front, rarely far back or long before the start; never more than every second.
-  const soon = estimatedWaitSec === null ? 5 : Math.floor(estimatedWaitSec / 2);
-  return { ...waiting, state: "waiting", retryAfterSec: clamp(untilStart > 0 ? untilStart : soon, 1, 15) };
+  return { ...waiting, state: "waiting", retryAfterSec: waitingRetryAfterSec(estimatedWaitSec, untilStart) };
 }
 
 /** A page of a line, in place order: who holds each place (`count` places from `from`) of a sale of `buckets`. */

@@ -6,7 +6,7 @@ import { DEFAULT_CURRENCY, DEFAULT_QUEUE, MAX_ADMISSION } from "../shared/limits
 import { atomicKeys, atomicSaleId, type HandRolledStrategy, LAB_SALE_BUCKETS, labKeys, mergedObjectName } from "./keys";
 import type { LabBackends } from "./strategy";
 
-const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic"];
+const HAND_ROLLED: HandRolledStrategy[] = ["naive", "lock", "redlock", "optimistic", "design-card"];
 /** Lab sales open at once and stay open this long: long enough for any run. */
 const LAB_SALE_OPEN_MS = 7 * 24 * 3_600_000;
 
@@ -100,15 +100,24 @@ export async function labSaleReport(
   labSaleId: string,
 ): Promise<LabSaleReport | undefined> {
   // Issued in the same tick, all the Redis reads travel as one auto-pipelined round trip.
-  const [naive, lock, redlock, optimistic, atomic, durableObject, merged] = await Promise.all([
+  const [naive, lock, redlock, optimistic, designCard, atomic, durableObject, merged] = await Promise.all([
     ...HAND_ROLLED.map((strategy) => handRolledReport(redis, strategy, labSaleId)),
     atomicReport(redis, labSaleId),
     objectReport(objects, labSaleId),
     objectReport(objects, mergedObjectName(labSaleId)),
   ]);
-  if (!naive || !lock || !redlock || !optimistic || !atomic || !durableObject || !merged) return undefined;
+  if (!naive || !lock || !redlock || !optimistic || !designCard || !atomic || !durableObject || !merged) return undefined;
   return {
     id: labSaleId,
-    strategies: { naive, lock, redlock, optimistic, atomic, "durable-object": durableObject, "durable-object-merged": merged },
+    strategies: {
+      naive,
+      lock,
+      redlock,
+      optimistic,
+      atomic,
+      "durable-object": durableObject,
+      "durable-object-merged": merged,
+      "design-card": designCard,
+    },
   };
 }

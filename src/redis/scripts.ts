@@ -8,6 +8,7 @@ import checkoutSource from "../../lua/checkout.lua";
 import drawEnterSource from "../../lua/draw-enter.lua";
 import drawSealSource from "../../lua/draw-seal.lua";
 import labCasSource from "../../lua/lab-cas.lua";
+import labDesignCardSource from "../../lua/lab-design-card.lua";
 import purgeChunkSource from "../../lua/purge-chunk.lua";
 import restoreSource from "../../lua/restore.lua";
 import returnSource from "../../lua/return.lua";
@@ -48,6 +49,7 @@ export const LUA = {
   drawEnter: drawEnterSource,
   drawSeal: drawSealSource,
   labCas: labCasSource,
+  labDesignCard: labDesignCardSource,
   purgeChunk: purgeChunkSource,
   waitingRoomJoin: waitingRoomJoinSource,
   waitingRoomProgress: waitingRoomProgressSource,

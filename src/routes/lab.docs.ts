@@ -47,6 +47,20 @@ export const labDocs: readonly RouteDoc[] = [
     errors: [labOff, "BAD_REQUEST", ["SALE_NOT_FOUND", "no such lab sale"], "UNAVAILABLE"],
   },
   {
+    method: "get",
+    path: "/lab/sales/:saleId/queue/stream",
+    tag: "lab",
+    summary: "The waiting room's push channel: the buyer's standing as server-sent events",
+    description: `One long request instead of a poll every few seconds: each event is the answer a poll of GET /api/sales/{saleId}/queue would have given (QueuePosition, as JSON), sent when its retryAfterSec says a poll would come, the last once the buyer is let in (with the pass) or will not be. A prototype measured against polling (npm run cost): places already known only. ${LAB_OFF}`,
+    auth: "user",
+    params: Requests.SaleIdParam,
+    requestHeaders: {
+      "Queue-Ticket": { required: true, description: "the ticket POST /api/sales/{saleId}/queue gave, its place known" },
+    },
+    responses: { 200: { description: "a text/event-stream of the buyer's standing" } },
+    errors: [labOff, "BAD_REQUEST", "QUEUE_TICKET_INVALID", "UNAVAILABLE"],
+  },
+  {
     method: "post",
     path: "/lab/:strategy/sales/:labSaleId/checkout",
     tag: "lab",

@@ -1,12 +1,18 @@
 import { Hono, type MiddlewareHandler } from "hono";
+import { queuePosition } from "../admission/queue-position";
+import { readTicket } from "../admission/signed-claims";
+import { lineRulesOf, readProgress } from "../admission/waiting-room";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
+import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { isStrategy } from "../lab/keys";
+import { standingStream } from "../lab/queue-stream";
 import { readPathExperiment } from "../lab/read-path";
 import { createLabSale, labSaleReport } from "../lab/sale";
 import { atomicCheckout } from "../lab/strategies/atomic";
+import { designCardCheckout } from "../lab/strategies/design-card";
 import { durableObjectCheckout } from "../lab/strategies/durable-object";
 import { durableObjectMergedCheckout } from "../lab/strategies/durable-object-merged";
 import { lockCheckout } from "../lab/strategies/lock";
@@ -15,15 +21,17 @@ import { optimisticCheckout } from "../lab/strategies/optimistic";
 import { redlockCheckout } from "../lab/strategies/redlock";
 import type { Strategy } from "../lab/strategy";
 import { quorumRedisFor, redisFor } from "../redis/client";
+import { bucketSplitOf, knownSale } from "../sales/known-sales";
 import type { CheckoutAccepted } from "../shared/api-types";
+import { PUBLIC_LINE } from "../shared/keys";
 import { STRATEGIES, type StrategyName } from "../shared/lab-strategies";
 import type { LabSaleCreated } from "../shared/lab-types";
 import { DEFAULT_VARIANT } from "../shared/limits";
-import { CreateLabSaleBody, LabSaleIdParam, ReadPathExperimentBody } from "../shared/requests";
+import { CreateLabSaleBody, LabSaleIdParam, QueueTicketHeader, ReadPathExperimentBody, SaleIdParam } from "../shared/requests";
 import { settingsOf } from "../shared/settings";
 
 /**
- * The oversell lab: the checkout contract under seven strategies, each selling from its own
+ * The oversell lab: the checkout contract under eight strategies, each selling from its own
  * copy of a lab sale, with a report of what each really sold. Off unless LAB_ENABLED is
  * "true"; when off, every lab route answers exactly like a route that does not exist.
  */
@@ -36,6 +44,7 @@ const strategies: Record<StrategyName, Strategy> = {
   atomic: atomicCheckout,
   "durable-object": durableObjectCheckout,
   "durable-object-merged": durableObjectMergedCheckout,
+  "design-card": designCardCheckout,
 };
 
 const REDIS_UNREACHABLE = "redis cannot be reached right now";
@@ -69,6 +78,31 @@ export const labRoutes = new Hono<AppEnv>()
     if (!report) throw new ApiError("SALE_NOT_FOUND", "no such lab sale");
     return c.json(report);
   })
+  // The waiting room's push channel, tried against polling: the standing as server-sent events.
+  .get(
+    "/sales/:saleId/queue/stream",
+    validate("param", SaleIdParam),
+    validate("header", QueueTicketHeader),
+    requireUser,
+    async (c) => {
+      const { saleId } = c.req.valid("param");
+      const userId = c.get("userId");
+      const secret = signingSecret(c.env, "the lab's stream is not available");
+      const ticket = await readTicket(secret, c.req.valid("header")["queue-ticket"], saleId, userId);
+      if (!ticket) throw new ApiError("QUEUE_TICKET_INVALID");
+      const place = ticket.p;
+      if (place === null) throw badRequest("Queue-Ticket: the stream follows places already known; poll until placed");
+      const line = ticket.l ?? PUBLIC_LINE;
+      const keepAlive = keepAliveOf(c);
+      const stream = standingStream(async () => {
+        const split = bucketSplitOf(await knownSale(c.env.DB, saleId, keepAlive));
+        const rules = lineRulesOf(settingsOf(c.env));
+        const progress = await readProgress(redisFor(c.env), saleId, split.count, rules, keepAlive, line);
+        return queuePosition(redisFor(c.env), secret, saleId, split, userId, line, place, progress);
+      }, keepAlive);
+      return new Response(stream, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-store" } });
+    },
+  )
   .post("/:strategy/sales/:labSaleId/checkout", validate("param", LabSaleIdParam), requireUser, async (c) => {
     const { labSaleId } = c.req.valid("param");
     const strategy = c.req.param("strategy");

@@ -4,8 +4,9 @@ import { beyondAccountsPerAddress } from "../admission/accounts-per-address";
 import { laneOfCode } from "../admission/code-batches";
 import { checkAdmission, losesQuietly } from "../admission/gate";
 import { lineForJoin, openLaneLines } from "../admission/lane-lines";
-import { readTicket, signPass, signTicket } from "../admission/signed-claims";
-import { holdsPlace, type Joiner, joinWaitingRoom, lineRulesOf, readProgress, standing } from "../admission/waiting-room";
+import { lineClaim, queuePosition } from "../admission/queue-position";
+import { readTicket, signTicket } from "../admission/signed-claims";
+import { holdsPlace, type Joiner, joinWaitingRoom, lineRulesOf, readProgress } from "../admission/waiting-room";
 import { countLocalRefusal } from "../checkout/local-outcomes";
 import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireUser } from "../http/auth";
@@ -18,7 +19,7 @@ import type { KeepAlive } from "../isolate/shared-work";
 import { redisFor } from "../redis/client";
 import { bucketSplitOf, knownSale } from "../sales/known-sales";
 import { firstLineOpensAt, type Sale, waitingRoomOpensAt } from "../sales/sale";
-import type { QueueJoined, QueuePosition } from "../shared/api-types";
+import type { QueueJoined } from "../shared/api-types";
 import { type BucketSplit, type JoinKind, type Line, PUBLIC_LINE } from "../shared/keys";
 import { log } from "../shared/log";
 import type { Refusal } from "../shared/refusal";
@@ -50,7 +51,6 @@ const lineProgress = (c: Context<AppEnv>, saleId: string, buckets: number, line:
   readProgress(redisFor(c.env), saleId, buckets, lineRulesOf(settingsOf(c.env)), keepAliveOf(c), line);
 
 /** A ticket or pass's claim of the line it belongs to: none for the public line. */
-const lineClaim = (line: Line) => (line === PUBLIC_LINE ? {} : { l: line });
 
 /**
  * The buyer's place in a line (joining if need be, as a person or quietly): the ticket to poll
@@ -169,8 +169,8 @@ async function joinAdmission(c: Context<AppEnv>, sale: Sale, userId: string, lin
   return "quiet";
 }
 
-/** The poll's answer for the buyer at `place` of `line`, its pass (of that line) signed when admitted. */
-async function position(
+/** The poll's answer for the buyer at `place` of `line`. */
+const position = (
   env: Env,
   saleId: string,
   split: BucketSplit,
@@ -178,15 +178,7 @@ async function position(
   line: Line,
   place: number | null,
   progress: Progress,
-): Promise<QueuePosition> {
-  const { pass, ...rest } = await standing(redisFor(env), saleId, split, userId, line, place, progress);
-  const claims = pass && { s: saleId, u: userId, p: pass.place, e: pass.expiresAt, ...lineClaim(line) };
-  return {
-    ...rest,
-    pass: claims && (await signPass(signingSecret(env, WAITING_ROOM), claims)),
-    passExpiresAt: pass && new Date(pass.expiresAt).toISOString(),
-  };
-}
+) => queuePosition(redisFor(env), signingSecret(env, WAITING_ROOM), saleId, split, userId, line, place, progress);
 
 /**
  * The waiting room: POST /api/sales/:saleId/queue joins, GET polls with the ticket. Before

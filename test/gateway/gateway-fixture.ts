@@ -7,6 +7,9 @@ import { type RedisServer, startRedisServer } from "../../dev/lib/redis-server.t
 
 export const TOKEN = "test-token-0123456789";
 
+/** The gateway's stats before it counted anything. */
+export const NOTHING_COUNTED = { requests: 0, commands: 0, requestBytes: 0, responseBytes: 0 };
+
 export interface GatewayFixture {
   redisServer: RedisServer;
   gateway: Gateway;

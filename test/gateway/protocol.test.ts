@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../dev/gateway/server.js";
 import { eventually } from "../../dev/lib/wait.ts";
-import { connectionsNamed, type GatewayFixture, raw, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
+import { connectionsNamed, type GatewayFixture, NOTHING_COUNTED, raw, startGatewayFixture, TOKEN } from "./gateway-fixture.ts";
 
 let fixture: GatewayFixture;
 let gateway: Gateway;
@@ -36,7 +36,7 @@ describe("auth", () => {
         expect(reply.status).toBe(401);
         expect(reply.body).toEqual({ error: expect.stringMatching(/unauthorized/i) });
       }
-      expect(gateway.stats()).toEqual({ requests: 0, commands: 0 });
+      expect(gateway.stats()).toEqual(NOTHING_COUNTED);
       expect(await fixture.direct.exists("auth:k")).toBe(0);
     });
   }
@@ -297,20 +297,26 @@ describe("blocking commands", () => {
 });
 
 describe("stats", () => {
-  it("counts authorized round trips and commands, over HTTP too", async () => {
+  it("counts authorized round trips, commands and the bytes of their bodies, over HTTP too", async () => {
     gateway.resetStats();
-    await raw(gateway, "/", ["PING"]);
-    await raw(gateway, "/pipeline", [["PING"], ["PING"], ["PING"]]);
-    await raw(gateway, "/multi-exec", [["PING"], ["PING"]]);
+    const sent: [string, unknown][] = [
+      ["/", ["PING"]],
+      ["/pipeline", [["PING"], ["PING"], ["PING"]]],
+      ["/multi-exec", [["PING"], ["PING"]]],
+    ];
+    const replies = await Promise.all(sent.map(([path, body]) => raw(gateway, path, body)));
     await raw(gateway, "/", ["PING"], { token: "wrong" });
-    expect(gateway.stats()).toEqual({ requests: 3, commands: 6 });
-    expect((await raw(gateway, "/__gateway/stats", undefined, { method: "GET" })).body).toEqual({
+    const counted = {
       requests: 3,
       commands: 6,
-    });
+      requestBytes: sent.reduce((n, [, body]) => n + JSON.stringify(body).length, 0),
+      responseBytes: replies.reduce((n, r) => n + JSON.stringify(r.body).length, 0),
+    };
+    expect(gateway.stats()).toEqual(counted);
+    expect((await raw(gateway, "/__gateway/stats", undefined, { method: "GET" })).body).toEqual(counted);
     const reset = await raw(gateway, "/__gateway/stats/reset", undefined);
-    expect(reset.body).toEqual({ requests: 0, commands: 0 });
-    expect(gateway.stats()).toEqual({ requests: 0, commands: 0 });
+    expect(reset.body).toEqual(NOTHING_COUNTED);
+    expect(gateway.stats()).toEqual(NOTHING_COUNTED);
   });
 });
 

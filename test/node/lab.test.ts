@@ -38,7 +38,7 @@ const accepted = (strategy: LabStrategy) => (answers.get(strategy) ?? []).filter
 const codes = (strategy: LabStrategy) => new Set((answers.get(strategy) ?? []).map((s) => s.code));
 
 describe("a concurrent spike per strategy", () => {
-  it.each(["atomic", "durable-object", "durable-object-merged"] as const)(
+  it.each(["atomic", "durable-object", "durable-object-merged", "design-card"] as const)(
     "%s sells exactly the stock, to distinct users, with nothing oversold or duplicated",
     async (strategy) => {
       const copy = (await stack.api.labReport(labSaleId)).strategies[strategy];

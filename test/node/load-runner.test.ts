@@ -1,5 +1,5 @@
 // The load runner: a tiny run on the local stack writes its JSON and HTML reports and finds
-// no violation; the invariant checks do find them when they are there; the CLI prints one
+// no violation; the million-joiner rehearsal runs at its smallest; the invariant checks do find them when they are there; the CLI prints one
 // JSON line and exits 0 on a clean run, 2 on a usage error.
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +14,7 @@ import { labViolations, saleViolations } from "../../load/runner/invariants.ts";
 import { writeReports } from "../../load/runner/report-files.ts";
 import { type RunResult, runLoad } from "../../load/runner/run.ts";
 import { stackTarget } from "../../load/runner/target.ts";
+import { rehearseMillion } from "../../load/runner/waiting-room-million.ts";
 import type { ReconciliationReport } from "../../src/shared/api-types.ts";
 
 const run = promisify(execFile);
@@ -66,6 +67,27 @@ describe("a tiny load run on the local stack", () => {
     expect(html).toContain('aria-label="latency histogram"');
     expect(html).toContain('aria-label="throughput over time"');
     expect(html).not.toMatch(/<script|src=|href=|https?:\/\//);
+  });
+});
+
+describe("the million-joiner rehearsal, at its smallest", () => {
+  it("joins the crowd into Redis at one script call each and the sample through the Worker; the front buys, nothing sold wrong", async () => {
+    const figures = await rehearseMillion(stack, {
+      joiners: 2_000,
+      sampled: 20,
+      stock: 200,
+      admitPerSec: 100,
+      pollForMs: 20_000,
+    });
+    expect(figures.violations).toEqual([]);
+    expect(figures.workerJoins.count).toBe(20);
+    expect(figures.redisJoins.count).toBe(1_980);
+    // One script call a join; the stack's own background work (settlement, its cron) may add a few.
+    expect(figures.redisJoins.upstashCommandsPer).toBeGreaterThanOrEqual(1);
+    expect(figures.redisJoins.upstashCommandsPer).toBeLessThan(1.05);
+    expect(figures.accepted).toBe(20);
+    expect(figures.largestRecord.bytes).toBeGreaterThan(0);
+    expect(figures.largestRecord.bytes).toBeLessThan(figures.recordLimitBytes);
   });
 });
 

@@ -245,6 +245,13 @@ describe("the OpenAPI document", () => {
     await fetchWithVars(LAB, `/lab/atomic/sales/${labId}/checkout`, { method: "POST", headers: buyer }); // 409
     await fetchWithVars(LAB, `/lab/nope/sales/${labId}/checkout`, { method: "POST", headers: buyer });
     await fetchWithVars(LAB, `/lab/sales/${labId}/report`, { headers: admin() });
+    // The waiting room's push channel, tried in the lab: one event (the pass already used), then the end.
+    const stream = await fetchWithVars(LAB, `/lab/sales/${queued.id}/queue/stream`, {
+      headers: { ...queuer, "Queue-Ticket": joined.ticket },
+    });
+    expect(stream.headers.get("Content-Type")).toBe("text/event-stream");
+    expect(await stream.text()).toMatch(/^data: \{.*"state":"closed".*\}\n\n$/);
+    await fetchWithVars(LAB, `/lab/sales/${queued.id}/queue/stream`, { headers: queuer }); // 400: no ticket
     const experiment = { page: "sale", scenario: "warm", saleId: sale.id, views: 3 };
     await fetchWithVars(LAB, "/lab/read-path", { method: "POST", headers: admin(), body: JSON.stringify(experiment) });
     await fetchWithVars(LAB, "/lab/read-path", {

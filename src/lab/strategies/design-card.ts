@@ -1,0 +1,41 @@
+import { Ratelimit } from "@upstash/ratelimit";
+import type { Redis } from "../../redis/client";
+import { LUA } from "../../redis/scripts";
+import { labKeys } from "../keys";
+import type { LabOutcome, Strategy } from "../strategy";
+
+/** The card's limit per buyer: far above a double click, so only the checkout decides here. */
+const LIMIT_PER_10_SEC = 10;
+
+const limiters = new WeakMap<Redis, Ratelimit>();
+
+/** The rate limiter as its README sets one up, one per client (per isolate). */
+function limiterFor(redis: Redis): Ratelimit {
+  let limiter = limiters.get(redis);
+  if (!limiter) {
+    limiter = new Ratelimit({ redis, limiter: Ratelimit.slidingWindow(LIMIT_PER_10_SEC, "10 s"), prefix: "lab:design-card" });
+    limiters.set(redis, limiter);
+  }
+  return limiter;
+}
+
+/**
+ * The checkout as a flash sale's design card usually draws it, for the cost comparison
+ * (`npm run cost`): per buyer one rate-limit call (@upstash/ratelimit's sliding window), then
+ * one EVAL of lua/lab-design-card.lua sent whole, no merging and no isolate memo; the card's
+ * one queue message per order and its D1 insert are priced from the card, not run here (the
+ * lab's copies are not sales D1 holds).
+ */
+export const designCardCheckout: Strategy = async ({ redis }, labSaleId, userId): Promise<LabOutcome> => {
+  const { success, reset } = await limiterFor(redis).limit(userId);
+  if (!success) {
+    const admission = { rate: LIMIT_PER_10_SEC / 10, burst: LIMIT_PER_10_SEC };
+    return { code: "RATE_LIMITED", retryAfterMs: Math.max(0, reset - Date.now()), admission };
+  }
+  const keys = labKeys("design-card", labSaleId);
+  const reply = Number(await redis.eval(LUA.labDesignCard, [keys.meta, keys.buyers], [userId]));
+  if (reply > 0) return { code: "OK", orderId: String(reply) };
+  if (reply === 0) return { code: "SOLD_OUT" };
+  if (reply === -1) return { code: "ALREADY_PURCHASED" };
+  return { code: "SALE_NOT_FOUND" };
+};
