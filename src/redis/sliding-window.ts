@@ -1,6 +1,6 @@
 // A sliding window counted in Redis, for limits that must hold across every isolate and
 // location (src/admission/global-limits.ts, src/sales/lookup-budget.ts). It is
-// @upstash/ratelimit's single-region slidingWindow (2.2.0): its limit() and getRemaining(), its
+// @upstash/ratelimit's single-region slidingWindow (2.2.0): its limit(), its
 // keys, its scripts' counting (lua/sliding-window.lua, both in one), its ephemeral cache and its timeout,
 // and nothing else of it. Written here because the library's one class brings every algorithm,
 // multi-region, deny lists and analytics (with @upstash/core-analytics) into the Worker, about
@@ -64,13 +64,6 @@ export class SlidingWindow {
     } finally {
       if (timer) clearTimeout(timer);
     }
-  }
-
-  /** What is left of `identifier`'s limit now, counting nothing (the ephemeral cache is not asked). */
-  async getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }> {
-    const { now, keys, reset } = this.windowOf(`${this.options.prefix}:${identifier}`);
-    const [remaining, limit] = await runScript<Counts>(this.options.redis, LUA.slidingWindow, keys, [...this.args(now), "0"]);
-    return { remaining: Math.max(0, remaining), reset, limit };
   }
 
   private async count(key: string): Promise<WindowVerdict> {
