@@ -172,7 +172,10 @@ if known then
   if nowMs < starts then
     return reply('JOINED', 0, quiet)
   end
-  return reply('JOINED', drawnBefore(preBucket) + redis.call('ZRANK', preQueue, preMember(quiet)) + 1, quiet)
+  -- A quiet member stored before members carried their bucket is "<draw key>:q:<user id>".
+  local rank = redis.call('ZRANK', preQueue, preMember(quiet))
+    or (quiet and redis.call('ZRANK', preQueue, drawKey .. ':q:' .. user))
+  return reply('JOINED', drawnBefore(preBucket) + rank + 1, quiet)
 end
 
 if sale[5] == 'cancelled' or nowMs >= ends then

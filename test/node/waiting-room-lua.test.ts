@@ -245,6 +245,25 @@ describe("quiet joiners", () => {
     expect(await checkout(sale, "drawn-bot", place)).toEqual({ code: "SOLD_OUT", quiet: true });
     expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("40");
   });
+
+  it("of a pre-queue stored before members carried their bucket keep their place, and lapse with no pass record", async () => {
+    const sale = await newSale({ mode: "random", startsIn: 60_000, stock: 40 });
+    const people = Array.from({ length: 6 }, (_, i) => `kept-${i}`);
+    for (const user of people) await join(sale, user, true);
+    // Joined quietly as such a pre-queue held it: "<draw key>:q:<user id>", its place "qpre".
+    const key = await drawKey(SEED, "old-bot");
+    const [, , places, , preQueue] = waitingRoomJoinCall(sale, "old-bot", SPLIT, key, "quiet").keys as string[];
+    await redis.zadd(preQueue as string, { score: 0, member: `${key}:q:old-bot` });
+    await redis.hset(places as string, { "old-bot": "qpre" });
+    await progress(sale); // the running totals, counted afresh
+    await startNow(sale);
+    const place = (await drawOrder(SEED, [...people, "old-bot"])).indexOf("old-bot") + 1;
+    expect(await join(sale, "old-bot", true)).toEqual({ outcome: "JOINED", place, quiet: true });
+    await progress(sale);
+    expect(await progress(sale)).toMatchObject({ admitted: 7, joined: 7, expired: 1 });
+    expect(await passOf(sale, "old-bot")).toBeNull();
+    for (const user of people) expect(String(await passOf(sale, user))).toMatch(/^\d+:\d+$/);
+  });
 });
 
 describe("the join's running totals", () => {
