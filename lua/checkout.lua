@@ -13,7 +13,10 @@ a buyer at their limit never spends a token nor hides behind a 429.
 A queued sale (qmode fifo or random) sells only to a buyer whose waiting-room pass is
 admitted, unused and unexpired (waiting-room-progress.lua admits them), and marks the pass used in
 the same step as the deduct: no pass, another buyer's, a replayed or an expired one reserves
-nothing. The Worker has already checked the pass's signature binds it to buyer and sale. Each
+nothing. The Worker has already checked the pass's signature binds it to buyer and sale. A
+quiet place's pass (its record marked quiet: waiting-room-progress.lua) is checked as any
+other, then refused as a person is when the units are gone (QUIET_PASS, answered SOLD_OUT),
+whatever is left: it never buys, spends nothing and says nothing of the stock. Each
 presale lane of a queued sale has a line of its own (docs/lanes.md, "Lanes with a waiting
 room"): in a lane's window only a pass of that lane's line buys (its code checked and spent as
 well), and from the public start only a pass of the public line.
@@ -61,7 +64,8 @@ one table: docs/architecture.md, "The sale's Redis layout")
                      ARGV below, the lane and code for a code holder's order in a lane's window,
                      the traceparent when the buyer's request had one (src/shared/keys.ts, parsePendingRecord)
   +4 keys hash       "<user id>\n<Idempotency-Key>" -> "<order id>:<units>", for checkouts that sent one
-  +5 passes hash     the public line's: user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it bought
+  +5 passes hash     the public line's: user id -> "<place>:<expiry ms>" while admitted, "<place>:used" once it
+                     bought; a quiet place's "<place>:<expiry ms>:q" (waiting-room-progress.lua)
   +6 live zset       the public line's user ids of passes not used yet, scored by expiry (ms)
   +7 line passes     the lane's line's passes hash, as +5
   +8 line live       the lane's line's live zset, as +6
@@ -98,9 +102,12 @@ Reply: one flat array in one layout, whatever the outcomes (src/shared/checkout-
                QUEUE_PASS_INVALID | QUEUE_PASS_USED | QUEUE_PASS_EXPIRED | BUCKETS_CHANGED |
                VARIANT_REQUIRED (a sale with variants, none named) | VARIANT_NOT_FOUND |
                DRAW_ONLY (a sale sold by draw, and no draw's offer) | ACCESS_CODE_REQUIRED |
-               ACCESS_CODE_INVALID | ACCESS_CODE_USED | LANE_SOLD_OUT | LANE_QUANTITY_UNAVAILABLE
+               ACCESS_CODE_INVALID | ACCESS_CODE_USED | LANE_SOLD_OUT | LANE_QUANTITY_UNAVAILABLE |
+               QUIET_PASS
                LANE_*: the lane open now has no (or too few) units left of its allotment
                (remaining: the lane's units left), while the sale may have more for a later lane
+               QUIET_PASS: a quiet place's pass, good in every other way: nothing reserved; the
+               Worker answers it as a person's SOLD_OUT (of the variant named)
                REPEATED: this buyer's Idempotency-Key already reserved orderId (nothing new is
                reserved: a retry never buys twice); KEY_REUSED: it did, for other units;
                RATE_LIMITED: the admission bucket is empty, or (field 7 then 1) the sale minted
@@ -312,7 +319,8 @@ local function variantOf(units)
 end
 
 -- Why a queued sale's buyer may not buy with the pass their claim names ("<place>", or
--- "<place>@<lane>" for a pass of a lane's line), if they may not; else nil and the place.
+-- "<place>@<lane>" for a pass of a lane's line), if they may not; else nil, the place, and
+-- whether the pass is a quiet place's.
 local spent, spentCount = {}, 0 -- passes this call used: user id -> place
 local function passProblem(user, claim, bucket)
   local place, passLane = string.match(claim, '^(%d+)@(.+)$')
@@ -326,7 +334,7 @@ local function passProblem(user, claim, bucket)
   elseif spent[user] then
     return 'QUEUE_PASS_USED'
   end
-  local admittedPlace, expiry = string.match(redis.call('HGET', bucket[passKeys.passes], user) or '', '^(%d+):(%w+)$')
+  local admittedPlace, expiry, quiet = string.match(redis.call('HGET', bucket[passKeys.passes], user) or '', '^(%d+):(%w+)(:?q?)$')
   if admittedPlace ~= place then
     return 'QUEUE_PASS_INVALID' -- never admitted, or a pass of another place
   elseif expiry == 'used' then
@@ -334,7 +342,7 @@ local function passProblem(user, claim, bucket)
   elseif tonumber(expiry) <= nowMs then
     return 'QUEUE_PASS_EXPIRED'
   end
-  return nil, place
+  return nil, place, quiet == ':q'
 end
 
 -- Access codes this call read, by "<shard key>\n<hash>": { batch, lane, uses, expiry, bound, key, hash }.
@@ -425,9 +433,9 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
   local keyField = key ~= '' and (user .. '\n' .. key) or nil
   local before = keyField and (keysHere[keyField] or redis.call('HGET', bucket.idempotency, keyField))
   -- A retry of a reservation made (REPEATED) needs no pass: its pass was used by that reservation.
-  local passRefusal, place
+  local passRefusal, place, quietPass
   if not before and queued then
-    passRefusal, place = passProblem(user, offer and '' or claim, bucket)
+    passRefusal, place, quietPass = passProblem(user, offer and '' or claim, bucket)
   end
   -- In a lane's window: the buyer's code, and what the lane may still sell of the buyer's
   -- variant (its total and its own allotment, the smaller; math.huge: no allotment).
@@ -461,6 +469,8 @@ for i = FIRST_BUYER, #ARGV, PER_BUYER do
     outcome = 'ALREADY_PURCHASED'
   elseif h.units + quantity > limit then
     outcome = 'PER_USER_LIMIT_EXCEEDED'
+  elseif quietPass then
+    outcome = 'QUIET_PASS' -- from here on a person's answer would tell of the stock
   elseif left[field] <= 0 then
     outcome = 'SOLD_OUT'
   elseif left[field] < quantity then

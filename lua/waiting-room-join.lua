@@ -15,8 +15,8 @@ behind, in arrival order. Nothing is rewritten at the start: no draw step, no bu
 A quiet joiner (ARGV 6: a caller that loses quietly, src/admission/gate.ts) takes a place as
 anyone does, so nobody else ever holds it and it stays the same when they join again, but the
 place never comes up: its line member is "\1<user id>" and its pre-queue member
-"<draw key>:q:<user id>", which waiting-room-progress.lua lets in as nobody's (a pass that
-lapsed at once). Its places entry is the place (or "pre") after a "q".
+"<draw key>:q<bucket>:<user id>", which waiting-room-progress.lua lets in as nobody's (a pass
+record marked quiet, lapsed at once). Its places entry is the place (or "pre") after a "q".
 
 A sale with presale lanes has a line of its own for each lane (ARGV 7 names it; docs/lanes.md,
 "Lanes with a waiting room"), with keys of its own and the sale's mode: it opens as long before
@@ -40,7 +40,8 @@ KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis lay
                       pre-queue joiner is unplaced ("q" before either for a quiet joiner)
   4  line zset        the joiner's bucket's: user id -> rank in the line after the pre-queue
   5  pre-queue zset   the draw key's bucket's range of the pre-queue (bucket 0's without one):
-                      "<draw key hex>:<bucket>:<user id>", all scores 0 (random sales only)
+                      "<draw key hex>:<bucket>:<user id>" ("q<bucket>" for a quiet joiner), all
+                      scores 0 (random sales only)
   6  draw sizes       string: Fenwick tree of the pre-queue's size per bucket, u32 #1..#buckets
   then, for a lane's line when ARGV 8 names a code (see lua/checkout.lua for both):
   7  code batches     "<batch id>:revoked" -> 1, "<batch id>:bound" -> count
@@ -158,7 +159,7 @@ local function countDrawn(b)
   redis.call('HINCRBY', counters, 'drawn', 1)
 end
 local function preMember(quiet)
-  return drawKey .. ':' .. (quiet and 'q' or bucket) .. ':' .. user
+  return drawKey .. ':' .. (quiet and 'q' or '') .. bucket .. ':' .. user
 end
 
 local known = redis.call('HGET', places, user)
@@ -171,7 +172,10 @@ if known then
   if nowMs < starts then
     return reply('JOINED', 0, quiet)
   end
-  return reply('JOINED', drawnBefore(preBucket) + redis.call('ZRANK', preQueue, preMember(quiet)) + 1, quiet)
+  -- A quiet member stored before members carried their bucket is "<draw key>:q:<user id>".
+  local rank = redis.call('ZRANK', preQueue, preMember(quiet))
+    or (quiet and redis.call('ZRANK', preQueue, drawKey .. ':q:' .. user))
+  return reply('JOINED', drawnBefore(preBucket) + rank + 1, quiet)
 end
 
 if sale[5] == 'cancelled' or nowMs >= ends then

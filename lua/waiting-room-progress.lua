@@ -23,8 +23,10 @@ changes or admission resumes after a hold, so neither lets a backlog in at once;
 pace counts from the start, or from the line's opening (qopens) when a sale already selling
 was put behind the waiting room. An admitted place gets a pass record valid qttl seconds. A
 call admits at most ARGV[1] places; the next call goes on. A quiet joiner's place
-(waiting-room-join.lua: a line member "\1<user id>", a pre-queue member "<draw key>:q:<user id>")
-is let in as nobody's: no pass, and counted expired at once, so it holds no unit back.
+(waiting-room-join.lua: a line member "\1<user id>", a pre-queue member "<draw key>:q<bucket>:<user id>")
+is let in as nobody's: its pass record is a person's marked quiet ("<place>:<expiry ms>:q"), so
+its holder's poll answers it admitted as a person's, but it is not live and is counted expired
+at once, so it holds no unit back, and lua/checkout.lua answers it as sold out.
 
 A presale lane's own line (ARGV 3; docs/lanes.md, "Lanes with a waiting room") moves the same
 way over its own keys (its own counters, passes, no-shows, pace and snapshots), from the lane's
@@ -54,8 +56,10 @@ KEYS (all share the sale's hash tag; docs/architecture.md, "The sale's Redis lay
   3  draw sizes       string: the Fenwick tree of the pre-queue's bucket sizes (waiting-room-join.lua)
   then four keys for each of the sale's buckets, bucket 0 first (the pre-queue carries each
   user's bucket beside the id: waiting-room-join.lua):
-  +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that)
+  +1 passes hash      user id -> "<place>:<expiry ms>", or "<place>:used" (checkout.lua writes that);
+                      a quiet place's "<place>:<expiry ms>:q"
   +2 live zset        user ids of passes neither used nor counted expired, scored by expiry (ms)
+                      (never a quiet place's)
   +3 pre-queue zset   the bucket's range of the draw (see waiting-room-join.lua): places 1..drawn are
                       bucket 0's members in order, then bucket 1's...
   +4 line zset        the bucket's joiners after the pre-queue, scored by rank: place drawn + r
@@ -81,7 +85,7 @@ Reply
   limit  units one buyer may hold   notice  the operator's notice ("" for none)
   nextNoShowAt  when the oldest fresh pass stops holding its unit if it is not used (0: no fresh pass)
   holdMs        how long a pass holds its unit unused: the grace, or qttl when that is shorter
-  letIn         the buyers this call admitted (passes it gave; quiet places lapse uncounted): the funnel's "admitted"
+  letIn         the buyers this call admitted (passes it gave; quiet places, lapsed at once, uncounted): the funnel's "admitted"
 Time comes from the Redis server (TIME).
 ]]
 
@@ -234,7 +238,7 @@ if running then
   local paced = paceBase + math.floor((nowMs - paceAt) * rate / 1000) + rate
   local target = math.min(joined, paced, admitted + remaining - fresh, admitted + maxAdmit)
   if target > admitted then
-    local entries = {} -- { place, bucket, user id }: the places admitted + 1 .. target
+    local entries = {} -- { place, bucket, user id, quiet }: the places admitted + 1 .. target
     -- Places 1..drawn are the pre-queue in draw order; the line follows.
     if admitted < drawn then
       -- Ranks admitted .. last (0-based) of the draw, bucket after bucket.
@@ -243,9 +247,11 @@ if running then
         local from, to = math.max(admitted, offset), math.min(last, offset + preSizes[b] - 1)
         if from <= to then
           for rank, member in ipairs(redis.call('ZRANGE', preOf(b), from - offset, to - offset)) do
-            local bucket, user = string.match(member, '^%x+:(%d+):(.*)$')
-            if bucket then -- not a quiet member ("<draw key>:q:<user id>")
-              entries[#entries + 1] = { from + rank, tonumber(bucket), user }
+            -- A quiet member is "<draw key>:q<bucket>:<user id>"; one joined before members carried
+            -- their bucket ("<draw key>:q:<user id>") lapses with no pass record.
+            local quiet, bucket, user = string.match(member, '^%x+:(q?)(%d+):(.*)$')
+            if bucket then
+              entries[#entries + 1] = { from + rank, tonumber(bucket), user, quiet == 'q' }
             end
           end
         end
@@ -258,23 +264,26 @@ if running then
       for b = 0, buckets - 1 do
         local found = redis.call('ZRANGEBYSCORE', lineOf(b), '(' .. after, target - drawn, 'WITHSCORES')
         for i = 1, #found, 2 do
-          if string.byte(found[i]) ~= 1 then -- not a quiet member ("\1<user id>")
-            entries[#entries + 1] = { drawn + tonumber(found[i + 1]), b, found[i] }
-          end
+          local quiet = string.byte(found[i]) == 1 -- a quiet member: "\1<user id>"
+          entries[#entries + 1] = { drawn + tonumber(found[i + 1]), b, quiet and string.sub(found[i], 2) or found[i], quiet }
         end
       end
     end
     local expires = nowMs + ttlMs
     for _, entry in ipairs(entries) do
-      local place, b, user = entry[1], entry[2], entry[3]
-      redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
-      redis.call('ZADD', liveOf(b), expires, user)
+      local place, b, user, quiet = entry[1], entry[2], entry[3], entry[4]
+      if quiet then
+        -- Nobody's: a pass record as a person's, marked, never live, lapsed at once.
+        redis.call('HSET', passesOf(b), user, place .. ':' .. expires .. ':q')
+      else
+        redis.call('HSET', passesOf(b), user, place .. ':' .. expires)
+        redis.call('ZADD', liveOf(b), expires, user)
+        letIn = letIn + 1
+      end
     end
-    letIn = #entries
-    -- The quiet places among them: nobody's pass, lapsed at once.
-    expired = expired + (target - admitted) - #entries
-    fresh = fresh + #entries
-    if #entries > 0 and not oldest then
+    expired = expired + (target - admitted) - letIn
+    fresh = fresh + letIn
+    if letIn > 0 and not oldest then
       oldest = expires
     end
     admitted = target

@@ -88,7 +88,7 @@ export function admittedAtCheckout(
 
 /**
  * Whether a caller turned away at the queue join loses quietly (a deny rule matched, or its
- * token did not pass: it is given a ticket whose place never comes up), rather than being
+ * token did not pass: it is given a ticket whose pass buys nothing), rather than being
  * asked openly for the token it did not send.
  */
 export const losesQuietly = (turnedAway: AdmissionRefusal) => turnedAway.refusal.code !== "HUMAN_CHECK_REQUIRED";

@@ -82,7 +82,7 @@ async function membersBetween(redis: Redis, run: QueueDrawRun, sizes: number[], 
   return (await Promise.all(reads)).flat().map(String);
 }
 
-/** A pre-queue member is "<draw key>:<bucket, or q when quiet>:<user id>" (lua/waiting-room-join.lua): its draw key. */
+/** A pre-queue member is "<draw key>:<bucket, after a q when quiet>:<user id>" (lua/waiting-room-join.lua): its draw key. */
 function drawKeyOf(member: string): string {
   const key = member.slice(0, 64);
   if (!DRAW_KEY_PATTERN.test(key) || member[64] !== ":") throw new Error("a pre-queue member does not start with a draw key");

@@ -10,8 +10,10 @@
 // names the lane (`l`); one of the public line names none, as every one did before lanes.
 //
 // A quiet ticket (a caller that loses quietly: src/admission/gate.ts) is a ticket like any
-// other: its place is one Redis gave it and nobody else, which never comes up
-// (lua/waiting-room-join.lua), so nothing in the ticket needs to, or does, tell it apart.
+// other: its place is one Redis gave it and nobody else (lua/waiting-room-join.lua), so nothing
+// in the ticket needs to, or does, tell it apart. Its pass, once the line reaches it, is a pass
+// like any other too: only Redis' record of it is marked quiet, and lua/checkout.lua answers
+// it as sold out.
 
 import { LANE_NAME_PATTERN } from "../shared/limits";
 

@@ -104,7 +104,7 @@ export async function readFreshProgress(
 export type JoinOutcome =
   /**
    * place: null while a random sale's pre-queue is not drawn yet (until the start); drawKey:
-   * the buyer's, for a random sale; quiet: the place is a quiet one, which never comes up.
+   * the buyer's, for a random sale; quiet: the place is a quiet one, whose pass buys nothing.
    */
   | { code: "JOINED"; place: number | null; drawKey?: string; quiet: boolean }
   | { code: "QUEUE_NOT_OPEN" | "QUEUE_OFF" | "QUEUE_CLOSED" | "SALE_NOT_FOUND" }
@@ -221,6 +221,7 @@ export async function standing(
   if (over) return { ...base, state: "closed", retryAfterSec: 60 };
   if (place !== null && place <= progress.admitted) {
     const record = await redis.hget<string>(lineKeysOf(saleId, line, userId, split).passes, userId);
+    // A quiet place's record ("<place>:<expiry>:q") answers as a person's: its pass buys nothing (lua/checkout.lua).
     const [admittedPlace, expiry] = String(record ?? "").split(":");
     const expiresAt = Number(expiry);
     if (Number(admittedPlace) === place && expiresAt > now) {
@@ -281,7 +282,7 @@ export async function linePage(
     Array.from({ length: reply.length / 2 }, (_, i) => ({ userId: String(reply[2 * i]), rank: Number(reply[2 * i + 1]) })),
   );
   lined.sort((a, b) => a.rank - b.rank);
-  // A pre-queue member is "<64 hex draw key>:<bucket, or q when quiet>:<user id>".
+  // A pre-queue member is "<64 hex draw key>:<bucket, after a q when quiet>:<user id>".
   const userOf = (member: string) => {
     const entry = member.slice(65);
     return entry.slice(entry.indexOf(":") + 1);

@@ -171,8 +171,9 @@ export interface CalledCheckout {
 
 /** What an answer says of the variant's stock and the buyer's limit: facts that may be learnt twice. */
 function knowStockAndBuyer(saleId: string, userId: string, r: Decided, variant: string): void {
-  // `remaining`: what is left of the variant bought; a lane's allotment sold (inLane) says nothing of it.
-  if ((r.code === "SOLD_OUT" && !r.inLane) || (r.code === "OK" && r.remaining === 0))
+  // `remaining`: what is left of the variant bought; a lane's allotment sold (inLane) says nothing
+  // of it, nor does a quiet pass's refusal (told sold out whatever is left).
+  if ((r.code === "SOLD_OUT" && !r.inLane && !r.quiet) || (r.code === "OK" && r.remaining === 0))
     soldOut.set(soldOutKey(saleId, variant), true);
   if (r.code === "OK" && r.held >= r.limit) atLimit.set(buyerKey(saleId, userId), r.orderId);
   if (r.code === "ALREADY_PURCHASED") atLimit.set(buyerKey(saleId, userId), r.orderId ?? "");

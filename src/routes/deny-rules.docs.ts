@@ -11,7 +11,7 @@ export const denyRulesDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Deny rules: callers refused quietly",
     description:
-      "A caller a rule matches (client address or range, user id, or a part of its user agent) is answered as a person could be: at a queue join, a ticket whose place never comes up; at checkout, HUMAN_CHECK_FAILED where the sale asks for the check there, SOLD_OUT otherwise. It is counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
+      "A caller a rule matches (client address or range, user id, or a part of its user agent) is answered as a person could be: at a queue join, a ticket like any other whose pass, at its turn, buys nothing (SOLD_OUT); at checkout, HUMAN_CHECK_FAILED where the sale asks for the check there, SOLD_OUT otherwise. It is counted as DENIED in the sale's stats. Rules reach every isolate within ten seconds.",
     auth: "admin",
     responses: { 200: { description: "every rule, newest first", body: Bodies.DenyRuleList } },
     errors: ["UNAVAILABLE"],

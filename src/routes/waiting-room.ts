@@ -54,8 +54,8 @@ const lineProgress = (c: Context<AppEnv>, saleId: string, buckets: number, line:
 
 /**
  * The buyer's place in a line (joining if need be, as a person or quietly): the ticket to poll
- * with. A quiet place is signed as any other: it is a place nobody else holds that never comes
- * up, so its ticket needs no mark of its own. A code a lane's line refused as invalid counts
+ * with. A quiet place is signed as any other: it is a place nobody else holds, whose pass buys
+ * nothing (only Redis' record of it is marked), so its ticket needs no mark of its own. A code a lane's line refused as invalid counts
  * against the caller's allowance of such refusals.
  */
 async function join(c: Context<AppEnv>, sale: Sale, joiner: Joiner): Promise<{ ticket: string; place: number | null }> {
@@ -184,8 +184,8 @@ const position = (
  * The waiting room: POST /api/sales/:saleId/queue joins, GET polls with the ticket. Before
  * a buyer joins: the isolate's and the global limits (middleware), then the place held, deny
  * rules, the human check and one account one seat (joinAdmission); a caller they turn away
- * quietly is given a place of its own that never comes up, and is answered, joining and
- * polling, as a buyer whose place is never reached.
+ * quietly is given a place of its own whose pass buys nothing, and is answered, joining and
+ * polling, as a person is: admitted at its turn, with a pass lua/checkout.lua refuses as sold out.
  */
 export const waitingRoomRoutes = new Hono<AppEnv>()
   .post("/:saleId/queue", validate("param", SaleIdParam), requireUser, limitPerUser, limitGlobally("queue-join"), async (c) => {
@@ -210,7 +210,7 @@ export const waitingRoomRoutes = new Hono<AppEnv>()
   // this isolate's read of the last second. A random sale's pre-queue ticket is placed once
   // after the start, when it nears the front (until then its standing is estimated from its
   // draw key); that answer carries the placed ticket in its Queue-Ticket header. A quiet
-  // ticket goes the same way: only its place, which never comes up, is different.
+  // ticket goes the same way, and so does its pass at its turn: only Redis knows it buys nothing.
   .get(
     "/:saleId/queue",
     validate("param", SaleIdParam),

@@ -102,6 +102,9 @@ export function parseCheckoutReply(reply: unknown, buyers: number, variants: (st
       case "LANE_SOLD_OUT":
         reservations.push({ code: "SOLD_OUT", variant, inLane: true });
         break;
+      case "QUIET_PASS":
+        reservations.push({ code: "SOLD_OUT", variant, quiet: true });
+        break;
       case "LANE_QUANTITY_UNAVAILABLE":
         reservations.push({ code: "QUANTITY_UNAVAILABLE", remaining, variant, inLane: true });
         break;

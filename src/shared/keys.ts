@@ -60,10 +60,13 @@ export interface BucketKeys {
   checkoutKeys: string;
   /**
    * Hash: user id -> place in the waiting room, or "pre" for a random sale's pre-queue joiner
-   * (placed by the draw); "q" before either for a quiet joiner's place, which never comes up.
+   * (placed by the draw); "q" before either for a quiet joiner's place, whose pass buys nothing.
    */
   places: string;
-  /** Hash: user id -> "<place>:<pass expiry ms>", or "<place>:used" once the pass bought. */
+  /**
+   * Hash: user id -> "<place>:<pass expiry ms>", or "<place>:used" once the pass bought; a quiet
+   * place's "<place>:<pass expiry ms>:q", a pass that buys nothing (lua/checkout.lua).
+   */
   passes: string;
   /** Sorted set: user ids of admitted passes not used yet, scored by their expiry (ms). */
   live: string;
@@ -71,7 +74,7 @@ export interface BucketKeys {
    * Sorted set, all scores 0: "<draw key hex>:<bucket>:<user id>" of a random sale's pre-queue
    * joiners whose draw key falls in this bucket's range (prePartitionOf, not the user's
    * bucket): the lexical order inside a bucket, bucket after bucket, is the draw. A quiet
-   * joiner's member has "q" for the bucket.
+   * joiner's member has "q" before the bucket.
    */
   preQueue: string;
   /**
@@ -393,7 +396,7 @@ export function checkoutScriptKeys(
  */
 export const QUIET_LINE_MARK = "\u0001";
 
-/** How a join is told apart: a person's place, or a quiet one (src/admission/gate.ts) that never comes up. */
+/** How a join is told apart: a person's place, or a quiet one (src/admission/gate.ts) whose pass buys nothing. */
 export type JoinKind = "person" | "quiet";
 
 /**

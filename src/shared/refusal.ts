@@ -11,8 +11,10 @@ export type Refusal =
   /**
    * `variant`: the variant asked for is (a sale with variants); absent: the whole sale is.
    * `inLane`: only the presale lane open now has none left (a later lane or the public may).
+   * `quiet`: a quiet place's pass (src/admission/gate.ts losesQuietly), told what a person is
+   * when the units are gone, whatever is left.
    */
-  | { code: "SOLD_OUT"; variant?: string; inLane?: true }
+  | { code: "SOLD_OUT"; variant?: string; inLane?: true; quiet?: true }
   /** Fewer units remain (of `variant`, if named; in the lane open now, if `inLane`) than were asked for, but some do. */
   | { code: "QUANTITY_UNAVAILABLE"; remaining: number; variant?: string; inLane?: true }
   /** The sale has variants and the checkout named none. */

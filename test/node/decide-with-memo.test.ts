@@ -64,6 +64,28 @@ describe("decideWithMemo", () => {
     await decideWithMemo(sale, "u2", soldOut.decide);
     expect(soldOut.asked.count).toBe(2);
   });
+
+  it("learns nothing of the stock from a quiet pass's sold-out: the next buyer asks the store", async () => {
+    const sale = `memo-quiet-${crypto.randomUUID()}`;
+    const quiet = store({ code: "SOLD_OUT", quiet: true });
+    expect(await decideWithMemo(sale, "bot", quiet.decide)).toEqual({ code: "SOLD_OUT", quiet: true });
+    const open = store({ code: "OK", orderId: "8", remaining: 2, held: 1, limit: 1 });
+    expect(await decideWithMemo(sale, "person", open.decide)).toMatchObject({ code: "OK", orderId: "8" });
+    expect(open.asked.count).toBe(1);
+    // A merged call's: a plain checkout's answer (the sale takes them without a pass), and a quiet pass's.
+    memo.learnFromCall(
+      sale,
+      [
+        { userId: "plain", plain: true },
+        { userId: "bot", plain: false },
+      ],
+      [
+        { code: "OK", orderId: "9", remaining: 1, held: 1, limit: 1 },
+        { code: "SOLD_OUT", quiet: true },
+      ],
+    );
+    expect(refusalWhileWaiting(sale, "another")).toBeUndefined();
+  });
 });
 
 // What a merged call's answers let the memo answer for the checkouts still waiting in its

@@ -193,7 +193,7 @@ describe("waiting-room-join.lua", () => {
 });
 
 describe("quiet joiners", () => {
-  it("take a place nobody else holds, keep it, and are let in as nobody's: no pass, no unit held back", async () => {
+  it("take a place nobody else holds, keep it, and are let in as nobody's: a pass record marked quiet, no unit held back", async () => {
     const sale = await newSale({ stock: 2, rate: 1000 });
     expect(await join(sale, "person-a")).toEqual({ outcome: "JOINED", place: 1 });
     expect(await join(sale, "bot", false, "quiet")).toEqual({ outcome: "JOINED", place: 2, quiet: true });
@@ -205,10 +205,21 @@ describe("quiet joiners", () => {
     // unit it would have held for the next call: both people are let in.
     expect(await progress(sale)).toMatchObject({ admitted: 2, joined: 3, expired: 1 });
     expect(await progress(sale)).toMatchObject({ admitted: 3, joined: 3, expired: 1 });
-    expect(await passOf(sale, "bot")).toBeNull();
-    expect(String(await passOf(sale, "person-b"))).toMatch(/^3:\d+$/);
-    expect((await checkout(sale, "bot", 2)).code).toBe("QUEUE_PASS_INVALID");
+    // The quiet place's record is a person's, marked: same shape, same time to live.
+    const [quiet, first] = [String(await passOf(sale, "bot")), String(await passOf(sale, "person-a"))];
+    expect(quiet).toMatch(/^2:\d+:q$/);
+    expect(first).toMatch(/^1:\d+$/);
+    expect(quiet.split(":")[1]).toBe(first.split(":")[1]); // let in by the same call: the same expiry
+    expect(await redis.zscore(buyerKeys(sale, "bot", SPLIT).live, "bot")).toBeNull();
+    // Its pass is refused as sold out while units are left, spending nothing; a wrong place is still invalid.
+    expect(await checkout(sale, "bot", 2)).toEqual({ code: "SOLD_OUT", quiet: true });
+    expect(await checkout(sale, "bot", 3)).toEqual({ code: "QUEUE_PASS_INVALID" });
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("2");
+    expect(await passOf(sale, "bot")).toBe(quiet);
     expect((await checkout(sale, "person-b", 3)).code).toBe("OK");
+    expect((await checkout(sale, "person-a", 1)).code).toBe("OK");
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("0");
+    expect(await progress(sale)).toMatchObject({ admitted: 3, used: 2, expired: 1 });
   });
 
   it("of a random sale's pre-queue are drawn like anyone, and their place never comes up", async () => {
@@ -227,8 +238,31 @@ describe("quiet joiners", () => {
     }
     await progress(sale); // a call whose places include the quiet one lets the rest in on the next
     expect(await progress(sale)).toMatchObject({ admitted: 11, joined: 11, expired: 1 });
-    expect(await passOf(sale, "drawn-bot")).toBeNull();
-    for (const user of people) expect(await passOf(sale, user)).not.toBeNull();
+    // Its pass record is in its own bucket, where a person's would be, marked quiet.
+    const place = order.indexOf("drawn-bot") + 1;
+    expect(String(await passOf(sale, "drawn-bot"))).toMatch(new RegExp(`^${place}:\\d+:q$`));
+    for (const user of people) expect(String(await passOf(sale, user))).toMatch(/^\d+:\d+$/);
+    expect(await checkout(sale, "drawn-bot", place)).toEqual({ code: "SOLD_OUT", quiet: true });
+    expect(await redis.hget(saleKeys(sale).meta, "remaining")).toBe("40");
+  });
+
+  it("of a pre-queue stored before members carried their bucket keep their place, and lapse with no pass record", async () => {
+    const sale = await newSale({ mode: "random", startsIn: 60_000, stock: 40 });
+    const people = Array.from({ length: 6 }, (_, i) => `kept-${i}`);
+    for (const user of people) await join(sale, user, true);
+    // Joined quietly as such a pre-queue held it: "<draw key>:q:<user id>", its place "qpre".
+    const key = await drawKey(SEED, "old-bot");
+    const [, , places, , preQueue] = waitingRoomJoinCall(sale, "old-bot", SPLIT, key, "quiet").keys as string[];
+    await redis.zadd(preQueue as string, { score: 0, member: `${key}:q:old-bot` });
+    await redis.hset(places as string, { "old-bot": "qpre" });
+    await progress(sale); // the running totals, counted afresh
+    await startNow(sale);
+    const place = (await drawOrder(SEED, [...people, "old-bot"])).indexOf("old-bot") + 1;
+    expect(await join(sale, "old-bot", true)).toEqual({ outcome: "JOINED", place, quiet: true });
+    await progress(sale);
+    expect(await progress(sale)).toMatchObject({ admitted: 7, joined: 7, expired: 1 });
+    expect(await passOf(sale, "old-bot")).toBeNull();
+    for (const user of people) expect(String(await passOf(sale, user))).toMatch(/^\d+:\d+$/);
   });
 });
 

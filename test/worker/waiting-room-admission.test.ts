@@ -1,5 +1,5 @@
 // Admission at the queue join: the human check, deny rules and one account one seat, and the
-// quiet tickets of the callers they turn away (a place of their own that never comes up),
+// quiet tickets of the callers they turn away (a place of their own, whose pass buys nothing),
 // which look like a person's in everything their holder sees. The join's global limits:
 // test/worker/global-limits.test.ts; what quiet polls cost at the gateway:
 // test/node/global-limits.test.ts. Joins run as the local stack serves them (loopback hosts
@@ -41,25 +41,21 @@ async function join(saleId: string, userId: string, headers: Record<string, stri
   } satisfies Joiner;
 }
 
-async function poll(saleId: string, joiner: Joiner): Promise<QueuePosition> {
-  const res = await api.pollQueue(saleId, await userToken(joiner.userId), joiner.joined?.ticket as string);
-  if (!res.body) throw new Error(`poll: ${res.status} ${res.code}`);
-  return res.body;
-}
-
-/** Polls until the joiner is admitted (its pass), a few times a second as a page would. */
-async function passOf(saleId: string, joiner: Joiner): Promise<string> {
-  const admitted = await eventually(
+/** Polls until the joiner is admitted, a few times a second as a page would: the poll that said so. */
+const admittedSeen = (saleId: string, joiner: Joiner) =>
+  eventually(
     `${joiner.userId} admitted`,
     async () => {
       await new Promise((r) => setTimeout(r, 250));
-      const p = await poll(saleId, joiner);
-      return p.state === "admitted" && p;
+      const seen = await pollSeen(saleId, joiner);
+      return seen.body.state === "admitted" && seen;
     },
     60_000,
   );
-  return admitted.pass as string;
-}
+
+/** Polls until the joiner is admitted: its pass. */
+const passOf = async (saleId: string, joiner: Joiner): Promise<string> =>
+  (await admittedSeen(saleId, joiner)).body.pass as string;
 
 /** The claims of a ticket, as anyone holding it can read them. */
 const claimsOf = (ticket: string) =>
@@ -81,21 +77,39 @@ async function buyers(saleId: string): Promise<string[]> {
 const queuedSale = (extra: { humanCheck?: boolean; stock?: number } = {}) =>
   createSale({ stock: extra.stock ?? 5, humanCheck: extra.humanCheck, queue: { mode: "fifo", admitPerSec: 1000 } });
 
+const remainingOf = async (saleId: string) => String(await redis.hget(saleKeys(saleId).meta, "remaining"));
+
 /**
- * The quiet ticket's holder is never let in while the person behind it is, and cannot buy:
- * its place, passed by the line, answers as a place whose pass was not taken in time.
+ * At their turn the quiet tickets' holders poll as the person behind them does: admitted, with
+ * a pass of the same shape and time left. But a quiet pass buys nothing: it is refused as sold
+ * out, units left or not, with nothing spent, and the isolate learns no sold-out from it: the
+ * person's pass, used after them, buys.
  */
-async function expectNeverComesUp(saleId: string, quiet: Joiner[], person: Joiner): Promise<void> {
-  await passOf(saleId, person);
+async function expectQuietTurnBuysNothing(saleId: string, quiet: Joiner[], person: Joiner): Promise<void> {
+  const personSeen = await admittedSeen(saleId, person);
+  const units = await remainingOf(saleId);
+  expect(Number(units)).toBeGreaterThan(0);
   for (const q of quiet) {
-    const standing = await poll(saleId, q);
-    expect(standing.place as number, q.userId).toBeLessThan(person.joined?.place as number);
-    expect(standing.state, q.userId).toBe("closed");
-    expect(standing.pass, q.userId).toBeNull();
+    const seen = await pollSeen(saleId, q);
+    expect(seen.body.place as number, q.userId).toBeLessThan(person.joined?.place as number);
+    expect(seen.status, q.userId).toBe(personSeen.status);
+    expect(shapeOf(seen.body, seen.headers), q.userId).toEqual(shapeOf(personSeen.body, personSeen.headers));
+    expect(seen.body.state, q.userId).toBe("admitted");
+    expect(Object.keys(claimsOf(seen.body.pass as string)).sort(), q.userId).toEqual(
+      Object.keys(claimsOf(personSeen.body.pass as string)).sort(),
+    );
+    expect(seen.body.passExpiresAt, q.userId).toEqual(expect.any(String));
+    expect(Math.abs(seen.body.retryAfterSec - personSeen.body.retryAfterSec), q.userId).toBeLessThanOrEqual(1);
     // Without a pass: refused, as a person without one is (a denied caller: as sold out).
-    const res = await api.checkoutWithPass(saleId, await userToken(q.userId), undefined);
-    expect(["QUEUE_PASS_REQUIRED", "SOLD_OUT"], q.userId).toContain(res.code);
+    const without = await api.checkoutWithPass(saleId, await userToken(q.userId), undefined);
+    expect(["QUEUE_PASS_REQUIRED", "SOLD_OUT"], q.userId).toContain(without.code);
+    // With its pass: sold out, as a person is when the units are gone, and nothing spent.
+    const res = await api.checkoutWithPass(saleId, await userToken(q.userId), seen.body.pass as string);
+    expect([res.status, res.code], q.userId).toEqual([409, "SOLD_OUT"]);
+    expect(await remainingOf(saleId), q.userId).toBe(units);
   }
+  const bought = await api.checkoutWithPass(saleId, await userToken(person.userId), personSeen.body.pass as string);
+  expect(bought.status).toBe(202);
 }
 
 describe("the human check at the queue join", () => {
@@ -113,7 +127,7 @@ describe("the human check at the queue join", () => {
     expect(await buyers(sale.id)).toEqual(["qa-person"]);
   });
 
-  it("gives a failed, spent, foreign or replayed token a ticket like any other, whose place never comes up", async () => {
+  it("gives a failed, spent, foreign or replayed token a ticket like any other, whose pass buys nothing", async () => {
     const sale = await queuedSale({ humanCheck: true });
     const other = await queuedSale({ humanCheck: true });
     const replayed = tokenFor(sale.id);
@@ -126,19 +140,21 @@ describe("the human check at the queue join", () => {
     ];
     for (const q of quiet) {
       expect(q.status, q.userId).toBe(200);
-      // A live sale with room to spare reaches a place at once: a quiet one then answers as a
-      // place whose pass was not taken in time (docs/bots-and-limits.md, "Quiet tickets").
-      expect(q.joined, q.userId).toMatchObject({ place: expect.any(Number), state: expect.stringMatching(/waiting|closed/) });
+      // A live sale with room to spare reaches a place at once: a quiet one then answers
+      // admitted, as a person's (docs/bots-and-limits.md, "Quiet tickets").
+      expect(q.joined, q.userId).toMatchObject({ place: expect.any(Number), state: expect.stringMatching(/waiting|admitted/) });
       expect(Object.keys(claimsOf(q.joined?.ticket as string))).toEqual(Object.keys(claimsOf(first.joined?.ticket as string)));
     }
-    // Each holds a place of its own (counted as joined), the person after them is admitted, they never are.
+    // Each holds a place of its own (counted as joined); at their turn they look admitted as the person after them is, and buy nothing.
     const later = await join(sale.id, "qa-later", { "Human-Check": tokenFor(sale.id) });
     expect((await api.queueStats(sale.id)).joined).toBe(6);
     const places = [first, ...quiet, later].map((j) => j.joined?.place);
     expect(new Set(places).size).toBe(6);
-    await expectNeverComesUp(sale.id, quiet, later);
-    expect(await buyers(sale.id)).toEqual([]);
+    await expectQuietTurnBuysNothing(sale.id, quiet, later);
+    expect(await buyers(sale.id)).toEqual(["qa-later"]);
     await eventually("four failed checks counted", async () => (await counted(sale.id, "HUMAN_CHECK_FAILED")) === 4, 30_000);
+    // Their passes reached the script, which counted each refusal as what it was.
+    await eventually("four quiet passes counted", async () => (await counted(sale.id, "QUIET_PASS")) === 4, 30_000);
   });
 
   it("gives a random sale's quiet pre-queue joiner a ticket shaped like a real one: unplaced, with its draw key", async () => {
@@ -179,9 +195,9 @@ describe("deny rules at the queue join", () => {
         expect(denied.status).toBe(200);
         const person = await join(sale.id, `qa-beside-${humanCheck}`, { "Human-Check": tokenFor(sale.id) });
         expect((await api.queueStats(sale.id)).joined).toBe(2);
-        await expectNeverComesUp(sale.id, [denied], person);
-        // The join, and the checkout it tried without a pass.
-        await eventually("two DENIED counted", async () => (await counted(sale.id, "DENIED")) === 2, 30_000);
+        await expectQuietTurnBuysNothing(sale.id, [denied], person);
+        // The join, and the checkouts it tried without its pass and with it.
+        await eventually("three DENIED counted", async () => (await counted(sale.id, "DENIED")) === 3, 30_000);
       }
     } finally {
       await SELF.fetch(`${BASE}/admin/deny-rules/${rule.id}`, { method: "DELETE", headers: admin });
@@ -204,7 +220,7 @@ describe("one account, one seat", () => {
     const d = await from("seat-d", freshAddress());
     expect(d.joined?.place).toBe(4);
     expect((await join(sale.id, "seat-e", { "CF-Connecting-IP": address })).joined?.place).toBe(5);
-    await expectNeverComesUp(sale.id, [c], d);
+    await expectQuietTurnBuysNothing(sale.id, [c], d);
     await eventually("one DENIED counted", async () => (await counted(sale.id, "DENIED")) === 1, 30_000);
   });
 });
@@ -338,14 +354,14 @@ describe("one account, one seat, by the address people hold", () => {
     const b = await join(sale.id, "v6-b", { "CF-Connecting-IP": "2001:db8:77:1:ffff::2" }, vars);
     const other = await join(sale.id, "v6-other", { "CF-Connecting-IP": "2001:db8:77:2::1" }, vars);
     expect([a.joined?.place, b.joined?.place, other.joined?.place]).toEqual([1, 2, 3]);
-    await expectNeverComesUp(sale.id, [b], other);
+    await expectQuietTurnBuysNothing(sale.id, [b], other);
     // A wider prefix groups more: the /64s of one /48 together.
     const wide = await queuedSale();
     const wider = { ...vars, ADDRESS_PREFIX_V6: "48" };
     await join(wide.id, "v6-wide-a", { "CF-Connecting-IP": "2001:db8:78:1::1" }, wider);
     const beyond = await join(wide.id, "v6-wide-b", { "CF-Connecting-IP": "2001:db8:78:2::1" }, wider);
     const later = await join(wide.id, "v6-wide-later", { "CF-Connecting-IP": freshAddress() }, wider);
-    await expectNeverComesUp(wide.id, [beyond], later);
+    await expectQuietTurnBuysNothing(wide.id, [beyond], later);
   });
 
   it("on a sale with the human check, lets a crowd behind one shared IPv4 address join: the check decides", async () => {
@@ -372,7 +388,7 @@ describe("one account, one seat, by the address people hold", () => {
       { ACCOUNTS_PER_ADDRESS: "1", TURNSTILE_SECRET_KEY: TEST_SECRETS.fails },
     );
     const after = await join(sale.id, "nat-after", { "CF-Connecting-IP": nat, "Human-Check": tokenFor(sale.id) });
-    await expectNeverComesUp(sale.id, [bot], after);
+    await expectQuietTurnBuysNothing(sale.id, [bot], after);
   });
 });
 
