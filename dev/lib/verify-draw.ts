@@ -1,7 +1,8 @@
 // A draw checked from public data alone (docs/draws.md): the committed list's leaves hash to
 // the published root, the seed matches the commitment published at the sale's creation, the
 // beacon's round says what the draw says it said, and the shuffle and the selection, done
-// again here, give the winners and the waitlist the sale published. `npm run verify-draw`
+// again here, give the winners and the waitlist the sale published, and each variant's
+// published counts (entries, selected, waitlisted) are the list's. `npm run verify-draw`
 // prints what this finds; the tests run it against real draws and tampered ones.
 import type { DrawLeaf, DrawView } from "../../src/shared/api-types.ts";
 import { drawKeyOf, leafHash, merkleRoot, Selection, shuffleOrder, shuffler } from "../../src/shared/draw-proof.ts";
@@ -67,18 +68,21 @@ export async function verifyDraw(baseUrl: string, saleId: string, fetcher: typeo
   );
   shuffled.sort(shuffleOrder);
   const selection = new Selection(new Map(view.variants.map((v) => [v.id, v.stock])));
-  const counted = new Map(view.variants.map((v) => [v.id, { selected: 0, waitlisted: 0 }]));
+  const counted = new Map(view.variants.map((v) => [v.id, { entries: 0, selected: 0, waitlisted: 0 }]));
   let winners = 0;
   for (const { leaf } of shuffled) {
     const result = selection.next(leaf);
     if (result === "selected") winners++;
     const count = counted.get(leaf.variant);
+    if (count) count.entries++;
     if (count && result !== "not_selected") count[result]++;
     if (leaf.result !== result)
       problems.push(`leaf ${leaf.index} (${leaf.leafHash}) is published ${leaf.result}, the draw gives ${result}`);
   }
   for (const v of view.variants) {
     const count = counted.get(v.id);
+    if (count?.entries !== v.entries)
+      problems.push(`variant ${v.id}: published ${v.entries} entries, the list holds ${count?.entries}`);
     if (count?.selected !== v.selected || count.waitlisted !== v.waitlisted)
       problems.push(
         `variant ${v.id}: published ${v.selected} selected and ${v.waitlisted} waitlisted, the draw gives ${count?.selected} and ${count?.waitlisted}`,

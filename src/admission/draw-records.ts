@@ -82,6 +82,10 @@ const RUN_COLUMNS: Record<keyof RunChange, string> = {
   drawnAt: "drawn_at",
 };
 
+/** Where a run stands, as its row says it (RUN_AT) and as a step read it (runAt). */
+const RUN_AT = "phase || ':' || bucket || ':' || cursor";
+const runAt = (run: DrawRun) => `${run.phase}:${run.bucket}:${run.cursor}`;
+
 /**
  * The statement that moves the run on, only from the phase and cursor the step read: a step
  * run twice at once writes its results twice (each write is idempotent) but moves the run once.
@@ -90,8 +94,8 @@ export function moveRun(db: D1Database, run: DrawRun, change: RunChange): D1Prep
   const fields = Object.entries(change) as [keyof RunChange, unknown][];
   const sets = fields.map(([field], i) => `${RUN_COLUMNS[field]} = ?${i + 4}`).join(", ");
   return db
-    .prepare(`UPDATE draw_runs SET ${sets}, updated_at = ?3 WHERE sale_id = ?1 AND phase || ':' || bucket || ':' || cursor = ?2`)
-    .bind(Number(run.saleId), `${run.phase}:${run.bucket}:${run.cursor}`, Date.now(), ...fields.map(([, v]) => v ?? null));
+    .prepare(`UPDATE draw_runs SET ${sets}, updated_at = ?3 WHERE sale_id = ?1 AND ${RUN_AT} = ?2`)
+    .bind(Number(run.saleId), runAt(run), Date.now(), ...fields.map(([, v]) => v ?? null));
 }
 
 /** An entry as the run commits it. */
@@ -244,18 +248,38 @@ export async function findEntry(db: D1Database, saleId: string, userId: string):
   return row ?? undefined;
 }
 
-/** Entries and units of each variant by result, once drawn. */
-export async function resultCounts(
-  db: D1Database,
-  saleId: string,
-): Promise<{ variant: string; result: DrawResult; entries: number; units: number }[]> {
-  const { results } = await db
+/** A variant's counts (draw_counts): its committed entries, and those selected and waitlisted. */
+export interface VariantCounts {
+  variant: string;
+  entries: number;
+  selected: number;
+  waitlisted: number;
+}
+
+/**
+ * Adds a step's counts to its variants' rows, only while the run stands where the step read it;
+ * put before moveRun in the step's batch, a step done twice adds once, as it moves the run once.
+ */
+export const addCounts = (db: D1Database, run: DrawRun, counts: VariantCounts[]): D1PreparedStatement =>
+  db
     .prepare(
-      `SELECT variant, COALESCE(result, 'not_selected') AS result, COUNT(*) AS entries, SUM(quantity) AS units
-       FROM draw_entries WHERE sale_id = ? GROUP BY variant, result`,
+      `INSERT INTO draw_counts (sale_id, variant, entries, selected, waitlisted)
+       SELECT ?1, value ->> '$.variant', value ->> '$.entries', value ->> '$.selected', value ->> '$.waitlisted'
+       FROM json_each(?3) WHERE EXISTS (SELECT 1 FROM draw_runs WHERE sale_id = ?1 AND ${RUN_AT} = ?2)
+       ON CONFLICT (sale_id, variant) DO UPDATE SET entries = entries + excluded.entries,
+         selected = selected + excluded.selected, waitlisted = waitlisted + excluded.waitlisted`,
     )
-    .bind(Number(saleId))
-    .all<{ variant: string; result: DrawResult; entries: number; units: number }>();
+    .bind(Number(run.saleId), runAt(run), JSON.stringify(counts));
+
+/**
+ * The counts of the sale's `variants` variants, a row each (none for a variant without committed
+ * entries). The LIMIT spares D1 the read of the next sale's first row, which ends the range.
+ */
+export async function drawCounts(db: D1Database, saleId: string, variants: number): Promise<VariantCounts[]> {
+  const { results } = await db
+    .prepare("SELECT variant, entries, selected, waitlisted FROM draw_counts WHERE sale_id = ?1 LIMIT ?2")
+    .bind(Number(saleId), variants)
+    .all<VariantCounts>();
   return results;
 }
 

@@ -1,11 +1,13 @@
 // A sale's draw, run in bounded steps (docs/draws.md): seal the entries (lua/draw-seal.lua),
 // collect them from Redis into D1 a page at a time, build the Merkle tree a chunk at a time
 // and publish its root, wait for the beacon's round, key every entry's place in the shuffle,
-// and walk the shuffle choosing the winners. Each step reads where the run stands in D1 and
-// writes its results and the run's next position in one batch: a step cut short (a crash, a
-// lost message) is done again from the same position, to the same result, however the steps
-// fall. No step reads more than a page, so a million entries cost many small steps, never one
-// long script or query. The jobs queue runs the steps; the cron restarts a run that stalled.
+// and walk the shuffle choosing the winners; the tree and the selection keep each variant's
+// counts as they go (what the public view shows, read without counting the list). Each step
+// reads where the run stands in D1 and writes its results and the run's next position in one
+// batch: a step cut short (a crash, a lost message) is done again from the same position, to
+// the same result, however the steps fall. No step reads more than a page, so a million
+// entries cost many small steps, never one long script or query. The jobs queue runs the
+// steps; the cron restarts a run that stalled.
 import { hashRecord, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import type { Sale } from "../sales/sale";
@@ -16,6 +18,7 @@ import { DRAW_CHUNK_LEAVES, DRAW_PAGE } from "../shared/limits";
 import { log } from "../shared/log";
 import type { JobMessage } from "../shared/messages";
 import {
+  addCounts,
   type CommittedEntry,
   type DrawRun,
   findDrawRun,
@@ -29,6 +32,7 @@ import {
   shuffledAfter,
   startDrawRun,
   treeChunks,
+  type VariantCounts,
 } from "./draw-records";
 import { parseEntry } from "./draws";
 
@@ -91,14 +95,32 @@ async function collect(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
   return { next: "step" };
 }
 
-/** Tree: one chunk's root; after the last, the tree's root and its size, published (the commitment). */
+/** What a step adds to the counts per variant (draw_counts): one to the `count` of each leaf's variant. */
+function countsOf(leaves: { variant: string; count: Exclude<keyof VariantCounts, "variant"> }[]): VariantCounts[] {
+  const byVariant = new Map<string, VariantCounts>();
+  for (const { variant, count } of leaves) {
+    const counts = byVariant.get(variant) ?? { variant, entries: 0, selected: 0, waitlisted: 0 };
+    counts[count]++;
+    byVariant.set(variant, counts);
+  }
+  return [...byVariant.values()];
+}
+
+/**
+ * Tree: one chunk's root, its entries added to the counts per variant; after the last, the
+ * tree's root and its size, published (the commitment).
+ */
 async function tree(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
   const leaves = await leavesAfter(deps.db, sale.id, run.cursor, DRAW_CHUNK_LEAVES);
   if (leaves.length > 0) {
     const root = toHex(await treeHash(leaves.map((l) => hexBytes(l.leafHash))));
     const last = (leaves.at(-1) as { leafHash: string }).leafHash;
     const chunk = { chunk: run.chunks, firstLeaf: (leaves[0] as { leafHash: string }).leafHash, leaves: leaves.length, root };
-    await deps.db.batch([insertChunk(deps.db, sale.id, chunk), moveRun(deps.db, run, { cursor: last, chunks: run.chunks + 1 })]);
+    await deps.db.batch([
+      insertChunk(deps.db, sale.id, chunk),
+      addCounts(deps.db, run, countsOf(leaves.map((l) => ({ variant: l.variant, count: "entries" })))),
+      moveRun(deps.db, run, { cursor: last, chunks: run.chunks + 1 }),
+    ]);
     if (leaves.length === DRAW_CHUNK_LEAVES) return { next: "step" };
     run = { ...run, cursor: last, chunks: run.chunks + 1 };
   }
@@ -143,7 +165,10 @@ async function shuffle(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
   return { next: "step" };
 }
 
-/** Select: one page of the shuffle, in order; the selection's state carries to the next page. */
+/**
+ * Select: one page of the shuffle, in order; the selection's state carries to the next page,
+ * the page's selected and waitlisted entries go to the counts per variant.
+ */
 async function select(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
   const page = await shuffledAfter(deps.db, sale.id, run.cursor, DRAW_PAGE);
   if (page.length === 0) {
@@ -154,11 +179,16 @@ async function select(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOut
   const selection = Selection.resume(stockOf(sale), JSON.parse(run.selection ?? "{}"));
   const results = page.flatMap((entry) => {
     const result = selection.next(entry);
-    return result === "not_selected" ? [] : [{ leafHash: entry.leafHash, result }];
+    return result === "not_selected" ? [] : [{ leafHash: entry.leafHash, variant: entry.variant, result }];
   });
   const last = page.at(-1) as { leafHash: string; shuffleKey: string };
   await deps.db.batch([
-    ...(results.length > 0 ? [setResults(deps.db, sale.id, results)] : []),
+    ...(results.length > 0
+      ? [
+          setResults(deps.db, sale.id, results),
+          addCounts(deps.db, run, countsOf(results.map((r) => ({ variant: r.variant, count: r.result })))),
+        ]
+      : []),
     moveRun(deps.db, run, { cursor: `${last.shuffleKey}:${last.leafHash}`, selection: JSON.stringify(selection.state) }),
   ]);
   return { next: "step" };

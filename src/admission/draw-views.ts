@@ -4,7 +4,7 @@ import type { Redis } from "../redis/client";
 import type { Sale } from "../sales/sale";
 import type { DrawLeaf, DrawState, DrawView, EntryStatus, MyEntry } from "../shared/api-types";
 import { DRAW_CHUNK_LEAVES } from "../shared/limits";
-import { type DrawRun, findDrawRun, findEntry, leavesFrom, resultCounts, treeChunk } from "./draw-records";
+import { type DrawRun, drawCounts, findDrawRun, findEntry, leavesFrom, treeChunk } from "./draw-records";
 import { inclusionProof } from "./draw-run";
 import { entryCounts, heldEntry } from "./draws";
 
@@ -27,19 +27,18 @@ export async function drawView(
   const run = await findDrawRun(db, sale.id);
   const committed = run?.entriesRoot !== null && run?.entriesRoot !== undefined;
   const drawn = run?.phase === "drawn";
-  // Before the commit the entries are Redis' counts; from then on D1's committed list (the
-  // results only once drawn: a selection part-way through its pages is not shown).
+  // Before the commit the entries are Redis' counts; from then on the counts the run kept
+  // per variant in D1, a row each (the results only once drawn: a selection part-way through
+  // its pages is not shown).
+  const variants = sale.variants.length > 0 ? sale.variants : [{ id: "default", stock: sale.stock }];
   const [standing, counts] = await Promise.all([
     committed ? undefined : entryCounts(redis, sale.id),
-    committed ? resultCounts(db, sale.id) : [],
+    committed ? drawCounts(db, sale.id, variants.length) : [],
   ]);
-  const variants = sale.variants.length > 0 ? sale.variants : [{ id: "default", stock: sale.stock }];
-  const countOf = (variant: string, result: string) =>
-    drawn ? (counts.find((c) => c.variant === variant && c.result === result)?.entries ?? 0) : 0;
+  const countsOf = (variant: string) => counts.find((c) => c.variant === variant);
   const entriesOf = (variant: string) =>
-    standing
-      ? (standing.byVariant.get(variant)?.entries ?? 0)
-      : counts.filter((c) => c.variant === variant).reduce((sum, c) => sum + c.entries, 0);
+    standing ? (standing.byVariant.get(variant)?.entries ?? 0) : (countsOf(variant)?.entries ?? 0);
+  const resultOf = (variant: string, result: "selected" | "waitlisted") => (drawn ? (countsOf(variant)?.[result] ?? 0) : 0);
   return {
     saleId: sale.id,
     state: drawState(sale, run, now),
@@ -56,8 +55,8 @@ export async function drawView(
       id: v.id,
       stock: v.stock,
       entries: entriesOf(v.id),
-      selected: countOf(v.id, "selected"),
-      waitlisted: countOf(v.id, "waitlisted"),
+      selected: resultOf(v.id, "selected"),
+      waitlisted: resultOf(v.id, "waitlisted"),
     })),
   };
 }

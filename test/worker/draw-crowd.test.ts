@@ -14,7 +14,8 @@ import { api, BASE, eventually, loopbackApi, userToken } from "./helpers";
 // sizes and quantities, withdrawals and double entries, the close, the draw with a beacon,
 // winners paying or letting their orders expire, units going down the waitlist, the
 // invariants, `verify-draw` passing from public data alone and failing on a tampered list,
-// and a draw cut short in every phase resuming to the same result.
+// a draw cut short in every phase resuming to the same result, and one stepped twice at once
+// counting each entry once.
 
 const SIZES = [
   { id: "s", label: "S", stock: 3 },
@@ -145,6 +146,19 @@ describe("a draw crowd", () => {
         if (y.variant === x.variant && y.quantity <= x.quantity)
           expect(offered.has(y.leafHash), `${y.leafHash} before ${x.leafHash}`).toBe(true);
     }
+    // Offers down the waitlist change no entry's result: the view's counts per size are still the list's.
+    const listed = (await api.drawEntries(sale.id)).body?.leaves ?? [];
+    const countOf = (variant: string, result?: string) =>
+      listed.filter((l) => l.variant === variant && (result === undefined || l.result === result)).length;
+    expect((await api.draw(sale.id)).body?.variants).toEqual(
+      SIZES.map((v) => ({
+        id: v.id,
+        stock: v.stock,
+        entries: countOf(v.id),
+        selected: countOf(v.id, "selected"),
+        waitlisted: countOf(v.id, "waitlisted"),
+      })),
+    );
     // Never more units held than the stock, in D1.
     const { results } = await env.DB.prepare(
       "SELECT variant, SUM(quantity) AS units FROM orders WHERE sale_id = ? AND status IN ('awaiting_payment', 'paid', 'confirmed') GROUP BY variant",
@@ -211,6 +225,25 @@ describe("a draw crowd", () => {
       }
     }
     expect(cuts).toBeGreaterThan(3);
+    expect((await findDrawRun(env.DB, sale.id))?.phase).toBe("drawn");
+    const verdict = await verifyDraw(BASE, sale.id, publicFetch);
+    expect(verdict.problems).toEqual([]);
+    expect(verdict.entries).toBe(12);
+  });
+
+  it("counts each entry once when every step runs twice at once", async () => {
+    const sale = await drawSale(3_000, 600);
+    await enterCrowd(sale.id, 12);
+    await eventually("the entries to close", async () => Date.now() > Date.parse(sale.draw?.closesAt as string) + 200);
+    const record = (await findSale(env.DB, sale.id)) as Sale;
+    const deps = { db: env.DB, redis: redisFor(env), fetch };
+    // Both read the run where it stands and write the same step: the run moves once, and its counts add once.
+    for (let step = 0; step < 100; step++) {
+      const outcomes = await Promise.all([drawStep(deps, record), drawStep(deps, record)]);
+      if (outcomes.every((o) => o.next === "done")) break;
+      const wait = outcomes.find((o) => o.next === "wait");
+      if (wait?.next === "wait") await new Promise((r) => setTimeout(r, Math.min(wait.ms, 500)));
+    }
     expect((await findDrawRun(env.DB, sale.id))?.phase).toBe("drawn");
     const verdict = await verifyDraw(BASE, sale.id, publicFetch);
     expect(verdict.problems).toEqual([]);

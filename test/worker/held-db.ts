@@ -18,6 +18,9 @@ export function heldDb(real: D1Database): HeldDb {
     get queries() {
       return counting.queries;
     },
+    get rowsRead() {
+      return counting.rowsRead;
+    },
     hold() {
       gate = new Promise((resolve) => {
         release = resolve;
