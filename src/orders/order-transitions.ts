@@ -98,6 +98,8 @@ export async function stillAwaiting(db: D1Database, orderIds: string[]): Promise
  * Cancels orders of cancelled sales that still hold units, at most `limit`: those of one
  * sale, or of any (the sweep's backstop). A paid one is marked for a refund. Returns the
  * orders this statement cancelled; their units go back through the sweep's usual return.
+ * Reads the cancelled sales (sales_cancelled) and their orders, never the orders of sales
+ * that go on (CROSS JOIN keeps SQLite to that order).
  */
 export async function cancelOrdersOfCancelledSales(
   db: D1Database,
@@ -108,8 +110,8 @@ export async function cancelOrdersOfCancelledSales(
     .prepare(
       `UPDATE orders SET status = 'cancelled', closed_at = ${NOW_MS}, refund_due = refund_due OR status = 'paid'
        WHERE order_id IN (
-         SELECT o.order_id FROM orders o JOIN sales s ON s.id = o.sale_id
-         WHERE s.state = 'cancelled' AND o.status IN ${HOLDING} AND (?1 IS NULL OR o.sale_id = ?1)
+         SELECT o.order_id FROM sales s CROSS JOIN orders o ON o.sale_id = s.id
+         WHERE s.state = 'cancelled' AND (?1 IS NULL OR s.id = ?1) AND +o.status IN ${HOLDING}
          LIMIT ?2)
        RETURNING ${ENDED_COLUMNS}`,
     )
