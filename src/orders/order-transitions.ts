@@ -46,18 +46,27 @@ export const fromEnded = (r: EndedRow): EndedOrder => ({
 });
 
 /**
+ * Orders among a JSON list of ids (`?n`), looked up by key. Statements that name their orders
+ * write their status test as `+status` (SQLite's unary plus keeps a column's indexes out of a
+ * plan): with orders_due or orders_unreturned on offer, SQLite's planner would otherwise read
+ * every order of that status, in every sale, to find the few named.
+ */
+export const amongIds = (n: number) => `order_id IN (SELECT value FROM json_each(?${n}))`;
+
+/**
  * Expires orders whose window has closed by D1's clock: `orderIds` (an expiry job), or any
- * that are due (the sweep), at most `limit`. Returns the orders this statement expired.
+ * that are due (the sweep, which finds them through orders_due), at most `limit`. Returns
+ * the orders this statement expired. Reads the orders it expires, however many the sales hold.
  */
 export async function expireDue(db: D1Database, orderIds: string[] | undefined, limit: number): Promise<EndedOrder[]> {
   const statement = (which: string) =>
     db.prepare(
       `UPDATE orders SET status = 'expired', closed_at = ${NOW_MS}
-       WHERE ${which} AND status = 'awaiting_payment' AND expires_at <= ${NOW_MS}
+       WHERE ${which} AND +status = 'awaiting_payment' AND expires_at <= ${NOW_MS}
        RETURNING ${ENDED_COLUMNS}`,
     );
   const update = orderIds
-    ? statement("order_id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(orderIds))
+    ? statement(amongIds(1)).bind(JSON.stringify(orderIds))
     : statement(
         `order_id IN (SELECT order_id FROM orders WHERE status = 'awaiting_payment' AND expires_at <= ${NOW_MS} LIMIT ?1)`,
       ).bind(limit);
@@ -71,21 +80,26 @@ function counted<T extends EndedOrder>(step: "expired" | "cancelled", orders: T[
   return orders;
 }
 
+/** Those of `orderIds` still awaiting payment, with their deadlines (a statement, for a batch; rows as `awaitingFrom` reads them). */
+export const selectAwaiting = (db: D1Database, orderIds: string[]): D1PreparedStatement =>
+  db
+    .prepare(`SELECT order_id, expires_at FROM orders WHERE ${amongIds(1)} AND +status = 'awaiting_payment'`)
+    .bind(JSON.stringify(orderIds));
+export const awaitingFrom = (rows: { order_id: string; expires_at: number }[]): AwaitingOrder[] =>
+  rows.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at }));
+
 /** Those of `orderIds` still awaiting payment, with their deadlines. */
 export async function stillAwaiting(db: D1Database, orderIds: string[]): Promise<AwaitingOrder[]> {
-  const { results } = await db
-    .prepare(
-      "SELECT order_id, expires_at FROM orders WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'awaiting_payment'",
-    )
-    .bind(JSON.stringify(orderIds))
-    .all<{ order_id: string; expires_at: number }>();
-  return results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at }));
+  const { results } = await selectAwaiting(db, orderIds).all<{ order_id: string; expires_at: number }>();
+  return awaitingFrom(results);
 }
 
 /**
  * Cancels orders of cancelled sales that still hold units, at most `limit`: those of one
  * sale, or of any (the sweep's backstop). A paid one is marked for a refund. Returns the
  * orders this statement cancelled; their units go back through the sweep's usual return.
+ * Reads the cancelled sales (sales_cancelled) and their orders, never the orders of sales
+ * that go on (CROSS JOIN keeps SQLite to that order).
  */
 export async function cancelOrdersOfCancelledSales(
   db: D1Database,
@@ -96,8 +110,8 @@ export async function cancelOrdersOfCancelledSales(
     .prepare(
       `UPDATE orders SET status = 'cancelled', closed_at = ${NOW_MS}, refund_due = refund_due OR status = 'paid'
        WHERE order_id IN (
-         SELECT o.order_id FROM orders o JOIN sales s ON s.id = o.sale_id
-         WHERE s.state = 'cancelled' AND o.status IN ${HOLDING} AND (?1 IS NULL OR o.sale_id = ?1)
+         SELECT o.order_id FROM sales s CROSS JOIN orders o ON o.sale_id = s.id
+         WHERE s.state = 'cancelled' AND (?1 IS NULL OR s.id = ?1) AND +o.status IN ${HOLDING}
          LIMIT ?2)
        RETURNING ${ENDED_COLUMNS}`,
     )
@@ -156,9 +170,10 @@ export async function markRefundDue(db: D1Database, orderId: string): Promise<vo
 
 /** Ended orders (expired, cancelled) whose units are not back in Redis yet: any, oldest first, or among `orderIds`. */
 export async function unreturnedOrders(db: D1Database, limit: number, orderIds?: string[]): Promise<EndedOrder[]> {
-  const among = orderIds ? "AND order_id IN (SELECT value FROM json_each(?2))" : "";
+  // The sweep finds them through orders_unreturned; a job looks its own up by key.
+  const which = orderIds ? `${amongIds(2)} AND +status` : "status";
   const statement = db.prepare(
-    `SELECT ${ENDED_COLUMNS} FROM orders WHERE status IN ('expired', 'cancelled') AND returned_at IS NULL ${among}
+    `SELECT ${ENDED_COLUMNS} FROM orders WHERE ${which} IN ('expired', 'cancelled') AND returned_at IS NULL
      ORDER BY closed_at LIMIT ?1`,
   );
   const { results } = await (orderIds ? statement.bind(limit, JSON.stringify(orderIds)) : statement.bind(limit)).all<EndedRow>();
@@ -168,9 +183,7 @@ export async function unreturnedOrders(db: D1Database, limit: number, orderIds?:
 export async function markReturned(db: D1Database, orderIds: string[]): Promise<void> {
   if (orderIds.length === 0) return;
   await db
-    .prepare(
-      `UPDATE orders SET returned_at = ${NOW_MS} WHERE order_id IN (SELECT value FROM json_each(?)) AND returned_at IS NULL`,
-    )
+    .prepare(`UPDATE orders SET returned_at = ${NOW_MS} WHERE ${amongIds(1)} AND returned_at IS NULL`)
     .bind(JSON.stringify(orderIds))
     .run();
 }

@@ -2,7 +2,16 @@
 // amount taken from the sale in the same statement), and dead letters recorded as failed.
 import type { DeadLetter, OrderMessage } from "../shared/messages";
 import { NOW_MS } from "./d1-clock";
-import { type AwaitingOrder, ENDED_COLUMNS, type EndedOrder, type EndedRow, fromEnded } from "./order-transitions";
+import {
+  type AwaitingOrder,
+  amongIds,
+  awaitingFrom,
+  ENDED_COLUMNS,
+  type EndedOrder,
+  type EndedRow,
+  fromEnded,
+  selectAwaiting,
+} from "./order-transitions";
 
 /** Which of these orders are recorded as failed (the ids travel as one JSON array). */
 const selectFailed = (db: D1Database, orderIds: string[]) =>
@@ -59,24 +68,14 @@ export interface SettleResult {
 /** Writes all orders in one D1 batch (one transaction, one round trip). */
 export async function settleOrders(db: D1Database, orders: OrderMessage[]): Promise<SettleResult> {
   if (orders.length === 0) return { inserted: [], failedIds: new Set(), awaiting: [], cancelled: [] };
-  const ids = JSON.stringify(orders.map((o) => o.orderId));
+  const ids = orders.map((o) => o.orderId);
   const results = await db.batch([
     ...orders.map((o) => insertOrder(db, o)),
-    selectFailed(
-      db,
-      orders.map((o) => o.orderId),
-    ),
+    selectFailed(db, ids),
+    selectAwaiting(db, ids),
     db
-      .prepare(
-        "SELECT order_id, expires_at FROM orders WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'awaiting_payment'",
-      )
-      .bind(ids),
-    db
-      .prepare(
-        `SELECT ${ENDED_COLUMNS} FROM orders
-         WHERE order_id IN (SELECT value FROM json_each(?)) AND status = 'cancelled' AND returned_at IS NULL`,
-      )
-      .bind(ids),
+      .prepare(`SELECT ${ENDED_COLUMNS} FROM orders WHERE ${amongIds(1)} AND +status = 'cancelled' AND returned_at IS NULL`)
+      .bind(JSON.stringify(ids)),
   ]);
   const [failed, awaiting, cancelled] = results.slice(-3) as [
     D1Result<{ order_id: string }>,
@@ -86,7 +85,7 @@ export async function settleOrders(db: D1Database, orders: OrderMessage[]): Prom
   return {
     inserted: orders.filter((_, i) => (results[i]?.meta.changes ?? 0) > 0),
     failedIds: new Set(failed.results.map((r) => r.order_id)),
-    awaiting: awaiting.results.map((r) => ({ orderId: r.order_id, expiresAt: r.expires_at })),
+    awaiting: awaitingFrom(awaiting.results),
     cancelled: cancelled.results.map(fromEnded),
   };
 }

@@ -1,10 +1,10 @@
 // What the deterministic actions cost in what the platforms bill, counted on a stack with the
 // meter around the Worker (load/cost/actions.ts, as `npm run cost` and `npm run bench` count
 // them): a change that adds a round trip, a command or a D1 write to a join, a poll, a warm
-// refusal or a pay fails here.
+// refusal or a pay fails here, and so does an expiry whose D1 reads grow with the orders held.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Stack, startStack } from "../../dev/stack/local-stack.ts";
-import { type ActionCost, type ActionName, countingVars, measureActions } from "../../load/cost/actions.ts";
+import { type ActionCost, type ActionName, countingVars, measureActions, measureExpiryBeside } from "../../load/cost/actions.ts";
 import { meterWrapper } from "../../load/runner/meter.ts";
 
 let stack: Stack;
@@ -13,7 +13,7 @@ let crossCheck: { gatewayCommands: number; meterCommands: number };
 
 beforeAll(async () => {
   stack = await startStack({ vars: countingVars(), wrapper: meterWrapper() });
-  const measured = await measureActions(stack, { only: ["join", "poll", "warm-refusal", "pay"], joins: 10, polls: 60 });
+  const measured = await measureActions(stack, { only: ["join", "poll", "warm-refusal", "pay", "expiry"], joins: 10, polls: 60 });
   costs = new Map(measured.actions.map((a) => [a.action, a]));
   crossCheck = measured.crossCheck;
 });
@@ -68,4 +68,16 @@ it("a pay costs one request, two round trips (its limits, then its claim) and th
   expect(counts).toMatchObject({ workerRequests: 1, subrequests: 2, upstashRequests: 2, upstashCommands: 3, queueMessages: 0 });
   expect(counts.commands).toEqual({ [LIMITS]: 2, SET: 1 });
   expect(counts.d1RowsWritten).toBe(12);
+});
+
+/** Orders held beside an expiry: had the expiry read them, each of its few orders would read tens of rows more. */
+const HELD = 200;
+
+it(`an expiry reads the orders it expires, not the others held: its D1 rows per order stay put beside ${HELD} orders awaiting payment`, async () => {
+  const expiry = costOf("expiry");
+  const beside = await measureExpiryBeside(stack, HELD);
+  expect(expiry.counts.d1RowsWritten).toBeGreaterThan(0);
+  expect(beside.counts.d1RowsWritten).toBe(expiry.counts.d1RowsWritten);
+  // Up to twice: its orders may settle in two batches, or a job arrive early and run again.
+  expect(beside.counts.d1RowsRead).toBeLessThanOrEqual(2 * expiry.counts.d1RowsRead);
 });
