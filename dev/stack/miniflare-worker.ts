@@ -36,6 +36,10 @@ export interface LocalWorker {
   /** When the orders queue last finished delivering a batch (ms since the epoch; when the worker started, before any). */
   ordersDeliveredAt(): number;
   /**
+   * Local D1, to read and write from Node with `batch` only: see `asyncD1`.
+   */
+  d1(): Promise<D1Database>;
+  /**
    * Restarts the local runtime on the same options: local D1 is kept (on disk); what its
    * queues and Durable Objects held in memory is lost, as a crashed runtime loses it.
    */
@@ -50,6 +54,22 @@ export interface LocalWorker {
  */
 function workerWarningsToStderr(log: { level: string; message: string }): void {
   if (log.level === "warn" || log.level === "error") console.error(log.message);
+}
+
+/**
+ * Local D1 for Node, whose `batch` goes through Miniflare's proxy asynchronously. The proxy makes
+ * a method's first call on an object synchronously (Atomics.wait on Node's main thread until
+ * workerd answers) and only later ones as promises; a fresh proxy each time, or `.all()` on a
+ * fresh statement, is always that first call. Node's main thread blocked while workerd's queue
+ * broker awaits Node (it posts each batch's log line to Node and waits for the answer) hung a
+ * busy test run for good. One proxy per runtime, its `batch` called once at the start: every
+ * later `batch` is a promise, and Node keeps answering workerd meanwhile. (`prepare` and `bind`
+ * stay synchronous, but build a statement in workerd without touching the database.)
+ */
+async function asyncD1(mf: Miniflare): Promise<D1Database> {
+  const db = await mf.getD1Database("DB");
+  await db.batch([db.prepare("SELECT 1")]);
+  return db;
 }
 
 /** How many of Miniflare's queue lines a worker keeps. */
@@ -178,6 +198,7 @@ export async function startLocalWorker(opts: {
   // Miniflare's Fetcher type omits scheduled(); the runtime object has it.
   const runtimeWorker = async () => (await mf.getWorker()) as unknown as { scheduled(event: { cron: string }): Promise<unknown> };
   let worker = await runtimeWorker();
+  let d1 = asyncD1(mf);
 
   return {
     mf,
@@ -195,6 +216,7 @@ export async function startLocalWorker(opts: {
       await worker.scheduled({ cron: "* * * * *" });
     },
     queueLog: () => [...log.queueLines],
+    d1: () => d1,
     ordersDeliveredAt: () => log.ordersDeliveredAt,
     restart: async () => {
       await connections.destroy();
@@ -202,6 +224,7 @@ export async function startLocalWorker(opts: {
       await mf.setOptions(options);
       entry = await mf.ready;
       worker = await runtimeWorker();
+      d1 = asyncD1(mf);
       log.ordersDeliveredAt = Date.now();
     },
     stop: async () => {

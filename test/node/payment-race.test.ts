@@ -126,7 +126,7 @@ interface AttemptRow {
 type Charge = { outcome: "succeeded"; providerRef: string } | { outcome: "declined"; reason: string };
 
 async function d1State(saleId: string) {
-  const db = await stack.worker.mf.getD1Database("DB");
+  const db = await stack.worker.d1();
   const [orders, attempts] = (await db.batch([
     db
       .prepare("SELECT order_id, status, refund_due, paid_ref, closed_at, payment_claim FROM orders WHERE sale_id = ?")

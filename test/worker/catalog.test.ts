@@ -347,10 +347,13 @@ describe("inconsistency: a reader racing an edit", () => {
     await redis.del(saleCardKeys(sale.id).entry);
     let resume!: () => void;
     const stalled = stalledReader(sale.id, new Promise((r) => (resume = r)), { setIfNewer: false });
+    const editedAt = Date.now();
     expect((await api.editSale(sale.id, { name: "new name" })).status).toBe(200); // D1, then delete (and a delete in 2 s)
     resume();
     expect((await stalled)?.name).toBe("old name");
-    expect(await served(sale.id)).toBe("old name"); // stale, in the cache, after the edit
+    const name = await served(sale.id);
+    // Stale, in the cache, after the edit: unless a busy machine took past the delayed delete already.
+    if (Date.now() - editedAt < 2_000) expect(name).toBe("old name");
     await eventually("the delayed delete", async () => (await served(sale.id)) === "new name", 15_000);
   });
 

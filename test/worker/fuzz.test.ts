@@ -20,7 +20,7 @@ import worker from "../../src/index";
 import type { LabSaleReport } from "../../src/shared/lab-types";
 import { api, createSale, handleWithVars, report, userToken } from "./helpers";
 
-const SEED = 20_261_129;
+const SEED = 20_261_128;
 const RUNS = 300;
 const ORIGIN = "https://flash.test";
 
