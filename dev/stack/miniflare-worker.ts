@@ -38,7 +38,7 @@ export interface LocalWorker {
   /**
    * Local D1, to read and write from Node with `batch` only: see `asyncD1`.
    */
-  d1(): Promise<D1Database>;
+  d1(): Promise<LocalD1>;
   /**
    * Restarts the local runtime on the same options: local D1 is kept (on disk); what its
    * queues and Durable Objects held in memory is lost, as a crashed runtime loses it.
@@ -56,6 +56,9 @@ function workerWarningsToStderr(log: { level: string; message: string }): void {
   if (log.level === "warn" || log.level === "error") console.error(log.message);
 }
 
+/** Local D1 as Miniflare hands it to Node. */
+export type LocalD1 = Awaited<ReturnType<Miniflare["getD1Database"]>>;
+
 /**
  * Local D1 for Node, whose `batch` goes through Miniflare's proxy asynchronously. The proxy makes
  * a method's first call on an object synchronously (Atomics.wait on Node's main thread until
@@ -66,7 +69,7 @@ function workerWarningsToStderr(log: { level: string; message: string }): void {
  * later `batch` is a promise, and Node keeps answering workerd meanwhile. (`prepare` and `bind`
  * stay synchronous, but build a statement in workerd without touching the database.)
  */
-async function asyncD1(mf: Miniflare): Promise<D1Database> {
+async function asyncD1(mf: Miniflare): Promise<LocalD1> {
   const db = await mf.getD1Database("DB");
   await db.batch([db.prepare("SELECT 1")]);
   return db;
