@@ -11,12 +11,24 @@ address (or when the Worker says so: a deny rule, a failed human check), an entr
 quietly (state q): it is answered like any other but never counted, never committed to the
 draw, and never wins.
 
+A sale with presale lanes (meta `lanes`, docs/lanes.md) draws each lane apart: a first entry
+that names an access code (ARGV 10, its hash) enters the code's lane, whose winners the draw
+picks from the lane's own allotment and are offered their units from the lane's start. The code
+is read as lua/checkout.lua reads it (known, not revoked or expired, of one of the sale's lanes,
+bound to no other account, a use left), bound to the entrant, and no use is spent: the offer's
+checkout spends it with the unit. A first entry without a code enters the public draw; a change
+keeps the entry's lane and code.
+
 KEYS (all share the sale's hash tag)
   1  sale meta hash   qmode (draw), qopens, dcloses (epoch ms), state, limit, variants, buckets
   2  draw hash        standing (entries counted), e:<variant> (entries), u:<variant> (units asked), sealed
   3  entries hash     the entrant's bucket: user id -> "<variant>|<quantity>|<entered at ms>|<receipt hex>|<state>",
-                      state e (entered), q (entered quietly) or w (withdrawn)
+                      state e (entered), q (entered quietly) or w (withdrawn); a lane's entry adds
+                      "|<lane>|<code hash>"
   4  seats zset       user ids one client address brought to the sale (lua/address-seat.lua's)
+  then, when ARGV 10 names a code:
+  5  code batches     "<batch id>:revoked" -> 1, "<batch id>:bound" -> count
+  6  code shard       code hash -> "<batch id>|<lane>|<uses left>|<expiry ms, 0: none>|<bound user id, or empty>"
 ARGV
   1  enter | withdraw
   2  user id
@@ -27,10 +39,13 @@ ARGV
   7  how long the seats record lasts (s)
   8  the bucket count the Worker split entrants by
   9  "1": a first entry is taken quietly (a deny rule matched, or a human check failed)
-Reply: { "draw-enter/1", outcome, variant, quantity, entered at (ms), receipt, state, now (ms) }
+  10 the hash of the entrant's access code ("" or absent: none)
+Reply: { "draw-enter/2", outcome, variant, quantity, entered at (ms), receipt, state, now (ms), lane }
   outcome  ENTERED (a first entry) | CHANGED (an entry changed or repeated) | WITHDRAWN |
            NOT_ENTERED (withdraw without an entry) | DRAW_NOT_OPEN | DRAW_CLOSED |
-           SALE_NOT_FOUND | NOT_A_DRAW | SALE_CANCELLED | VARIANT_NOT_FOUND | BUCKETS_CHANGED
+           SALE_NOT_FOUND | NOT_A_DRAW | SALE_CANCELLED | VARIANT_NOT_FOUND | BUCKETS_CHANGED |
+           ACCESS_CODE_INVALID | ACCESS_CODE_USED (a first entry's code)
+  lane     the entry's presale lane ("" for the public draw)
   state    e | q | w, the entry after this call ("" when there is none)
 Time comes from the Redis server (TIME), never from the caller.
 ]]
@@ -38,15 +53,16 @@ Time comes from the Redis server (TIME), never from the caller.
 local meta, draw, entries, seats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, user, variant, quantity, receipt = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local seatLimit, seatTtl, splitBy, quietly = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
+local code = ARGV[10] or ''
 
 
 local time = redis.call('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local function reply(outcome, v, q, at, r, state)
-  return { 'draw-enter/1', outcome, v or '', q or 0, at or 0, r or '', state or '', nowMs }
+local function reply(outcome, v, q, at, r, state, lane)
+  return { 'draw-enter/2', outcome, v or '', q or 0, at or 0, r or '', state or '', nowMs, lane or '' }
 end
 
-local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'dcloses', 'state', 'variants', 'buckets')
+local sale = redis.call('HMGET', meta, 'qmode', 'qopens', 'dcloses', 'state', 'variants', 'buckets', 'lanes')
 if not sale[1] then
   return reply('SALE_NOT_FOUND')
 elseif sale[1] ~= 'draw' then
@@ -65,8 +81,16 @@ end
 local record = redis.call('HGET', entries, user)
 local was = {}
 if record then
-  was.variant, was.quantity, was.at, was.receipt, was.state = string.match(record, '^(.*)|(%d+)|(%d+)|(%x+)|(%a)$')
+  was.variant, was.quantity, was.at, was.receipt, was.state, was.lane, was.code =
+    string.match(record, '^(.-)|(%d+)|(%d+)|(%x+)|(%a)|([a-z0-9-]+)|(%x+)$')
+  if not was.variant then
+    was.variant, was.quantity, was.at, was.receipt, was.state = string.match(record, '^(.*)|(%d+)|(%d+)|(%x+)|(%a)$')
+  end
   was.quantity = tonumber(was.quantity)
+end
+-- The record's lane part: "|<lane>|<code hash>" for a lane's entry, nothing for a public one.
+local function lanePart(lane, hash)
+  return lane and ('|' .. lane .. '|' .. hash) or ''
 end
 local counted = was.state == 'e'
 
@@ -84,8 +108,9 @@ if op == 'withdraw' then
   if counted then
     count(was.variant, was.quantity, -1)
   end
-  redis.call('HSET', entries, user, was.variant .. '|' .. was.quantity .. '|' .. was.at .. '|' .. was.receipt .. '|w')
-  return reply('WITHDRAWN', was.variant, was.quantity, was.at, was.receipt, 'w')
+  redis.call('HSET', entries, user, was.variant .. '|' .. was.quantity .. '|' .. was.at .. '|' .. was.receipt .. '|w'
+    .. lanePart(was.lane, was.code))
+  return reply('WITHDRAWN', was.variant, was.quantity, was.at, was.receipt, 'w', was.lane)
 end
 
 -- The variant must be one the sale sells: one of `variants`, or "default" for a sale without.
@@ -99,8 +124,27 @@ end
 
 local state = was.state
 local outcome = 'CHANGED'
+local lane, laneCode = was.lane, was.code
 if not record or was.state == 'w' then
   outcome = 'ENTERED'
+  lane, laneCode = nil, nil
+  if code ~= '' then
+    -- A lane's entry: its code, read as lua/checkout.lua reads it, then bound to the entrant.
+    local codeBatches, shard = KEYS[5], KEYS[6]
+    local codeRecord = redis.call('HGET', shard, code)
+    local batch, codeLane, uses, expiry, bound = string.match(codeRecord or '', '^([^|]+)|([^|]+)|(%d+)|(%d+)|(.*)$')
+    if not batch or redis.call('HEXISTS', codeBatches, batch .. ':revoked') == 1
+      or (tonumber(expiry) > 0 and tonumber(expiry) <= nowMs) or (bound ~= '' and bound ~= user)
+      or not string.find(',' .. (sale[7] or ''), ',' .. codeLane .. '=', 1, true) then
+      return reply('ACCESS_CODE_INVALID')
+    elseif tonumber(uses) <= 0 then
+      return reply('ACCESS_CODE_USED')
+    elseif bound == '' then
+      redis.call('HSET', shard, code, table.concat({ batch, codeLane, uses, expiry, user }, '|'))
+      redis.call('HINCRBY', codeBatches, batch .. ':bound', 1)
+    end
+    lane, laneCode = codeLane, code
+  end
   state = quietly and 'q' or 'e'
   -- One account, one seat: this user id's place among those the address brought.
   if seatLimit > 0 then
@@ -125,5 +169,5 @@ local at, kept = was.at or nowMs, was.receipt or receipt
 if was.state == 'w' then
   at = nowMs
 end
-redis.call('HSET', entries, user, variant .. '|' .. quantity .. '|' .. at .. '|' .. kept .. '|' .. state)
-return reply(outcome, variant, quantity, at, kept, state)
+redis.call('HSET', entries, user, variant .. '|' .. quantity .. '|' .. at .. '|' .. kept .. '|' .. state .. lanePart(lane, laneCode))
+return reply(outcome, variant, quantity, at, kept, state, lane)

@@ -1,11 +1,12 @@
 // A draw checked from public data alone (docs/draws.md): the committed list's leaves hash to
 // the published root, the seed matches the commitment published at the sale's creation, the
 // beacon's round says what the draw says it said, and the shuffle and the selection, done
-// again here, give the winners and the waitlist the sale published, and each variant's
+// again here (each presale lane's draw first, then the public one), give the winners and the
+// waitlist the sale published, and each variant's
 // published counts (entries, selected, waitlisted) are the list's. `npm run verify-draw`
 // prints what this finds; the tests run it against real draws and tampered ones.
 import type { DrawLeaf, DrawView } from "../../src/shared/api-types.ts";
-import { drawKeyOf, leafHash, merkleRoot, Selection, shuffleOrder, shuffler } from "../../src/shared/draw-proof.ts";
+import { drawKeyOf, leafHash, merkleRoot, Selection, shuffleOrder, shuffler, tierOf } from "../../src/shared/draw-proof.ts";
 import { seedCommitment } from "../../src/shared/waiting-room-draw.ts";
 import { getJson } from "./public-json.ts";
 
@@ -61,13 +62,30 @@ export async function verifyDraw(baseUrl: string, saleId: string, fetcher: typeo
       problems.push(`beacon round ${view.beacon.round} is ${round.randomness}, not the ${view.beacon.randomness} the draw used`);
   }
 
-  // The shuffle and the selection, again.
+  // A sale with lanes names each leaf's draw; one without, none.
+  const withLanes = view.lanes.length > 0;
+  for (const leaf of leaves) {
+    if ((leaf.lane !== undefined) !== withLanes)
+      problems.push(`leaf ${leaf.index} ${withLanes ? "names no lane in a sale with lanes" : "names a lane in a sale without"}`);
+    else if (leaf.lane && !view.lanes.some((l) => l.name === leaf.lane))
+      problems.push(`leaf ${leaf.index} names lane ${leaf.lane}, which the sale has not`);
+  }
+
+  // The shuffle and the selection, again: the lanes' draws in start order, then the public one.
   const keyOf = await shuffler(await drawKeyOf(view.seed, view.beacon?.randomness ?? null));
   const shuffled = await Promise.all(
-    leaves.map(async (leaf) => ({ leaf, leafHash: leaf.leafHash, shuffleKey: await keyOf(leaf.leafHash) })),
+    leaves.map(async (leaf) => ({
+      leaf,
+      tier: tierOf(view.lanes, leaf.lane),
+      leafHash: leaf.leafHash,
+      shuffleKey: await keyOf(leaf.leafHash),
+    })),
   );
-  shuffled.sort(shuffleOrder);
-  const selection = new Selection(new Map(view.variants.map((v) => [v.id, v.stock])));
+  shuffled.sort((a, b) => a.tier - b.tier || shuffleOrder(a, b));
+  const selection = new Selection(
+    new Map(view.variants.map((v) => [v.id, v.stock])),
+    view.lanes.map(({ name, stock, variants }) => ({ name, stock, variants })),
+  );
   const counted = new Map(view.variants.map((v) => [v.id, { entries: 0, selected: 0, waitlisted: 0 }]));
   let winners = 0;
   for (const { leaf } of shuffled) {

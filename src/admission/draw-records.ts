@@ -1,5 +1,5 @@
-// D1's record of a sale's draw (migrations/0016_draws.sql): where its run stands, the entries
-// it committed, the Merkle tree's chunks, and the winners and offers.
+// D1's record of a sale's draw (migrations/0016_draws.sql, 0024_lane_draws.sql): where its run
+// stands, the entries it committed, the Merkle tree's chunks, and the winners and offers.
 import type { DrawResult } from "../shared/draw-proof";
 
 export type DrawPhase = "collect" | "tree" | "beacon" | "shuffle" | "select" | "drawn";
@@ -107,15 +107,20 @@ export interface CommittedEntry {
   variant: string;
   quantity: number;
   enteredAt: number;
+  /** The presale lane whose draw the entry is in ("" the public draw), its tier (tierOf), the code it entered with. */
+  lane: string;
+  tier: number;
+  codeHash: string | null;
 }
 
 /** Inserts a page of entries (one statement; an entry inserted before stays as it is). */
 export const insertEntries = (db: D1Database, saleId: string, entries: CommittedEntry[]): D1PreparedStatement =>
   db
     .prepare(
-      `INSERT INTO draw_entries (sale_id, leaf_hash, entrant, user_id, receipt, variant, quantity, entered_at)
+      `INSERT INTO draw_entries (sale_id, leaf_hash, entrant, user_id, receipt, variant, quantity, entered_at, lane, tier, code_hash)
        SELECT ?1, value ->> '$.leafHash', value ->> '$.entrant', value ->> '$.userId', value ->> '$.receipt',
-              value ->> '$.variant', value ->> '$.quantity', value ->> '$.enteredAt'
+              value ->> '$.variant', value ->> '$.quantity', value ->> '$.enteredAt', value ->> '$.lane', value ->> '$.tier',
+              value ->> '$.codeHash'
        FROM json_each(?2) WHERE true
        ON CONFLICT DO NOTHING`,
     )
@@ -127,13 +132,14 @@ export interface CommittedLeaf {
   entrant: string;
   variant: string;
   quantity: number;
+  lane: string;
   result: Exclude<DrawResult, "not_selected"> | null;
 }
 
 async function leavesBeyond(db: D1Database, saleId: string, op: ">" | ">=", leaf: string, limit: number) {
   const { results } = await db
     .prepare(
-      `SELECT leaf_hash AS leafHash, entrant, variant, quantity, result FROM draw_entries
+      `SELECT leaf_hash AS leafHash, entrant, variant, quantity, lane, result FROM draw_entries
        WHERE sale_id = ?1 AND leaf_hash ${op} ?2 ORDER BY leaf_hash LIMIT ?3`,
     )
     .bind(Number(saleId), leaf, limit)
@@ -206,18 +212,25 @@ export interface ShuffledEntry {
   shuffleKey: string;
   variant: string;
   quantity: number;
+  lane: string;
 }
 
-/** The next `limit` entries in shuffle order after (shuffleKey, leafHash) ("" for the first). */
-export async function shuffledAfter(db: D1Database, saleId: string, after: string, limit: number): Promise<ShuffledEntry[]> {
+/** The next `limit` entries of draw `tier` in shuffle order after (shuffleKey, leafHash) ("" for the first). */
+export async function shuffledAfter(
+  db: D1Database,
+  saleId: string,
+  tier: number,
+  after: string,
+  limit: number,
+): Promise<ShuffledEntry[]> {
   const [key = "", leaf = ""] = after.split(":");
   const { results } = await db
     .prepare(
-      `SELECT leaf_hash AS leafHash, shuffle_key AS shuffleKey, variant, quantity FROM draw_entries
-       WHERE sale_id = ?1 AND (shuffle_key > ?2 OR (shuffle_key = ?2 AND leaf_hash > ?3))
+      `SELECT leaf_hash AS leafHash, shuffle_key AS shuffleKey, variant, quantity, lane FROM draw_entries
+       WHERE sale_id = ?1 AND tier = ?5 AND (shuffle_key > ?2 OR (shuffle_key = ?2 AND leaf_hash > ?3))
        ORDER BY shuffle_key, leaf_hash LIMIT ?4`,
     )
-    .bind(Number(saleId), key, leaf, limit)
+    .bind(Number(saleId), key, leaf, limit, tier)
     .all<ShuffledEntry>();
   return results;
 }
@@ -240,7 +253,7 @@ export async function findEntry(db: D1Database, saleId: string, userId: string):
   const row = await db
     .prepare(
       `SELECT leaf_hash AS leafHash, entrant, user_id AS userId, receipt, variant, quantity, entered_at AS enteredAt,
-              shuffle_key AS shuffleKey, result, order_id AS orderId
+              lane, tier, code_hash AS codeHash, shuffle_key AS shuffleKey, result, order_id AS orderId
        FROM draw_entries WHERE sale_id = ?1 AND user_id = ?2`,
     )
     .bind(Number(saleId), userId)
@@ -283,32 +296,37 @@ export async function drawCounts(db: D1Database, saleId: string, variants: numbe
   return results;
 }
 
-/** An entry to offer units to: a selected one not offered yet, or a waitlisted one, in shuffle order. */
+/** An entry to offer units to: a selected one not offered yet, or a waitlisted one, in draw and shuffle order. */
 export interface OfferCandidate {
   leafHash: string;
   userId: string;
   variant: string;
   quantity: number;
   result: Exclude<DrawResult, "not_selected">;
+  /** The access code a lane's entry entered with, which its offer spends (null: a public entry). */
+  codeHash: string | null;
 }
 
 /**
- * Entries of `result` not offered an order yet, in shuffle order, at most `limit`. Through the
- * results' index, named: left to itself the planner walked the whole shuffle (every entry of
- * the sale) for its order, to find a few hundred winners among a million.
+ * Entries of `result` not offered an order yet, of the draws up to `tier` (the lanes' open by
+ * now, the public one from the sale's start: tierOf), in draw and shuffle order, at most
+ * `limit`. Through the results' index, named: left to itself the planner walked the whole
+ * shuffle (every entry of the sale) for its order, to find a few hundred winners among a million.
  */
 export async function unoffered(
   db: D1Database,
   saleId: string,
   result: Exclude<DrawResult, "not_selected">,
+  tier: number,
   limit: number,
 ): Promise<OfferCandidate[]> {
   const { results } = await db
     .prepare(
-      `SELECT leaf_hash AS leafHash, user_id AS userId, variant, quantity, result FROM draw_entries INDEXED BY draw_entries_offers
-       WHERE sale_id = ?1 AND result = ?2 AND order_id IS NULL ORDER BY shuffle_key, leaf_hash LIMIT ?3`,
+      `SELECT leaf_hash AS leafHash, user_id AS userId, variant, quantity, result, code_hash AS codeHash
+       FROM draw_entries INDEXED BY draw_entries_offers
+       WHERE sale_id = ?1 AND result = ?2 AND tier <= ?4 AND order_id IS NULL ORDER BY tier, shuffle_key, leaf_hash LIMIT ?3`,
     )
-    .bind(Number(saleId), result, limit)
+    .bind(Number(saleId), result, limit, tier)
     .all<OfferCandidate>();
   return results;
 }

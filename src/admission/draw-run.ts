@@ -1,7 +1,8 @@
 // A sale's draw, run in bounded steps (docs/draws.md): seal the entries (lua/draw-seal.lua),
 // collect them from Redis into D1 a page at a time, build the Merkle tree a chunk at a time
 // and publish its root, wait for the beacon's round, key every entry's place in the shuffle,
-// and walk the shuffle choosing the winners; the tree and the selection keep each variant's
+// and walk the shuffle choosing the winners (each presale lane's draw first, in start order,
+// then the public one: docs/lanes.md); the tree and the selection keep each variant's
 // counts as they go (what the public view shows, read without counting the list). Each step
 // reads where the run stands in D1 and writes its results and the run's next position in one
 // batch: a step cut short (a crash, a lost message) is done again from the same position, to
@@ -11,7 +12,17 @@
 import { hashRecord, type Redis } from "../redis/client";
 import { LUA, runScript } from "../redis/scripts";
 import type { Sale } from "../sales/sale";
-import { auditPath, drawKeyOf, entrantHash, leafHash, Selection, shuffler, treeHash } from "../shared/draw-proof";
+import {
+  auditPath,
+  type DrawLane,
+  drawKeyOf,
+  entrantHash,
+  leafHash,
+  Selection,
+  shuffler,
+  tierOf,
+  treeHash,
+} from "../shared/draw-proof";
 import { hexBytes, toHex } from "../shared/hex";
 import { allBuckets, saleKeys } from "../shared/keys";
 import { DRAW_CHUNK_LEAVES, DRAW_PAGE } from "../shared/limits";
@@ -51,6 +62,9 @@ export type StepOutcome = { next: "step" } | { next: "wait"; ms: number } | { ne
 const stockOf = (sale: Sale) =>
   new Map(sale.variants.length > 0 ? sale.variants.map((v) => [v.id, v.stock]) : [["default", sale.stock]]);
 
+/** The sale's presale lanes, as the selection spends their allotments. */
+const lanesOf = (sale: Sale): DrawLane[] => sale.lanes.map(({ name, stock, variants }) => ({ name, stock, variants }));
+
 /** The beacon round's randomness (hex), or undefined while the round is not out yet. */
 async function beaconRandomness(deps: DrawDeps, beacon: { url: string; round: number }): Promise<string | undefined> {
   // Called on its own, not as deps.fetch(): workerd's fetch throws "Illegal invocation" when
@@ -84,8 +98,23 @@ async function collect(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
     const entry = parseEntry(record);
     if (entry?.state !== "e") continue;
     const entrant = await entrantHash(userId, entry.receipt);
-    const leaf = { entrant, variant: entry.variant, quantity: entry.quantity };
-    page.push({ leafHash: await leafHash(leaf), ...leaf, userId, receipt: entry.receipt, enteredAt: entry.enteredAt });
+    // A sale with lanes names each leaf's draw in it; a sale without keeps the leaf as it always was.
+    const leaf = {
+      entrant,
+      variant: entry.variant,
+      quantity: entry.quantity,
+      ...(sale.lanes.length > 0 && { lane: entry.lane }),
+    };
+    page.push({
+      leafHash: await leafHash(leaf),
+      ...leaf,
+      lane: entry.lane,
+      tier: tierOf(sale.lanes, entry.lane),
+      codeHash: entry.codeHash ?? null,
+      userId,
+      receipt: entry.receipt,
+      enteredAt: entry.enteredAt,
+    });
   }
   const done = String(cursor) === "0";
   await deps.db.batch([
@@ -154,8 +183,8 @@ function drawKey(sale: Sale, run: DrawRun): Promise<string> {
 async function shuffle(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
   const leaves = await leavesAfter(deps.db, sale.id, run.cursor, DRAW_PAGE);
   if (leaves.length === 0) {
-    const selection = JSON.stringify(new Selection(stockOf(sale)).state);
-    await moveRun(deps.db, run, { phase: "select", cursor: "", selection }).run();
+    const selection = JSON.stringify(new Selection(stockOf(sale), lanesOf(sale)).state);
+    await moveRun(deps.db, run, { phase: "select", bucket: 0, cursor: "", selection }).run();
     return { next: "step" };
   }
   const keyOf = await shuffler(await drawKey(sale, run));
@@ -166,17 +195,22 @@ async function shuffle(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOu
 }
 
 /**
- * Select: one page of the shuffle, in order; the selection's state carries to the next page,
+ * Select: one page of one draw's shuffle, in order (the run's `bucket` is the draw's tier: each
+ * lane's in start order, then the public one); the selection's state carries to the next page,
  * the page's selected and waitlisted entries go to the counts per variant.
  */
 async function select(deps: DrawDeps, sale: Sale, run: DrawRun): Promise<StepOutcome> {
-  const page = await shuffledAfter(deps.db, sale.id, run.cursor, DRAW_PAGE);
+  const page = await shuffledAfter(deps.db, sale.id, run.bucket, run.cursor, DRAW_PAGE);
+  if (page.length === 0 && run.bucket < sale.lanes.length) {
+    await moveRun(deps.db, run, { bucket: run.bucket + 1, cursor: "" }).run();
+    return { next: "step" };
+  }
   if (page.length === 0) {
     await moveRun(deps.db, run, { phase: "drawn", drawnAt: Date.now() }).run();
     log.info("draw: drawn", { saleId: sale.id, entries: run.entries });
     return { next: "done" };
   }
-  const selection = Selection.resume(stockOf(sale), JSON.parse(run.selection ?? "{}"));
+  const selection = Selection.resume(stockOf(sale), JSON.parse(run.selection ?? "{}"), lanesOf(sale));
   const results = page.flatMap((entry) => {
     const result = selection.next(entry);
     return result === "not_selected" ? [] : [{ leafHash: entry.leafHash, variant: entry.variant, result }];
@@ -265,7 +299,7 @@ export const STALLED_MS = 30_000;
 /**
  * The cron's part (every minute, the backstop of the jobs queue): draws whose entries closed
  * and that are not drawn (none started, or one that stalled) are sent a step; drawn sales
- * within their window are sent an offer (winners not offered yet, units that came back).
+ * within their window (from their first lane's start) are sent an offer (winners not offered yet, units that came back).
  * Returns the sales it sent each.
  */
 export async function superviseDraws(
@@ -275,18 +309,18 @@ export async function superviseDraws(
 ): Promise<{ stepped: string[]; offered: string[] }> {
   const { results } = await db
     .prepare(
-      `SELECT s.id, r.phase, r.updated_at, s.starts_at, s.ends_at FROM sales s LEFT JOIN draw_runs r ON r.sale_id = s.id
+      `SELECT s.id, r.phase, r.updated_at, s.opens_at, s.ends_at FROM sales s LEFT JOIN draw_runs r ON r.sale_id = s.id
        WHERE s.draw_closes_at IS NOT NULL AND s.draw_closes_at <= ?1 AND s.state != 'cancelled' AND s.archived_at IS NULL
          AND (r.phase IS NULL OR r.phase != 'drawn' OR s.ends_at > ?1)`,
     )
     .bind(now)
-    .all<{ id: number; phase: string | null; updated_at: number | null; starts_at: number; ends_at: number }>();
+    .all<{ id: number; phase: string | null; updated_at: number | null; opens_at: number; ends_at: number }>();
   const stepped: string[] = [];
   const offered: string[] = [];
   for (const row of results) {
     const saleId = String(row.id);
     if (row.phase !== "drawn" && (row.updated_at === null || now - row.updated_at > STALLED_MS)) stepped.push(saleId);
-    if (row.phase === "drawn" && row.starts_at <= now && now < row.ends_at) offered.push(saleId);
+    if (row.phase === "drawn" && row.opens_at <= now && now < row.ends_at) offered.push(saleId);
   }
   const messages = [
     ...stepped.map((saleId) => ({ body: { kind: "draw-step", saleId } as const, contentType: "json" as const })),

@@ -58,15 +58,22 @@ export async function drawView(
       selected: resultOf(v.id, "selected"),
       waitlisted: resultOf(v.id, "waitlisted"),
     })),
+    lanes: sale.lanes.map((lane) => ({
+      name: lane.name,
+      startsAt: new Date(lane.startsAt).toISOString(),
+      stock: lane.stock,
+      variants: lane.variants,
+    })),
   };
 }
 
 /** A page of the committed list: the chunk `cursor` names (the first without one), and the next chunk's cursor. */
 export async function drawLeaves(
   db: D1Database,
-  saleId: string,
+  sale: Sale,
   cursor: number,
 ): Promise<{ leaves: DrawLeaf[]; next: string | null } | undefined> {
+  const saleId = sale.id;
   const run = await findDrawRun(db, saleId);
   if (!run?.entriesRoot) return undefined;
   const chunk = await treeChunk(db, saleId, cursor);
@@ -78,6 +85,7 @@ export async function drawLeaves(
     entrant: l.entrant,
     variant: l.variant,
     quantity: l.quantity,
+    ...(sale.lanes.length > 0 && { lane: l.lane }),
     ...(drawn && { result: l.result ?? ("not_selected" as const) }),
   }));
   return { leaves, next: cursor + 1 < run.chunks ? String(cursor + 1) : null };
@@ -95,25 +103,36 @@ export async function myEntry(
   const committed = run?.entriesRoot ? await findEntry(db, sale.id, userId) : undefined;
   if (committed) {
     const drawn = run?.phase === "drawn";
+    // An offer refused for its code (revoked or expired since the entry) records no order ("").
+    const offered = committed.orderId !== null && committed.orderId !== "";
     const status: EntryStatus = !drawn
       ? "entered"
-      : committed.result === "selected" || committed.orderId !== null
-        ? "selected"
-        : committed.result === "waitlisted" && now < sale.endsAt
-          ? "waitlisted"
-          : "not_selected";
+      : committed.orderId === ""
+        ? "not_selected"
+        : committed.result === "selected" || offered
+          ? "selected"
+          : committed.result === "waitlisted" && now < sale.endsAt
+            ? "waitlisted"
+            : "not_selected";
     const proof = await inclusionProof(db, sale.id, committed.leafHash);
     return {
       status,
       variant: committed.variant,
       quantity: committed.quantity,
       receipt: committed.receipt,
+      ...(committed.lane !== "" && { lane: committed.lane }),
       ...(proof && { proof: { leafHash: committed.leafHash, leafIndex: proof.index, treeSize: proof.size, path: proof.path } }),
-      ...(committed.orderId !== null && { orderId: committed.orderId }),
+      ...(offered && { orderId: committed.orderId as string }),
     };
   }
   if (!held) return undefined;
   // Not in the committed list: withdrawn, taken quietly, or the draw has not committed yet.
   const status: EntryStatus = held.state === "w" ? "withdrawn" : run?.phase === "drawn" ? "not_selected" : "entered";
-  return { status, variant: held.variant, quantity: held.quantity, receipt: held.receipt };
+  return {
+    status,
+    variant: held.variant,
+    quantity: held.quantity,
+    receipt: held.receipt,
+    ...(held.lane !== "" && { lane: held.lane }),
+  };
 }

@@ -6,7 +6,7 @@ import { LUA, runScript } from "../redis/scripts";
 import { bucketSplitOf } from "../sales/known-sales";
 import type { Sale } from "../sales/sale";
 import { toHex } from "../shared/hex";
-import { addressUsersKey, buyerKeys, saleKeys } from "../shared/keys";
+import { accessCodeKeys, addressUsersKey, buyerKeys, codeShardOf, saleKeys } from "../shared/keys";
 import { DEFAULT_VARIANT } from "../shared/limits";
 
 /** An entry as Redis holds it while entries are open. */
@@ -18,12 +18,15 @@ export interface HeldEntry {
   receipt: string;
   /** e: entered, q: entered quietly (never committed), w: withdrawn. */
   state: "e" | "q" | "w";
+  /** The presale lane whose draw the entry is in ("" the public draw), and the hash of the code it entered with. */
+  lane: string;
+  codeHash: string | undefined;
 }
 
 export type EnterOutcome =
   | { code: "ENTERED" | "CHANGED" | "WITHDRAWN"; entry: HeldEntry }
   | { code: "NOT_ENTERED" | "DRAW_NOT_OPEN" | "DRAW_CLOSED" | "SALE_NOT_FOUND" | "NOT_A_DRAW" | "SALE_CANCELLED" }
-  | { code: "VARIANT_NOT_FOUND" | "BUCKETS_CHANGED" };
+  | { code: "VARIANT_NOT_FOUND" | "BUCKETS_CHANGED" | "ACCESS_CODE_INVALID" | "ACCESS_CODE_USED" };
 
 /** What an entry asks for, and who asks. */
 export interface EntryRequest {
@@ -36,10 +39,12 @@ export interface EntryRequest {
   seats: { limit: number; ttlSeconds: number };
   /** A first entry is taken quietly: a deny rule matched, or the human check failed. */
   quietly: boolean;
+  /** The hash of the access code sent: a first entry with one enters the code's lane (docs/lanes.md). */
+  codeHash?: string;
 }
 
 function parseEnterReply(reply: unknown): EnterOutcome {
-  if (!Array.isArray(reply) || reply[0] !== "draw-enter/1" || reply.length !== 8) {
+  if (!Array.isArray(reply) || reply[0] !== "draw-enter/2" || reply.length !== 9) {
     throw new Error("lua/draw-enter.lua replied in an unknown layout");
   }
   const code = String(reply[1]);
@@ -55,6 +60,8 @@ function parseEnterReply(reply: unknown): EnterOutcome {
           enteredAt: Number(reply[4]),
           receipt: String(reply[5]),
           state: String(reply[6]) as HeldEntry["state"],
+          lane: String(reply[8]),
+          codeHash: undefined,
         },
       };
     case "NOT_ENTERED":
@@ -65,6 +72,8 @@ function parseEnterReply(reply: unknown): EnterOutcome {
     case "SALE_CANCELLED":
     case "VARIANT_NOT_FOUND":
     case "BUCKETS_CHANGED":
+    case "ACCESS_CODE_INVALID":
+    case "ACCESS_CODE_USED":
       return { code };
     default:
       throw new Error(`lua/draw-enter.lua replied with outcome ${code}`);
@@ -76,6 +85,8 @@ const newReceipt = () => toHex(crypto.getRandomValues(new Uint8Array(16)));
 
 async function callDrawEnter(redis: Redis, sale: Sale, op: "enter" | "withdraw", request: EntryRequest): Promise<EnterOutcome> {
   const keys = saleKeys(sale.id);
+  const codes = accessCodeKeys(sale.id);
+  const { codeHash = "" } = request;
   const reply = await runScript<unknown>(
     redis,
     LUA.drawEnter,
@@ -84,6 +95,7 @@ async function callDrawEnter(redis: Redis, sale: Sale, op: "enter" | "withdraw",
       keys.draw,
       buyerKeys(sale.id, request.userId, bucketSplitOf(sale)).entries,
       addressUsersKey(sale.id, request.ip ?? ""),
+      ...(codeHash === "" ? [] : [codes.batches, codes.shard(codeShardOf(codeHash))]),
     ],
     [
       op,
@@ -95,6 +107,7 @@ async function callDrawEnter(redis: Redis, sale: Sale, op: "enter" | "withdraw",
       String(request.seats.ttlSeconds),
       String(sale.buckets),
       request.quietly ? "1" : "0",
+      codeHash,
     ],
   );
   return parseEnterReply(reply);
@@ -120,19 +133,24 @@ export async function heldEntry(redis: Redis, sale: Sale, userId: string): Promi
   return record === null ? undefined : parseEntry(String(record));
 }
 
-/** An entry's record, "<variant>|<quantity>|<entered at ms>|<receipt>|<state>" (lua/draw-enter.lua). */
+/**
+ * An entry's record, "<variant>|<quantity>|<entered at ms>|<receipt>|<state>", and for a lane's
+ * entry "|<lane>|<code hash>" after it (lua/draw-enter.lua).
+ */
 export function parseEntry(record: string): HeldEntry | undefined {
-  const match = /^(.*)\|(\d+)\|(\d+)\|([0-9a-f]+)\|([eqw])$/.exec(record);
+  const match = /^(.*?)\|(\d+)\|(\d+)\|([0-9a-f]+)\|([eqw])(?:\|([a-z0-9-]+)\|([0-9a-f]+))?$/.exec(record);
   if (!match) return undefined;
-  const [, variant, quantity, at, receipt, state] = match as unknown as [
+  const [, variant, quantity, at, receipt, state, lane = "", codeHash] = match as unknown as [
     string,
     string,
     string,
     string,
     string,
     HeldEntry["state"],
+    string | undefined,
+    string | undefined,
   ];
-  return { variant, quantity: Number(quantity), enteredAt: Number(at), receipt, state };
+  return { variant, quantity: Number(quantity), enteredAt: Number(at), receipt, state, lane, codeHash };
 }
 
 /** The standing entries' counts while entries are open: in all, and entries and units asked per variant. */

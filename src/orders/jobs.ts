@@ -4,7 +4,7 @@ import { runQueueDraw } from "../admission/queue-draw-run";
 import { redisFor } from "../redis/client";
 import { evictSale } from "../sales/catalog";
 import { findSale } from "../sales/repository";
-import type { Sale } from "../sales/sale";
+import { opensToBuyersAt, type Sale } from "../sales/sale";
 import { syncSale } from "../sales/sync-upkeep";
 import { log } from "../shared/log";
 import { type JobMessage, JobMessageSchema } from "../shared/messages";
@@ -17,8 +17,8 @@ import { type EndedOrder, expireOrders } from "./lifecycle";
 export interface JobHandlers {
   /** Rebuilds the sale when safe; returns in how many ms to try again, if it must. */
   healSale(saleId: string): Promise<number | undefined>;
-  /** Offers a drawn sale's units (src/checkout/draw-offers.ts); `more`: run it again. */
-  offerDraw(sale: Sale): Promise<{ more: boolean }>;
+  /** Offers a drawn sale's units (src/checkout/draw-offers.ts); `more`: run it again; `nextAt`: again then (the next lane's start, or the sale's). */
+  offerDraw(sale: Sale): Promise<{ more: boolean; nextAt?: number }>;
 }
 
 /** The longest delay a queue message may carry (12 hours); the cron sends what is due later. */
@@ -106,12 +106,15 @@ async function run(job: JobMessage, env: Env, handlers: JobHandlers, returned: E
       if (!sale?.draw) return undefined;
       const laterMs = await runDraw({ db: env.DB, redis: redisFor(env), fetch }, sale);
       if (laterMs !== undefined) await sendJob(env, job, laterMs);
-      else await sendJob(env, { kind: "draw-offer", saleId: sale.id }, sale.startsAt - Date.now());
+      else await sendJob(env, { kind: "draw-offer", saleId: sale.id }, opensToBuyersAt(sale) - Date.now());
       return undefined;
     }
     case "draw-offer": {
       const sale = await findSale(env.DB, job.saleId);
-      if (sale && (await handlers.offerDraw(sale)).more) await sendJob(env, job);
+      const offered = sale && (await handlers.offerDraw(sale));
+      // More now, or the next lane's (or the public) winners at that draw's start.
+      if (offered?.more) await sendJob(env, job);
+      else if (offered?.nextAt !== undefined) await sendJob(env, job, offered.nextAt - Date.now());
       return undefined;
     }
     case "queue-draw-step": {

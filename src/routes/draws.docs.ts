@@ -19,10 +19,17 @@ export const drawsDocs: readonly RouteDoc[] = [
     tag: "storefront",
     summary: "Enter a sale's draw, or change the entry",
     description:
-      "One entry per buyer and sale, between the draw's opensAt and closesAt: entering again changes its variant and quantity (the receipt and enteredAt stay). The receipt is the entrant's alone: with their user id it makes the entrant hash of their leaf in the committed list (docs/draws.md). A caller a deny rule matches, whose Human-Check token does not pass, or who brings a user id beyond ACCOUNTS_PER_ADDRESS from one client address is answered like anyone, and its entry is never committed.",
+      "One entry per buyer and sale, between the draw's opensAt and closesAt: entering again changes its variant and quantity (the receipt and enteredAt stay). The receipt is the entrant's alone: with their user id it makes the entrant hash of their leaf in the committed list (docs/draws.md). A caller a deny rule matches, whose Human-Check token does not pass, or who brings a user id beyond ACCOUNTS_PER_ADDRESS from one client address is answered like anyone, and its entry is never committed. In a sale with presale lanes, a first entry with an Access-Code is in the code's lane's draw (entry.lane), drawn before the public one from the lane's allotment and offered from the lane's start (docs/lanes.md); a change keeps the entry's lane.",
     auth: "user",
     params: Requests.SaleIdParam,
-    requestHeaders: HUMAN_CHECK,
+    requestHeaders: {
+      ...HUMAN_CHECK,
+      "Access-Code": {
+        required: false,
+        description:
+          "a presale lane's code, in a sale with lanes: a first entry with it enters the code's lane's draw. Checked (known, not revoked or expired, bound to no other account, a use left) and bound to the entrant; no use is spent until the offer's checkout spends one with the unit. Without one the entry is in the public draw; a sale without lanes ignores it",
+      },
+    },
     body: { schema: Requests.EntryBody, required: false },
     responses: {
       200: { description: "the entry, changed (or the same again)", body: Bodies.EntryAnswer },
@@ -38,7 +45,13 @@ export const drawsDocs: readonly RouteDoc[] = [
       "DRAW_CLOSED",
       "NOT_A_DRAW",
       "SALE_CANCELLED",
+      ["ACCESS_CODE_INVALID", "nothing entered"],
+      ["ACCESS_CODE_USED", "nothing entered"],
       PER_USER_BUCKET,
+      [
+        "RATE_LIMITED",
+        "with an Access-Code: too many codes refused as invalid from this user or address (ACCESS_CODE_FAILURES_PER_*), counted across isolates",
+      ],
       ...CALLER_LIMITED,
     ],
   },

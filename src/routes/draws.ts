@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { codeHash, readCode } from "../admission/access-codes";
 import { findDrawRun } from "../admission/draw-records";
 import { drawLeaves, drawView, myEntry } from "../admission/draw-views";
 import { type EnterOutcome, enterDraw, withdrawEntry } from "../admission/draws";
@@ -7,7 +8,7 @@ import { type AppEnv, keepAliveOf } from "../http/app-env";
 import { requireAdmin, requireUser } from "../http/auth";
 import { callerAddress, clientAddress } from "../http/client-address";
 import { ApiError, badRequest, orUnavailable, refusalResponse, unavailable } from "../http/errors";
-import { limitGlobally, limitPerUser } from "../http/limits";
+import { countCodeFailure, limitGlobally, limitPerUser, refuseCodeGuesser } from "../http/limits";
 import { optionalBody, validate } from "../http/validate";
 import { redisFor } from "../redis/client";
 import { knownSale } from "../sales/known-sales";
@@ -45,11 +46,33 @@ function enterRefused(outcome: Exclude<EnterOutcome, { entry: unknown }>, saleId
       return new ApiError("SALE_CANCELLED");
     case "VARIANT_NOT_FOUND":
       return new ApiError("VARIANT_NOT_FOUND");
+    case "ACCESS_CODE_INVALID":
+      return new ApiError("ACCESS_CODE_INVALID");
+    case "ACCESS_CODE_USED":
+      return new ApiError("ACCESS_CODE_USED");
     case "SALE_NOT_FOUND":
     case "BUCKETS_CHANGED":
       // D1 has the sale and Redis does not (a loss the recovery rebuilds), or an edit just now.
       return unavailable(`the draw of sale ${saleId} is temporarily unavailable`, 5);
   }
+}
+
+/**
+ * The hash of the Access-Code an entry sends, in a sale with presale lanes (docs/lanes.md,
+ * "Lanes with a draw"): with one, a first entry enters the code's lane's draw. A caller past its
+ * allowance of refused codes is refused 429 first; a header that cannot be a code is refused
+ * here and counted like any invalid one. A sale without lanes ignores the header.
+ */
+async function entryCode(c: Context<AppEnv>, sale: Sale, userId: string): Promise<string | undefined> {
+  const header = c.req.header("Access-Code");
+  if (header === undefined || sale.lanes.length === 0) return undefined;
+  refuseCodeGuesser(c, userId);
+  const code = readCode(header);
+  if (code === undefined) {
+    countCodeFailure(c, userId, keepAliveOf(c));
+    throw new ApiError("ACCESS_CODE_INVALID");
+  }
+  return codeHash(sale.id, code);
 }
 
 /**
@@ -67,6 +90,7 @@ export const drawRoutes = new Hono<AppEnv>()
     const sale = await drawSale(c, saleId);
     if (sale.variants.length > 0 && variant === undefined) throw new ApiError("VARIANT_REQUIRED");
     if (quantity > sale.perUserLimit) throw badRequest(`quantity must be at most ${sale.perUserLimit} in this sale`);
+    const accessCode = await entryCode(c, sale, userId);
     const address = callerAddress(c);
     const settings = settingsOf(c.env);
     const outcome = await orUnavailable(UNREACHABLE, { saleId }, async () => {
@@ -89,9 +113,11 @@ export const drawRoutes = new Hono<AppEnv>()
         ip: address ? clientAddress(c) : undefined,
         seats: { limit: settings.ACCOUNTS_PER_ADDRESS, ttlSeconds: Math.max(60, Math.ceil((sale.endsAt - Date.now()) / 1000)) },
         quietly: turnedAway !== undefined,
+        codeHash: accessCode,
       });
     });
     if ("refusal" in outcome) return refusalResponse(c, outcome.refusal);
+    if (outcome.code === "ACCESS_CODE_INVALID") countCodeFailure(c, userId, keepAliveOf(c));
     if (!("entry" in outcome)) throw enterRefused(outcome, saleId);
     const { entry } = outcome;
     const answer: EntryAnswer = {
@@ -100,6 +126,7 @@ export const drawRoutes = new Hono<AppEnv>()
         variant: entry.variant,
         quantity: entry.quantity,
         enteredAt: new Date(entry.enteredAt).toISOString(),
+        ...(entry.lane !== "" && { lane: entry.lane }),
       },
       receipt: entry.receipt,
     };
@@ -134,9 +161,9 @@ export const drawRoutes = new Hono<AppEnv>()
   })
   .get("/:saleId/draw/entries", validate("param", SaleIdParam), validate("query", DrawEntriesQuery), async (c) => {
     const { saleId } = c.req.valid("param");
-    await drawSale(c, saleId);
+    const sale = await drawSale(c, saleId);
     const cursor = Number(c.req.valid("query").cursor ?? 0);
-    const page = await orUnavailable(UNREACHABLE, { saleId }, () => drawLeaves(c.env.DB, saleId, cursor));
+    const page = await orUnavailable(UNREACHABLE, { saleId }, () => drawLeaves(c.env.DB, sale, cursor));
     if (!page) throw new ApiError("DRAW_NOT_CLOSED", "the entries are not committed yet");
     c.header("Cache-Control", "public, max-age=1");
     return c.json(page);

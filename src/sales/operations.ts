@@ -120,8 +120,9 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
     if (next.stock < sale.stock) return { code: "STOCK_DECREASE", stock: sale.stock };
     if (sale.state === "cancelled" || now >= sale.endsAt) return { code: "SALE_CLOSED" };
   }
-  // What the draw draws from (its times, beacon, stock, who may enter) is fixed once entries open.
-  const drawMoves = JSON.stringify(next.draw) !== JSON.stringify(sale.draw) || next.stock !== sale.stock || humanCheckMoves;
+  // What the draw draws from (its times, beacon, stock, who may enter, the lanes' draws) is fixed once entries open.
+  const drawMoves =
+    JSON.stringify(next.draw) !== JSON.stringify(sale.draw) || next.stock !== sale.stock || humanCheckMoves || lanesMove;
   if (sale.draw && drawMoves && now >= sale.draw.opensAt) return { code: "DRAW_OPEN" };
   if (windowMoves) {
     const problem = windowProblem(next.startsAt, next.endsAt, now);
@@ -131,7 +132,7 @@ function editProblem(sale: Sale, changes: SaleChanges, now: number): EditRefusal
   if (drawProblem) return { code: "INVALID_WINDOW", ...drawProblem };
   if (lanesMove || windowMoves || next.draw !== sale.draw || changes.variants) {
     const ids = next.variants.map((v) => v.id);
-    const problem = lanesProblem(next.lanes, next.startsAt, ids.length > 0 ? ids : undefined, next.draw ? "draw" : "first-come");
+    const problem = lanesProblem(next.lanes, next.startsAt, ids.length > 0 ? ids : undefined, next.draw?.closesAt);
     if (problem) return { code: "INVALID_WINDOW", ...problem };
   }
   return undefined;

@@ -510,7 +510,14 @@ export type EntryStatus = z.infer<typeof EntryStatus>;
 
 /** POST /api/sales/:saleId/entries: the entry, and the receipt only the entrant holds. */
 export const EntryAnswer = z.object({
-  entry: z.object({ status: EntryStatus, variant: z.string(), quantity: z.int(), enteredAt: z.string() }),
+  entry: z.object({
+    status: EntryStatus,
+    variant: z.string(),
+    quantity: z.int(),
+    enteredAt: z.string(),
+    /** The presale lane whose draw the entry is in (entered with its code); absent: the public draw. */
+    lane: z.optional(z.string()),
+  }),
   /** 32 hex characters: with the entrant's user id it makes the leaf's entrant hash. */
   receipt: z.string(),
 });
@@ -532,6 +539,8 @@ export const MyEntry = z.object({
   variant: z.string(),
   quantity: z.int(),
   receipt: z.string(),
+  /** The presale lane whose draw the entry is in; absent: the public draw. */
+  lane: z.optional(z.string()),
   /** Once the entries are committed; an entry taken quietly has none. */
   proof: z.optional(InclusionProof),
   /** The order the draw offered this entry. */
@@ -562,6 +571,18 @@ export const DrawView = z.object({
   drawnAt: z.nullable(z.string()),
   /** Per variant: its stock, its entries (standing ones while entries are open, committed ones after), and the results once drawn. */
   variants: z.array(z.object({ id: z.string(), stock: z.int(), entries: z.int(), selected: z.int(), waitlisted: z.int() })),
+  /**
+   * The presale lanes, each drawn apart before the public draw from its own allotment (in all
+   * and per variant; null: none of its own) and offered from its start ([] for a sale without).
+   */
+  lanes: z.array(
+    z.object({
+      name: z.string(),
+      startsAt: z.string(),
+      stock: z.nullable(z.int()),
+      variants: z.nullable(z.record(z.string(), z.int())),
+    }),
+  ),
 });
 export type DrawView = z.infer<typeof DrawView>;
 
@@ -572,6 +593,8 @@ export const DrawLeaf = z.object({
   entrant: z.string(),
   variant: z.string(),
   quantity: z.int(),
+  /** A sale with presale lanes only: the lane whose draw the entry is in, "" for the public draw (part of the leaf). */
+  lane: z.optional(z.string()),
   /** Once drawn. */
   result: z.optional(z.enum(["selected", "waitlisted", "not_selected"])),
 });

@@ -21,26 +21,36 @@ const sha256 = async (...parts: Uint8Array[]): Promise<Uint8Array<ArrayBuffer>> 
   return new Uint8Array(await crypto.subtle.digest("SHA-256", joined));
 };
 
-/** One committed entry: who (hidden), which variant, how many units. */
+/** One committed entry: who (hidden), which variant, how many units, and in a sale with lanes which lane's draw. */
 export interface Leaf {
   /** SHA-256 of the entrant's user id (UTF-8) and their receipt's 16 bytes, hex. */
   entrant: string;
   variant: string;
   quantity: number;
+  /** A sale with presale lanes only: the lane whose draw the entry is in, "" for the public draw. */
+  lane?: string;
 }
 
 /** The entrant's part of a leaf: only the entrant (and the shop) can link it to a user id. */
 export const entrantHash = async (userId: string, receiptHex: string): Promise<string> =>
   toHex(await sha256(utf8.encode(userId), hexBytes(receiptHex)));
 
-/** A leaf's bytes: entrant (32) | variant's length (1) | variant (UTF-8) | quantity (1). */
+/**
+ * A leaf's bytes: entrant (32) | variant's length (1) | variant (UTF-8) | quantity (1), and in a
+ * sale with lanes | lane's length (1) | lane (UTF-8; nothing for the public draw).
+ */
 export function leafBytes(leaf: Leaf): Uint8Array<ArrayBuffer> {
   const variant = utf8.encode(leaf.variant);
-  const bytes = new Uint8Array(32 + 1 + variant.length + 1);
+  const lane = leaf.lane === undefined ? undefined : utf8.encode(leaf.lane);
+  const bytes = new Uint8Array(32 + 1 + variant.length + 1 + (lane ? 1 + lane.length : 0));
   bytes.set(hexBytes(leaf.entrant), 0);
   bytes[32] = variant.length;
   bytes.set(variant, 33);
   bytes[33 + variant.length] = leaf.quantity;
+  if (lane) {
+    bytes[34 + variant.length] = lane.length;
+    bytes.set(lane, 35 + variant.length);
+  }
   return bytes;
 }
 
@@ -138,42 +148,102 @@ export const shuffleOrder = (a: { shuffleKey: string; leafHash: string }, b: { s
 
 export type DrawResult = "selected" | "waitlisted" | "not_selected";
 
+/** A presale lane as the selection spends it: its allotment in all and per variant (null: none of its own). */
+export interface DrawLane {
+  name: string;
+  stock: number | null;
+  variants: Record<string, number> | null;
+}
+
+/** The selection's state between pages: units left per variant, waitlists' lengths, and what each lane's draw took. */
+export interface SelectionState {
+  left: Record<string, number>;
+  waitlisted: Record<string, number>;
+  /** Units each lane's draw selected, by "<lane>" and "<lane>:<variant>" (a sale with lanes only). */
+  lanes?: Record<string, number>;
+}
+
 /**
- * Who wins, walking the shuffle in order: an entry is selected when its quantity still fits
- * in what is left of its variant; otherwise it joins its variant's waitlist while the
- * waitlist holds fewer entries than the variant has units (returns go down it in this order),
- * and is not selected after that. One call per entry, in shuffle order, so a draw of a
- * million entries runs page by page with this state carried between pages.
+ * The order the selection walks: the lanes' draws one after another in start order, the public
+ * draw last, each in shuffle order. `tier` is the entry's lane's index among the sale's lanes,
+ * their count for the public draw (so a sale without lanes has one tier, 0).
+ */
+export const tierOf = (lanes: readonly { name: string }[], lane: string | undefined): number => {
+  const k = lane ? lanes.findIndex((l) => l.name === lane) : -1;
+  return k < 0 ? lanes.length : k;
+};
+
+/**
+ * Who wins, walking each draw's shuffle in order (the lanes' first, see tierOf): an entry is
+ * selected when its quantity still fits in what is left of its variant and, in a lane's draw,
+ * of the lane's allotment (in all and of its variant: its own and what the capped lanes right
+ * before it left, as lua/checkout.lua counts it at the lane's start); otherwise it joins its
+ * draw's waitlist of its variant while that holds fewer entries than the variant has units
+ * (returns go down it in this order), and is not selected after that. One call per entry, in
+ * that order, so a draw of a million entries runs page by page with this state carried between pages.
  */
 export class Selection {
   private readonly left: Map<string, number>;
   private readonly waitlists = new Map<string, number>();
+  private readonly laneTaken = new Map<string, number>();
 
-  constructor(readonly stock: ReadonlyMap<string, number>) {
+  constructor(
+    readonly stock: ReadonlyMap<string, number>,
+    readonly lanes: readonly DrawLane[] = [],
+  ) {
     this.left = new Map(stock);
   }
 
   /** Restores what earlier pages decided (the state a draw run keeps). */
-  static resume(stock: ReadonlyMap<string, number>, state: { left: Record<string, number>; waitlisted: Record<string, number> }) {
-    const selection = new Selection(stock);
+  static resume(stock: ReadonlyMap<string, number>, state: SelectionState, lanes: readonly DrawLane[] = []) {
+    const selection = new Selection(stock, lanes);
     for (const [variant, n] of Object.entries(state.left)) selection.left.set(variant, n);
-    for (const [variant, n] of Object.entries(state.waitlisted)) selection.waitlists.set(variant, n);
+    for (const [key, n] of Object.entries(state.waitlisted)) selection.waitlists.set(key, n);
+    for (const [key, n] of Object.entries(state.lanes ?? {})) selection.laneTaken.set(key, n);
     return selection;
   }
 
-  get state(): { left: Record<string, number>; waitlisted: Record<string, number> } {
-    return { left: Object.fromEntries(this.left), waitlisted: Object.fromEntries(this.waitlists) };
+  get state(): SelectionState {
+    return {
+      left: Object.fromEntries(this.left),
+      waitlisted: Object.fromEntries(this.waitlists),
+      ...(this.lanes.length > 0 && { lanes: Object.fromEntries(this.laneTaken) }),
+    };
   }
 
-  next(leaf: Pick<Leaf, "variant" | "quantity">): DrawResult {
-    const left = this.left.get(leaf.variant) ?? 0;
+  /** What lane `k`'s draw may still take of `suffix` ("" in all, ":<variant>"): Infinity without an allotment of it. */
+  private laneLeft(k: number, suffix: string): number {
+    const allotmentOf = (lane: DrawLane) => (suffix === "" ? lane.stock : (lane.variants?.[suffix.slice(1)] ?? null));
+    let left = 0;
+    for (let j = k; j >= 0; j--) {
+      const lane = this.lanes[j] as DrawLane;
+      const allotment = allotmentOf(lane);
+      if (allotment === null) return j === k ? Number.POSITIVE_INFINITY : left;
+      left += allotment - (this.laneTaken.get(lane.name + suffix) ?? 0);
+    }
+    return left;
+  }
+
+  next(leaf: Pick<Leaf, "variant" | "quantity" | "lane">): DrawResult {
+    const k = tierOf(this.lanes, leaf.lane);
+    const lane = this.lanes[k];
+    const suffix = `:${leaf.variant}`;
+    const left = Math.min(
+      this.left.get(leaf.variant) ?? 0,
+      lane ? Math.min(this.laneLeft(k, ""), this.laneLeft(k, suffix)) : Number.POSITIVE_INFINITY,
+    );
     if (leaf.quantity <= left) {
-      this.left.set(leaf.variant, left - leaf.quantity);
+      this.left.set(leaf.variant, (this.left.get(leaf.variant) ?? 0) - leaf.quantity);
+      if (lane) {
+        for (const key of [lane.name, lane.name + suffix])
+          this.laneTaken.set(key, (this.laneTaken.get(key) ?? 0) + leaf.quantity);
+      }
       return "selected";
     }
-    const waiting = this.waitlists.get(leaf.variant) ?? 0;
+    const list = lane ? `${lane.name}${suffix}` : leaf.variant;
+    const waiting = this.waitlists.get(list) ?? 0;
     if (waiting < (this.stock.get(leaf.variant) ?? 0)) {
-      this.waitlists.set(leaf.variant, waiting + 1);
+      this.waitlists.set(list, waiting + 1);
       return "waitlisted";
     }
     return "not_selected";

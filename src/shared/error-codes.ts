@@ -184,7 +184,9 @@ export const ERROR_DOCS: Record<ErrorCode, { when: string; sometimesRetryAfter?:
   QUEUE_DRAW_PENDING: {
     when: "the published places read before the sale ended (or was cancelled) and its pre-queue was published; GET /api/sales/{saleId}/queue/draw says where it stands",
   },
-  DRAW_OPEN: { when: "the draw's times or beacon, the stock or the human check of a draw sale, once its entries opened" },
+  DRAW_OPEN: {
+    when: "the draw's times or beacon, the stock, the human check or the lanes of a draw sale, once its entries opened",
+  },
   DRAW_ONLY: { when: "a checkout or a queue join of a sale sold by draw" },
   DRAW_NOT_OPEN: { when: "before the draw's opensAt" },
   DRAW_CLOSED: { when: "at or after the draw's closesAt (an entry, a change or a withdrawal)" },

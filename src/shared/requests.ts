@@ -123,17 +123,21 @@ const Lanes = z.array(Lane).check(z.maxLength(MAX_LANES));
 
 /**
  * What is wrong with a sale's lanes, if anything: in start order, each name once, all before the
- * public start (by at most the longest sale), naming only the sale's variants, and no draw beside
- * them (a draw's entries are open to everyone alike).
+ * public start (by at most the longest sale), naming only the sale's variants, and in a sale sold
+ * by draw (`drawClosesAt`) after its entries close (each lane's winners are offered from its start).
  */
 export function lanesProblem(
   lanes: readonly { name: string; startsAt: number; variants?: Record<string, number> | null }[],
   startsAt: number,
   variantIds: readonly string[] | undefined,
-  sold: "draw" | "first-come",
+  drawClosesAt: number | undefined,
 ): { message: string; field: string } | undefined {
   if (lanes.length === 0) return undefined;
-  if (sold === "draw") return { message: "a sale sold by draw has no presale lanes", field: "lanes" };
+  if (drawClosesAt !== undefined && drawClosesAt > (lanes[0] as { startsAt: number }).startsAt)
+    return {
+      message: "a draw with presale lanes closes its entries at or before the first lane's start",
+      field: "draw.closesAt",
+    };
   for (const [i, lane] of lanes.entries()) {
     if (lanes.findIndex((l) => l.name === lane.name) !== i)
       return { message: `lane ${lane.name} is named twice`, field: "lanes" };
@@ -237,7 +241,7 @@ export const CreateSaleBody = z
           s.lanes.map((l) => ({ ...l, startsAt: Date.parse(l.startsAt) })),
           Date.parse(s.startsAt),
           s.variants?.map((v) => v.id),
-          s.draw ? "draw" : "first-come",
+          s.draw ? Date.parse(s.draw.closesAt) : undefined,
         );
       if (problem) ctx.issues.push({ code: "custom", message: problem.message, path: [problem.field], input: s });
       const stockProblem = createStockProblem(s);
