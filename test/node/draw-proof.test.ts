@@ -11,6 +11,7 @@ import {
   merkleRoot,
   Selection,
   shuffler,
+  tierOf,
   treeHash,
   verifyInclusion,
 } from "../../src/shared/draw-proof.ts";
@@ -95,5 +96,75 @@ describe("the draw's shuffle and selection", () => {
     const resumed = Selection.resume(new Map([["s", 3]]), selection.state);
     expect(resumed.next({ variant: "s", quantity: 1 })).toBe("not_selected");
     expect(new Selection(new Map()).next({ variant: "x", quantity: 1 })).toBe("not_selected");
+  });
+
+  it("names a leaf's lane after its quantity only in a sale with lanes, the public draw as an empty name", async () => {
+    const entrant = "ab".repeat(32);
+    const plain = Buffer.concat([Buffer.from(entrant, "hex"), Buffer.from([1]), Buffer.from("s"), Buffer.from([2])]);
+    expect(await leafHash({ entrant, variant: "s", quantity: 2 })).toBe(sha256(Buffer.from([0]), plain).toString("hex"));
+    const laned = Buffer.concat([plain, Buffer.from([7]), Buffer.from("members")]);
+    expect(await leafHash({ entrant, variant: "s", quantity: 2, lane: "members" })).toBe(
+      sha256(Buffer.from([0]), laned).toString("hex"),
+    );
+    const publicDraw = Buffer.concat([plain, Buffer.from([0])]);
+    expect(await leafHash({ entrant, variant: "s", quantity: 2, lane: "" })).toBe(
+      sha256(Buffer.from([0]), publicDraw).toString("hex"),
+    );
+  });
+
+  it("draws each lane from its allotment and what the capped lanes before it left, then the public draw from the rest", () => {
+    const lanes = [
+      { name: "members", stock: 2, variants: { s: 1 } },
+      { name: "fans", stock: 2, variants: null },
+      { name: "friends", stock: null, variants: null },
+    ];
+    expect(["members", "fans", "friends", "", "nobody"].map((lane) => tierOf(lanes, lane))).toEqual([0, 1, 2, 3, 3]);
+    const selection = new Selection(
+      new Map([
+        ["s", 4],
+        ["m", 4],
+      ]),
+      lanes,
+    );
+    const next = (lane: string, variant: string) => selection.next({ lane, variant, quantity: 1 });
+    // Members: one S of their two units, so the second S waits on the members' own waitlist.
+    expect([next("members", "s"), next("members", "s"), next("members", "m")]).toEqual(["selected", "waitlisted", "selected"]);
+    // Fans: their two, and nothing members left (they took both).
+    expect([next("fans", "m"), next("fans", "s"), next("fans", "m")]).toEqual(["selected", "selected", "waitlisted"]);
+    // Friends have no allotment: what the sale has left (S 2, M 2).
+    expect([next("friends", "m"), next("friends", "m")]).toEqual(["selected", "selected"]);
+    // The public draw: the rest, S 2 and M 0.
+    expect([next("", "s"), next("", "s"), next("", "s"), next("", "m")]).toEqual([
+      "selected",
+      "selected",
+      "waitlisted",
+      "waitlisted",
+    ]);
+    // Resumed from its state, it goes on where it stood.
+    const resumed = Selection.resume(
+      new Map([
+        ["s", 4],
+        ["m", 4],
+      ]),
+      selection.state,
+      lanes,
+    );
+    expect(resumed.state).toEqual(selection.state);
+    expect(resumed.next({ lane: "", variant: "s", quantity: 1 })).toBe("waitlisted");
+  });
+
+  it("rolls a lane's unselected allotment to the next capped lane", () => {
+    const selection = new Selection(new Map([["default", 10]]), [
+      { name: "members", stock: 3, variants: null },
+      { name: "fans", stock: 1, variants: null },
+    ]);
+    expect(selection.next({ lane: "members", variant: "default", quantity: 1 })).toBe("selected");
+    // Members left two, so fans may take three.
+    expect(["fans", "fans", "fans", "fans"].map((lane) => selection.next({ lane, variant: "default", quantity: 1 }))).toEqual([
+      "selected",
+      "selected",
+      "selected",
+      "waitlisted",
+    ]);
   });
 });
