@@ -105,6 +105,27 @@ export async function d1Orders(saleId: string): Promise<{ order_id: string; user
   return results;
 }
 
+/** An order as D1 keeps it in a sale with lanes: its units, state, and the lane and code it was bought with. */
+export interface LaneOrderRow {
+  order_id: string;
+  user_id: string;
+  variant: string;
+  quantity: number;
+  status: string;
+  lane: string | null;
+  access_code: string | null;
+}
+
+/** D1's orders of a sale with their lanes and codes (docs/lanes.md). */
+export async function d1LaneOrders(saleId: string): Promise<LaneOrderRow[]> {
+  const { results } = await env.DB.prepare(
+    "SELECT order_id, user_id, variant, quantity, status, lane, access_code FROM orders WHERE sale_id = ?",
+  )
+    .bind(Number(saleId))
+    .all<LaneOrderRow>();
+  return results;
+}
+
 /** D1's failed (dead-lettered) orders of a sale (their internal ids) and their buyers. */
 export async function d1FailedOrders(saleId: string): Promise<{ order_id: string; user_id: string; reason: string }[]> {
   const { results } = await env.DB.prepare("SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?")

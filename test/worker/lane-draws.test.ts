@@ -1,9 +1,9 @@
-import { env, SELF } from "cloudflare:test";
+import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { verifyDraw } from "../../dev/lib/verify-draw";
 import type { DrawLeaf, MyEntry } from "../../src/shared/api-types";
 import { saleKeys } from "../../src/shared/keys";
-import { api, BASE, eventually, internalId, redis, userToken } from "./helpers";
+import { api, BASE, d1LaneOrders, eventually, internalId, redis, userToken } from "./helpers";
 
 // Presale lanes in a sale sold by draw, in workerd with local D1, the queues and the real
 // Redis: members and fans enter with their codes (one shared between two accounts, one not a
@@ -135,6 +135,10 @@ describe("lanes with a draw", () => {
 
     // One member gives theirs back: the unit goes to the members' waitlist first.
     const giver = membersWon[0] as (typeof membersWon)[number];
+    await eventually(
+      "the giver's order to await payment",
+      async () => (await api.order(giver.m.orderId as string, giver.e.token)).body?.status === "awaiting_payment",
+    );
     expect((await api.cancel(giver.m.orderId as string, giver.e.token)).status).toBe(200);
     const waitlisted = new Set(leaves.filter((l) => l.lane === "members" && l.result === "waitlisted").map((l) => l.leafHash));
     await eventually(
@@ -155,21 +159,9 @@ describe("lanes with a draw", () => {
     // Invariants, in D1 once every offer settled: one order per account, within stock per size,
     // each lane's orders within its allotment (members', then members' and fans' together),
     // each code on one account's orders within its one use, and Redis agreeing.
-    const { results: rows } = await eventually("every offer to settle", async () => {
-      const read = await env.DB.prepare(
-        "SELECT order_id, user_id, variant, quantity, status, lane, access_code FROM orders WHERE sale_id = ?",
-      )
-        .bind(Number(sale.id))
-        .all<{
-          order_id: string;
-          user_id: string;
-          variant: string;
-          quantity: number;
-          status: string;
-          lane: string | null;
-          access_code: string | null;
-        }>();
-      return read.results.length === offered.length ? read : undefined; // the given-back one among them, cancelled
+    const rows = await eventually("every offer to settle", async () => {
+      const read = await d1LaneOrders(sale.id);
+      return read.length === offered.length ? read : undefined; // the given-back one among them, cancelled
     });
     expect(new Set(rows.map((r) => r.user_id)).size).toBe(rows.length);
     for (const x of offered) expect(rows.some((r) => r.order_id === internalId(x.m.orderId as string))).toBe(true);

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Answer } from "../../dev/lib/api-client";
 import { accessCodeKeys, saleKeys } from "../../src/shared/keys";
-import { api, eventually, internalId, redis } from "./helpers";
+import { api, d1LaneOrders, eventually, internalId, redis } from "./helpers";
 
 // A crowd over three presale lanes and the public start, in workerd with local D1, the queues
 // and the real Redis: members, fans and friends racing with their codes at each lane's start,
@@ -119,19 +119,7 @@ describe("a crowd over three lanes", () => {
         .first<number>("n");
       return n === bought.length;
     });
-    const { results: rows } = await env.DB.prepare(
-      "SELECT order_id, user_id, variant, quantity, status, lane, access_code FROM orders WHERE sale_id = ?",
-    )
-      .bind(Number(sale.id))
-      .all<{
-        order_id: string;
-        user_id: string;
-        variant: string;
-        quantity: number;
-        status: string;
-        lane: string | null;
-        access_code: string | null;
-      }>();
+    const rows = await d1LaneOrders(sale.id);
     expect(new Set(rows.map((r) => r.order_id))).toEqual(new Set(internal.keys()));
     const holding = rows.filter((r) => r.status !== "cancelled");
     const units = (of: typeof rows) => of.reduce((n, r) => n + r.quantity, 0);
