@@ -3,7 +3,8 @@
 // from its public view (GET /api/sales/:id/draw, read every 2 s; the server caches it a
 // second) the entries per variant while entries are open, what the draw is bound to (the
 // seed's commitment, the entries root, the beacon's round and randomness, the seed once
-// drawn), where its run stands, and the results per variant; "Run the draw now" after the
+// drawn), where its run stands, the results per variant and, with presale lanes, each lane's
+// draw: when its winners are offered their orders and its allotment; "Run the draw now" after the
 // close (POST /admin/sales/:id/draw; the cron runs it within a minute anyway), and the results
 // as a CSV file: the committed list with each entry's result, gathered a page at a time
 // (GET /api/sales/:id/draw/entries) and saved by the browser.
@@ -50,6 +51,18 @@ function commitment(view) {
     ...beacon,
     ["Seed", view.seed ?? "revealed once drawn"],
     ["Drawn", view.drawnAt ? formatMoment(view.drawnAt) : "not yet"],
+  ]);
+}
+
+/** A lane's draw: when its winners are offered their orders, its allotment in all and per variant. @param {any} sale @param {any} lane */
+function laneRow(sale, lane) {
+  const label = (/** @type {string} */ id) => sale.variants.find((/** @type {any} */ v) => v.id === id)?.label ?? id;
+  const perVariant = Object.entries(lane.variants ?? {}).map(([id, units]) => `${label(id)} ${units}`);
+  return row([
+    [lane.name, ""],
+    [formatTime(lane.startsAt), ""],
+    [lane.stock === null ? "no cap of its own" : String(lane.stock), "n"],
+    [perVariant.length > 0 ? perVariant.join(", ") : "–", ""],
   ]);
 }
 
@@ -110,6 +123,8 @@ export function drawPanel(admin) {
         ]);
       }),
     );
+    $("draw-lanes").hidden = view.lanes.length === 0;
+    $("draw-lane-rows").replaceChildren(...view.lanes.map((/** @type {any} */ lane) => laneRow(sale, lane)));
     $("draw-commitment").replaceChildren(...factItems(commitment(view)));
     const runWhy =
       view.state === "upcoming" || view.state === "open"
@@ -198,6 +213,7 @@ export function drawPanel(admin) {
       $("draw-none").hidden = false;
       $("watched-draw").hidden = true;
       $("draw-variant-rows").replaceChildren();
+      $("draw-lane-rows").replaceChildren();
       $("draw-commitment").replaceChildren();
     },
   };

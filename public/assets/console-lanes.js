@@ -270,6 +270,7 @@ export function lanesPanel(admin, adminFile) {
       $("lanes-sale-id").textContent = sale.id;
       $("lanes-absent").hidden = hasLanes(sale);
       $("lanes-box").hidden = !hasLanes(sale);
+      $("lanes-draw-hint").hidden = !sale.draw;
       $("pass-absent").hidden = hasLine(sale);
       $("pass-box").hidden = !hasLine(sale);
       if (hasLanes(sale)) {

@@ -130,8 +130,9 @@ export function createForm(admin, created) {
       body.queue = queue;
     }
     if (data.get("humanCheck")) body.humanCheck = true;
-    if (data.get("draw")) body.draw = drawSettings(body);
-    const laneList = lanes.read(Date.parse(String(body.startsAt)), Boolean(data.get("draw")));
+    const draw = data.get("draw") ? drawSettings(body) : undefined;
+    if (draw) body.draw = draw;
+    const laneList = lanes.read(Date.parse(String(body.startsAt)), draw && Date.parse(draw.closesAt));
     if (laneList.length > 0) body.lanes = laneList;
     return body;
   }

@@ -7,11 +7,18 @@
 // ordinary order awaiting payment: the page's order panel shows it, with Pay and its
 // countdown. Below, the receipt only the entrant gets, and what it proves.
 //
+// A sale with presale lanes has a draw per lane (docs/lanes.md): while a first entry may be
+// made, the lanes' code field (lanes.js, moved here with the picker) takes an optional code,
+// sent as Access-Code, whose lane's draw the entry is in; without one it is in the public
+// draw. The status line names the entry's draw and when its winners get their orders.
+//
 // The entry is the server's (GET /api/sales/:id/entries/mine): read on load, after each change
 // and whenever the draw moves on, so a reload shows it again as a held order is found again.
 // The draw's public view (GET /api/sales/:id/draw, cached a second) is read every 2 s while
 // the draw runs, every 10 s otherwise, and no more once the buyer's result is final; a
 // Retry-After is waited out.
+
+import { drawName } from "./lanes.js";
 import { call, jitterMs, serverNow, sleep } from "./lib/api.js";
 import { formatTime, formatWait } from "./lib/format.js";
 import { hasVariants } from "./lib/variants.js";
@@ -65,6 +72,8 @@ export function drawCardLine(sale) {
  * @property {() => string | undefined} orderId the order the page follows
  * @property {(orderId: string) => void} follow shows and follows an order on the page
  * @property {() => { token: string | undefined, reset: () => void, trouble: string }} humanCheck the widget beside Enter, where the sale asks
+ * @property {() => string | undefined} accessCode the presale code typed, while the field shows
+ * @property {(answer: import("./lib/api.js").Answer) => string | undefined} codeRefusal a refused code in words
  */
 
 export class DrawPanel {
@@ -85,7 +94,7 @@ export class DrawPanel {
     this.page = page;
     $("draw").hidden = false;
     $("buy").hidden = true;
-    $("draw-entry").prepend($("variant-field"), $("quantity-field"));
+    $("draw-entry").prepend($("variant-field"), $("quantity-field"), $("access-code-field"));
     $("draw-entry").onsubmit = (event) => {
       event.preventDefault();
       void this.enter();
@@ -98,7 +107,7 @@ export class DrawPanel {
     this.stopped = true;
     $("draw").hidden = true;
     $("buy").hidden = false;
-    $("buy").prepend($("variant-field"), $("quantity-field"));
+    $("buy").prepend($("variant-field"), $("quantity-field"), $("access-code-field"));
   }
 
   /** The sale as the page last read it (its first read starts following the draw). @param {any} sale */
@@ -151,6 +160,22 @@ export class DrawPanel {
     }
   }
 
+  /** Whether the buyer's next entry may name a presale code: a first one (or after a withdrawal), in a sale with lanes. */
+  takesCode() {
+    if (!this.sale?.lanes?.length || !this.page.token() || this.phase() !== "open") return false;
+    return this.entry === null || this.entry?.status === "withdrawn";
+  }
+
+  /** In a sale with lanes, the entry's draw ("members' draw", "public draw"); undefined without lanes. @param {any} entry */
+  drawOf(entry) {
+    return this.sale.lanes?.length ? drawName(entry.lane) : undefined;
+  }
+
+  /** When the winners of the entry's draw get their orders: its lane's start, else the sale's. @param {any} entry */
+  offeredAt(entry) {
+    return this.sale.lanes?.find((/** @type {any} */ lane) => lane.name === entry.lane)?.startsAt ?? this.sale.startsAt;
+  }
+
   /** The buyer's entry in one line, true of where it stands. @param {Phase} phase */
   entryLine(phase) {
     const entry = this.entry;
@@ -158,22 +183,25 @@ export class DrawPanel {
     if (!this.page.token()) return before ? "" : "Sign in to see your entry.";
     if (entry === undefined) return "";
     if (entry === null) return before ? "You have not entered yet." : "You did not enter this draw.";
-    const what = this.described(entry);
+    const draw = this.drawOf(entry);
+    const what = draw ? ` in the ${draw}: ${this.described(entry)}` : `: ${this.described(entry)}`;
+    const offered = formatTime(this.offeredAt(entry));
     const closes = formatTime(this.sale.draw.closesAt);
     switch (entry.status) {
       case "entered":
-        return phase === "open"
-          ? `You are entered: ${what}. You can change or withdraw your entry until ${closes}.`
-          : `You are entered: ${what}. The draw is running: your result shows here.`;
+        if (phase !== "open") return `You are entered${what}. The draw is running: your result shows here.`;
+        return draw
+          ? `You are entered${what}. Its winners get their orders from ${offered}. You can change or withdraw your entry until ${closes}.`
+          : `You are entered${what}. You can change or withdraw your entry until ${closes}.`;
       case "withdrawn":
         return phase === "open"
           ? `You withdrew your entry: it is not in the draw. You can enter again until ${closes}.`
           : "You withdrew your entry: it is not in the draw.";
       case "selected":
-        if (entry.orderId) return `You were selected: ${what}. Your order is below.`;
-        return serverNow() < Date.parse(this.sale.startsAt)
-          ? `You were selected: ${what}. Your order to pay comes when the sale starts, ${formatTime(this.sale.startsAt)}.`
-          : `You were selected: ${what}. Your order to pay is on its way: it shows here in a few seconds.`;
+        if (entry.orderId) return `You were selected${what}. Your order is below.`;
+        return serverNow() < Date.parse(this.offeredAt(entry))
+          ? `You were selected${what}. Your order to pay comes ${entry.lane ? "when your lane opens" : "when the sale starts"}, ${offered}.`
+          : `You were selected${what}. Your order to pay is on its way: it shows here in a few seconds.`;
       case "waitlisted":
         return "You are on the waitlist: if a unit comes back it is offered to you.";
       case "not_selected":
@@ -323,6 +351,8 @@ export class DrawPanel {
     const token = this.page.token();
     const variant = hasVariants(this.sale) ? chosenSize() : undefined;
     const quantity = Number(/** @type {HTMLSelectElement} */ ($("quantity")).value) || 1;
+    // Only a first entry names a code: a change keeps the entry's draw.
+    const accessCode = this.takesCode() ? this.page.accessCode() : undefined;
     // A token passes once: this entry's retries send it again (a refusal asks for a fresh check).
     const check = this.page.humanCheck();
     const was = this.entry;
@@ -335,15 +365,18 @@ export class DrawPanel {
           method: "POST",
           token,
           body: { quantity, ...(variant && { variant }) },
-          headers: check.token ? { "Human-Check": check.token } : {},
+          headers: { ...(check.token && { "Human-Check": check.token }), ...(accessCode && { "Access-Code": accessCode }) },
         });
         if (answer.status === 200 || answer.status === 201) {
           const { entry, receipt } = answer.body;
           const same = was?.status === "entered" && was.variant === entry.variant && was.quantity === entry.quantity;
-          this.setEntry({ status: "entered", variant: entry.variant, quantity: entry.quantity, receipt });
+          this.setEntry({ status: "entered", variant: entry.variant, quantity: entry.quantity, lane: entry.lane, receipt });
           this.page.say(same ? "Your entry stays as it was." : "", same ? "good" : "");
           return;
         }
+        // A refused code (too many refused ones included) ends the entry: trying again would not help.
+        const codeRefusal = accessCode && this.page.codeRefusal(answer);
+        if (codeRefusal) return this.page.say(`Not entered. ${codeRefusal}`, "bad");
         if (answer.status === 429 || answer.status === 0 || answer.status === 503) {
           // Entering again is safe: a buyer holds one entry, and a repeat changes nothing.
           troubles += 1;

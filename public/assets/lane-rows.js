@@ -36,16 +36,15 @@ export class LaneRows extends FormRows {
   }
 
   /**
-   * The rows as the API takes them, checked against the sale's start and its way of selling.
-   * @param {number} startsAt the sale's public start (ms) @param {boolean} draw whether the sale is sold by draw
+   * The rows as the API takes them, checked against the sale's start and, in a sale sold by
+   * draw, its entries' close: each lane's winners are offered their orders from its start.
+   * @param {number} startsAt the sale's public start (ms) @param {number | undefined} drawClosesAt when a draw's entries close (ms)
    * @returns {LaneInput[]}
    * @throws {FormProblem} naming the row and field to fix
    */
-  read(startsAt, draw) {
+  read(startsAt, drawClosesAt) {
     const rows = this.fields();
     if (rows.length === 0) return [];
-    if (draw)
-      throw new FormProblem("A sale sold by draw has no presale lanes: remove them, or untick Sold by draw.", this.parts.add);
     if (rows.length > MAX_LANES)
       throw new FormProblem(`A sale has at most ${MAX_LANES} lanes: remove ${rows.length - MAX_LANES}.`, this.parts.add);
     const seen = new Set();
@@ -62,6 +61,11 @@ export class LaneRows extends FormRows {
       if (!Number.isFinite(at)) throw new FormProblem(`${which}: give the time it opens.`, opens);
       if (at <= before) throw new FormProblem(`${which}: lanes open one after another: this one after lane ${i}.`, opens);
       if (at >= startsAt) throw new FormProblem(`${which}: a lane opens before the sale's start, when everyone can buy.`, opens);
+      if (drawClosesAt !== undefined && at < drawClosesAt)
+        throw new FormProblem(
+          `${which}: in a draw a lane opens at or after the entries close: its winners get their orders from its start.`,
+          opens,
+        );
       if (startsAt - at > LONGEST_MS) throw new FormProblem(`${which}: a lane opens at most 30 days before the start.`, opens);
       before = at;
       const units = Number(stock.value);

@@ -7,6 +7,10 @@
 // buys like a card). From the public start the field goes: codes are no longer asked for.
 // Which lane is open is the server's clock against the lanes' starts, so the field comes and
 // goes on time between two reads of the sale.
+// A sale sold by draw with lanes: each lane has its own draw, offered from the lane's start. The
+// list says when each draw's winners get their orders, and the same field, moved into the draw's
+// panel (draw-panel.js), takes an optional code while a first entry may name one: the code's
+// lane's draw, or none for the public draw.
 import { serverNow } from "./lib/api.js";
 import { formatClock } from "./lib/format.js";
 
@@ -22,11 +26,26 @@ function setText(/** @type {string} */ id, /** @type {string} */ text) {
 /** The codes typed on this page, by sale: a buyer who looks at another sale and comes back finds theirs. */
 const typed = new Map();
 
+/** @param {string} text */
+const capitalized = (text) => text.charAt(0).toUpperCase() + text.slice(1);
+
 /** A lane's name as a buyer reads it: "members" reads "Members", "early-birds" "Early birds". @param {string} name */
-const laneLabel = (name) => {
-  const spaced = name.replaceAll("-", " ");
-  return spaced.charAt(0).toUpperCase() + spaced.slice(1);
-};
+const laneLabel = (name) => capitalized(name.replaceAll("-", " "));
+
+/**
+ * The draw an entry is in, as a buyer reads it: "members' draw", "vip's draw", "public draw"
+ * for none (a sale sold by draw with lanes).
+ * @param {string | undefined} lane
+ */
+export function drawName(lane) {
+  if (!lane) return "public draw";
+  const spaced = lane.replaceAll("-", " ");
+  return `${spaced}${spaced.endsWith("s") ? "'" : "'s"} draw`;
+}
+
+/** What the field says it is for, beside a lane's Buy, and beside Enter in a draw. */
+const CODE_HINT = "As the shop sent it, such as 7KQ2-M9XD-4TRA.";
+const DRAW_CODE_HINT = "Optional: as the shop sent it, such as 7KQ2-M9XD-4TRA. Without one you enter the public draw.";
 
 /**
  * The lane open at `now`: the last one started, while the public start has not come.
@@ -76,6 +95,7 @@ export function laneCardLine(sale) {
  * @typedef {object} LanePage what the sale's page lends the panel
  * @property {() => void} changed the open lane or the code changed: Buy's note is drawn again
  * @property {(text: string) => void} news a lane just opened: said unless the buyer is busy buying
+ * @property {() => boolean} entryTakesCode in a sale sold by draw, whether the buyer's next entry may name a code
  */
 
 export class LanePanel {
@@ -128,31 +148,58 @@ export class LanePanel {
     return this.sale && (laneOpenAt(this.sale, serverNow()) ?? laneJoinableAt(this.sale, serverNow()));
   }
 
+  /** Whether the field shows now: in a draw while an entry may name a code, else while a code is asked for. */
+  asks() {
+    if (!this.sale) return false;
+    return this.sale.draw ? this.page.entryTakesCode() : Boolean(this.asking());
+  }
+
   /** The lanes and the code field as things stand: on every read and every tick of the page. */
   paint() {
     if (!this.sale) return;
     const now = serverNow();
     const open = laneOpenAt(this.sale, now);
     this.paintList(open);
-    const asking = open ?? laneJoinableAt(this.sale, now);
-    $("access-code-field").hidden = !asking;
-    if (asking) setText("access-code-label", `${laneLabel(asking.name)}: enter your code`);
+    if (this.sale.draw) {
+      $("access-code-field").hidden = !this.page.entryTakesCode();
+      setText("access-code-label", "Have a presale code? Enter it to enter your lane's draw");
+      setText("access-code-hint", DRAW_CODE_HINT);
+    } else {
+      const asking = open ?? laneJoinableAt(this.sale, now);
+      $("access-code-field").hidden = !asking;
+      if (asking) setText("access-code-label", `${laneLabel(asking.name)}: enter your code`);
+      setText("access-code-hint", CODE_HINT);
+    }
     const name = open?.name ?? "";
     if (this.shownLane === name) return;
-    // A lane opening while the buyer watches is news; the public start the page says itself.
-    if (this.shownLane !== undefined && open) this.page.news(`${laneLabel(open.name)} can buy now: enter your code beside Buy.`);
+    // A lane opening while the buyer watches is news; the public start the page says itself. In
+    // a draw the panel's line tells a lane's winners of their order.
+    if (this.shownLane !== undefined && open && !this.sale.draw)
+      this.page.news(`${laneLabel(open.name)} can buy now: enter your code beside Buy.`);
     this.shownLane = name;
     this.page.changed();
   }
 
-  /** One line per lane and one for everyone, the open lane marked; built again only when a line changes. @param {any} open */
+  /**
+   * One line per lane and one for everyone, the open lane marked; built again only when a line
+   * changes. In a draw, when each lane's draw and the public one offer their winners' orders.
+   * @param {any} open
+   */
   paintList(open) {
+    const draw = Boolean(this.sale.draw);
     const lines = [
       ...this.sale.lanes.map((/** @type {any} */ lane) => ({
-        text: `${laneLabel(lane.name)} from ${formatClock(lane.startsAt)}${lane === open ? ` · ${unitsLeft(lane.remaining)}` : ""}`,
+        text: draw
+          ? `${capitalized(drawName(lane.name))}: winners buy from ${formatClock(lane.startsAt)}`
+          : `${laneLabel(lane.name)} from ${formatClock(lane.startsAt)}${lane === open ? ` · ${unitsLeft(lane.remaining)}` : ""}`,
         open: lane === open,
       })),
-      { text: `Everyone from ${formatClock(this.sale.startsAt)}`, open: false },
+      {
+        text: draw
+          ? `Public draw: winners buy from ${formatClock(this.sale.startsAt)}`
+          : `Everyone from ${formatClock(this.sale.startsAt)}`,
+        open: false,
+      },
     ];
     const list = $("lane-list");
     const key = JSON.stringify(lines);
@@ -178,14 +225,20 @@ export class LanePanel {
     if (!this.sale) return undefined;
     const now = serverNow();
     const next = laneAfter(this.sale, now);
-    if (next) return { label: `${laneLabel(next.name)} can buy in`, ms: Date.parse(next.startsAt) - now };
+    const draw = Boolean(this.sale.draw);
+    if (next)
+      return {
+        label: draw ? `${capitalized(drawName(next.name))}: winners buy in` : `${laneLabel(next.name)} can buy in`,
+        ms: Date.parse(next.startsAt) - now,
+      };
     const starts = Date.parse(this.sale.startsAt);
-    return now < starts ? { label: "Everyone can buy in", ms: starts - now } : undefined;
+    if (now >= starts) return undefined;
+    return { label: draw ? "Public draw: winners buy in" : "Everyone can buy in", ms: starts - now };
   }
 
-  /** The code to send as Access-Code: the one typed, while a lane is open or its line takes joiners. */
+  /** The code to send as Access-Code: the one typed, while the field shows. */
   code() {
-    return this.asking() ? this.input().value.trim() || undefined : undefined;
+    return this.asks() ? this.input().value.trim() || undefined : undefined;
   }
 
   /** Why Buy cannot be pressed in a lane's window, or "" when it can; undefined when no lane is open. */
@@ -217,10 +270,12 @@ export class LanePanel {
         return `Until ${formatClock(this.sale.startsAt)} only code holders can buy or join the line: enter your code in the field for it.`;
       case "ACCESS_CODE_INVALID":
         this.input().setAttribute("aria-invalid", "true");
-        return "That code is not valid for you: check it as written. A code buys for one account only, and only from its lane's start.";
+        return this.sale.draw
+          ? "That code is not valid for you: check it as written, or empty the field to enter the public draw. A code is for one account only."
+          : "That code is not valid for you: check it as written. A code buys for one account only, and only from its lane's start.";
       case "ACCESS_CODE_USED":
         this.input().setAttribute("aria-invalid", "true");
-        return "That code is used up: it has bought all it may.";
+        return `That code is used up: it has bought all it may.${this.sale.draw ? " Empty the field to enter the public draw." : ""}`;
       case "SOLD_OUT": {
         const open = this.open();
         return open && answer.message.includes("lane") ? this.soldInLane(open, size) : undefined;

@@ -592,6 +592,7 @@ class SalePage {
         news: (text) => {
           if (!this.buying && !this.orderId) this.say(text, "good");
         },
+        entryTakesCode: () => this.drawPanel?.takesCode() ?? false,
       });
     }
     this.lanes?.show(sale);
@@ -640,6 +641,8 @@ class SalePage {
         reset: () => this.humanCheck?.reset(),
         trouble: this.humanCheckTrouble,
       }),
+      accessCode: () => this.lanes?.code(),
+      codeRefusal: (answer) => this.lanes?.refusal(answer, undefined),
     });
   }
 

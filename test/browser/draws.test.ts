@@ -1,6 +1,8 @@
 // Sales sold by draw on both pages, in Chromium against `npm start` (docs/draws.md). The
 // storefront: a size picked, the human check beside Enter, "entered" with the receipt, the
-// entry changed, found again after a reload, and withdrawn. The console: a draw sale created
+// entry changed, found again after a reload, and withdrawn; in a sale with a presale lane, a
+// wrong code refused in words with nothing entered, and the lane's code entering its draw,
+// named on the page. The console: a draw sale created
 // from the form (entries closing seconds later, the local beacon's next round), its entries per
 // size while entries are open, the draw run once they close, its results and their CSV; then
 // each entrant's page: the winner's order with Pay (paid with tok_visa), the waitlisted one's
@@ -41,6 +43,9 @@ const lineSays = (page: Page, text: string) =>
     .locator("#draw-line")
     .filter({ hasText: new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`) })
     .waitFor();
+
+/** A time of day as the pages write it in en-US: "9:05 AM". */
+const TIME = String.raw`\d{1,2}:\d{2}\s[AP]M`;
 
 /** A datetime-local value to the second, `ms` from now, in the browser's time zone (the contexts run in this process's). */
 const localInput = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
@@ -119,6 +124,54 @@ describe("a draw on the storefront", () => {
     await page.getByRole("heading", { name: "Sales" }).waitFor();
     expect(await page.locator("#buy > #variant-field + #quantity-field").count()).toBe(1);
     expect(await page.locator("#draw-entry #variant-field").count()).toBe(0);
+    expect(await cspViolations(page)).toEqual([]);
+  });
+
+  it("with a presale lane: a wrong code is refused in words and nothing entered; the lane's code enters the lane's draw, named with when its winners buy", async () => {
+    const closesAt = Date.now() + 10 * 60_000;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const sale = await api.createSale({
+      name: "Lane draw",
+      variants: SIZES,
+      startsAt: iso(closesAt + 10 * 60_000),
+      endsAt: iso(closesAt + 3_600_000),
+      draw: { opensAt: iso(Date.now() - 1_000), closesAt: iso(closesAt) },
+      lanes: [{ name: "members", startsAt: iso(closesAt), stock: 1 }],
+    });
+    const [code] = (await api.codeBatch(sale.id, "members", { count: 1 })).body?.codes ?? [];
+    const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
+    await page.goto(`${BASE}/?sale=${sale.id}`);
+    await page.getByRole("heading", { name: "Lane draw" }).waitFor();
+    // Who can buy when: each draw's winners, from its start.
+    expect(await page.locator("#lane-list li").allTextContents()).toEqual([
+      expect.stringMatching(new RegExp(`^Members' draw: winners buy from ${TIME}$`)),
+      expect.stringMatching(new RegExp(`^Public draw: winners buy from ${TIME}$`)),
+    ]);
+    await signIn(page, `${sale.id}-cy`);
+    await lineSays(page, "You have not entered yet.");
+    const field = page.getByLabel("Have a presale code? Enter it to enter your lane's draw");
+    await page.getByRole("radio", { name: "S, 1 left" }).check();
+
+    // A code that is not one of the sale's: said in words, the field marked, nothing entered.
+    await field.fill("ABCD-EFGH-JKMN");
+    await page.getByRole("button", { name: "Enter the draw" }).click();
+    await page
+      .locator("#status")
+      .filter({ hasText: /^Not entered\. That code is not valid for you: check it as written/ })
+      .waitFor();
+    expect(await field.getAttribute("aria-invalid")).toBe("true");
+    const token = await api.userToken(`${sale.id}-cy`);
+    expect((await api.myEntry(sale.id, token)).code).toBe("NOT_ENTERED");
+    await lineSays(page, "You have not entered yet.");
+
+    // The lane's code, typed as people type: the entry is in the members' draw, and the field goes.
+    await field.fill((code as string).toLowerCase());
+    expect(await field.getAttribute("aria-invalid")).toBeNull();
+    await page.getByRole("button", { name: "Enter the draw" }).click();
+    await lineSays(page, `You are entered in the members' draw: S × 1. Its winners get their orders from `);
+    expect((await api.myEntry(sale.id, token)).body).toMatchObject({ status: "entered", variant: "s", lane: "members" });
+    await field.waitFor({ state: "hidden" });
+    expect(await seriousA11yViolations(page)).toEqual([]);
     expect(await cspViolations(page)).toEqual([]);
   });
 });
