@@ -11,7 +11,7 @@ export const lanesDocs: readonly RouteDoc[] = [
     tag: "admin",
     summary: "Make a batch of access codes for a lane, shown this once",
     description:
-      "count codes (12 characters of Crockford's base32, grouped by four), each good for uses purchases, until expiresAt if given. Only their hashes are kept: the answer is the one time the codes are shown. With Accept: text/csv the same codes come as a CSV file (code,lane,uses,expires_at). A code is bound to the first account that buys with it; any lane's code is taken in its own lane's window and every later lane's, until the sale's startsAt.",
+      "count codes (12 characters of Crockford's base32, grouped by four), each good for uses purchases, until expiresAt if given (after the lane's start: 400 otherwise). Only their hashes are kept: the answer is the one time the codes are shown. With Accept: text/csv the same codes come as a CSV file (code,lane,uses,expires_at). A code is bound to the first account that buys with it; any lane's code is taken in its own lane's window and every later lane's, until the sale's startsAt.",
     auth: "admin",
     params: Requests.LaneParam,
     requestHeaders: { Accept: { required: false, description: "text/csv for the codes as a CSV file" } },

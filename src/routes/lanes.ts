@@ -4,7 +4,7 @@ import { createBatch, listBatches, revokeBatch } from "../admission/code-batches
 import type { AppEnv } from "../http/app-env";
 import { requireAdmin } from "../http/auth";
 import { clientAddress } from "../http/client-address";
-import { ApiError, orUnavailable } from "../http/errors";
+import { ApiError, badRequest, orUnavailable } from "../http/errors";
 import { signingSecret } from "../http/secrets";
 import { validate } from "../http/validate";
 import { redisFor } from "../redis/client";
@@ -45,9 +45,16 @@ export const laneAdminRoutes = new Hono<AppEnv>()
       const { saleId, lane } = c.req.valid("param");
       const { count, uses, expiresAt } = c.req.valid("json");
       const sale = await saleOf(c, saleId);
-      if (!sale.lanes.some((l) => l.name === lane)) throw new ApiError("LANE_NOT_FOUND", `this sale has no lane ${lane}`);
+      const laneStart = sale.lanes.find((l) => l.name === lane)?.startsAt;
+      if (laneStart === undefined) throw new ApiError("LANE_NOT_FOUND", `this sale has no lane ${lane}`);
       if (Date.now() >= sale.startsAt || sale.state === "cancelled") throw new ApiError("LANES_OVER");
       const expires = expiresAt === undefined ? null : Date.parse(expiresAt);
+      // A code buys (or, in a draw, is spent by its winner's offer) from its lane's start: one
+      // that lapses before then could never be used.
+      if (expires !== null && expires <= laneStart)
+        throw badRequest(
+          `expiresAt must be after the lane's start (${new Date(laneStart).toISOString()}): its codes are used from then`,
+        );
       const made = await orUnavailable(UNREACHABLE, { saleId }, () =>
         createBatch(c.env.DB, redisFor(c.env), saleId, { lane, count, uses, expiresAt: expires }),
       );

@@ -208,6 +208,9 @@ describe("presale lanes", () => {
     // Lanes change only before the first of them opens.
     expect((await api.editSale(sale.id, { lanes: [] })).code).toBe("SALE_STARTED");
     const later = await laneSale(60_000, 120_000, { lanes: [{ name: "members", startsAt: iso(Date.now() + 30_000) }] });
+    // A code that lapses before its lane opens could never be used.
+    const lapsing = await api.codeBatch(later.id, "members", { count: 1, expiresAt: iso(Date.now() + 10_000) });
+    expect([lapsing.status, lapsing.message]).toEqual([400, expect.stringContaining("after the lane's start")]);
     const edited = await api.editSale(later.id, { lanes: [{ name: "vip", startsAt: iso(Date.now() + 40_000), stock: 1 }] });
     expect(edited.status).toBe(200);
     expect(edited.body?.lanes.map((l) => l.name)).toEqual(["vip"]);
