@@ -192,9 +192,7 @@ async function pay(c: Counting, o: { shot: Shot; orderId: string }): Promise<voi
 async function expiryOf(c: Counting, name: string): Promise<Counts> {
   const [expiring] = (await c.createSales({ name, stock: 100, paymentWindowSec: 8 })) as [AdminSaleView];
   await orders(c, expiring.id, `expiring-${expiring.id}`, LIFECYCLE_ORDERS);
-  const statuses = async () =>
-    (await c.db.prepare("SELECT status FROM orders WHERE sale_id = ?").bind(Number(expiring.id)).all<{ status: string }>())
-      .results;
+  const statuses = () => c.rows<{ status: string }>("SELECT status FROM orders WHERE sale_id = ?", Number(expiring.id));
   return c.counted(
     await c.measure(async () => {}, {
       until: async () => (await statuses()).every((r: { status: string }) => r.status === "expired"),
@@ -418,7 +416,7 @@ const STEPS: Step[] = [
           60_000,
         );
         const offered = async () =>
-          (await c.db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?").bind(Number(sale.id)).first<number>("n")) ===
+          (await c.rows<{ n: number }>("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?", Number(sale.id)))[0]?.n ===
             DRAW_STOCK && (await c.settled(sale.id)());
         return c.counted(
           await c.measure(

@@ -69,7 +69,8 @@ export interface Counting {
   api: ApiClient;
   /** Redis directly, past the gateway (which is counting). */
   redis: IORedis;
-  db: Awaited<ReturnType<Stack["worker"]["mf"]["getD1Database"]>>;
+  /** A query's rows from local D1, through the stack's D1 (its batch: a promise, never a call that blocks Node). */
+  rows<T>(sql: string, ...params: unknown[]): Promise<T[]>;
   /** `n` new buyers with tokens. */
   users(prefix: string, n: number): Promise<Shot[]>;
   /** Counts `work` and everything it set off. */
@@ -111,7 +112,11 @@ export async function counting(stack: Stack, quietMs = QUIET_MS): Promise<Counti
     stack,
     api,
     redis,
-    db: await stack.worker.mf.getD1Database("DB"),
+    async rows<T>(sql: string, ...params: unknown[]) {
+      const db = await stack.worker.d1();
+      const [{ results }] = (await db.batch([db.prepare(sql).bind(...params)])) as [{ results: T[] }];
+      return results;
+    },
     users: (prefix, n) => planCrowd(api, n, 1, `cost-${tag}-${prefix}-`),
     async measure(work, { until, before } = {}) {
       await settle(stack, quietMs);
