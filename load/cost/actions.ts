@@ -521,12 +521,9 @@ const STEPS: Step[] = [
   },
   {
     label: "an order's life: pay, cancel, expiry",
-    actions: ["pay", "cancel", "expiry", "expiry-job-paid"],
+    actions: ["pay", "cancel", "expiry"],
     async run(c) {
-      const [paying, paidLater] = (await c.createSales(
-        { name: "cost: paying", stock: 100, paymentWindowSec: 600 },
-        { name: "cost: paid before expiry", stock: 100, paymentWindowSec: 12 },
-      )) as [AdminSaleView, AdminSaleView];
+      const [paying] = (await c.createSales({ name: "cost: paying", stock: 100, paymentWindowSec: 600 })) as [AdminSaleView];
       const payable = await orders(c, paying.id, "payer", 2 * LIFECYCLE_ORDERS);
       const paid = await c.measure(async () => {
         for (const o of payable.slice(0, LIFECYCLE_ORDERS)) await pay(c, o);
@@ -538,15 +535,25 @@ const STEPS: Step[] = [
         }
       });
       const expired = await expiryOf(c, "cost: expiring");
-      for (const o of await orders(c, paidLater.id, "paid-later", LIFECYCLE_ORDERS)) await pay(c, o);
-      const jobRuns = async () => (await readMeter(c.stack)).byKind["queue:flash-sale-jobs"]?.invocations ?? 0;
-      const paidJob = await c.measure(async () => {}, { until: async () => (await jobRuns()) > 0 });
       return [
         cost("pay", "a pay", "order", LIFECYCLE_ORDERS, c.counted(paid)),
         cost("cancel", "a cancel", "order", LIFECYCLE_ORDERS, c.counted(cancelled)),
         cost("expiry", EXPIRY_LABEL, "order", LIFECYCLE_ORDERS, expired),
-        cost("expiry-job-paid", "the expiry job of a paid order", "order", LIFECYCLE_ORDERS, c.counted(paidJob)),
       ];
+    },
+  },
+  {
+    // A step of its own: it waits out a payment window, which a count of the others need not.
+    label: "an order's life: the expiry job of a paid order",
+    actions: ["expiry-job-paid"],
+    async run(c) {
+      const [paidLater] = (await c.createSales({ name: "cost: paid before expiry", stock: 100, paymentWindowSec: 12 })) as [
+        AdminSaleView,
+      ];
+      for (const o of await orders(c, paidLater.id, "paid-later", LIFECYCLE_ORDERS)) await pay(c, o);
+      const jobRuns = async () => (await readMeter(c.stack)).byKind["queue:flash-sale-jobs"]?.invocations ?? 0;
+      const paidJob = await c.measure(async () => {}, { until: async () => (await jobRuns()) > 0 });
+      return [cost("expiry-job-paid", "the expiry job of a paid order", "order", LIFECYCLE_ORDERS, c.counted(paidJob))];
     },
   },
   {
