@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
@@ -28,7 +29,7 @@ const noDependencyMaps = {
 };
 
 /**
- * The files that take longest (from about half a minute to two on two busy cores), longest
+ * The files that take longest (half a minute to a few minutes on two busy cores), longest
  * first. Vitest otherwise starts project after project (browser, node, worker), each project's
  * files by size until it has timings of its own (never, on a fresh clone): a long file that is
  * small, like the bench's, started late and ran on alone for minutes at the end of the run.
@@ -47,6 +48,10 @@ const LONGEST_FILES = [
   "test/browser/console-sections.test.ts",
   "test/node/record-limit.test.ts",
 ];
+
+// A listed file renamed or removed fails the run here, rather than drop out of the order unseen.
+for (const file of LONGEST_FILES)
+  if (!existsSync(path.join(import.meta.dirname, file))) throw new Error(`LONGEST_FILES names ${file}, which does not exist`);
 
 /** Starts LONGEST_FILES first, in their order, then the rest in Vitest's. */
 class LongestFirst extends BaseSequencer {
