@@ -1,7 +1,9 @@
+import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 import { TEST_SECRETS as TURNSTILE_TEST_SECRETS, TEST_SITE_KEY as TURNSTILE_TEST_SITE_KEY } from "./dev/turnstile/test-keys.ts";
 import { TEST_SECRETS } from "./test/setup/secrets.ts";
 
@@ -26,6 +28,43 @@ const noDependencyMaps = {
   transform: (code: string, id: string) => (id.includes("/node_modules/") ? { code, map: { mappings: "" } } : undefined),
 };
 
+/**
+ * The files that take longest (half a minute to a few minutes on two busy cores), longest
+ * first. Vitest otherwise starts project after project (browser, node, worker), each project's
+ * files by size until it has timings of its own (never, on a fresh clone): a long file that is
+ * small, like the bench's, started late and ran on alone for minutes at the end of the run.
+ */
+const LONGEST_FILES = [
+  "test/node/bench.test.ts",
+  "test/node/action-costs.test.ts",
+  "test/browser/waiting-room.test.ts",
+  "test/node/lifecycle-crowd.test.ts",
+  "test/browser/storefront.test.ts",
+  "test/browser/lanes.test.ts",
+  "test/node/drop-operations.test.ts",
+  "test/browser/draws.test.ts",
+  "test/worker/fuzz.test.ts",
+  "test/browser/console.test.ts",
+  "test/browser/console-sections.test.ts",
+  "test/node/record-limit.test.ts",
+];
+
+// A listed file renamed or removed fails the run here, rather than drop out of the order unseen.
+for (const file of LONGEST_FILES)
+  if (!existsSync(path.join(import.meta.dirname, file))) throw new Error(`LONGEST_FILES names ${file}, which does not exist`);
+
+/** Starts LONGEST_FILES first, in their order, then the rest in Vitest's. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const at = LONGEST_FILES.indexOf(path.relative(import.meta.dirname, file.moduleId));
+      return at === -1 ? LONGEST_FILES.length : at;
+    };
+    // Array.prototype.sort is stable: the files not listed keep Vitest's order.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
+
 /** First in every project: marks the run before anything starts, so nothing it starts outlives it. */
 const PROCESS_GUARD = "test/setup/process-guard.ts";
 
@@ -41,6 +80,7 @@ export default defineConfig({
     // Stopping the stacks (npm start's wrangler, Miniflare, gateways) takes seconds on a busy
     // machine: give the teardowns time to finish rather than exit from under them.
     teardownTimeout: 30_000,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         // Node-side tests: the gateway, Lua scripts and dev tooling against a real redis-server.

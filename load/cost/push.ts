@@ -26,6 +26,7 @@ export interface PushFigures {
 }
 
 const BUYERS = 20;
+/** How long each channel runs, by default. */
 const SECONDS = 15;
 
 /** A started line letting one place in a second, `BUYERS` buyers in it behind a first: their tickets. */
@@ -57,10 +58,10 @@ async function channel(c: Counting, work: () => Promise<number>): Promise<Channe
   return { answers, counts: c.counted(measured), workerdCpuMs };
 }
 
-export async function measurePush(c: Counting): Promise<PushFigures> {
+export async function measurePush(c: Counting, seconds = SECONDS): Promise<PushFigures> {
   const polled = await line(c, "cost: polled line");
   const polling = await channel(c, async () => {
-    const until = Date.now() + SECONDS * 1000;
+    const until = Date.now() + seconds * 1000;
     let answers = 0;
     await Promise.all(
       polled.buyers.map(async ({ shot, ticket }) => {
@@ -79,7 +80,7 @@ export async function measurePush(c: Counting): Promise<PushFigures> {
   const streamed = await line(c, "cost: streamed line");
   const stream = await channel(c, async () => {
     const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(), SECONDS * 1000);
+    const timer = setTimeout(() => stop.abort(), seconds * 1000);
     let answers = 0;
     try {
       await Promise.all(
@@ -103,5 +104,5 @@ export async function measurePush(c: Counting): Promise<PushFigures> {
     }
     return answers;
   });
-  return { buyers: BUYERS, seconds: SECONDS, polling, stream };
+  return { buyers: BUYERS, seconds, polling, stream };
 }
