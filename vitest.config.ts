@@ -89,11 +89,6 @@ export default defineConfig({
           name: "node",
           environment: "node",
           include: ["test/node/**/*.test.ts", "test/gateway/**/*.test.ts"],
-          // The payment race runs on its own (npm run test:payment-race): in a full run on two busy
-          // cores its fork twice stopped for good with Node's main thread waiting on a futex (no
-          // timer fires, so no timeout ends it), which a run of the file alone never did. Until
-          // that is found, the suite runs without it rather than hang.
-          exclude: process.env.PAYMENT_RACE === "1" ? [] : ["test/node/payment-race.test.ts"],
           // A fork runs file after file with the modules it loaded kept (Miniflare, undici, the
           // Worker's sources through Vite): each file starts and stops its own stacks and names its
           // own sales and users, so none depends on a fresh module state. Loading them anew for each

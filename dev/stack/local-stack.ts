@@ -138,10 +138,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       secrets,
       api,
       async settledOrders(saleId) {
-        const db = await worker.d1();
-        const [{ results }] = (await db.batch([
-          db.prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?").bind(Number(saleId)),
-        ])) as [{ results: { order_id: string; user_id: string }[] }];
+        const results = await worker.query<{ order_id: string; user_id: string }>(
+          "SELECT order_id, user_id FROM orders WHERE sale_id = ?",
+          Number(saleId),
+        );
         // By the ids the API gave the buyers.
         const ids = orderIdCipher(secrets.ORDER_ID_KEY);
         return results.map((row: { order_id: string; user_id: string }) => ({

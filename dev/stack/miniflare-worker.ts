@@ -5,7 +5,7 @@
 import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Log, LogLevel, Miniflare, type MiniflareOptions } from "miniflare";
+import { Log, LogLevel, Miniflare, type MiniflareOptions, type WorkerOptions } from "miniflare";
 import { Agent, type Dispatcher, Headers as UndiciHeaders, fetch as undiciFetch } from "undici";
 import { prepareLocalD1, workerBundle, workerConfig } from "./wrangler-cache.ts";
 
@@ -35,10 +35,10 @@ export interface LocalWorker {
   queueLog(): string[];
   /** When the orders queue last finished delivering a batch (ms since the epoch; when the worker started, before any). */
   ordersDeliveredAt(): number;
-  /**
-   * Local D1, to read and write from Node with `batch` only: see `asyncD1`.
-   */
-  d1(): Promise<LocalD1>;
+  /** Runs statements on local D1 as one batch (through the D1 gate, see D1_GATE); their results in order. */
+  d1(statements: readonly D1Statement[]): Promise<LocalD1Result[]>;
+  /** The rows of one statement (a read or a write) on local D1, as `d1` runs it. */
+  query<T>(sql: string, ...params: unknown[]): Promise<T[]>;
   /**
    * Restarts the local runtime on the same options: local D1 is kept (on disk); what its
    * queues and Durable Objects held in memory is lost, as a crashed runtime loses it.
@@ -56,23 +56,58 @@ function workerWarningsToStderr(log: { level: string; message: string }): void {
   if (log.level === "warn" || log.level === "error") console.error(log.message);
 }
 
-/** Local D1 as Miniflare hands it to Node. */
-export type LocalD1 = Awaited<ReturnType<Miniflare["getD1Database"]>>;
+/** One statement for local D1: its SQL and the values bound to it. */
+export interface D1Statement {
+  sql: string;
+  params?: unknown[];
+}
+
+/** What local D1 answers for one statement: its rows (none for a write) and D1's meta. */
+export interface LocalD1Result {
+  results: unknown[];
+  meta: Record<string, unknown>;
+}
+
+/** The local D1 database the Worker's `DB` binds, by the id wrangler.toml's local runs use. */
+const LOCAL_D1 = { DB: "00000000-0000-0000-0000-000000000000" };
 
 /**
- * Local D1 for Node, whose `batch` goes through Miniflare's proxy asynchronously. The proxy makes
- * a method's first call on an object synchronously (Atomics.wait on Node's main thread until
- * workerd answers) and only later ones as promises; a fresh proxy each time, or `.all()` on a
- * fresh statement, is always that first call. Node's main thread blocked while workerd's queue
- * broker awaits Node (it posts each batch's log line to Node and waits for the answer) hung a
- * busy test run for good. One proxy per runtime, its `batch` called once at the start: every
- * later `batch` is a promise, and Node keeps answering workerd meanwhile. (`prepare` and `bind`
- * stay synchronous, but build a statement in workerd without touching the database.)
+ * A second Worker in the same runtime, bound to the same local D1, that runs a batch of
+ * statements Node posts to it. Node reads and writes local D1 through it with requests it
+ * awaits like any other, never through Miniflare's D1 proxy: that proxy makes calls such as
+ * `prepare`, `bind` and a method's first call synchronously, Atomics.wait on Node's main thread
+ * until workerd answers, and a workerd meanwhile writing its logs to Node (its stdout, which
+ * only Node's main thread drains) or awaiting Node's loopback waited on Node in turn: busy test
+ * runs hung for good there, no timer left to end them.
  */
-async function asyncD1(mf: Miniflare): Promise<LocalD1> {
-  const db = await mf.getD1Database("DB");
-  await db.batch([db.prepare("SELECT 1")]);
-  return db;
+const D1_GATE = {
+  name: "d1-gate",
+  modules: true,
+  script: `export default {
+  async fetch(request, env) {
+    const statements = await request.json();
+    try {
+      const results = await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...(s.params ?? []))));
+      return Response.json(results);
+    } catch (err) {
+      return Response.json({ error: String(err?.message ?? err) }, { status: 500 });
+    }
+  },
+};`,
+  d1Databases: LOCAL_D1,
+};
+
+/** Runs `statements` as one D1 batch through the D1 gate; their results in order. */
+async function d1Batch(entry: URL, connections: Dispatcher, statements: readonly D1Statement[]): Promise<LocalD1Result[]> {
+  const res = await undiciFetch(new URL("/", entry), {
+    method: "POST",
+    headers: { "MF-Route-Override": D1_GATE.name, "Content-Type": "application/json" },
+    body: JSON.stringify(statements),
+    dispatcher: connections,
+  });
+  const answer = (await res.json()) as LocalD1Result[] | { error: string };
+  if ("error" in answer) throw new Error(`local D1: ${answer.error}`);
+  return answer;
 }
 
 /** How many of Miniflare's queue lines a worker keeps. */
@@ -122,11 +157,16 @@ function connectionsToWorkerd(): Dispatcher {
  * trigger route: an answer Node awaits like any other. Through the proxy of `mf.getWorker()`
  * the first `scheduled()` was a synchronous call (Atomics.wait on Node's main thread, see
  * asyncD1), and a run whose queue broker posted its batch log to Node meanwhile waited on Node
- * while Node waited on the run: busy test runs hung for good there. The handler's outcome is
- * not an error here, as with the proxy (a failed run is the next run's to redo).
+ * while Node waited on the run: busy test runs hung for good there. The route goes to the
+ * Worker by its name ("", MF-Route-Override): by default it reaches the static assets' router
+ * first, which has no scheduled handler. The handler's outcome is not an error here, as with
+ * the proxy (a failed run is the next run's to redo).
  */
 async function scheduledOnce(entry: URL, connections: Dispatcher): Promise<void> {
-  const res = await undiciFetch(new URL("/cdn-cgi/handler/scheduled?cron=*+*+*+*+*", entry), { dispatcher: connections });
+  const res = await undiciFetch(new URL("/cdn-cgi/handler/scheduled?cron=*+*+*+*+*", entry), {
+    headers: { "MF-Route-Override": "" },
+    dispatcher: connections,
+  });
   await res.arrayBuffer();
 }
 
@@ -164,15 +204,7 @@ export async function startLocalWorker(opts: {
   // Vars, dates and flags come from wrangler.toml, so this runs what `wrangler dev` runs.
   const config = workerConfig();
   const log = new StackLog();
-  const options: MiniflareOptions = {
-    log,
-    // Miniflare's line per request reaches Node as a request of its own, and this log drops it.
-    logRequests: false,
-    // scheduled() asks for the cron's run with a request (see scheduledOnce).
-    unsafeTriggerHandlers: true,
-    cf: false, // no network: never fetch the `Request.cf` placeholder
-    ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
-    handleStructuredLogs: opts.onLog ?? workerWarningsToStderr,
+  const worker: WorkerOptions = {
     modules: true,
     scriptPath,
     modulesRoot: path.dirname(scriptPath),
@@ -192,8 +224,7 @@ export async function startLocalWorker(opts: {
       ...opts.secrets,
       ...opts.vars,
     },
-    d1Databases: { DB: "00000000-0000-0000-0000-000000000000" },
-    d1Persist: path.join(stateDir, "v3", "d1"),
+    d1Databases: LOCAL_D1,
     queueProducers: Object.fromEntries(config.queueProducers.map((p) => [p.binding, { queueName: p.queue }])),
     queueConsumers: Object.fromEntries(
       config.queueConsumers
@@ -210,10 +241,23 @@ export async function startLocalWorker(opts: {
         ]),
     ),
   };
+  const options: MiniflareOptions = {
+    log,
+    // Miniflare's line per request reaches Node as a request of its own, and this log drops it.
+    logRequests: false,
+    // scheduled() asks for the cron's run with a request (see scheduledOnce).
+    unsafeTriggerHandlers: true,
+    cf: false, // no network: never fetch the `Request.cf` placeholder
+    ...(opts.inspectorPort !== undefined && { inspectorPort: opts.inspectorPort }),
+    handleStructuredLogs: opts.onLog ?? workerWarningsToStderr,
+    d1Persist: path.join(stateDir, "v3", "d1"),
+    // The Worker first: requests without a route go to it.
+    workers: [worker, { ...D1_GATE, compatibilityDate: config.compatibilityDate }],
+  };
   const mf = new Miniflare(options);
   let entry = await mf.ready;
   let connections = connectionsToWorkerd();
-  let d1 = asyncD1(mf);
+  const d1 = (statements: readonly D1Statement[]) => d1Batch(entry, connections, statements);
 
   return {
     mf,
@@ -229,14 +273,14 @@ export async function startLocalWorker(opts: {
     },
     scheduled: () => scheduledOnce(entry, connections),
     queueLog: () => [...log.queueLines],
-    d1: () => d1,
+    d1,
+    query: async <T>(sql: string, ...params: unknown[]) => ((await d1([{ sql, params }]))[0]?.results ?? []) as T[],
     ordersDeliveredAt: () => log.ordersDeliveredAt,
     restart: async () => {
       await connections.destroy();
       connections = connectionsToWorkerd();
       await mf.setOptions(options);
       entry = await mf.ready;
-      d1 = asyncD1(mf);
       log.ordersDeliveredAt = Date.now();
     },
     stop: async () => {

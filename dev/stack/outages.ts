@@ -186,17 +186,14 @@ export async function runOutage(
   await crowd;
 
   try {
-    const db = await stack.worker.mf.getD1Database("DB");
     const books = await eventually(
       () => `every accepted order of sale ${sale.id} to settle`,
       async () => {
-        const { results } = await db
-          .prepare(
-            `SELECT order_id, user_id, 'settled' AS how FROM orders WHERE sale_id = ?1
-             UNION ALL SELECT order_id, user_id, 'failed' FROM failed_orders WHERE sale_id = ?1`,
-          )
-          .bind(Number(sale.id))
-          .all<{ order_id: string; user_id: string; how: string }>();
+        const results = await stack.worker.query<{ order_id: string; user_id: string; how: string }>(
+          `SELECT order_id, user_id, 'settled' AS how FROM orders WHERE sale_id = ?1
+           UNION ALL SELECT order_id, user_id, 'failed' FROM failed_orders WHERE sale_id = ?1`,
+          Number(sale.id),
+        );
         return results.length >= accepted.size && results;
       },
       settleTimeoutMs,

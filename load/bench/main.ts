@@ -274,9 +274,8 @@ async function benchDrain(stack: Stack, target: Target) {
   const orders = Math.min(2_000, users);
   progress(`settlement drain: ${orders} orders`);
   const { id: saleId } = await target.api.createSale({ stock: orders, name: "bench drain" });
-  const db = await stack.worker.mf.getD1Database("DB");
   const count = async () =>
-    (await db.prepare("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?").bind(Number(saleId)).first<number>("n")) ?? 0;
+    (await stack.worker.query<{ n: number }>("SELECT COUNT(*) AS n FROM orders WHERE sale_id = ?", Number(saleId)))[0]?.n ?? 0;
   const shots = await planCrowd(target.api, orders, 1, `bench-drain-${Date.now().toString(36)}-`);
   const started = performance.now();
   const { samples } = await drive(shots, (shot) => target.api.checkout(saleId, shot.token), { concurrency });

@@ -112,11 +112,7 @@ export async function counting(stack: Stack, quietMs = QUIET_MS): Promise<Counti
     stack,
     api,
     redis,
-    async rows<T>(sql: string, ...params: unknown[]) {
-      const db = await stack.worker.d1();
-      const [{ results }] = (await db.batch([db.prepare(sql).bind(...params)])) as [{ results: T[] }];
-      return results;
-    },
+    rows: <T>(sql: string, ...params: unknown[]) => stack.worker.query<T>(sql, ...params),
     users: (prefix, n) => planCrowd(api, n, 1, `cost-${tag}-${prefix}-`),
     async measure(work, { until, before } = {}) {
       await settle(stack, quietMs);

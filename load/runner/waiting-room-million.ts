@@ -107,11 +107,10 @@ function phaseMeter(stack: Stack, redis: IORedis) {
 
 /** The sale's split as D1 keeps it (the Worker's bucket of each buyer depends on its key). */
 async function splitOf(stack: Stack, saleId: string): Promise<BucketSplit> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const row = await db
-    .prepare("SELECT redis_buckets, bucket_key FROM sales WHERE id = ?")
-    .bind(Number(saleId))
-    .first<{ redis_buckets: number; bucket_key: string | null }>();
+  const [row] = await stack.worker.query<{ redis_buckets: number; bucket_key: string | null }>(
+    "SELECT redis_buckets, bucket_key FROM sales WHERE id = ?",
+    Number(saleId),
+  );
   if (!row) throw new Error(`sale ${saleId} is not in D1`);
   return { count: row.redis_buckets, key: row.bucket_key === null ? null : bucketKeyOf(row.bucket_key) };
 }

@@ -32,11 +32,10 @@ interface D1Order {
 }
 
 async function d1Orders(saleId: string): Promise<D1Order[]> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const { results } = await db
-    .prepare("SELECT order_id, user_id, status, quantity, expires_at, closed_at, refund_due FROM orders WHERE sale_id = ?")
-    .bind(Number(saleId))
-    .all<D1Order>();
+  const results = await stack.worker.query<D1Order>(
+    "SELECT order_id, user_id, status, quantity, expires_at, closed_at, refund_due FROM orders WHERE sale_id = ?",
+    Number(saleId),
+  );
   // By the ids the buyers were given (D1 keeps the internal ones).
   const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return results.map((r: D1Order) => ({ ...r, order_id: ids.toPublic(r.order_id) }));
@@ -78,18 +77,15 @@ type ChargesOfOrder = {
 };
 
 async function chargesAccountedFor(saleId: string): Promise<number> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const { results } = await db
-    .prepare(
-      `SELECT o.order_id, o.status, o.refund_due,
-              COALESCE(SUM(p.status = 'succeeded'), 0) AS succeeded,
-              COALESCE(SUM(p.status = 'refund_due'), 0) AS refunded,
-              COALESCE(SUM(p.status = 'charging'), 0) AS charging
-       FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id
-       WHERE o.sale_id = ? GROUP BY o.order_id`,
-    )
-    .bind(Number(saleId))
-    .all<ChargesOfOrder>();
+  const results = await stack.worker.query<ChargesOfOrder>(
+    `SELECT o.order_id, o.status, o.refund_due,
+            COALESCE(SUM(p.status = 'succeeded'), 0) AS succeeded,
+            COALESCE(SUM(p.status = 'refund_due'), 0) AS refunded,
+            COALESCE(SUM(p.status = 'charging'), 0) AS charging
+     FROM orders o LEFT JOIN payments p ON p.order_id = o.order_id
+     WHERE o.sale_id = ? GROUP BY o.order_id`,
+    Number(saleId),
+  );
   let owed = 0;
   for (const r of results as ChargesOfOrder[]) {
     expect(r.charging, r.order_id).toBe(0);
@@ -151,17 +147,14 @@ async function shopEndpoint(): Promise<{ received: ReceivedEvent[]; refused: num
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const id = `ep_${randomBytes(12).toString("hex")}`;
-  const db = await stack.worker.mf.getD1Database("DB");
-  await db
-    .prepare("INSERT INTO event_endpoints (id, url, secret, events, created_at) VALUES (?, ?, ?, ?, ?)")
-    .bind(
-      id,
-      `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-      secret,
-      JSON.stringify(ORDER_EVENT_TYPES),
-      Date.now(),
-    )
-    .run();
+  await stack.worker.query(
+    "INSERT INTO event_endpoints (id, url, secret, events, created_at) VALUES (?, ?, ?, ?, ?)",
+    id,
+    `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    secret,
+    JSON.stringify(ORDER_EVENT_TYPES),
+    Date.now(),
+  );
   return {
     ...shop,
     get refused() {
@@ -305,11 +298,10 @@ describe("a crowd with a payment window", () => {
     const heard = eventsOf();
     // In the order D1 recorded them (a charge that lost the race to the deadline may mark the
     // refund before the expiry lands), and exactly the states the order went through.
-    const db = await stack.worker.mf.getD1Database("DB");
-    const { results: recorded } = await db
-      .prepare("SELECT subject, type FROM order_events WHERE sale_id = ? ORDER BY seq")
-      .bind(Number(sale.id))
-      .all<{ subject: string; type: string }>();
+    const recorded = await stack.worker.query<{ subject: string; type: string }>(
+      "SELECT subject, type FROM order_events WHERE sale_id = ? ORDER BY seq",
+      Number(sale.id),
+    );
     // D1's subjects are internal ids; the shop heard of public ones.
     const cipher = orderIdCipher(stack.secrets.ORDER_ID_KEY);
     for (const [orderId, types] of expected) {
@@ -412,14 +404,11 @@ async function payPaced(rows: D1Order[], aimAt: (row: D1Order, i: number) => num
 
 /** When each charged payment attempt of the sale's orders was written down (paid, or recorded for refund). */
 async function attemptsFinished(saleId: string): Promise<Map<string, number>> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const { results } = await db
-    .prepare(
-      `SELECT order_id, updated_at FROM payments WHERE status IN ('succeeded', 'refund_due')
-       AND order_id IN (SELECT order_id FROM orders WHERE sale_id = ?)`,
-    )
-    .bind(Number(saleId))
-    .all<{ order_id: string; updated_at: number }>();
+  const results = await stack.worker.query<{ order_id: string; updated_at: number }>(
+    `SELECT order_id, updated_at FROM payments WHERE status IN ('succeeded', 'refund_due')
+     AND order_id IN (SELECT order_id FROM orders WHERE sale_id = ?)`,
+    Number(saleId),
+  );
   const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return new Map(results.map((r: { order_id: string; updated_at: number }) => [ids.toPublic(r.order_id), r.updated_at]));
 }

@@ -126,23 +126,25 @@ interface AttemptRow {
 type Charge = { outcome: "succeeded"; providerRef: string } | { outcome: "declined"; reason: string };
 
 async function d1State(saleId: string) {
-  const db = await stack.worker.d1();
-  const [orders, attempts] = (await db.batch([
-    db
-      .prepare("SELECT order_id, status, refund_due, paid_ref, closed_at, payment_claim FROM orders WHERE sale_id = ?")
-      .bind(Number(saleId)),
-    db
-      .prepare(
-        `SELECT order_id, idempotency_key, status, provider_ref, updated_at FROM payments
-         WHERE order_id IN (SELECT order_id FROM orders WHERE sale_id = ?)`,
-      )
-      .bind(Number(saleId)),
-  ])) as [{ results: OrderRow[] }, { results: AttemptRow[] }];
+  // One batch, so the orders and their attempts are read at one moment.
+  const [orders, attempts] = (
+    await stack.worker.d1([
+      {
+        sql: "SELECT order_id, status, refund_due, paid_ref, closed_at, payment_claim FROM orders WHERE sale_id = ?",
+        params: [Number(saleId)],
+      },
+      {
+        sql: `SELECT order_id, idempotency_key, status, provider_ref, updated_at FROM payments
+            WHERE order_id IN (SELECT order_id FROM orders WHERE sale_id = ?)`,
+        params: [Number(saleId)],
+      },
+    ])
+  ).map((answer) => answer.results) as [OrderRow[], AttemptRow[]];
   // By the ids the buyers were given.
   const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return {
-    orders: new Map(orders.results.map((r) => [ids.toPublic(r.order_id), r])),
-    attempts: new Map(attempts.results.map((r) => [`${ids.toPublic(r.order_id)}:${r.idempotency_key}`, r])),
+    orders: new Map(orders.map((r) => [ids.toPublic(r.order_id), r])),
+    attempts: new Map(attempts.map((r) => [`${ids.toPublic(r.order_id)}:${r.idempotency_key}`, r])),
   };
 }
 

@@ -102,23 +102,22 @@ interface Ledger {
 }
 
 async function ledger(saleId: string): Promise<Ledger> {
-  const db = await stack.worker.mf.getD1Database("DB");
-  const orders = await db
-    .prepare("SELECT order_id, user_id FROM orders WHERE sale_id = ?")
-    .bind(Number(saleId))
-    .all<{ order_id: string; user_id: string }>();
-  const failed = await db
-    .prepare("SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?")
-    .bind(Number(saleId))
-    .all<{ order_id: string; user_id: string; reason: string }>();
+  const orders = await stack.worker.query<{ order_id: string; user_id: string }>(
+    "SELECT order_id, user_id FROM orders WHERE sale_id = ?",
+    Number(saleId),
+  );
+  const failed = await stack.worker.query<{ order_id: string; user_id: string; reason: string }>(
+    "SELECT order_id, user_id, reason FROM failed_orders WHERE sale_id = ?",
+    Number(saleId),
+  );
   // By the ids the buyers were given.
   const ids = orderIdCipher(stack.secrets.ORDER_ID_KEY);
   return {
     confirmed: new Map(
-      orders.results.map((r: { order_id: string; user_id: string }) => [ids.toPublic(r.order_id), { userId: r.user_id }]),
+      orders.map((r: { order_id: string; user_id: string }) => [ids.toPublic(r.order_id), { userId: r.user_id }]),
     ),
     failed: new Map(
-      failed.results.map((r: { order_id: string; user_id: string; reason: string }) => [
+      failed.map((r: { order_id: string; user_id: string; reason: string }) => [
         ids.toPublic(r.order_id),
         { userId: r.user_id, reason: r.reason },
       ]),
@@ -127,11 +126,11 @@ async function ledger(saleId: string): Promise<Ledger> {
 }
 
 async function recovery(saleId: string) {
-  const db = await stack.worker.mf.getD1Database("DB");
-  return db
-    .prepare("SELECT state, detected_by, rebuilds FROM sale_recovery WHERE sale_id = ?")
-    .bind(Number(saleId))
-    .first<{ state: string; detected_by: string; rebuilds: number }>();
+  const [row] = await stack.worker.query<{ state: string; detected_by: string; rebuilds: number }>(
+    "SELECT state, detected_by, rebuilds FROM sale_recovery WHERE sale_id = ?",
+    Number(saleId),
+  );
+  return row ?? null;
 }
 
 /**
