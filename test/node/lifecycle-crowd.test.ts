@@ -506,6 +506,7 @@ describe("payments landing at the deadline", () => {
     const final = new Map((await d1Orders(sale.id)).map((r) => [r.order_id, r]));
     const paidLandings: number[] = [];
     let expired = 0;
+    let undecided = 0;
     for (const { orderId, answer, deadline } of outcomes) {
       const row = final.get(orderId) as D1Order;
       expect(["paid", "expired"], orderId).toContain(row.status);
@@ -515,16 +516,21 @@ describe("payments landing at the deadline", () => {
         expect(row.refund_due).toBe(0);
       } else {
         expired++;
-        expect(answer, `${orderId} expired, so its payment must not have said paid`).toMatchObject({
-          status: 409,
-          code: "ORDER_NOT_PAYABLE",
-        });
+        // Refused as too late, or (a busy machine) not decided in time: retry with the same key. Never paid.
+        expect(
+          [
+            { status: 409, code: "ORDER_NOT_PAYABLE" },
+            { status: 503, code: "UNAVAILABLE" },
+          ],
+          `${orderId} expired, so its payment must not have said paid`,
+        ).toContainEqual({ status: answer.status, code: answer.code });
+        if (answer.status === 503) undecided++;
       }
     }
     const paid = paidLandings.length;
     const within20 = paidLandings.filter((ms) => ms >= -20).length;
     console.log(
-      `deadline race: ${paid} paid, ${expired} expired, ${report.refundsDue} charges recorded for refund; ` +
+      `deadline race: ${paid} paid, ${expired} expired (${undecided} of their payments answered 503), ${report.refundsDue} charges recorded for refund; ` +
         `${within20} of the paid decided within 20 ms before their deadline (median ${paid > 0 ? median(paidLandings) : "-"} ms); ` +
         `a payment reached D1 ${measured.decideMs} ms after it was meant to leave when measured, ${Math.round(decideMs)} ms at the end`,
     );
