@@ -444,15 +444,18 @@ describe("the storefront", () => {
     await page.locator("#buy-button[aria-disabled='false']").waitFor();
 
     // Others take the bucket's only token as soon as it comes back, until the page has been
-    // told to wait (one quick buyer alone left a slow machine time to refill it first).
+    // told to wait: three of them asking in turn (one quick buyer alone, or one slowed by a
+    // busy machine, left the bucket time to refill before the page asked).
     let othersBought = 0;
     let waiting = false;
-    const others = (async () => {
-      for (let i = 0; !waiting; i++) {
-        if ((await api.checkout(sale.id, await api.userToken(`quicker-${i}`))).status === 202) othersBought++;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    })();
+    const others = Promise.all(
+      [0, 1, 2].map(async (taker) => {
+        for (let i = 0; !waiting; i++) {
+          if ((await api.checkout(sale.id, await api.userToken(`quicker-${taker}-${i}`))).status === 202) othersBought++;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }),
+    );
     try {
       await eventually("another buyer to take the token", async () => othersBought > 0);
       await page.getByRole("button", { name: "Buy now" }).click();

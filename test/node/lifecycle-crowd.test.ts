@@ -381,12 +381,19 @@ interface Sent {
 
 /**
  * Pays for `rows` one by one, each at `aimAt(row, i)` (asked again 300 ms before, as the aim
- * may move), while the cron's sweep runs every 200 ms as well.
+ * may move), while the cron's sweep runs again 200 ms after each run as well.
  */
 async function payPaced(rows: D1Order[], aimAt: (row: D1Order, i: number) => number): Promise<(Sent & { aim: number })[]> {
   // A run that fails (a busy machine cut its request) is a cron run that failed: the next
-  // one, 200 ms later, does its work; the assertions below judge the outcome.
-  const sweeping = setInterval(() => void stack.worker.scheduled().catch(() => undefined), 200);
+  // one does its work; the assertions below judge the outcome. One run at a time, so a busy
+  // machine is not sent more of them than it finishes.
+  let paying = true;
+  const sweeping = (async () => {
+    while (paying) {
+      await stack.worker.scheduled().catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
   try {
     return await Promise.all(
       rows.map(async (row, i) => {
@@ -398,7 +405,8 @@ async function payPaced(rows: D1Order[], aimAt: (row: D1Order, i: number) => num
       }),
     );
   } finally {
-    clearInterval(sweeping);
+    paying = false;
+    await sweeping;
   }
 }
 
