@@ -380,6 +380,20 @@ interface Sent {
 }
 
 /**
+ * A payment sent again with its key when the connection broke before any answer (a busy
+ * machine's reset), as a client does: the key makes the two one payment.
+ */
+async function payThroughResets(orderId: string, user: string): ReturnType<typeof pay> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await pay(orderId, user);
+    } catch (err) {
+      if (tries === 3) throw err;
+    }
+  }
+}
+
+/**
  * Pays for `rows` one by one, each at `aimAt(row, i)` (asked again 300 ms before, as the aim
  * may move), while the cron's sweep runs again 200 ms after each run as well.
  */
@@ -400,7 +414,7 @@ async function payPaced(rows: D1Order[], aimAt: (row: D1Order, i: number) => num
         await sleepUntil(aimAt(row, i) - 300);
         const aim = aimAt(row, i);
         await sleepUntil(aim);
-        const answer = await pay(row.order_id, row.user_id);
+        const answer = await payThroughResets(row.order_id, row.user_id);
         return { orderId: row.order_id, answer, deadline: row.expires_at as number, aim };
       }),
     );
