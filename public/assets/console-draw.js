@@ -66,10 +66,24 @@ function laneRow(sale, lane) {
   ]);
 }
 
-/** The committed list as CSV: every value is a number, lowercase hex or a variant id (letters, digits, . _ -), so none is quoted. */
-const CSV_HEADER = "index,leafHash,entrant,variant,quantity,result";
-/** @param {any} leaf */
-const csvLine = (leaf) => [leaf.index, leaf.leafHash, leaf.entrant, leaf.variant, leaf.quantity, leaf.result ?? ""].join(",");
+/**
+ * The committed list as CSV: every value is a number, lowercase hex, a variant id (letters,
+ * digits, . _ -) or a lane's name (a-z, 0-9, -), so none is quoted. A sale with lanes adds each
+ * entry's lane before its result (empty: the public draw).
+ * @param {boolean} lanes
+ */
+const csvHeader = (lanes) => `index,leafHash,entrant,variant,quantity,${lanes ? "lane," : ""}result`;
+/** @param {boolean} lanes @returns {(leaf: any) => string} */
+const csvLine = (lanes) => (leaf) =>
+  [
+    leaf.index,
+    leaf.leafHash,
+    leaf.entrant,
+    leaf.variant,
+    leaf.quantity,
+    ...(lanes ? [leaf.lane ?? ""] : []),
+    leaf.result ?? "",
+  ].join(",");
 
 /**
  * The Draw section.
@@ -168,14 +182,15 @@ export function drawPanel(admin) {
     const draw = shown;
     if (!draw || $("draw-export").getAttribute("aria-disabled") === "true") return;
     say("draw-status", "Gathering the entries…", "wait");
-    const lines = [CSV_HEADER];
+    const lanes = (draw.view?.lanes ?? []).length > 0;
+    const lines = [csvHeader(lanes)];
     /** @type {string | null} */
     let cursor = "0";
     while (cursor !== null) {
       const answer = await call("", `/api/sales/${draw.saleId}/draw/entries?cursor=${encodeURIComponent(cursor)}`);
       if (shown !== draw) return;
       if (answer.status !== 200) return say("draw-status", `Not downloaded: ${answer.message}`, "bad");
-      lines.push(...answer.body.leaves.map(csvLine));
+      lines.push(...answer.body.leaves.map(csvLine(lanes)));
       cursor = answer.body.next;
     }
     const filename = `sale-${draw.saleId}-draw.csv`;
