@@ -166,7 +166,9 @@ describe.concurrent("a presale lane with its own line", () => {
       startsAt: iso(now + 30 * 60_000),
       endsAt: iso(now + 2 * 3_600_000),
       queue: { mode: "fifo", prequeueSec: 60, admitPerSec: 100, passTtlSec: 120 },
-      lanes: [{ name: "members", startsAt: iso(now + 8_000), stock: 1 }],
+      // The lane starts once the shopper has had time to sign in and join before it, on a busy
+      // machine too (the test runs beside the file's others); at 8 s a busy run joined after it.
+      lanes: [{ name: "members", startsAt: iso(now + 20_000), stock: 1 }],
     });
     const [code] = (await api.codeBatch(sale.id, "members", { count: 1 })).body?.codes ?? [];
     const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
