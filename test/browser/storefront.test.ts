@@ -58,8 +58,7 @@ function nth<T>(list: T[], i: number): T {
 const money = (minor: number, currency: string, digits = 2) =>
   new Intl.NumberFormat("en-US", { style: "currency", currency }).format(minor / 10 ** digits);
 
-// The tests run at once (Vitest's five at a time), each on sales and pages of its own.
-describe.concurrent("the storefront", () => {
+describe("the storefront", () => {
   it("lists the sales a page at a time: image, price in its currency, state and stock on each card", async () => {
     // 21 sales that started nearly a day ago: the catalog (by start, then id) lists them before
     // every other test's sale; only npm start's demo sale (from 00:00 UTC) may come earlier.
