@@ -50,9 +50,7 @@ const TIME = String.raw`\d{1,2}:\d{2}\s[AP]M`;
 /** A datetime-local value to the second, `ms` from now, in the browser's time zone (the contexts run in this process's). */
 const localInput = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
 
-// The two describes run at once, each on sales and pages of its own: the storefront's entries
-// fill the console test's wait for its entries to close.
-describe.concurrent("a draw on the storefront", () => {
+describe("a draw on the storefront", () => {
   it("enters with a size after the human check, shows 'entered' and the receipt, changes the entry, keeps it through a reload, and withdraws it", async () => {
     const closesAt = Date.now() + 10 * 60_000;
     const sale = await api.createSale({
@@ -178,7 +176,7 @@ describe.concurrent("a draw on the storefront", () => {
   });
 });
 
-describe.concurrent("a draw in the console", () => {
+describe("a draw in the console", () => {
   it("creates a draw sale, shows entries per size, runs the draw after the close, shows the results and exports them; a winner pays, the others read where they stand", {
     timeout: 180_000,
   }, async () => {

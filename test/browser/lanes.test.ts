@@ -52,13 +52,8 @@ const localInput = (ms: number) => {
   return new Date(at - new Date(at).getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 };
 
-// The three describes run at once, each on sales and pages of its own: the storefront's tests
-// mostly wait for a lane's or the public start, and the console's work fills that time. A test
-// that polls with expect.poll takes the test's own expect, as tests running at once must.
-describe.concurrent("presale lanes on the storefront", () => {
-  it("asks a shopper in the members' window for the code, refuses a wrong one in words, buys with the right one, and tells the next one the lane is sold", async ({
-    expect,
-  }) => {
+describe("presale lanes on the storefront", () => {
+  it("asks a shopper in the members' window for the code, refuses a wrong one in words, buys with the right one, and tells the next one the lane is sold", async () => {
     const now = Date.now();
     const sale = await api.createSale({
       name: "Members' drop",
@@ -155,10 +150,8 @@ describe.concurrent("presale lanes on the storefront", () => {
   }, 90_000);
 });
 
-describe.concurrent("a presale lane with its own line", () => {
-  it("has the code holder join the lane's line with the code, lets them in at the lane's start, and sells with the lane's pass", async ({
-    expect,
-  }) => {
+describe("a presale lane with its own line", () => {
+  it("has the code holder join the lane's line with the code, lets them in at the lane's start, and sells with the lane's pass", async () => {
     const now = Date.now();
     const sale = await api.createSale({
       name: "Members' line",
@@ -166,9 +159,7 @@ describe.concurrent("a presale lane with its own line", () => {
       startsAt: iso(now + 30 * 60_000),
       endsAt: iso(now + 2 * 3_600_000),
       queue: { mode: "fifo", prequeueSec: 60, admitPerSec: 100, passTtlSec: 120 },
-      // The lane starts once the shopper has had time to sign in and join before it, on a busy
-      // machine too (the test runs beside the file's others); at 8 s a busy run joined after it.
-      lanes: [{ name: "members", startsAt: iso(now + 20_000), stock: 1 }],
+      lanes: [{ name: "members", startsAt: iso(now + 8_000), stock: 1 }],
     });
     const [code] = (await api.codeBatch(sale.id, "members", { count: 1 })).body?.codes ?? [];
     const page = await (await newContext(browser(), { locale: "en-US" })).newPage();
@@ -192,9 +183,8 @@ describe.concurrent("a presale lane with its own line", () => {
   }, 120_000);
 });
 
-describe.concurrent("the console's Lanes and codes", () => {
-  // One after the other: both copy to the browser's one clipboard and read it back.
-  it.sequential("creates a sale with lanes, makes codes shown once, copies and downloads them, revokes a batch, and counts per lane", async () => {
+describe("the console's Lanes and codes", () => {
+  it("creates a sale with lanes, makes codes shown once, copies and downloads them, revokes a batch, and counts per lane", async () => {
     const context = await newContext(browser(), { locale: "en-US", permissions: ["clipboard-read", "clipboard-write"] });
     const page = await context.newPage();
     await unlockConsole(page, "#create");
@@ -335,7 +325,7 @@ describe.concurrent("the console's Lanes and codes", () => {
     expect(await cspViolations(page)).toEqual([]);
   });
 
-  it.sequential("mints a staff pass on a sale with a waiting room, shows it once with Copy, logs it, and the pass buys past the line", async () => {
+  it("mints a staff pass on a sale with a waiting room, shows it once with Copy, logs it, and the pass buys past the line", async () => {
     const sale = await api.createSale({
       name: "Queued drop",
       stock: 5,

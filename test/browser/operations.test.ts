@@ -70,10 +70,7 @@ async function storefront(saleId: string, buyer: string): Promise<Page> {
   return page;
 }
 
-// The tests run at once, each on a sale and pages of its own: most of their time is the wait for
-// a change to reach the pages. The one that polls with expect.poll takes the test's own expect,
-// as tests running at once must.
-describe.concurrent("sale operations on both pages", () => {
+describe("sale operations on both pages", () => {
   it("pausing in the console shows the sale paused on the storefront with Buy disabled; resuming opens it again", async () => {
     const sale = await openSale({ name: "Pause drop", stock: 5 });
     const shop = await storefront(sale.id, "waiting-buyer");
@@ -113,9 +110,7 @@ describe.concurrent("sale operations on both pages", () => {
     for (const page of [shop, admin]) expect(await cspViolations(page)).toEqual([]);
   });
 
-  it("an edit in the console reaches the storefront; an edit on a version changed meanwhile gets 412 until reloaded", async ({
-    expect,
-  }) => {
+  it("an edit in the console reaches the storefront; an edit on a version changed meanwhile gets 412 until reloaded", async () => {
     const sale = await openSale({ name: "Before rename", description: "Old words.", stock: 5 });
     const shop = await (await newContext(browser())).newPage();
     await shop.goto(`${BASE}/?sale=${sale.id}`);

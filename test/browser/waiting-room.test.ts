@@ -63,9 +63,7 @@ const queuedSale = (name: string, startsIn: number, queue: Record<string, unknow
     queue: { mode: "fifo", admitPerSec: 100, ...queue },
   });
 
-// Each test has a sale and a page of its own, and mostly waits (a start, a page's poll, a pass's
-// 30 s, the shortest a sale takes): they run at once, the file as long as its longest wait.
-describe.concurrent("the waiting room, one state at a time", () => {
+describe("the waiting room, one state at a time", () => {
   it("before the line opens, open before the start, waiting with nobody let in yet, and still waiting once the sale starts", async () => {
     // The line opens ten minutes before a start two hours away: not yet, and Join is not offered.
     const early = await queuedSale("Line opens later", 2 * HOUR, { prequeueSec: 600 });

@@ -48,10 +48,7 @@ async function expectInvariants(saleId: string, stock: number, accepted: Map<str
   expect(saleViolations({ stock, samples: acceptedSamples(accepted), report, settled })).toEqual([]);
 }
 
-// The two drops run at once, each a sale of its own: they mostly wait (a no-show's grace, a
-// buyer's think time), and what they assert are outcomes, not paces. Redis is frozen only
-// after both are done (the describe below runs on its own).
-describe.concurrent("admission that follows the stock", () => {
+describe("admission that follows the stock", () => {
   it("sells a FIFO sale of 10 units whose first 10 places never buy, before their passes could have run out", async () => {
     const result = await drop({ people: 110, stock: 10, firstPlacesNoShow: 10, admitPerSec: 2 });
     console.log(`first 10 no-shows: sold out ${(result.sellOutMs ?? Number.NaN) / 1000} s after the start`);
