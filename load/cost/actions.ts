@@ -380,12 +380,13 @@ const STEPS: Step[] = [
     label: "draws: entries, reads, the run and its offers",
     actions: ["draw-entry", "draw-read", "draw-run-entry", "draw-run-winner"],
     async run(c, { joins }) {
+      const window = future(); // once: entries close as the sale starts, to the millisecond
       const [draw] = (await c.createSales({
         name: "cost: draw",
         stock: 10,
-        ...future(),
+        ...window,
         paymentWindowSec: 600,
-        draw: { opensAt: later(-1_000), closesAt: future().startsAt },
+        draw: { opensAt: later(-1_000), closesAt: window.startsAt },
       })) as [AdminSaleView];
       await c.api.enterDraw(draw.id, (await c.users("first-entrant", 1))[0]?.token as string);
       const entered = await c.measure(async () => {
