@@ -62,8 +62,8 @@ steps.push({
 });
 for (const event of order.history) steps.push({ at: event.at, where: "D1", what: event.type });
 // Log lines are stamped when they reach the log, so lines of one chunk share a millisecond: in a
-// tie the request comes before what it caused, and the settlement last.
-const STAGES = ["request", "Redis", "D1", "queue -> D1"];
+// tie the reservation comes first (the request's line follows it), and the settlement last.
+const STAGES = ["Redis", "request", "D1", "queue -> D1"];
 steps.sort((a, b) => a.at.localeCompare(b.at) || STAGES.indexOf(a.where) - STAGES.indexOf(b.where));
 
 console.log(`order ${ids.toPublic(internal)} (internal ${internal}), sale ${order.saleId}, ${order.status}`);
